@@ -1,0 +1,99 @@
+"""Make a wait predictor by name, and restore one from its persisted state.
+
+Names (``make_predictor(kind, seed, **params)``; params override the preset):
+
+    asa             Algorithm 1, paper's default policy, 0/1 loss, paper grid
+    asa-tuned       ... tuned policy, R = 50 repetitions per observed wait
+    asa-greedy      ... greedy policy
+    asa-cost        tuned, with the cost-aware loss (asad.learn.losses)
+    asa-full        full-information updates with the cost-aware loss, plans with the median of p
+    asa-slurm       tuned, with Slurm's estimate as one more expert
+    last, median-k, median-all, qbets, slurm-estimate   the baselines (asad.learn.baselines)
+
+ASA params: grid ("paper" | "log" | list), policy, repetitions, gamma, gamma_schedule,
+loss ("zero_one" | "cost"), early_cost, late_cost, loss_floor_s, full_information,
+point ("sample" | "median" | "mode"), slurm_expert, log_weight_floor.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from asad.learn.asa import AsaConfig, AsaPredictor
+from asad.learn.base import WaitPredictor
+from asad.learn.baselines import (
+    LastWaitPredictor,
+    MedianAllPredictor,
+    MovingMedianPredictor,
+    QbetsPredictor,
+    SlurmEstimatePredictor,
+)
+from asad.learn.losses import LossConfig
+
+ASA_PRESETS: dict[str, dict[str, Any]] = {
+    "asa": {"policy": "default"},
+    "asa-tuned": {"policy": "tuned", "repetitions": 50},
+    "asa-greedy": {"policy": "greedy"},
+    "asa-cost": {"policy": "tuned", "repetitions": 50, "loss": "cost"},
+    "asa-full": {"full_information": True, "loss": "cost", "point": "median"},
+    "asa-slurm": {"policy": "tuned", "repetitions": 50, "slurm_expert": True},
+}
+
+BASELINES: dict[str, type] = {
+    "last": LastWaitPredictor,
+    "median-k": MovingMedianPredictor,
+    "median-all": MedianAllPredictor,
+    "qbets": QbetsPredictor,
+    "slurm-estimate": SlurmEstimatePredictor,
+}
+
+_STATE_CLASSES: dict[str, type] = {
+    "asa": AsaPredictor,
+    "last": LastWaitPredictor,
+    "median-k": MovingMedianPredictor,
+    "median-all": MedianAllPredictor,
+    "qbets": QbetsPredictor,
+    "slurm-estimate": SlurmEstimatePredictor,
+}
+
+# What recommended_predictor() returns; chosen by the measurements in docs/results/learn.md.
+RECOMMENDED: tuple[str, dict[str, Any]] = ("asa-full", {"grid": "log", "log_weight_floor": 8.0})
+
+
+def predictor_kinds() -> list[str]:
+    return [*ASA_PRESETS, *BASELINES]
+
+
+def asa_config(preset: dict[str, Any], params: dict[str, Any]) -> AsaConfig:
+    merged = {**preset, **params}
+    loss = LossConfig(
+        kind=merged.pop("loss", "zero_one"),
+        early_cost=float(merged.pop("early_cost", 1.0)),
+        late_cost=float(merged.pop("late_cost", 1.0)),
+        floor_s=float(merged.pop("loss_floor_s", 60.0)),
+    )
+    return AsaConfig(loss=loss, **merged)
+
+
+def make_predictor(kind: str, seed: int = 0, **params: Any) -> WaitPredictor:
+    """A fresh predictor of the named kind (see the module docstring for names and params)."""
+    if kind in ASA_PRESETS:
+        return AsaPredictor(asa_config(ASA_PRESETS[kind], params), seed=seed, kind=kind)
+    if kind in BASELINES:
+        return BASELINES[kind](seed=seed, **params)
+    raise ValueError(f"unknown predictor {kind!r}; one of {predictor_kinds()}")
+
+
+def predictor_from_state(state: dict[str, Any]) -> WaitPredictor:
+    """Restore a predictor saved with ``to_state()`` (dispatches on ``state["kind"]``)."""
+    kind = state["kind"]
+    cls_name = state.get("class") or ("asa" if kind in ASA_PRESETS else kind)
+    if cls_name not in _STATE_CLASSES:
+        raise ValueError(f"unknown predictor state kind {kind!r}")
+    return _STATE_CLASSES[cls_name].from_state(state)
+
+
+def recommended_predictor() -> tuple[str, dict[str, Any]]:
+    """The predictor kind and params the engine should use by default (measured; see docs/asa.md)."""
+    kind, params = RECOMMENDED
+    return kind, dict(params)
