@@ -1,0 +1,1064 @@
+"""workflow.yaml → a validated, frozen :class:`WorkflowSpec`.
+
+Every problem is a :class:`SpecError` that names the file, the line, the field, what is wrong and how
+to fix it, so that a bad file is refused before anything reaches Slurm. The format is documented in
+``docs/workflow.md``; keep the two in step.
+
+Parsing walks PyYAML's composed node tree (not the constructed Python objects) so that every key
+and value keeps its line number, and so that scalars are read as the user wrote them: YAML 1.1
+would otherwise turn ``time: 1:30`` into the integer 90 and ``run: true`` into a boolean.
+"""
+
+from __future__ import annotations
+
+import difflib
+import heapq
+import math
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from asad.slurm.backend import PartitionInfo
+from asad.units import UnitError, format_duration, format_mem, parse_duration_s, parse_mem_mb
+
+__all__ = [
+    "DEFAULT_STRATEGY", "DEFAULT_TIME_S", "MODES", "STRATEGIES", "FrozenMap", "SimulateSpec",
+    "SpecError", "StageSpec", "WorkflowSpec", "check_against_cluster", "load_workflow",
+    "parse_workflow",
+]
+
+STRATEGIES = ("per-stage", "big-job", "chain", "asa")
+MODES = ("dependency", "naive")
+DEFAULT_STRATEGY = "asa"
+DEFAULT_MODE = "dependency"
+DEFAULT_TIME_S = 3600
+DEFAULT_MAX_OOM_RETRIES = 3
+NAME_MAX_LEN = 64
+
+# Names end up in Slurm job names, --comment tags, file names and squeue columns on clusters that
+# often run with LANG=C, so they are plain ASCII; a leading '-' would read as an option and a
+# leading '.' as a hidden file.
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+_ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_SLURM_WORD_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*\Z")  # partition, account, qos
+SCRIPT_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".py", ".pl", ".R", ".r", ".sbatch", ".slurm")
+
+TOP_KEYS = ("name", "strategy", "mode", "defaults", "workdir", "sizing", "stages")
+DEFAULT_KEYS = ("partition", "account", "qos", "time", "mem", "mem_per_cpu", "cpus", "retries",
+                "max_oom_retries", "env")
+STAGE_KEYS = ("name", "run", "cpus", "nodes", "ntasks", "cpus_per_task", "mem", "mem_per_cpu",
+              "time", "after", "env", "simulate", "retries", "max_oom_retries", "inputs", "sizing",
+              "partition", "account", "qos")
+SIMULATE_KEYS = ("runtime", "peak_mem", "cpu_efficiency")
+
+# Words people reach for from sbatch, Snakemake, Nextflow or CWL, mapped to our key.
+_SYNONYMS = {
+    "cores": "cpus", "ncpus": "cpus", "threads": "cpus", "cpu": "cpus", "cpus-per-task": "cpus_per_task",
+    "cpuspertask": "cpus_per_task", "tasks": "ntasks", "n_tasks": "ntasks", "nnodes": "nodes",
+    "node": "nodes", "memory": "mem", "memory_mb": "mem", "mem-per-cpu": "mem_per_cpu",
+    "walltime": "time", "time_limit": "time", "timelimit": "time", "runtime": "time",
+    "depends": "after", "depends_on": "after", "dependencies": "after", "needs": "after",
+    "requires": "after", "command": "run", "cmd": "run", "script": "run", "shell": "run",
+    "environment": "env", "queue": "partition", "max-oom-retries": "max_oom_retries",
+    "retry": "retries", "input": "inputs", "workflow": "name", "stage": "stages", "steps": "stages",
+    "jobs": "stages", "tasks_list": "stages", "working_directory": "workdir", "workdir_path": "workdir",
+    "chdir": "workdir", "peak_memory": "peak_mem", "mem_peak": "peak_mem", "efficiency": "cpu_efficiency",
+    "duration": "runtime",
+}
+
+_TAG_NULL = "tag:yaml.org,2002:null"
+_TAG_BOOL = "tag:yaml.org,2002:bool"
+_TAG_INT = "tag:yaml.org,2002:int"
+_TAG_FLOAT = "tag:yaml.org,2002:float"
+_TAG_STR = "tag:yaml.org,2002:str"
+_TAG_MERGE = "tag:yaml.org,2002:merge"
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+# --------------------------------------------------------------------------------------------
+# Errors
+
+
+class SpecError(Exception):
+    """A workflow file (or a workflow against a cluster) that asad refuses.
+
+    ``str()`` reads ``montage.yaml:14: stages[3].mem: '4 gigs' is not a memory size — write e.g.
+    500M, 4G``: file, line (omitted when 0), field (omitted when empty), problem, fix.
+    """
+
+    def __init__(self, path: str, line: int, field: str, problem: str, fix: str = ""):
+        self.path = str(path)
+        self.line = int(line or 0)
+        self.field = field
+        self.problem = problem
+        self.fix = fix
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        text = f"{where}: {self.field}: {self.problem}" if self.field else f"{where}: {self.problem}"
+        return f"{text} — {self.fix}" if self.fix else text
+
+    def __str__(self) -> str:
+        return self.render()
+
+    def __reduce__(self):  # keep it picklable (multiprocessing, logging handlers)
+        return (SpecError, (self.path, self.line, self.field, self.problem, self.fix))
+
+
+# --------------------------------------------------------------------------------------------
+# The validated objects
+
+
+class FrozenMap(Mapping[str, str]):
+    """An immutable, hashable str → str mapping (a stage's ``env``), in insertion order."""
+
+    __slots__ = ("_data",)
+
+    def __init__(self, items: Mapping[str, str] | Iterable[tuple[str, str]] = ()):
+        pairs = items.items() if isinstance(items, Mapping) else items
+        self._data: dict[str, str] = {str(k): str(v) for k, v in pairs}
+
+    def __getitem__(self, key: str) -> str:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        return hash(frozenset(self._data.items()))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return self._data == dict(other.items())
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"FrozenMap({self._data!r})"
+
+    def to_dict(self) -> dict[str, str]:
+        return dict(self._data)
+
+
+@dataclass(frozen=True)
+class SimulateSpec:
+    """A stage's truth for the simulator only: true run time, peak memory per node, CPU efficiency."""
+
+    runtime_s: float
+    peak_mem_mb: float | None = None
+    cpu_efficiency: float = 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"runtime_s": self.runtime_s, "peak_mem_mb": self.peak_mem_mb,
+                "cpu_efficiency": self.cpu_efficiency}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SimulateSpec:
+        peak = data.get("peak_mem_mb")
+        return cls(runtime_s=float(data["runtime_s"]), peak_mem_mb=None if peak is None else float(peak),
+                   cpu_efficiency=float(data.get("cpu_efficiency", 1.0)))
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    name: str
+    run: str  # a command line, or (run_is_script) the absolute path of a script
+    run_is_script: bool = False
+    nodes: int = 1
+    ntasks: int = 1
+    cpus_per_task: int = 1
+    mem_mb: int | None = None  # per node (--mem)
+    mem_per_cpu_mb: int | None = None  # --mem-per-cpu; at most one of the two
+    time_s: int = DEFAULT_TIME_S
+    partition: str = ""  # one name or a comma list "a,b"; "" = the cluster's default
+    account: str | None = None
+    qos: str | None = None
+    after: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=FrozenMap)
+    simulate: SimulateSpec | None = None
+    retries: int = 0  # extra attempts after a failure other than OOM/TIMEOUT
+    max_oom_retries: int = DEFAULT_MAX_OOM_RETRIES  # OOM/TIMEOUT retries, grown by sizing
+    inputs: tuple[str, ...] = ()
+    sizing: str | None = None
+    line: int = 0
+
+    def __post_init__(self) -> None:
+        # Accept a plain dict / list from code that builds stages by hand; store frozen forms.
+        if not isinstance(self.env, FrozenMap):
+            object.__setattr__(self, "env", FrozenMap(self.env))
+        if not isinstance(self.after, tuple):
+            object.__setattr__(self, "after", tuple(self.after))
+        if not isinstance(self.inputs, tuple):
+            object.__setattr__(self, "inputs", tuple(self.inputs))
+
+    @property
+    def cpus(self) -> int:
+        return self.ntasks * self.cpus_per_task
+
+    @property
+    def cpus_per_node(self) -> int:
+        """CPUs the busiest node needs (tasks spread as evenly as Slurm's default block layout)."""
+        return math.ceil(self.ntasks / self.nodes) * self.cpus_per_task
+
+    @property
+    def partitions(self) -> list[str]:
+        return [p for p in self.partition.split(",") if p]
+
+    def mem_per_node_mb(self) -> int | None:
+        if self.mem_mb is not None:
+            return self.mem_mb
+        if self.mem_per_cpu_mb is not None:
+            return self.mem_per_cpu_mb * self.cpus_per_node
+        return None
+
+    def total_mem_mb(self) -> int | None:
+        """Memory over the whole allocation, whichever way it was asked for."""
+        if self.mem_mb is not None:
+            return self.mem_mb * self.nodes
+        if self.mem_per_cpu_mb is not None:
+            return self.mem_per_cpu_mb * self.cpus
+        return None
+
+    def env_dict(self) -> dict[str, str]:
+        return dict(self.env.items())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "run": self.run, "run_is_script": self.run_is_script,
+            "nodes": self.nodes, "ntasks": self.ntasks, "cpus_per_task": self.cpus_per_task,
+            "mem_mb": self.mem_mb, "mem_per_cpu_mb": self.mem_per_cpu_mb, "time_s": self.time_s,
+            "partition": self.partition, "account": self.account, "qos": self.qos,
+            "after": list(self.after), "env": self.env_dict(),
+            "simulate": None if self.simulate is None else self.simulate.to_dict(),
+            "retries": self.retries, "max_oom_retries": self.max_oom_retries,
+            "inputs": list(self.inputs), "sizing": self.sizing, "line": self.line,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> StageSpec:
+        sim = data.get("simulate")
+        return cls(
+            name=str(data["name"]), run=str(data["run"]), run_is_script=bool(data.get("run_is_script", False)),
+            nodes=int(data.get("nodes", 1)), ntasks=int(data.get("ntasks", 1)),
+            cpus_per_task=int(data.get("cpus_per_task", 1)),
+            mem_mb=_opt_int(data.get("mem_mb")), mem_per_cpu_mb=_opt_int(data.get("mem_per_cpu_mb")),
+            time_s=int(data.get("time_s", DEFAULT_TIME_S)), partition=str(data.get("partition") or ""),
+            account=data.get("account"), qos=data.get("qos"), after=tuple(data.get("after") or ()),
+            env=FrozenMap(data.get("env") or {}),
+            simulate=None if sim is None else SimulateSpec.from_dict(sim),
+            retries=int(data.get("retries", 0)),
+            max_oom_retries=int(data.get("max_oom_retries", DEFAULT_MAX_OOM_RETRIES)),
+            inputs=tuple(data.get("inputs") or ()), sizing=data.get("sizing"), line=int(data.get("line", 0)),
+        )
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+@dataclass(frozen=True)
+class WorkflowSpec:
+    name: str
+    strategy: str  # per-stage | big-job | chain | asa
+    stages: tuple[StageSpec, ...]
+    workdir: str  # absolute
+    path: str  # the workflow file, absolute ("<string>" when parsed from text)
+    mode: str = DEFAULT_MODE  # asa only: dependency | naive
+    sizing: str | None = None
+    _index: dict[str, int] = field(init=False, repr=False, compare=False, hash=False)
+    _successors: dict[str, tuple[str, ...]] = field(init=False, repr=False, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.stages, tuple):
+            object.__setattr__(self, "stages", tuple(self.stages))
+        index: dict[str, int] = {}
+        for i, stage in enumerate(self.stages):
+            if stage.name in index:
+                raise ValueError(f"duplicate stage name {stage.name!r}")
+            index[stage.name] = i
+        successors: dict[str, list[str]] = {s.name: [] for s in self.stages}
+        for stage in self.stages:
+            for pred in stage.after:
+                if pred not in successors:
+                    raise ValueError(f"stage {stage.name!r} is after unknown stage {pred!r}")
+                successors[pred].append(stage.name)
+        object.__setattr__(self, "_index", index)
+        object.__setattr__(self, "_successors", {k: tuple(v) for k, v in successors.items()})
+
+    def stage(self, name: str) -> StageSpec:
+        try:
+            return self.stages[self._index[name]]
+        except KeyError:
+            raise KeyError(f"workflow {self.name!r} has no stage {name!r}") from None
+
+    def index_of(self, name: str) -> int:
+        return self._index[name]
+
+    def predecessors(self, name: str) -> tuple[str, ...]:
+        return self.stage(name).after
+
+    def successors(self, name: str) -> tuple[str, ...]:
+        self.stage(name)  # KeyError with a clear message for an unknown name
+        return self._successors[name]
+
+    def roots(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.stages if not s.after)
+
+    def leaves(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.stages if not self._successors[s.name])
+
+    def topo_order(self) -> list[str]:
+        """Stages so that each comes after all it depends on; ties go to file order."""
+        order = _topo_indices(self.stages, self._index)
+        if len(order) != len(self.stages):
+            raise ValueError(f"workflow {self.name!r} has a cycle in after")
+        return [self.stages[i].name for i in order]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "strategy": self.strategy, "mode": self.mode, "workdir": self.workdir,
+                "path": self.path, "sizing": self.sizing, "stages": [s.to_dict() for s in self.stages]}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WorkflowSpec:
+        return cls(name=str(data["name"]), strategy=str(data["strategy"]),
+                   stages=tuple(StageSpec.from_dict(s) for s in data["stages"]),
+                   workdir=str(data["workdir"]), path=str(data["path"]),
+                   mode=str(data.get("mode") or DEFAULT_MODE), sizing=data.get("sizing"))
+
+
+def _topo_indices(stages: tuple[StageSpec, ...], index: Mapping[str, int]) -> list[int]:
+    """Kahn's algorithm with a heap on file position: O((V + E) log V). Cyclic stages are left out."""
+    indegree = [len(s.after) for s in stages]
+    successors: list[list[int]] = [[] for _ in stages]
+    for i, stage in enumerate(stages):
+        for pred in stage.after:
+            successors[index[pred]].append(i)
+    ready = [i for i, d in enumerate(indegree) if d == 0]
+    heapq.heapify(ready)
+    order: list[int] = []
+    while ready:
+        i = heapq.heappop(ready)
+        order.append(i)
+        for j in successors[i]:
+            indegree[j] -= 1
+            if indegree[j] == 0:
+                heapq.heappush(ready, j)
+    return order
+
+
+# --------------------------------------------------------------------------------------------
+# Loading
+
+
+def load_workflow(path: str | Path, *, strategy: str | None = None) -> WorkflowSpec:
+    """Read and validate a workflow file; ``strategy`` (e.g. from ``--strategy``) overrides the file's."""
+    file = Path(path)
+    shown = str(path)
+    try:
+        raw = file.read_bytes()
+    except FileNotFoundError:
+        raise SpecError(shown, 0, "", "no such file", "check the path (it is relative to the current folder)") from None
+    except IsADirectoryError:
+        raise SpecError(shown, 0, "", "is a folder, not a workflow file", "name the .yaml file itself") from None
+    except OSError as exc:
+        raise SpecError(shown, 0, "", f"cannot read the file: {exc.strerror}", "check its permissions") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise SpecError(shown, line, "", f"not UTF-8 text (byte 0x{raw[exc.start]:02x})",
+                        "save the file as UTF-8") from None
+    return parse_workflow(text, shown, strategy=strategy, base_dir=file.resolve().parent,
+                          abs_path=str(file.resolve()))
+
+
+def parse_workflow(text: str, path: str = "<string>", *, strategy: str | None = None,
+                   base_dir: str | Path | None = None, abs_path: str | None = None) -> WorkflowSpec:
+    """Validate workflow YAML text. ``path`` is used in messages; relative script paths and
+    ``workdir`` resolve against ``base_dir`` (default: the folder of ``path``, or the current folder)."""
+    if base_dir is None:
+        base_dir = Path(path).resolve().parent if path != "<string>" else Path.cwd()
+    if abs_path is None:
+        abs_path = path if path == "<string>" else str(Path(path).resolve())
+    return _Parser(path, Path(base_dir), abs_path).parse(text, strategy)
+
+
+class _Parser:
+    def __init__(self, shown_path: str, base_dir: Path, abs_path: str):
+        self.path = shown_path
+        self.base_dir = base_dir
+        self.abs_path = abs_path
+        self.constructor = yaml.constructor.SafeConstructor()
+
+    # ---- errors and node access ------------------------------------------------------------
+
+    def error(self, where: Node | int | None, fld: str, problem: str, fix: str = "") -> SpecError:
+        if isinstance(where, Node):
+            line = where.start_mark.line + 1
+        else:
+            line = where or 0
+        return SpecError(self.path, line, fld, problem, fix)
+
+    def mapping(self, node: Node, fld: str, what: str, known: tuple[str, ...]) -> dict[str, tuple[Node, Node]]:
+        """Keys → (key node, value node); refuses duplicate and unknown keys; applies ``<<`` merges."""
+        if not isinstance(node, MappingNode):
+            raise self.error(node, fld, f"{what} must be a mapping (key: value lines), got {_kind(node)}",
+                             _mapping_fix(fld))
+        merged: dict[str, tuple[Node, Node]] = {}
+        out: dict[str, tuple[Node, Node]] = {}
+        own: dict[str, Node] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _TAG_MERGE:
+                merged.update(self._merged(value_node, fld))
+                continue
+            if not isinstance(key_node, ScalarNode):
+                raise self.error(key_node, fld, f"a key in {what} is a {_kind(key_node)}", "keys are plain words")
+            key = key_node.value
+            if key in own:
+                raise self.error(key_node, _join(fld, key),
+                                 f"duplicate key '{key}' (first at line {own[key].start_mark.line + 1})",
+                                 "keep only one of them")
+            own[key] = key_node
+            if key not in known:
+                raise self.error(key_node, fld, f"unknown key '{key}' in {what}", _suggest_key(key, known))
+            out[key] = (key_node, value_node)
+        for key, (key_node, _) in merged.items():
+            if key not in known:
+                raise self.error(key_node, fld, f"unknown key '{key}' in {what} (merged with <<)",
+                                 _suggest_key(key, known))
+        return {**merged, **out}  # the mapping's own keys win over merged ones
+
+    def _merged(self, node: Node, fld: str) -> dict[str, tuple[Node, Node]]:
+        sources = node.value if isinstance(node, SequenceNode) else [node]
+        merged: dict[str, tuple[Node, Node]] = {}
+        for source in reversed(sources):  # YAML: earlier sources win
+            if not isinstance(source, MappingNode):
+                raise self.error(source, fld, "'<<' must merge a mapping (an &anchor of key: value lines)")
+            for key_node, value_node in source.value:
+                if key_node.tag == _TAG_MERGE:
+                    merged.update(self._merged(value_node, fld))
+                elif isinstance(key_node, ScalarNode):
+                    merged[key_node.value] = (key_node, value_node)
+        return merged
+
+    def text(self, node: Node, fld: str, what: str = "text", *, allow_empty: bool = False) -> str:
+        """A scalar exactly as written (so ``true``, ``1:30`` and ``007`` stay text)."""
+        if not isinstance(node, ScalarNode):
+            raise self.error(node, fld, f"must be {what}, got {_kind(node)}", "write a single value on this line")
+        if node.tag == _TAG_NULL and node.style is None:
+            if allow_empty:
+                return ""
+            raise self.error(node, fld, "is empty", f"give {what}")
+        return node.value
+
+    def value(self, node: Node) -> Any:
+        return self.constructor.construct_object(node, deep=True)
+
+    def positive_int(self, node: Node, fld: str, *, allow_zero: bool = False) -> int:
+        what = "a whole number ≥ 0" if allow_zero else "a positive whole number"
+        if not isinstance(node, ScalarNode) or node.tag in (_TAG_NULL, _TAG_BOOL):
+            got = _kind(node) if not isinstance(node, ScalarNode) else f"'{node.value}'"
+            raise self.error(node, fld, f"must be {what}, got {got}", "write e.g. 4")
+        raw = node.value.strip()
+        if node.tag == _TAG_INT or (node.tag == _TAG_STR and re.fullmatch(r"[+-]?\d+", raw)):
+            number = int(self.value(node)) if node.tag == _TAG_INT else int(raw)
+        else:
+            raise self.error(node, fld, f"must be {what}, got '{node.value}'", "write e.g. 4 (no units)")
+        if number < 0 or (number == 0 and not allow_zero):
+            raise self.error(node, fld, f"must be {what}, got {number}",
+                             "write 0 or more" if allow_zero else "write 1 or more")
+        return number
+
+    def duration(self, node: Node, fld: str) -> int:
+        if not isinstance(node, ScalarNode) or node.tag in (_TAG_NULL, _TAG_BOOL):
+            raise self.error(node, fld, f"must be a duration, got {_kind(node)}",
+                             "write e.g. 90s, 10m, 2h, 1d or 1-02:00:00")
+        raw: Any = node.value
+        if node.tag in (_TAG_INT, _TAG_FLOAT) and ":" not in raw:
+            raw = self.value(node)  # a bare number is minutes, as sbatch --time
+        try:
+            seconds = parse_duration_s(raw)
+        except UnitError:
+            raise self.error(node, fld, f"'{node.value}' is not a duration",
+                             "write e.g. 90s, 10m, 2h, 1d or 1-02:00:00 (a bare number is minutes)") from None
+        if seconds <= 0:
+            raise self.error(node, fld, f"must be longer than zero, got '{node.value}'", "write e.g. 10m")
+        return seconds
+
+    def memory(self, node: Node, fld: str) -> int:
+        if not isinstance(node, ScalarNode) or node.tag in (_TAG_NULL, _TAG_BOOL):
+            raise self.error(node, fld, f"must be a memory size, got {_kind(node)}", "write e.g. 500M, 4G")
+        raw: Any = node.value
+        if node.tag in (_TAG_INT, _TAG_FLOAT):
+            raw = self.value(node)  # a bare number is MB, as sbatch --mem
+        try:
+            return parse_mem_mb(raw)
+        except UnitError as exc:
+            if "positive" in str(exc):
+                raise self.error(node, fld, f"must be more than zero, got '{node.value}'", "write e.g. 500M, 4G") from None
+            raise self.error(node, fld, f"'{node.value}' is not a memory size",
+                             "write e.g. 500M, 4G, 1.5T (a bare number is MB)") from None
+
+    def name(self, node: Node, fld: str, what: str) -> str:
+        text = self.text(node, fld, f"a {what} name")
+        problem = _name_problem(text)
+        if problem:
+            raise self.error(node, fld, f"{what} name {text!r} {problem}",
+                             f"use ASCII letters, digits, '-', '_' and '.', starting with a letter or digit, "
+                             f"at most {NAME_MAX_LEN} characters")
+        return text
+
+    def slurm_word(self, node: Node, fld: str, what: str, *, allow_list: bool = False) -> str:
+        if allow_list and isinstance(node, SequenceNode):
+            words = [self.text(item, fld, f"a {what} name") for item in node.value]
+        else:
+            words = self.text(node, fld, f"a {what} name").split(",")
+        words = [w.strip() for w in words]
+        for word in words:
+            if not _SLURM_WORD_RE.match(word):
+                hint = "a comma list like a,b" if allow_list else "one name"
+                raise self.error(node, fld, f"{what} {word!r} is not a valid Slurm {what} name",
+                                 f"write {hint} of letters, digits, '-', '_', '.'")
+        return ",".join(words)
+
+    # ---- the file ----------------------------------------------------------------------------
+
+    def parse(self, text: str, strategy_override: str | None) -> WorkflowSpec:
+        root = self.compose(text)
+        top = self.mapping(root, "", "the workflow file", TOP_KEYS)
+
+        if "name" not in top:
+            raise self.error(root, "name", "missing required field 'name'", "add e.g. name: montage at the top")
+        wf_name = self.name(top["name"][1], "name", "workflow")
+
+        strategy = self.choice(top.get("strategy"), "strategy", STRATEGIES, DEFAULT_STRATEGY)
+        if strategy_override is not None:
+            strategy = self.choice_text(strategy_override, None, "--strategy", STRATEGIES)
+        mode = self.choice(top.get("mode"), "mode", MODES, DEFAULT_MODE)
+
+        workdir = self.workdir(top.get("workdir"))
+        sizing = self.sizing(top.get("sizing"), "sizing")
+        defaults = self.defaults(top.get("defaults"))
+
+        if "stages" not in top:
+            raise self.error(root, "stages", "missing required field 'stages'",
+                             "add a list of stages, each starting with '- name: ...' and a run: command")
+        stages_node = top["stages"][1]
+        if isinstance(stages_node, ScalarNode) and stages_node.tag == _TAG_NULL:
+            raise self.error(stages_node, "stages", "the workflow has no stages", "add at least one stage under stages:")
+        if not isinstance(stages_node, SequenceNode):
+            raise self.error(stages_node, "stages", f"must be a list of stages, got {_kind(stages_node)}",
+                             "start each stage with '- name: ...' under stages:")
+        if not stages_node.value:
+            raise self.error(stages_node, "stages", "the workflow has no stages", "add at least one stage under stages:")
+
+        stages: list[StageSpec] = []
+        after_nodes: list[Node | None] = []
+        seen: dict[str, int] = {}
+        for i, item in enumerate(stages_node.value):
+            stage, after_node = self.stage(item, i, defaults, workdir, stages[-1].name if stages else None)
+            if stage.name in seen:
+                raise self.error(item, f"stages[{i}].name",
+                                 f"duplicate stage name '{stage.name}' (first at line {seen[stage.name]})",
+                                 "give every stage its own name")
+            seen[stage.name] = stage.line
+            stages.append(stage)
+            after_nodes.append(after_node)
+        self.check_after(stages, after_nodes)
+        return WorkflowSpec(name=wf_name, strategy=strategy, stages=tuple(stages), workdir=workdir,
+                            path=self.abs_path, mode=mode, sizing=sizing)
+
+    def compose(self, text: str) -> Node:
+        if "\t" in text:
+            # YAML forbids tabs in indentation; say so plainly instead of PyYAML's token error.
+            for number, line in enumerate(text.splitlines(), 1):
+                stripped = line.lstrip(" ")
+                if stripped.startswith("\t"):
+                    raise self.error(number, "", "a tab in the indentation", "YAML indents with spaces only; replace the tab")
+        try:
+            root = yaml.compose(text, Loader=_LOADER)
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            line = mark.line + 1 if mark else 0
+            col = f" (column {mark.column + 1})" if mark else ""
+            problem = exc.problem or exc.context or "cannot be read"
+            context = f", {exc.context}" if exc.context and exc.problem else ""
+            raise self.error(line, "", f"YAML syntax error{col}: {problem}{context}", _yaml_fix(problem)) from None
+        except yaml.YAMLError as exc:
+            raise self.error(0, "", f"YAML error: {exc}", "check the file is plain YAML text") from None
+        if root is None:
+            raise self.error(0, "", "the file is empty",
+                             "a workflow needs at least name: and stages: (see docs/workflow.md)")
+        return root
+
+    def choice(self, pair: tuple[Node, Node] | None, fld: str, allowed: tuple[str, ...], default: str) -> str:
+        if pair is None:
+            return default
+        node = pair[1]
+        return self.choice_text(self.text(node, fld, f"one of {', '.join(allowed)}"), node, fld, allowed)
+
+    def choice_text(self, value: str, node: Node | None, fld: str, allowed: tuple[str, ...]) -> str:
+        if value in allowed:
+            return value
+        normalised = value.strip().lower().replace("_", "-").replace(" ", "-")
+        aliases = {"perstage": "per-stage", "bigjob": "big-job", "big": "big-job"}
+        guess = normalised if normalised in allowed else aliases.get(normalised.replace("-", ""))
+        close = [guess] if guess else difflib.get_close_matches(normalised, allowed, n=1, cutoff=0.5)
+        hint = f"did you mean '{close[0]}'? " if close else ""
+        what = fld.lstrip("-")
+        raise self.error(node, fld, f"unknown {what} '{value}'", f"{hint}write one of: {', '.join(allowed)}")
+
+    def workdir(self, pair: tuple[Node, Node] | None) -> str:
+        if pair is None:
+            return str(self.base_dir)
+        node = pair[1]
+        raw = self.text(node, "workdir", "a folder path")
+        if "\x00" in raw or "\n" in raw:
+            raise self.error(node, "workdir", "contains a NUL byte or a newline", "write a plain folder path")
+        expanded = os.path.expandvars(os.path.expanduser(raw))
+        missing = re.search(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)", expanded)
+        if missing:
+            raise self.error(node, "workdir", f"uses ${missing.group(1)}, which is not set here",
+                             f"export {missing.group(1)} before running asad, or write the folder out")
+        return os.path.normpath(os.path.join(self.base_dir, expanded))
+
+    def sizing(self, pair: tuple[Node, Node] | None, fld: str) -> str | None:
+        if pair is None:
+            return None
+        node = pair[1]
+        value = self.text(node, fld, "a sizing agent name")
+        if not _SLURM_WORD_RE.match(value):
+            raise self.error(node, fld, f"sizing agent {value!r} is not a valid name",
+                             "write the agent's name, e.g. sizing: feedback-pc95 (see docs/workflow.md)")
+        return value
+
+    def defaults(self, pair: tuple[Node, Node] | None) -> dict[str, Any]:
+        if pair is None:
+            return {}
+        node = pair[1]
+        if isinstance(node, ScalarNode) and node.tag == _TAG_NULL:
+            return {}
+        m = self.mapping(node, "defaults", "defaults", DEFAULT_KEYS)
+        out: dict[str, Any] = {}
+        for key, (_, value) in m.items():
+            out[key] = self.resource_value(key, value, f"defaults.{key}")
+        if "mem" in out and "mem_per_cpu" in out:
+            raise self.error(m["mem_per_cpu"][0], "defaults.mem_per_cpu", "mem and mem_per_cpu both given",
+                             "give memory per node (mem) or per CPU (mem_per_cpu), not both")
+        return out
+
+    def resource_value(self, key: str, node: Node, fld: str) -> Any:
+        """The keys shared by defaults and stages."""
+        if key in ("partition",):
+            return self.slurm_word(node, fld, "partition", allow_list=True)
+        if key in ("account", "qos"):
+            return self.slurm_word(node, fld, key)
+        if key == "time":
+            return self.duration(node, fld)
+        if key in ("mem", "mem_per_cpu"):
+            return self.memory(node, fld)
+        if key in ("cpus", "nodes", "ntasks", "cpus_per_task"):
+            return self.positive_int(node, fld)
+        if key in ("retries", "max_oom_retries"):
+            return self.positive_int(node, fld, allow_zero=True)
+        if key == "env":
+            return self.env(node, fld)
+        raise AssertionError(key)
+
+    def env(self, node: Node, fld: str) -> dict[str, str]:
+        if isinstance(node, ScalarNode) and node.tag == _TAG_NULL:
+            return {}
+        if not isinstance(node, MappingNode):
+            raise self.error(node, fld, f"must be a mapping of NAME: value, got {_kind(node)}",
+                             "write e.g. env: {OMP_NUM_THREADS: 4}")
+        out: dict[str, str] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, ScalarNode) else None
+            if key is None or not _ENV_NAME_RE.match(key):
+                shown = key if key is not None else _kind(key_node)
+                raise self.error(key_node, fld, f"{shown!r} is not a valid environment variable name",
+                                 "use letters, digits and '_', not starting with a digit (e.g. MY_VAR)")
+            if key in out:
+                raise self.error(key_node, f"{fld}.{key}", f"duplicate variable '{key}'", "keep only one")
+            if not isinstance(value_node, ScalarNode):
+                raise self.error(value_node, f"{fld}.{key}", f"must be a single value, got {_kind(value_node)}",
+                                 "quote it as one string, e.g. \"a b c\"")
+            value = "" if value_node.tag == _TAG_NULL and value_node.style is None else value_node.value
+            if "\x00" in value:
+                raise self.error(value_node, f"{fld}.{key}", "contains a NUL byte", "remove it")
+            out[key] = value
+        return out
+
+    # ---- one stage ---------------------------------------------------------------------------
+
+    def stage(self, item: Node, i: int, defaults: dict[str, Any], workdir: str,
+              previous: str | None) -> tuple[StageSpec, Node | None]:
+        where = f"stages[{i}]"
+        m = self.mapping(item, where, "a stage", STAGE_KEYS)
+        line = item.start_mark.line + 1
+        if "name" not in m:
+            raise self.error(item, where, "missing required field 'name'", "add name: <stage name> to this stage")
+        name = self.name(m["name"][1], f"{where}.name", "stage")
+        if "run" not in m:
+            raise self.error(item, where, f"stage '{name}' is missing required field 'run'",
+                             "add run: <a command line or a script path>")
+        run, run_is_script = self.run(m["run"][1], f"{where}.run")
+
+        values: dict[str, Any] = {}
+        for key in ("cpus", "nodes", "ntasks", "cpus_per_task", "mem", "mem_per_cpu", "time", "retries",
+                    "max_oom_retries", "partition", "account", "qos", "env"):
+            if key in m:
+                values[key] = self.resource_value(key, m[key][1], f"{where}.{key}")
+
+        nodes, ntasks, cpus_per_task = self.geometry(m, values, defaults, where)
+        mem_mb, mem_per_cpu_mb = self.stage_memory(m, values, defaults, where)
+
+        env = dict(defaults.get("env", {}))
+        env.update(values.get("env", {}))
+
+        after_node = m["after"][1] if "after" in m else None
+        if after_node is None:
+            after: tuple[str, ...] = (previous,) if previous is not None else ()
+        else:
+            after = self.after_list(after_node, f"{where}.after")
+
+        simulate = self.simulate(m["simulate"][1], f"{where}.simulate") if "simulate" in m else None
+        inputs = self.inputs(m["inputs"][1], f"{where}.inputs", workdir) if "inputs" in m else ()
+        sizing = self.sizing(m.get("sizing"), f"{where}.sizing")
+
+        stage = StageSpec(
+            name=name, run=run, run_is_script=run_is_script, nodes=nodes, ntasks=ntasks,
+            cpus_per_task=cpus_per_task, mem_mb=mem_mb, mem_per_cpu_mb=mem_per_cpu_mb,
+            time_s=values.get("time", defaults.get("time", DEFAULT_TIME_S)),
+            partition=values.get("partition", defaults.get("partition", "")),
+            account=values.get("account", defaults.get("account")),
+            qos=values.get("qos", defaults.get("qos")), after=after, env=FrozenMap(env),
+            simulate=simulate, retries=values.get("retries", defaults.get("retries", 0)),
+            max_oom_retries=values.get("max_oom_retries", defaults.get("max_oom_retries", DEFAULT_MAX_OOM_RETRIES)),
+            inputs=inputs, sizing=sizing, line=line,
+        )
+        return stage, after_node
+
+    def run(self, node: Node, fld: str) -> tuple[str, bool]:
+        if isinstance(node, ScalarNode) and node.tag == _TAG_NULL and node.style is None:
+            raise self.error(node, fld, "is empty", "write the command to run, e.g. run: ./align.sh or run: sleep 5")
+        command = self.text(node, fld, "a command line or a script path")
+        if "\x00" in command:
+            raise self.error(node, fld, "contains a NUL byte", "remove it; a command cannot carry NUL bytes")
+        if not command.strip():
+            raise self.error(node, fld, "is empty", "write the command to run, e.g. run: sleep 5")
+        word = command.strip()
+        looks_like_script = (not any(c.isspace() for c in word)
+                             and (word.endswith(SCRIPT_SUFFIXES) or word.startswith(("./", "../"))))
+        if not looks_like_script:
+            return command, False
+        script = Path(os.path.expanduser(word))
+        if not script.is_absolute():
+            script = self.base_dir / script
+        script = Path(os.path.normpath(script))
+        if not script.is_file():
+            raise self.error(node, fld, f"script not found: {script}",
+                             "a one-word run ending in .sh (or starting ./) is a script path relative to the "
+                             "workflow file; fix the path, or write a command line")
+        return str(script), True
+
+    def geometry(self, m: dict, values: dict[str, Any], defaults: dict[str, Any], where: str) -> tuple[int, int, int]:
+        if "cpus" in values:
+            for other in ("ntasks", "cpus_per_task"):
+                if other in values:
+                    raise self.error(m[other][0], f"{where}.{other}", f"cpus and {other} both given",
+                                     "cpus: N means one task with N CPUs on one node; write either cpus, or "
+                                     "nodes + ntasks (+ cpus_per_task)")
+            if values.get("nodes", 1) > 1:
+                raise self.error(m["nodes"][0], f"{where}.nodes", f"cpus with nodes: {values['nodes']}",
+                                 "cpus: N is one node; for several nodes write nodes + ntasks (+ cpus_per_task)")
+            return 1, 1, values["cpus"]
+        if any(k in values for k in ("nodes", "ntasks", "cpus_per_task")):
+            nodes = values.get("nodes", 1)
+            ntasks = values.get("ntasks", nodes)  # Slurm's default: one task per node
+            if ntasks < nodes:
+                raise self.error(m["ntasks"][0], f"{where}.ntasks", f"ntasks ({ntasks}) is fewer than nodes ({nodes})",
+                                 f"every node needs at least one task: set ntasks: {nodes} or more, or nodes: {ntasks}")
+            return nodes, ntasks, values.get("cpus_per_task", 1)
+        return 1, 1, defaults.get("cpus", 1)
+
+    def stage_memory(self, m: dict, values: dict[str, Any], defaults: dict[str, Any],
+                     where: str) -> tuple[int | None, int | None]:
+        if "mem" in values and "mem_per_cpu" in values:
+            raise self.error(m["mem_per_cpu"][0], f"{where}.mem_per_cpu", "mem and mem_per_cpu both given",
+                             "give memory per node (mem) or per CPU (mem_per_cpu), not both")
+        if "mem" in values or "mem_per_cpu" in values:  # the stage's choice replaces the default's
+            return values.get("mem"), values.get("mem_per_cpu")
+        return defaults.get("mem"), defaults.get("mem_per_cpu")
+
+    def after_list(self, node: Node, fld: str) -> tuple[str, ...]:
+        if isinstance(node, ScalarNode):
+            if node.tag == _TAG_NULL and node.style is None:
+                raise self.error(node, fld, "is empty",
+                                 "write after: [] for a stage that depends on nothing, or name stages")
+            names = [node.value]
+            items = [node]
+        elif isinstance(node, SequenceNode):
+            items = node.value
+            names = [self.text(item, fld, "a stage name") for item in items]
+        else:
+            raise self.error(node, fld, f"must be a stage name or a list of them, got {_kind(node)}",
+                             "write after: prepare or after: [align_a, align_b]")
+        return tuple(dict.fromkeys(n.strip() for n in names))  # repeats are harmless: drop them
+
+    def simulate(self, node: Node, fld: str) -> SimulateSpec:
+        m = self.mapping(node, fld, "simulate", SIMULATE_KEYS)
+        if "runtime" not in m:
+            raise self.error(node, fld, "missing required field 'runtime'",
+                             "add the stage's true run time, e.g. simulate: {runtime: 10m}")
+        runtime = self.duration(m["runtime"][1], f"{fld}.runtime")
+        peak = self.memory(m["peak_mem"][1], f"{fld}.peak_mem") if "peak_mem" in m else None
+        efficiency = 1.0
+        if "cpu_efficiency" in m:
+            eff_node = m["cpu_efficiency"][1]
+            value = self.value(eff_node) if isinstance(eff_node, ScalarNode) else None
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+                shown = eff_node.value if isinstance(eff_node, ScalarNode) else _kind(eff_node)
+                raise self.error(eff_node, f"{fld}.cpu_efficiency", f"must be a number in (0, 1], got '{shown}'",
+                                 "write e.g. cpu_efficiency: 0.9 (the fraction of allocated CPU time used)")
+            efficiency = float(value)
+        return SimulateSpec(runtime_s=float(runtime), peak_mem_mb=None if peak is None else float(peak),
+                            cpu_efficiency=efficiency)
+
+    def inputs(self, node: Node, fld: str, workdir: str) -> tuple[str, ...]:
+        items = node.value if isinstance(node, SequenceNode) else [node]
+        out = []
+        for item in items:
+            raw = self.text(item, fld, "a file path")
+            if "\x00" in raw or "\n" in raw:
+                raise self.error(item, fld, "a path contains a NUL byte or a newline", "write plain paths")
+            out.append(os.path.normpath(os.path.join(workdir, os.path.expanduser(raw))))
+        return tuple(out)
+
+    def check_after(self, stages: list[StageSpec], after_nodes: list[Node | None]) -> None:
+        index = {s.name: i for i, s in enumerate(stages)}
+        for i, (stage, node) in enumerate(zip(stages, after_nodes)):
+            for pred in stage.after:
+                if pred == stage.name:
+                    raise self.error(node, f"stages[{i}].after",
+                                     f"stage '{stage.name}' depends on itself (a cycle: {pred} → {pred})",
+                                     "remove its own name from after")
+                if pred not in index:
+                    close = difflib.get_close_matches(pred, index.keys(), n=1, cutoff=0.6)
+                    hint = f"did you mean '{close[0]}'? " if close else ""
+                    raise self.error(node, f"stages[{i}].after", f"no stage named '{pred}'",
+                                     f"{hint}after names stages of this workflow: {_short_list(index)}")
+        order = _topo_indices(tuple(stages), index)
+        if len(order) == len(stages):
+            return
+        cycle = _find_cycle(stages, index, set(range(len(stages))) - set(order))
+        first = min(cycle)
+        i_node = after_nodes[first]
+        path = " → ".join(stages[j].name for j in cycle + [cycle[0]])
+        raise self.error(i_node if i_node is not None else stages[first].line, f"stages[{first}].after",
+                         f"the stages' after form a cycle: {path}",
+                         "a workflow must be a DAG; remove one of these dependencies")
+
+
+def _find_cycle(stages: list[StageSpec], index: Mapping[str, int], remaining: set[int]) -> list[int]:
+    """One cycle among the stages Kahn's algorithm could not order, in dependency order, rotated to
+    start at its first stage in the file."""
+    # Every remaining stage has a remaining predecessor, so walking predecessors must repeat.
+    start = min(remaining)
+    seen_at: dict[int, int] = {}
+    walk: list[int] = []
+    node = start
+    while node not in seen_at:
+        seen_at[node] = len(walk)
+        walk.append(node)
+        node = next(index[p] for p in stages[node].after if index[p] in remaining)
+    cycle = walk[seen_at[node]:]
+    cycle.reverse()  # predecessor walk → dependency order (a → b means b is after a)
+    pivot = cycle.index(min(cycle))
+    return cycle[pivot:] + cycle[:pivot]
+
+
+# --------------------------------------------------------------------------------------------
+# Against a cluster
+
+
+def check_against_cluster(spec: WorkflowSpec, partitions: list[PartitionInfo],
+                          default_partition: str | None = None) -> None:
+    """Refuse a workflow that no partition of this cluster can run, before anything is submitted.
+
+    A stage without a partition goes to ``default_partition`` (else the partition marked default,
+    else it may use any). A stage naming ``a,b`` must fit at least one of them. Under ``big-job`` the
+    one allocation (largest nodes, CPUs per node and memory per node of any stage, for the sum of the
+    stages' time limits) must fit too. An empty partition list (the backend could not tell) checks
+    nothing.
+    """
+    if not partitions:
+        return
+    by_name = {p.name: p for p in partitions}
+    default = default_partition if default_partition in by_name else next(
+        (p.name for p in partitions if p.default), None)
+    known = ", ".join(sorted(by_name))
+    for i, stage in enumerate(spec.stages):
+        names = stage.partitions or ([default] if default else sorted(by_name))
+        for pname in names:
+            if pname not in by_name:
+                close = difflib.get_close_matches(pname, by_name.keys(), n=1, cutoff=0.6)
+                hint = f"did you mean '{close[0]}'? " if close else ""
+                raise SpecError(spec.path, stage.line, f"stages[{i}].partition",
+                                f"stage '{stage.name}': unknown partition '{pname}'",
+                                f"{hint}this cluster's partitions are: {known}")
+        candidates = [by_name[n] for n in names]
+        shape = _Shape(stage.nodes, stage.cpus_per_node, stage.mem_per_node_mb(), stage.time_s)
+        if any(not _misfits(shape, p) for p in candidates):
+            continue
+        fld, problem = _misfits(shape, candidates[0])[0]
+        raise SpecError(spec.path, stage.line, f"stages[{i}].{fld}",
+                        f"stage '{stage.name}' is bigger than every partition it may use: {problem}",
+                        _largest_fit(candidates))
+    if spec.strategy == "big-job":
+        _check_big_job(spec, by_name, default, known)
+
+
+@dataclass(frozen=True)
+class _Shape:
+    nodes: int
+    cpus_per_node: int
+    mem_per_node_mb: int | None
+    time_s: int
+
+
+def _misfits(shape: _Shape, p: PartitionInfo) -> list[tuple[str, str]]:
+    out = []
+    max_nodes = min(p.nodes, p.max_nodes) if p.max_nodes else p.nodes
+    if shape.nodes > max_nodes:
+        out.append(("nodes", f"{shape.nodes} nodes, but partition '{p.name}' allows {max_nodes}"))
+    if shape.cpus_per_node > p.cpus_per_node:
+        out.append(("cpus", f"{shape.cpus_per_node} CPUs on one node, but partition '{p.name}' has "
+                            f"{p.cpus_per_node} per node"))
+    if shape.mem_per_node_mb is not None and shape.mem_per_node_mb > p.mem_per_node_mb:
+        out.append(("mem", f"{format_mem(shape.mem_per_node_mb)} per node, but partition '{p.name}' has "
+                           f"{format_mem(p.mem_per_node_mb)} per node"))
+    if p.max_time_s is not None and shape.time_s > p.max_time_s:
+        out.append(("time", f"time {format_duration(shape.time_s)}, but partition '{p.name}' allows at most "
+                            f"{format_duration(p.max_time_s)}"))
+    return out
+
+
+def _largest_fit(candidates: list[PartitionInfo]) -> str:
+    fits = []
+    for p in candidates:
+        max_nodes = min(p.nodes, p.max_nodes) if p.max_nodes else p.nodes
+        limit = format_duration(p.max_time_s) if p.max_time_s is not None else "unlimited"
+        fits.append(f"'{p.name}': {max_nodes} nodes × {p.cpus_per_node} CPUs, "
+                    f"mem {format_mem(p.mem_per_node_mb)} per node, time {limit}")
+    return "the largest that fits " + "; ".join(fits) + " (or name a bigger partition)"
+
+
+def _check_big_job(spec: WorkflowSpec, by_name: dict[str, PartitionInfo], default: str | None, known: str) -> None:
+    all_names = set(by_name)
+    common = set(all_names)
+    for stage in spec.stages:
+        common &= set(stage.partitions or ([default] if default else all_names))
+    first = spec.stages[0]
+    if not common:
+        raise SpecError(spec.path, first.line, "strategy",
+                        "big-job runs every stage in one allocation, but no partition is open to every stage",
+                        f"give the stages a common partition (this cluster has: {known}) or use another strategy")
+    mems = [s.mem_per_node_mb() for s in spec.stages]
+    shape = _Shape(max(s.nodes for s in spec.stages), max(s.cpus_per_node for s in spec.stages),
+                   max((m for m in mems if m is not None), default=None), sum(s.time_s for s in spec.stages))
+    candidates = [by_name[n] for n in sorted(common)]
+    if any(not _misfits(shape, p) for p in candidates):
+        return
+    _, problem = _misfits(shape, candidates[0])[0]
+    raise SpecError(spec.path, first.line, "strategy",
+                    f"the big-job allocation (the largest stage's size for the sum of all stages' times) is "
+                    f"bigger than every partition: {problem}",
+                    f"{_largest_fit(candidates)}; or use strategy per-stage, chain or asa")
+
+
+# --------------------------------------------------------------------------------------------
+# Small helpers
+
+
+def _name_problem(text: str) -> str:
+    if not text:
+        return "is empty"
+    if len(text) > NAME_MAX_LEN:
+        return f"is {len(text)} characters long"
+    if _NAME_RE.match(text):
+        return ""
+    for ch in text:
+        if ch.isspace():
+            return "contains whitespace"
+        if ord(ch) > 127:
+            return f"contains the non-ASCII character {ch!r}"
+        if not (ch.isalnum() or ch in "._-"):
+            return f"contains {ch!r}"
+    return f"starts with {text[0]!r}"
+
+
+def _kind(node: Node) -> str:
+    if isinstance(node, MappingNode):
+        return "a mapping"
+    if isinstance(node, SequenceNode):
+        return "a list"
+    if node.tag == _TAG_NULL and node.style is None:
+        return "nothing"
+    return f"'{node.value}'"
+
+
+def _join(prefix: str, key: str) -> str:
+    return f"{prefix}.{key}" if prefix else key
+
+
+def _mapping_fix(fld: str) -> str:
+    if fld == "":
+        return "the file must be key: value lines, starting with name: and stages:"
+    if fld.startswith("stages[") and fld.endswith("]"):
+        return "each stage is key: value lines under '- ', e.g. '- name: align' then 'run: ...'"
+    return "write key: value lines indented under this key"
+
+
+def _suggest_key(key: str, known: tuple[str, ...]) -> str:
+    lowered = key.lower()
+    target = _SYNONYMS.get(lowered) or _SYNONYMS.get(lowered.replace("-", "_"))
+    if target not in known:
+        target = lowered.replace("-", "_") if lowered.replace("-", "_") in known else None
+    if target is None:
+        close = difflib.get_close_matches(lowered, known, n=1, cutoff=0.6)
+        target = close[0] if close else None
+    listing = f"known keys: {', '.join(known)}"
+    return f"did you mean '{target}'? ({listing})" if target else listing
+
+
+def _short_list(names: Iterable[str], limit: int = 10) -> str:
+    names = list(names)
+    shown = ", ".join(names[:limit])
+    return shown + (f", … ({len(names)} in all)" if len(names) > limit else "")
+
+
+def _yaml_fix(problem: str) -> str:
+    if "tab" in problem:
+        return "YAML indents with spaces only; replace the tab"
+    if "mapping values are not allowed" in problem:
+        return "check the indentation here, and quote a value that contains ': '"
+    if "expected <block end>" in problem or "did not find expected" in problem:
+        return "check the indentation and that brackets and quotes are closed"
+    if "found undefined alias" in problem:
+        return "define the &anchor before using *alias"
+    if "expected a single document" in problem:
+        return "one workflow per file: remove the extra '---'"
+    if "special characters are not allowed" in problem:
+        return "remove control characters (such as NUL) from the file"
+    return "check the indentation and quoting near this line"
