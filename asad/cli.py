@@ -4,18 +4,103 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import sys
+import time
+from pathlib import Path
+
+from asad import __version__
 
 # Each bench module exposes ``register(subparsers)``, adding its own subcommand with
 # ``set_defaults(func=callable(args) -> int)``.
-BENCH_MODULES = ["sim", "convergence", "predictors", "strategies", "sizing", "placement", "overhead"]
+BENCH_MODULES = ["sim", "convergence", "predictors", "strategies", "sizing", "placement", "overhead", "faults"]
+
+EXIT_USAGE = 2
+EXIT_INPUT = 3  # the workflow file or a setting is wrong
+EXIT_STORE = 4
+EXIT_SLURM = 5
+EXIT_FAILED = 1  # the workflow ran and failed / was cancelled
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="asad", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = argparse.ArgumentParser(prog="asad", description="asad: the Adaptive Scheduling daemon for Slurm.")
+    parser.add_argument("--version", action="version", version=f"asad {__version__}")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--db", dest="db_url", metavar="URL", help="SQLAlchemy URL of the store "
+                        "(default sqlite:///$XDG_STATE_HOME/asad/asad.db)")
+    common.add_argument("--config", type=Path, help="config file (default ~/.config/asad/config.toml)")
+    common.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv: debug)")
+    common.add_argument("-q", "--quiet", action="count", default=0, help="less log output")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("run", parents=[common], help="run a workflow in-process to completion (no daemon)")
+    p.add_argument("workflow", type=Path)
+    _backend_args(p)
+    p.add_argument("--strategy", choices=("per-stage", "big-job", "chain", "asa"))
+    p.add_argument("--mode", choices=("dependency", "naive"), help="asa mode (default: the file's, else dependency)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=_cmd("run"))
+
+    p = sub.add_parser("submit", parents=[common], help="validate a workflow and hand it to the daemon")
+    p.add_argument("workflow", type=Path)
+    p.add_argument("--strategy", choices=("per-stage", "big-job", "chain", "asa"))
+    p.add_argument("--mode", choices=("dependency", "naive"))
+    p.add_argument("--backend", choices=("sim", "slurm"), help="the daemon's backend, to validate against")
+    p.set_defaults(func=_cmd("submit"))
+
+    p = sub.add_parser("status", parents=[common], help="stages and their jobs, like squeue")
+    p.add_argument("workflow", nargs="?", type=int)
+    p.add_argument("--all", action="store_true", help="finished workflows too")
+    p.add_argument("-o", "--format", help="squeue-like format, e.g. '%%W %%S %%i %%t %%M %%R'")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--watch", nargs="?", const=2.0, type=float, metavar="SECONDS", help="refresh until ^C")
+    p.set_defaults(func=_cmd("status"))
+
+    p = sub.add_parser("cancel", parents=[common], help="cancel a workflow and its Slurm jobs")
+    p.add_argument("workflow", type=int)
+    p.set_defaults(func=_cmd("cancel"))
+
+    p = sub.add_parser("history", parents=[common], help="past workflows with their measures")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("-n", "--limit", type=int, default=50)
+    p.set_defaults(func=_cmd("history"))
+
+    p = sub.add_parser("show", parents=[common], help="a workflow's stage timeline with waits")
+    p.add_argument("workflow", type=int)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--plot", type=Path, metavar="PNG", help="draw the stages on a time axis")
+    p.set_defaults(func=_cmd("show"))
+
+    p = sub.add_parser("daemon", parents=[common], help="run the daemon in the foreground (for systemd)")
+    p.add_argument("--backend", choices=("sim", "slurm"))
+    p.add_argument("--speed", type=float, help="with --backend sim: virtual seconds per wall second")
+    p.add_argument("--preset", help="with --backend sim: the simulated cluster")
+    p.add_argument("--load", type=float, help="with --backend sim: background load")
+    p.add_argument("--poll", type=float, dest="poll_interval_s", help="shortest poll interval (s)")
+    p.set_defaults(func=_cmd("daemon"))
+
+    p = sub.add_parser("predict", parents=[common], help="the learned queue wait for a job geometry")
+    p.add_argument("--cpus", type=int, required=True)
+    p.add_argument("--nodes", type=int, default=1)
+    p.add_argument("--partition", default="")
+    p.add_argument("--qos", default=None)
+    p.add_argument("--time", default="1h", help="time limit (e.g. 30m, 2h, 1-00:00:00)")
+    p.add_argument("--cluster", help="cluster name of the key (default: the configured backend's)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd("predict"))
+
+    p = sub.add_parser("learners", parents=[common], help="the wait learners by geometry")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd("learners"))
+
+    p = sub.add_parser("explain", parents=[common], help="why each stage got its size")
+    p.add_argument("workflow", type=int)
+    p.add_argument("stage", nargs="?")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd("explain"))
+
     bench = sub.add_parser("bench", help="benchmarks that print measured numbers")
-    bench_sub = bench.add_subparsers(dest="bench", required=True)
+    bench_sub = bench.add_subparsers(dest="bench", required=True, metavar="BENCH")
     for name in BENCH_MODULES:
         try:
             mod = importlib.import_module(f"asad.bench.{name}")
@@ -27,9 +112,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _backend_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", choices=("sim", "slurm"), default=None, help="default: sim")
+    p.add_argument("--preset", help="simulated cluster: small, hpc2n, uppmax, ... (default small)")
+    p.add_argument("--load", type=float, help="simulated background load (0 = empty cluster)")
+    p.add_argument("--priority", choices=("fifo", "multifactor"), help="simulated priority policy")
+    p.add_argument("--seed", type=int)
+
+
+def _cmd(name: str):  # noqa: ANN202
+    def run(args: argparse.Namespace) -> int:
+        from asad import commands
+
+        return getattr(commands, f"cmd_{name}")(args)
+    return run
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    from asad.log import setup_logging
+
+    setup_logging(getattr(args, "verbose", 0) - getattr(args, "quiet", 0))
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,120 @@
+"""Wiring: settings → store, backend and runner. Shared by the CLI, the daemon and the benches."""
+
+from __future__ import annotations
+
+import math
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+from asad.config import Settings
+from asad.engine import BIG_JOB_STAGE
+from asad.learn.registry import recommended_predictor
+from asad.model import WorkflowState
+from asad.runner import Runner
+from asad.slurm.backend import Backend, JobRequest, SlurmError
+from asad.store.repo import Store
+
+WRAPPER = Path(__file__).resolve().parent.parent / "slurm-scripts" / "asad-stage.sh"
+
+
+def make_backend(settings: Settings, *, name: str | None = None, preset: str | None = None,
+                 load: float | None = None, seed: int | None = None, priority: str | None = None,
+                 wall_clock: bool = False) -> Backend:
+    name = name or settings.backend
+    if name == "sim":
+        from asad.slurm.sim import make_simulator
+
+        sim = make_simulator(preset or settings.sim_preset,
+                             load=load if load is not None else settings.sim_load,
+                             seed=settings.seed if seed is None else seed,
+                             priority=priority or settings.sim_priority)
+        if wall_clock:
+            from asad.slurm.sim import WallClockSimulator
+
+            return WallClockSimulator(sim, settings.sim_speed)
+        return sim
+    if name == "slurm":
+        from asad.slurm.select import make_slurm_backend
+
+        return make_slurm_backend(timeout_s=settings.slurm_timeout_s)
+    raise SlurmError(f"unknown backend {name!r}: use 'sim' (the simulator) or 'slurm' (a real cluster)")
+
+
+def predictor_choice(settings: Settings) -> tuple[str, dict]:
+    if settings.predictor:
+        return settings.predictor, {}
+    return recommended_predictor()
+
+
+def make_runner(settings: Settings, store: Store, backend: Backend) -> Runner:
+    kind, params = predictor_choice(settings)
+    builder = None if backend.name == "sim" else CommandBuilder(settings.run_dir)
+    return Runner.create(store, backend, predictor=kind, predictor_params=params, seed=settings.seed,
+                         asa_timing=settings.asa_timing, build_command=builder)
+
+
+@dataclass
+class CommandBuilder:
+    """The batch script of a stage's job on a real cluster: the stage wrapper with the stage's
+    command, run folder and (naive mode) the predecessors whose end markers it waits for."""
+
+    run_dir: Path
+
+    def __call__(self, wf, stage: str, req: JobRequest) -> str:  # noqa: ANN001
+        run_dir = self.run_dir / str(wf.id)
+        run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        lines = ["#!/bin/bash", f"export ASAD_RUN_DIR={shlex.quote(str(run_dir))}"]
+        if stage == BIG_JOB_STAGE:
+            for s in wf.spec.topo_order():
+                lines += self._stage_lines(wf, s, srun=True, barrier=())
+            return "\n".join(lines) + "\n"
+        barrier = tuple(wf.spec.predecessors(stage)) if wf.mode == "naive" and wf.strategy == "asa" else ()
+        lines += self._stage_lines(wf, stage, srun=False, barrier=barrier)
+        return "\n".join(lines) + "\n"
+
+    def _stage_lines(self, wf, stage: str, *, srun: bool, barrier: tuple[str, ...]) -> list[str]:  # noqa: ANN001
+        s = wf.spec.stage(stage)
+        env = [f"ASAD_STAGE={shlex.quote(stage)}", f"ASAD_COMMAND={shlex.quote(s.run)}",
+               f"ASAD_WAIT_FOR={shlex.quote(' '.join(barrier))}"]
+        env += [f"{k}={shlex.quote(str(v))}" for k, v in s.env_dict().items()]
+        prefix = "env " + " ".join(env)
+        if srun:
+            size = f"--nodes={s.nodes} --ntasks={s.ntasks} --cpus-per-task={s.cpus_per_task} --exact"
+            return [f"{prefix} srun {size} {shlex.quote(str(WRAPPER))} || exit $?"]
+        return [f"exec {prefix} {shlex.quote(str(WRAPPER))}"]
+
+
+def run_to_completion(runner: Runner, backend: Backend, workflow_ids: list[int], *,
+                      poll_interval_s: float = 30.0, max_virtual_s: float = 90 * 86400,
+                      sleep=None) -> None:  # noqa: ANN001
+    """Drive the runner until the given workflows end. On the simulator this runs on virtual time,
+    waking exactly when a tracked job changes state or a planned submission is due."""
+    import time as _time
+
+    start = backend.now()
+    sim = hasattr(backend, "run_until")
+    while True:
+        report = runner.tick()
+        pending = [i for i in workflow_ids if i in runner.active]
+        if not pending:
+            return
+        now = backend.now()
+        if now - start > max_virtual_s:
+            raise TimeoutError(f"workflows {pending} still running after {max_virtual_s / 86400:.0f} days")
+        wake = report.wake_at
+        if report.backend_error:
+            wake = now + poll_interval_s
+        if sim:
+            live = runner.live_job_ids()
+            if not live and math.isinf(wake):
+                wake = now + poll_interval_s
+            backend.run_until(min(wake, now + 86400.0), stop_on=live)
+        else:
+            pause = max(0.5, min(poll_interval_s, wake - now)) if not math.isinf(wake) else poll_interval_s
+            (sleep or _time.sleep)(pause)
+
+
+def workflow_active(runner: Runner, wf_id: int) -> bool:
+    wf = runner.active.get(wf_id)
+    return wf is not None and wf.state is WorkflowState.ACTIVE

@@ -1,0 +1,301 @@
+"""The CLI's commands. Each takes the parsed arguments and returns an exit code; errors a user
+can fix are printed as one clear message (what is wrong, how to fix it), never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+import time
+
+from asad.config import ConfigError, Settings, load_settings
+from asad.slurm.backend import SlurmError, SubmitRejected
+from asad.spec import SpecError
+from asad.store.db import StoreError
+
+EXIT_FAILED, EXIT_INPUT, EXIT_STORE, EXIT_SLURM = 1, 3, 4, 5
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"asad: error: {message}", file=sys.stderr)
+    return code
+
+
+def guarded(fn):  # noqa: ANN001, ANN201
+    @functools.wraps(fn)
+    def wrapper(args: argparse.Namespace) -> int:
+        try:
+            return fn(args)
+        except SpecError as exc:
+            return _fail(f"{exc}\nNothing was submitted.", EXIT_INPUT)
+        except ConfigError as exc:
+            return _fail(str(exc), EXIT_INPUT)
+        except StoreError as exc:
+            return _fail(str(exc), EXIT_STORE)
+        except SubmitRejected as exc:
+            return _fail(f"Slurm refused the job: {exc.slurm_message}", EXIT_SLURM)
+        except SlurmError as exc:
+            return _fail(f"{exc}\nIs Slurm up? 'sinfo' should answer; see docs/local-cluster.md.", EXIT_SLURM)
+    return wrapper
+
+
+def settings_from(args: argparse.Namespace, **extra) -> Settings:  # noqa: ANN003
+    overrides = {"db_url": getattr(args, "db_url", None), **extra}
+    return load_settings(overrides, getattr(args, "config", None))
+
+
+def open_store(settings: Settings):  # noqa: ANN201
+    from asad.store.repo import Store
+
+    return Store(settings.database_url)
+
+
+# -- run ------------------------------------------------------------------------------------
+@guarded
+def cmd_run(args: argparse.Namespace) -> int:
+    from asad.app import make_backend, make_runner, run_to_completion
+    from asad.spec import check_against_cluster, load_workflow
+
+    settings = settings_from(args, backend=args.backend, seed=args.seed)
+    spec = load_workflow(args.workflow, strategy=args.strategy)
+    backend = make_backend(settings, preset=args.preset, load=args.load, priority=args.priority)
+    parts = backend.partitions()
+    check_against_cluster(spec, parts, next((p.name for p in parts if p.default), None))
+    store = open_store(settings)
+    try:
+        runner = make_runner(settings, store, backend)
+        if backend.name == "sim":
+            backend.run_until(backend.now() + _warmup_s(backend))
+        wf = store.add_workflow(spec, backend.now(), strategy=args.strategy or spec.strategy,
+                                mode=args.mode or spec.mode)
+        runner.load()
+        run_to_completion(runner, backend, [wf.id], poll_interval_s=settings.poll_interval_s)
+        summary = store.workflow_rows([wf.id])[0].summary
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        from asad.status import render_summary
+
+        print(render_summary(summary))
+    return 0 if summary["state"] == "COMPLETED" else EXIT_FAILED
+
+
+def _warmup_s(backend) -> float:  # noqa: ANN001
+    """Let the background load reach a steady queue before the workflow arrives."""
+    return float(getattr(backend, "warmup_s", 0.0) or 0.0)
+
+
+# -- submit / cancel -----------------------------------------------------------------------------
+@guarded
+def cmd_submit(args: argparse.Namespace) -> int:
+    from asad.daemon import daemon_running
+    from asad.spec import check_against_cluster, load_workflow
+
+    settings = settings_from(args, backend=args.backend)
+    spec = load_workflow(args.workflow, strategy=args.strategy)
+    parts = _partitions_for_validation(settings)
+    if parts:
+        check_against_cluster(spec, parts, next((p.name for p in parts if p.default), None))
+    store = open_store(settings)
+    try:
+        now = time.time()
+        status = store.get_status("clock")
+        if status and settings.backend == "sim":
+            now = status.get("now", now)
+        wf = store.add_workflow(spec, now, strategy=args.strategy or spec.strategy, mode=args.mode or spec.mode)
+    finally:
+        store.close()
+    print(wf.id)
+    if not daemon_running(settings):
+        print(f"asad: note: no daemon is running for this store, so workflow {wf.id} waits until one starts.\n"
+              "  Start one with:  systemctl --user enable --now asad   (see docs/operations.md)\n"
+              "  or in a terminal: asad daemon", file=sys.stderr)
+    return 0
+
+
+def _partitions_for_validation(settings: Settings) -> list:
+    from asad.app import make_backend
+
+    try:
+        return make_backend(settings).partitions()
+    except SlurmError as exc:
+        print(f"asad: warning: could not ask Slurm for its partitions ({exc}); the daemon will check "
+              "again at submission", file=sys.stderr)
+        return []
+
+
+@guarded
+def cmd_cancel(args: argparse.Namespace) -> int:
+    store = open_store(settings_from(args))
+    try:
+        rows = store.workflow_rows([args.workflow])
+        if not rows:
+            return _fail(f"no workflow {args.workflow} in the store ({store.url}); 'asad status --all' lists them",
+                         EXIT_INPUT)
+        if not store.request_cancel(args.workflow):
+            return _fail(f"workflow {args.workflow} already ended ({rows[0].state})", EXIT_FAILED)
+    finally:
+        store.close()
+    print(f"workflow {args.workflow}: cancel requested; the daemon cancels its Slurm jobs at its next wake")
+    return 0
+
+
+# -- status / history / show ---------------------------------------------------------------------
+@guarded
+def cmd_status(args: argparse.Namespace) -> int:
+    from asad.status import render_status, status_rows
+
+    settings = settings_from(args)
+    while True:
+        store = open_store(settings)
+        try:
+            rows, notes = status_rows(store, workflow_id=args.workflow, include_finished=args.all)
+        finally:
+            store.close()
+        if args.json:
+            print(json.dumps({"stages": rows, "notes": notes}, indent=2))
+        else:
+            if args.watch:
+                print("\033[2J\033[H", end="")
+            print(render_status(rows, args.format, notes))
+        if not args.watch:
+            return 0
+        time.sleep(args.watch)
+
+
+@guarded
+def cmd_history(args: argparse.Namespace) -> int:
+    from asad.status import render_history
+
+    store = open_store(settings_from(args))
+    try:
+        rows = store.workflow_rows(limit=args.limit)
+        items = [_history_item(r) for r in rows]
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps(items, indent=2))
+    else:
+        print(render_history(items))
+    return 0
+
+
+def _history_item(row) -> dict:  # noqa: ANN001
+    s = row.summary or {}
+    return {"id": row.id, "workflow": row.name, "strategy": row.strategy, "mode": row.mode, "state": row.state,
+            "created_at": row.created_at, "ended_at": row.ended_at, "makespan_s": s.get("makespan_s"),
+            "total_wait_s": s.get("total_wait_s"), "core_hours": s.get("core_hours"),
+            "overhead_core_hours": s.get("overhead_core_hours"), "message": row.message}
+
+
+@guarded
+def cmd_show(args: argparse.Namespace) -> int:
+    from asad.metrics import summarize
+    from asad.status import render_summary
+
+    store = open_store(settings_from(args))
+    try:
+        wfs = store.load_workflows([args.workflow])
+    finally:
+        store.close()
+    if not wfs:
+        return _fail(f"no workflow {args.workflow} in the store", EXIT_INPUT)
+    summary = summarize(wfs[0])
+    if args.plot:
+        from asad.plots import plot_workflow
+
+        plot_workflow(summary, args.plot)
+        print(f"wrote {args.plot}", file=sys.stderr)
+    print(json.dumps(summary, indent=2) if args.json else render_summary(summary))
+    return 0
+
+
+# -- daemon -------------------------------------------------------------------------------------------
+@guarded
+def cmd_daemon(args: argparse.Namespace) -> int:
+    from asad.daemon import run_daemon
+
+    settings = settings_from(args, backend=args.backend, sim_speed=args.speed, sim_preset=args.preset,
+                             sim_load=args.load, poll_interval_s=args.poll_interval_s)
+    return run_daemon(settings)
+
+
+# -- learners -----------------------------------------------------------------------------------------
+@guarded
+def cmd_predict(args: argparse.Namespace) -> int:
+    from asad.app import predictor_choice
+    from asad.learn.geometry import geometry_key
+    from asad.learn.registry import make_predictor, predictor_from_state
+    from asad.units import parse_duration_s
+
+    settings = settings_from(args)
+    cluster = args.cluster or ("sim" if settings.backend == "sim" else "")
+    store = open_store(settings)
+    try:
+        if not args.partition:
+            args.partition = _default_partition(store, cluster)
+        key = geometry_key(cluster=cluster, partition=args.partition, qos=args.qos, nodes=args.nodes,
+                           cpus=args.cpus, time_limit_s=parse_duration_s(args.time))
+        state = store.load_learner("wait", key)
+        n_obs = len(store.observations(key))
+    finally:
+        store.close()
+    kind, params = predictor_choice(settings)
+    pred = predictor_from_state(state) if state else make_predictor(kind, **params)
+    qs = [0.1, 0.25, 0.5, 0.75, 0.9]
+    out = {"key": key, "predictor": state["kind"] if state else kind, "estimate_s": pred.estimate(),
+           "quantiles": dict(zip([str(q) for q in qs], pred.quantiles(qs), strict=True)),
+           "observations": n_obs, "learned": state is not None}
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        from asad.units import format_duration
+
+        print(f"geometry     {key}")
+        print(f"estimate     {format_duration(out['estimate_s'])}  ({out['estimate_s']:.0f} s)")
+        print("quantiles    " + "  ".join(f"p{int(float(q) * 100)}={format_duration(v)}"
+                                         for q, v in out["quantiles"].items()))
+        print(f"observations {n_obs}" + ("" if state else "  (nothing learned for this geometry yet: "
+                                                         "the estimate is the learner's prior)"))
+    return 0
+
+
+def _default_partition(store, cluster: str) -> str:  # noqa: ANN001
+    """The partition most learners of this cluster are keyed under (a user rarely types it)."""
+    counts: dict[str, int] = {}
+    for row in store.learners("wait"):
+        fields = dict(f.split("=", 1) for f in row.key.split("|") if "=" in f)
+        if fields.get("cluster", "") == cluster:
+            counts[fields.get("partition", "")] = counts.get(fields.get("partition", ""), 0) + row.n_observations
+    return max(counts, key=counts.get) if counts else ""
+
+
+@guarded
+def cmd_learners(args: argparse.Namespace) -> int:
+    from asad.status import render_learners
+
+    store = open_store(settings_from(args))
+    try:
+        rows = [(r.key, r.state, r.n_observations, r.updated_at) for r in store.learners("wait")]
+    finally:
+        store.close()
+    print(render_learners(rows, as_json=args.json))
+    return 0
+
+
+@guarded
+def cmd_explain(args: argparse.Namespace) -> int:
+    from asad.status import render_explain
+
+    store = open_store(settings_from(args))
+    try:
+        wfs = store.load_workflows([args.workflow])
+    finally:
+        store.close()
+    if not wfs:
+        return _fail(f"no workflow {args.workflow} in the store", EXIT_INPUT)
+    print(render_explain(wfs[0], args.stage, as_json=args.json))
+    return 0

@@ -1,0 +1,89 @@
+"""Settings: defaults < ``~/.config/asad/config.toml`` < ``ASAD_*`` environment < command-line flags."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+
+class ConfigError(Exception):
+    pass
+
+
+def _xdg(var: str, default: str) -> Path:
+    value = os.environ.get(var)
+    return Path(value) if value else Path.home() / default
+
+
+@dataclass
+class Settings:
+    state_dir: Path = field(default_factory=lambda: _xdg("XDG_STATE_HOME", ".local/state") / "asad")
+    config_file: Path = field(default_factory=lambda: _xdg("XDG_CONFIG_HOME", ".config") / "asad" / "config.toml")
+    db_url: str = ""  # default: sqlite:///<state_dir>/asad.db
+    backend: str = "sim"  # sim | slurm
+    poll_interval_s: float = 30.0  # the shortest pause between two polls of Slurm
+    max_poll_interval_s: float = 300.0  # backed off to this when nothing changes
+    predictor: str = ""  # wait learner kind; "" = the measured recommendation
+    asa_timing: str = "daemon"  # daemon | begin
+    seed: int = 0
+    sim_preset: str = "small"
+    sim_load: float | None = None
+    sim_priority: str = "fifo"
+    sim_speed: float = 60.0  # daemon with --backend sim: virtual seconds per wall second
+    slurm_timeout_s: float = 30.0
+
+    @property
+    def database_url(self) -> str:
+        return self.db_url or f"sqlite:///{self.state_dir / 'asad.db'}"
+
+    @property
+    def run_dir(self) -> Path:
+        return self.state_dir / "runs"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.state_dir / "daemon.lock"
+
+
+_ENV = {
+    "ASAD_STATE_DIR": "state_dir", "ASAD_DB_URL": "db_url", "ASAD_BACKEND": "backend",
+    "ASAD_POLL_INTERVAL": "poll_interval_s", "ASAD_PREDICTOR": "predictor", "ASAD_SEED": "seed",
+    "ASAD_SIM_PRESET": "sim_preset", "ASAD_SIM_SPEED": "sim_speed", "ASAD_ASA_TIMING": "asa_timing",
+}
+
+
+def load_settings(overrides: dict | None = None, config_file: Path | None = None) -> Settings:
+    settings = Settings()
+    path = config_file or Path(os.environ.get("ASAD_CONFIG", settings.config_file))
+    settings.config_file = path
+    if path.exists():
+        try:
+            data = tomllib.loads(path.read_text())
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: not valid TOML ({exc}). Fix the file or remove it.") from exc
+        _apply(settings, data, str(path))
+    _apply(settings, {attr: os.environ[var] for var, attr in _ENV.items() if var in os.environ}, "environment")
+    _apply(settings, {k: v for k, v in (overrides or {}).items() if v is not None}, "command line")
+    return settings
+
+
+def _apply(settings: Settings, data: dict, origin: str) -> None:
+    known = {f.name: f for f in fields(Settings)}
+    for key, value in data.items():
+        if key not in known:
+            raise ConfigError(f"{origin}: unknown setting {key!r}; known: {', '.join(sorted(known))}")
+        current = getattr(settings, key)
+        try:
+            if isinstance(current, Path) or key == "state_dir":
+                value = Path(value).expanduser()
+            elif isinstance(current, bool):
+                value = str(value).lower() in ("1", "true", "yes")
+            elif isinstance(current, float) or key == "sim_load":
+                value = float(value)
+            elif isinstance(current, int):
+                value = int(value)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{origin}: setting {key!r} = {value!r} has the wrong type ({exc})") from exc
+        setattr(settings, key, value)

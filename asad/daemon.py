@@ -1,0 +1,169 @@
+"""The daemon: one per user and store (a lock), APScheduler wakes the runner on time.
+
+The pause between two ticks adapts (polite to slurmctld): it starts at ``poll_interval_s``,
+grows by half each time nothing changed up to ``max_poll_interval_s``, and shrinks again to
+reach a planned submission or an expected stage end on time. When Slurm fails, pauses grow
+exponentially; after ``PAUSE_AFTER`` failures in a row the daemon says it is paused (``asad
+status`` shows it) and keeps retrying at the longest interval, resuming on its own.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import math
+import os
+import signal
+import socket
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import structlog
+
+from asad.config import Settings
+
+log = structlog.get_logger("asad.daemon")
+
+PAUSE_AFTER = 5
+
+
+class AlreadyRunning(Exception):
+    pass
+
+
+def _open_lock(settings: Settings) -> int:
+    settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return os.open(settings.lock_file, os.O_CREAT | os.O_RDWR, 0o600)
+
+
+def acquire_lock(settings: Settings) -> int:
+    fd = _open_lock(settings)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise AlreadyRunning(f"another asad daemon holds {settings.lock_file}; one daemon per user and store. "
+                             "Stop it first (systemctl --user stop asad) or use another state dir.") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    return fd
+
+
+def daemon_running(settings: Settings) -> bool:
+    if not settings.lock_file.exists():
+        return False
+    fd = _open_lock(settings)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    finally:
+        os.close(fd)
+
+
+def sd_notify(message: str) -> None:
+    """Tell systemd (Type=notify) we are ready; a no-op outside systemd."""
+    address = os.environ.get("NOTIFY_SOCKET")
+    if not address:
+        return
+    if address.startswith("@"):
+        address = "\0" + address[1:]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        try:
+            sock.connect(address)
+            sock.sendall(message.encode())
+        except OSError:
+            pass
+
+
+@dataclass
+class Pacer:
+    """How long to pause before the next tick (in the backend's seconds)."""
+
+    min_s: float
+    max_s: float
+    current_s: float = 0.0
+    failures: int = 0
+
+    def __post_init__(self) -> None:
+        self.current_s = self.min_s
+
+    def after_tick(self, *, changed: bool, error: bool, now: float, wake_at: float, next_end: float) -> float:
+        if error:
+            self.failures += 1
+            return min(self.max_s, self.min_s * 2 ** self.failures)
+        self.failures = 0
+        self.current_s = self.min_s if changed else min(self.max_s, self.current_s * 1.5)
+        target = min(wake_at, next_end)
+        pause = self.current_s
+        if not math.isinf(target):
+            pause = min(pause, max(1.0, target - now))
+        return pause
+
+    @property
+    def paused(self) -> bool:
+        return self.failures >= PAUSE_AFTER
+
+
+def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
+    from apscheduler.schedulers.blocking import BlockingScheduler
+
+    from asad.app import make_backend, make_runner
+    from asad.store.repo import Store
+
+    try:
+        lock_fd = acquire_lock(settings)
+    except AlreadyRunning as exc:
+        print(f"asad: error: {exc}")
+        return 1
+    store = Store(settings.database_url)
+    backend = make_backend(settings, wall_clock=True)
+    speed = float(getattr(backend, "speed", 1.0))
+    runner = make_runner(settings, store, backend)
+    pacer = Pacer(settings.poll_interval_s, settings.max_poll_interval_s)
+    scheduler = BlockingScheduler(timezone="UTC")
+    ticks = 0
+
+    def tick() -> None:
+        nonlocal ticks
+        ticks += 1
+        try:
+            report = runner.tick()
+        except Exception:  # never die on one bad tick: log it and try again later
+            log.exception("tick failed; retrying")
+            report = None
+        now = backend.now()
+        pause = pacer.after_tick(changed=bool(report and (report.changed or report.submitted or report.cancelled)),
+                                 error=report is None or report.backend_error is not None, now=now,
+                                 wake_at=report.wake_at if report else math.inf,
+                                 next_end=runner.next_expected_end())
+        store.set_status("clock", {"now": now, "wall": time.time(), "speed": speed})
+        store.set_status("daemon", {"pid": os.getpid(), "paused": pacer.paused, "retry_s": pause,
+                                    "backend": backend.name, "active": len(runner.active)})
+        store.commit()
+        if max_ticks is not None and ticks >= max_ticks:
+            scheduler.shutdown(wait=False)
+            return
+        run_at = datetime.now().astimezone() + timedelta(seconds=pause / speed)
+        scheduler.add_job(tick, "date", run_date=run_at, id="tick", replace_existing=True,
+                          misfire_grace_time=None)
+
+    def stop(signum, _frame) -> None:  # noqa: ANN001
+        log.info("stopping", signal=signal.Signals(signum).name)
+        scheduler.shutdown(wait=False)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    scheduler.add_job(tick, "date", run_date=datetime.now().astimezone(), id="tick", misfire_grace_time=None)
+    log.info("daemon started", backend=backend.name, store=settings.database_url, pid=os.getpid())
+    sd_notify("READY=1")
+    try:
+        scheduler.start()
+    finally:
+        store.close()
+        os.close(lock_fd)
+    log.info("daemon stopped")
+    return 0

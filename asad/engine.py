@@ -1,0 +1,369 @@
+"""The engine: pure decisions. Given the workflows' state (with the backend's fresh job
+statuses already applied) and ``now``, it decides what to submit and cancel, updates the
+stages' lifecycle, and says when it next wants to be called.
+
+It never reads the clock, never sleeps and never calls Slurm: the runner does that with
+what the engine returns, so the same engine runs on virtual time in the simulator.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from asad.learn.geometry import GeometryKeyConfig, request_key
+from asad.learned import Learned
+from asad.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun, WorkflowState
+from asad.slurm.backend import Dependency, DependencyType, JobRequest, JobState, PartitionInfo, SimTruth
+from asad.strategies import STRATEGIES
+from asad.strategies.asa import too_early
+from asad.strategies.base import SubmitAt, SubmitNow
+from asad.strategies.big_job import big_job_shape
+
+BIG_JOB_STAGE = "*"
+FAILED_STATES = (JobState.FAILED, JobState.TIMEOUT, JobState.OUT_OF_MEMORY, JobState.NODE_FAIL,
+                 JobState.CANCELLED)
+
+
+@dataclass
+class EngineConfig:
+    cluster: str = "sim"
+    store_id: str = "local"
+    asa_timing: str = "daemon"  # daemon | begin
+    naive_resubmit_margin_s: float = 300.0
+    geometry: GeometryKeyConfig = field(default_factory=GeometryKeyConfig)
+    max_oom_retries: int = 3
+    max_timeout_retries: int = 2
+    default_partition: str = ""
+
+
+@dataclass
+class Decisions:
+    submit: list[JobRecord] = field(default_factory=list)
+    cancel: list[JobRecord] = field(default_factory=list)
+    dirty_stages: list[StageRun] = field(default_factory=list)
+    dirty_jobs: list[JobRecord] = field(default_factory=list)
+    finished: list[WorkflowRun] = field(default_factory=list)
+    observed: list[JobRecord] = field(default_factory=list)  # jobs whose wait was just learned
+    wake_at: float = math.inf
+
+
+class Context:
+    """What strategies may consult: learned estimates, the config, the cluster's partitions."""
+
+    def __init__(self, config: EngineConfig, learned: Learned, partitions: list[PartitionInfo],
+                 build_command=None):  # noqa: ANN001
+        self.config = config
+        self.learned = learned
+        self.partitions = {p.name: p for p in partitions}
+        self.build_command = build_command or (lambda wf, stage, req: wf.spec.stage(stage).run
+                                               if stage != BIG_JOB_STAGE else "true")
+
+    # -- estimates -----------------------------------------------------------------------
+    def runtime_key(self, wf: WorkflowRun, stage: str) -> str:
+        return f"{wf.spec.name}/{stage}"
+
+    def expected_end(self, wf: WorkflowRun, stage: str) -> float:
+        """Start of the stage's work plus its learned run time (its time limit until learned)."""
+        run = wf.stages[stage]
+        job = wf.current_job(stage)
+        start = run.start_time or (job.start_time if job else None)
+        limit = float(run.time_s or wf.spec.stage(stage).time_s)
+        run.est_runtime_s = self.learned.runtime(self.runtime_key(wf, stage)).estimate(limit)
+        return (start or 0.0) + run.est_runtime_s
+
+    def geometry_key(self, req: JobRequest) -> str:
+        if not req.partition and self.config.default_partition:
+            req = replace(req, partition=self.config.default_partition)
+        return request_key(req, self.config.cluster, self.config.geometry)
+
+    def estimate_wait(self, wf: WorkflowRun, stage: str) -> float:
+        req = self.request_for(wf, stage)
+        return self.learned.estimate_wait(self.geometry_key(req))
+
+    # -- requests ------------------------------------------------------------------------
+    def request_for(self, wf: WorkflowRun, stage: str, plan: SubmitNow | None = None,
+                    dep_ids: tuple[int, ...] = (), barrier_ids: tuple[int, ...] = ()) -> JobRequest:
+        run = wf.stages[stage]
+        s = wf.spec.stage(stage)
+        cpus = run.cpus or s.cpus
+        cpus_per_task = s.cpus_per_task if cpus == s.cpus else max(1, cpus // s.ntasks)
+        mem_mb = s.mem_mb
+        mem_per_cpu = s.mem_per_cpu_mb
+        if run.mem_mb is not None:  # sized or retried: always per node
+            mem_mb, mem_per_cpu = -(-run.mem_mb // s.nodes), None
+        truth = None
+        if s.simulate is not None:
+            truth = SimTruth(s.simulate.runtime_s, s.simulate.peak_mem_mb, s.simulate.cpu_efficiency,
+                             wait_for=barrier_ids)
+        dependency = Dependency(DependencyType.AFTEROK, dep_ids) if dep_ids else None
+        return JobRequest(
+            name=f"asad.{wf.id}.{stage}", command="", partition=s.partition,
+            account=s.account, qos=s.qos, nodes=s.nodes, ntasks=s.ntasks, cpus_per_task=cpus_per_task,
+            mem_mb=mem_mb, mem_per_cpu_mb=mem_per_cpu, time_limit_s=int(run.time_s or s.time_s),
+            dependency=dependency, begin=plan.begin if plan else None,
+            comment=self.tag(wf, stage, run.attempt + 1), workdir=wf.spec.workdir, env=s.env_dict(), truth=truth,
+        )
+
+    def big_job_request(self, wf: WorkflowRun) -> JobRequest:
+        shape = big_job_shape(wf.spec)
+        stages = wf.spec.stages
+        truth = None
+        if all(s.simulate is not None for s in stages):
+            total = sum(s.simulate.runtime_s for s in stages)
+            peaks = [s.simulate.peak_mem_mb for s in stages if s.simulate.peak_mem_mb is not None]
+            used_core_s = sum(s.simulate.runtime_s * s.cpus * s.simulate.cpu_efficiency for s in stages)
+            alloc = shape["ntasks"] * shape["cpus_per_task"]
+            truth = SimTruth(total, max(peaks) if peaks else None,
+                             used_core_s / (total * alloc) if total else 1.0)
+        first = stages[0]
+        return JobRequest(
+            name=f"asad.{wf.id}.all", command="", partition=first.partition, account=first.account,
+            qos=first.qos, nodes=shape["nodes"], ntasks=shape["ntasks"], cpus_per_task=shape["cpus_per_task"],
+            mem_mb=shape["mem_mb"], time_limit_s=shape["time_s"], comment=self.tag(wf, BIG_JOB_STAGE, 1),
+            workdir=wf.spec.workdir, truth=truth,
+        )
+
+    def tag(self, wf: WorkflowRun, stage: str, attempt: int) -> str:
+        """The job's identity in Slurm (``--comment``): found again after a crash by ``find``."""
+        return f"asad:{self.config.store_id}:{wf.id}:{stage}:{attempt}"
+
+
+class Engine:
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+
+    def decide(self, workflows: list[WorkflowRun], now: float) -> Decisions:
+        out = Decisions()
+        for wf in workflows:
+            if wf.state is WorkflowState.ACTIVE:
+                self._decide_workflow(wf, now, out)
+        return out
+
+    # ---------------------------------------------------------------------------------------
+    def _decide_workflow(self, wf: WorkflowRun, now: float, out: Decisions) -> None:
+        if wf.cancel_requested:
+            self._end_workflow(wf, WorkflowState.CANCELLED, now, out, "cancelled by the user")
+            return
+        if wf.strategy == "big-job":
+            self._decide_big_job(wf, now, out)
+            return
+        for name, run in wf.stages.items():
+            if not run.state.is_final:
+                self._follow_stage(wf, name, run, now, out)
+                if wf.state is not WorkflowState.ACTIVE:
+                    return
+        if all(r.state is StageState.COMPLETED for r in wf.stages.values()):
+            self._end_workflow(wf, WorkflowState.COMPLETED, now, out)
+            return
+        strategy = STRATEGIES[wf.strategy]
+        for name, run in wf.stages.items():
+            if run.state not in (StageState.WAITING, StageState.PLANNED):
+                continue
+            plan = strategy.plan(wf, name, now, self.ctx)
+            if isinstance(plan, SubmitAt):
+                if run.state is not StageState.PLANNED or run.planned_submit_at != plan.at:
+                    run.state, run.planned_submit_at, run.est_wait_s = StageState.PLANNED, plan.at, plan.est_wait_s
+                    out.dirty_stages.append(run)
+                out.wake_at = min(out.wake_at, plan.at)
+            elif isinstance(plan, SubmitNow):
+                self._submit_stage(wf, name, run, plan, now, out)
+            elif run.state is StageState.PLANNED:  # the plan no longer holds (e.g. a retry)
+                run.state, run.planned_submit_at = StageState.WAITING, None
+                out.dirty_stages.append(run)
+
+    def _follow_stage(self, wf: WorkflowRun, name: str, run: StageRun, now: float, out: Decisions) -> None:
+        """Move a stage along with its current job's state."""
+        job = wf.job(run.job_row)
+        if job is None or job.phase is JobPhase.SUBMITTING:
+            return
+        self._learn_wait(job, now, out)
+        if job.state is JobState.PENDING:
+            if job.reason == "DependencyNeverSatisfied":
+                # A predecessor failed; if it is being retried, resubmit against the new attempt.
+                out.cancel.append(job)
+                job.cancelled_by_asad = True
+                run.state, run.job_row = StageState.WAITING, None
+                out.dirty_stages.append(run)
+            return
+        if job.state is JobState.RUNNING:
+            if run.state is not StageState.RUNNING:
+                run.state = StageState.RUNNING
+                run.start_time = self._work_start(wf, name, job)
+                out.dirty_stages.append(run)
+            elif run.start_time is None or run.start_time > now:
+                run.start_time = self._work_start(wf, name, job)
+            if job.request.truth and job.request.truth.wait_for and wf.mode == "naive" and not self._preds_done(wf, name):
+                if too_early(wf, name, now, self.ctx):
+                    out.cancel.append(job)
+                    job.cancelled_by_asad = True
+                    run.state, run.job_row, run.start_time = StageState.WAITING, None, None
+                    run.message = "allocation arrived too early; cancelled and replanned"
+                    out.dirty_stages.append(run)
+            return
+        # final
+        run.end_time = job.end_time
+        if job.state is JobState.COMPLETED:
+            run.state = StageState.COMPLETED
+            run.start_time = self._work_start(wf, name, job)
+            if run.start_time is not None and run.end_time is not None:
+                self.ctx.learned.observe_runtime(self.ctx.runtime_key(wf, name), run.end_time - run.start_time)
+            out.dirty_stages.append(run)
+            return
+        if job.cancelled_by_asad:
+            return
+        self._stage_failed(wf, name, run, job, now, out)
+
+    def _stage_failed(self, wf: WorkflowRun, name: str, run: StageRun, job: JobRecord, now: float,
+                      out: Decisions) -> None:
+        spec = wf.spec.stage(name)
+        part = self.ctx.partitions.get(job.partition or spec.partition.split(",")[0] or "")
+        attempts_of = [j for j in wf.jobs if j.stage == name and j.state is job.state and not j.cancelled_by_asad]
+        if job.state is JobState.OUT_OF_MEMORY and len(attempts_of) <= self.ctx.config.max_oom_retries:
+            failed_mem = job.request.total_mem_mb() or 0
+            peak = max((j.peak_rss_mb or 0) for j in wf.jobs if j.stage == name)
+            new_mem = max(2 * failed_mem, int(peak), failed_mem + 1)
+            cap = part.mem_per_node_mb * spec.nodes if part else None
+            if cap is not None and failed_mem >= cap:
+                return self._fail(wf, name, run, now, out,
+                                  f"out of memory at {failed_mem} MB, the partition's limit per node; cannot retry")
+            run.mem_mb = min(new_mem, cap) if cap else new_mem
+            run.message = f"OUT_OF_MEMORY at {failed_mem} MB; retrying with {run.mem_mb} MB"
+        elif job.state is JobState.TIMEOUT and len(attempts_of) <= self.ctx.config.max_timeout_retries:
+            limit = job.request.time_limit_s
+            cap = part.max_time_s if part and part.max_time_s else None
+            if cap is not None and limit >= cap:
+                return self._fail(wf, name, run, now, out, f"TIMEOUT at the partition's limit ({limit} s)")
+            run.time_s = min(2 * limit, cap) if cap else 2 * limit
+            run.message = f"TIMEOUT at {limit} s; retrying with {run.time_s} s"
+        elif job.state not in (JobState.OUT_OF_MEMORY, JobState.TIMEOUT) and \
+                sum(1 for j in wf.jobs if j.stage == name and not j.cancelled_by_asad) <= spec.retries:
+            run.message = f"{job.state.value} (exit {job.exit_code}); retrying"
+        else:
+            return self._fail(wf, name, run, now, out, f"{job.state.value} (exit {job.exit_code})")
+        run.state, run.job_row, run.start_time, run.end_time = StageState.WAITING, None, None, None
+        out.dirty_stages.append(run)
+
+    def _fail(self, wf: WorkflowRun, name: str, run: StageRun, now: float, out: Decisions, why: str) -> None:
+        run.state = StageState.FAILED
+        run.message = why
+        out.dirty_stages.append(run)
+        self._end_workflow(wf, WorkflowState.FAILED, now, out, f"stage {name} failed: {why}")
+
+    def _end_workflow(self, wf: WorkflowRun, state: WorkflowState, now: float, out: Decisions,
+                      message: str = "") -> None:
+        for run in wf.stages.values():
+            if run.state.is_final:
+                continue
+            job = wf.job(run.job_row)
+            if job is not None and job.phase is not JobPhase.DONE and not job.state.is_final:
+                out.cancel.append(job)
+            run.state = StageState.CANCELLED
+            out.dirty_stages.append(run)
+        for job in wf.jobs:  # big-job, or anything else still live
+            if job.phase is JobPhase.LIVE and not job.state.is_final and job not in out.cancel:
+                out.cancel.append(job)
+        wf.state = state
+        ends = [r.end_time for r in wf.stages.values() if r.end_time is not None]
+        wf.ended_at = max(ends) if state is WorkflowState.COMPLETED and ends else now
+        wf.message = message
+        out.finished.append(wf)
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _preds_done(self, wf: WorkflowRun, name: str) -> bool:
+        return all(wf.stages[p].state is StageState.COMPLETED for p in wf.spec.predecessors(name))
+
+    def _work_start(self, wf: WorkflowRun, name: str, job: JobRecord) -> float | None:
+        """When the stage's work began: its job's start, or later if it idled at a barrier."""
+        if job.start_time is None:
+            return None
+        if not (job.request.truth and job.request.truth.wait_for) and wf.mode != "naive":
+            return job.start_time
+        ends = [wf.stages[p].end_time for p in wf.spec.predecessors(name)]
+        if any(e is None for e in ends):
+            return None
+        return max([job.start_time, *ends])
+
+    def _learn_wait(self, job: JobRecord, now: float, out: Decisions) -> None:
+        if job.wait_learned or job.start_time is None or job.eligible_time is None:
+            return
+        if job.start_time > now:
+            return
+        job.wait_learned = True
+        self.ctx.learned.observe_wait(job.geometry_key, job.wait_s)
+        out.observed.append(job)
+        out.dirty_jobs.append(job)
+
+    def _submit_stage(self, wf: WorkflowRun, name: str, run: StageRun, plan: SubmitNow, now: float,
+                      out: Decisions) -> None:
+        dep_ids = tuple(wf.current_job(p).job_id for p in plan.dependency_on)
+        barrier_ids = tuple(wf.current_job(p).job_id for p in plan.barrier_on)
+        req = self.ctx.request_for(wf, name, plan, dep_ids, barrier_ids)
+        req = _with_command(req, self.ctx.build_command(wf, name, req))
+        est = plan.est_wait_s
+        if est is None and wf.strategy == "asa":
+            est = self.ctx.learned.estimate_wait(self.ctx.geometry_key(req))
+        run.attempt += 1
+        job = JobRecord(row_id=None, workflow_id=wf.id, stage=name, attempt=run.attempt, tag=req.comment,
+                        phase=JobPhase.SUBMITTING, request=req, geometry_key=self.ctx.geometry_key(req),
+                        est_wait_s=est, planned_start=plan.planned_start)
+        wf.jobs.append(job)
+        run.state = StageState.SUBMITTED
+        run.planned_submit_at = None
+        run.est_wait_s = est
+        out.submit.append(job)
+        out.dirty_stages.append(run)
+
+    def _decide_big_job(self, wf: WorkflowRun, now: float, out: Decisions) -> None:
+        job = wf.jobs[-1] if wf.jobs else None
+        if job is None:
+            req = self.ctx.big_job_request(wf)
+            req = _with_command(req, self.ctx.build_command(wf, BIG_JOB_STAGE, req))
+            job = JobRecord(row_id=None, workflow_id=wf.id, stage=BIG_JOB_STAGE, attempt=1, tag=req.comment,
+                            phase=JobPhase.SUBMITTING, request=req, geometry_key=self.ctx.geometry_key(req))
+            wf.jobs.append(job)
+            out.submit.append(job)
+            for run in wf.stages.values():
+                run.state, run.attempt = StageState.SUBMITTED, 1
+                out.dirty_stages.append(run)
+            return
+        if job.phase is JobPhase.SUBMITTING:
+            return
+        self._learn_wait(job, now, out)
+        if job.state is JobState.RUNNING:
+            for run in wf.stages.values():
+                if run.state is StageState.SUBMITTED:
+                    run.state = StageState.RUNNING
+                    out.dirty_stages.append(run)
+        elif job.state is JobState.COMPLETED:
+            self._big_job_timeline(wf, job)
+            for run in wf.stages.values():
+                run.state = StageState.COMPLETED
+                out.dirty_stages.append(run)
+            self._end_workflow(wf, WorkflowState.COMPLETED, now, out)
+        elif job.state.is_final:
+            for run in wf.stages.values():
+                run.state = StageState.FAILED
+                out.dirty_stages.append(run)
+            self._end_workflow(wf, WorkflowState.FAILED, now, out, f"the big job ended {job.state.value}")
+
+    def _big_job_timeline(self, wf: WorkflowRun, job: JobRecord) -> None:
+        """Stage times inside the allocation: stages ran in turn, in file order. Their own
+        lengths come from the simulator's truth or, on a real cluster, are apportioned by time limit
+        (the stage wrapper's markers refine this; see asad.runner)."""
+        start, end = job.start_time or 0.0, job.end_time or 0.0
+        stages = wf.spec.stages
+        if all(s.simulate is not None for s in stages):
+            lengths = [s.simulate.runtime_s for s in stages]
+        else:
+            total_limit = sum(s.time_s for s in stages)
+            lengths = [(end - start) * s.time_s / total_limit for s in stages]
+        t = start
+        for s, length in zip(stages, lengths, strict=True):
+            run = wf.stages[s.name]
+            run.start_time, run.end_time = t, min(end, t + length)
+            t += length
+
+
+def _with_command(req: JobRequest, command: str) -> JobRequest:
+    return replace(req, command=command)

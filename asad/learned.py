@@ -1,0 +1,80 @@
+"""What asad has learned, shared by every workflow: queue waits per job geometry and run
+times per stage. Learners live in memory while asad runs and are written back to the
+store (one row per learner) whenever they change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from asad.learn.registry import make_predictor, predictor_from_state
+from asad.learn.runtime import RuntimeEstimator
+
+WAIT_KIND = "wait"
+RUNTIME_KIND = "runtime"
+
+
+class Learned:
+    """In-memory learners with write-back. ``load(kind, key) -> state | None`` reads the store."""
+
+    def __init__(self, load: Callable[[str, str], dict | None], predictor_kind: str, seed: int = 0,
+                 predictor_params: dict | None = None):
+        self._load = load
+        self.predictor_kind = predictor_kind
+        self.predictor_params = predictor_params or {}
+        self.seed = seed
+        self._waits: dict[str, object] = {}
+        self._runtimes: dict[str, RuntimeEstimator] = {}
+        self.dirty: set[tuple[str, str]] = set()
+
+    def wait_predictor(self, key: str):  # noqa: ANN201
+        pred = self._waits.get(key)
+        if pred is None:
+            state = self._load(WAIT_KIND, key)
+            if state is not None and state.get("kind") == self.predictor_kind:
+                pred = predictor_from_state(state)
+            else:
+                # A fresh learner per key; seeded from the key so runs are reproducible.
+                seed = (self.seed * 1_000_003 + _stable_hash(key)) % (2**32)
+                pred = make_predictor(self.predictor_kind, seed=seed, **self.predictor_params)
+            self._waits[key] = pred
+        return pred
+
+    def estimate_wait(self, key: str) -> float:
+        return float(self.wait_predictor(key).estimate())
+
+    def observe_wait(self, key: str, wait_s: float) -> None:
+        self.wait_predictor(key).observe(wait_s)
+        self.dirty.add((WAIT_KIND, key))
+
+    def runtime(self, key: str) -> RuntimeEstimator:
+        hist = self._runtimes.get(key)
+        if hist is None:
+            state = self._load(RUNTIME_KIND, key)
+            hist = RuntimeEstimator.from_state(state) if state else RuntimeEstimator()
+            self._runtimes[key] = hist
+        return hist
+
+    def observe_runtime(self, key: str, runtime_s: float) -> None:
+        self.runtime(key).observe(runtime_s)
+        self.dirty.add((RUNTIME_KIND, key))
+
+    def drain_dirty(self) -> list[tuple[str, str, dict, int]]:
+        """(kind, key, state, n_observations) for every learner changed since the last drain."""
+        out = []
+        for kind, key in sorted(self.dirty):
+            if kind == WAIT_KIND:
+                pred = self._waits[key]
+                out.append((kind, key, pred.to_state(), int(pred.n_observations)))
+            else:
+                hist = self._runtimes[key]
+                out.append((kind, key, hist.to_state(), hist.n_observations))
+        self.dirty.clear()
+        return out
+
+
+def _stable_hash(text: str) -> int:
+    h = 2166136261
+    for ch in text.encode():
+        h = ((h ^ ch) * 16777619) % (2**32)
+    return h

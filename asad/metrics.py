@@ -1,0 +1,86 @@
+"""Per-workflow measures: waits, perceived waits, makespan, core-hours and idle overhead.
+
+Definitions (ASA.md): a job's *wait* is ``start - eligible``; a stage's *perceived wait* is
+``start of its work - end of its latest predecessor`` (for a first stage: ``- workflow
+submission``), floored at 0; *core-hours* count every allocation of every attempt for as long
+as it was held, idle included; *overhead* is the part of those core-hours no stage used.
+A pre-submitted stage is a *hit* when it neither waited nor idled more than the tolerance.
+"""
+
+from __future__ import annotations
+
+from asad.model import JobRecord, StageState, WorkflowRun
+
+HIT_TOLERANCE_S = 60.0
+
+
+def _job_core_s(job: JobRecord) -> float:
+    if job.start_time is None or job.end_time is None:
+        return 0.0
+    cpus = job.alloc_cpus or job.request.cpus
+    return cpus * max(0.0, job.end_time - job.start_time)
+
+
+def summarize(wf: WorkflowRun) -> dict:
+    stages = []
+    used_core_s = 0.0
+    big = wf.strategy == "big-job"
+    for name, run in wf.stages.items():
+        spec = wf.spec.stage(name)
+        job = wf.current_job(name) if not big else (wf.jobs[-1] if wf.jobs else None)
+        preds = wf.spec.predecessors(name)
+        pred_end = max((wf.stages[p].end_time or 0.0) for p in preds) if preds else wf.created_at
+        perceived = None
+        if run.start_time is not None:
+            perceived = max(0.0, run.start_time - pred_end)
+        if big and preds:
+            perceived = 0.0
+        idle_s = 0.0
+        if job is not None and job.start_time is not None and run.start_time is not None and not big:
+            idle_s = max(0.0, run.start_time - job.start_time)
+        if run.state is StageState.COMPLETED and run.start_time is not None and run.end_time is not None:
+            used_core_s += spec.cpus * (run.end_time - run.start_time)
+        hit = None
+        if job is not None and job.est_wait_s is not None and perceived is not None:
+            hit = perceived <= HIT_TOLERANCE_S and idle_s <= HIT_TOLERANCE_S
+        stages.append({
+            "name": name,
+            "job_id": job.job_id if job else None,
+            "state": run.state.value,
+            "attempts": run.attempt,
+            "cpus": job.alloc_cpus or job.request.cpus if job else spec.cpus,
+            "mem_mb": job.request.total_mem_mb() if job else spec.total_mem_mb(),
+            "submit": job.submitted_at if job else None,
+            "eligible": job.eligible_time if job else None,
+            "start": run.start_time,
+            "job_start": job.start_time if job else None,
+            "end": run.end_time,
+            "wait_s": (job.wait_s if job and (not big or not preds) else 0.0) if job else None,
+            "perceived_wait_s": perceived,
+            "idle_s": idle_s,
+            "est_wait_s": job.est_wait_s if job else None,
+            "hit": hit,
+            "message": run.message,
+        })
+    core_s = sum(_job_core_s(j) for j in wf.jobs)
+    ends = [r.end_time for r in wf.stages.values() if r.end_time is not None]
+    makespan = (max(ends) - wf.created_at) if ends and wf.state.value == "COMPLETED" else None
+    hits = [s["hit"] for s in stages if s["hit"] is not None]
+    return {
+        "workflow": wf.spec.name,
+        "id": wf.id,
+        "strategy": wf.strategy,
+        "mode": wf.mode,
+        "state": wf.state.value,
+        "message": wf.message,
+        "created_at": wf.created_at,
+        "makespan_s": makespan,
+        "total_wait_s": sum(s["perceived_wait_s"] or 0.0 for s in stages),
+        "queue_wait_s": sum(j.wait_s or 0.0 for j in wf.jobs),
+        "core_hours": core_s / 3600.0,
+        "used_core_hours": used_core_s / 3600.0,
+        "overhead_core_hours": max(0.0, core_s - used_core_s) / 3600.0,
+        "jobs": len([j for j in wf.jobs if j.job_id is not None]),
+        "hit_ratio": (sum(hits) / len(hits)) if hits else None,
+        "stages": stages,
+    }

@@ -1,0 +1,145 @@
+"""The runtime state the engine reasons about: workflows, their stages, and the Slurm jobs
+submitted for them. Plain dataclasses; the store persists them, the engine mutates them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from asad.slurm.backend import JobRequest, JobState, JobStatus
+from asad.spec import WorkflowSpec
+
+
+class WorkflowState(StrEnum):
+    ACTIVE = "ACTIVE"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def is_final(self) -> bool:
+        return self is not WorkflowState.ACTIVE
+
+
+class StageState(StrEnum):
+    WAITING = "WAITING"  # predecessors not done and nothing planned yet
+    PLANNED = "PLANNED"  # a submission time is chosen (ASA) but not reached
+    SUBMITTED = "SUBMITTED"  # a job exists; PENDING in Slurm
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def is_final(self) -> bool:
+        return self in (StageState.COMPLETED, StageState.FAILED, StageState.CANCELLED)
+
+
+class JobPhase(StrEnum):
+    """Where a submission attempt is in asad's own write-ahead protocol."""
+
+    SUBMITTING = "SUBMITTING"  # intent written, sbatch may or may not have happened
+    LIVE = "LIVE"  # Slurm gave a job id; not final yet
+    DONE = "DONE"  # final state and accounting recorded
+    ABANDONED = "ABANDONED"  # the intent never reached Slurm (found absent after a crash)
+
+
+@dataclass
+class JobRecord:
+    """One submission attempt (one Slurm job)."""
+
+    row_id: int | None
+    workflow_id: int
+    stage: str  # for big-job: "*" (one job for all stages)
+    attempt: int
+    tag: str
+    phase: JobPhase
+    request: JobRequest
+    geometry_key: str
+    job_id: int | None = None
+    submitted_at: float | None = None
+    state: JobState = JobState.PENDING
+    reason: str = ""
+    eligible_time: float | None = None
+    start_time: float | None = None
+    end_time: float | None = None
+    alloc_cpus: int = 0
+    alloc_nodes: int = 0
+    partition: str = ""
+    nodelist: str = ""
+    exit_code: int | None = None
+    peak_rss_mb: float | None = None
+    cpu_s: float | None = None
+    wait_learned: bool = False  # its wait was fed to the learner already
+    est_wait_s: float | None = None  # the wait estimate used when planning this submission
+    planned_start: float | None = None  # when we wanted it to start (the predecessor's expected end)
+    cancelled_by_asad: bool = False  # e.g. the naive mode's "too early" resubmission
+
+    def apply_status(self, st: JobStatus) -> bool:
+        """Copy a fresh status in; return whether anything the engine cares about changed."""
+        before = (self.state, self.start_time, self.end_time, self.eligible_time, self.reason)
+        self.state = st.state
+        self.reason = st.reason
+        self.eligible_time = st.eligible_time if st.eligible_time is not None else self.eligible_time
+        self.start_time = st.start_time if st.start_time is not None else self.start_time
+        self.end_time = st.end_time if st.end_time is not None else self.end_time
+        self.alloc_cpus = st.alloc_cpus or self.alloc_cpus
+        self.alloc_nodes = st.alloc_nodes or self.alloc_nodes
+        self.partition = st.partition or self.partition
+        self.nodelist = st.nodelist or self.nodelist
+        if st.exit_code is not None:
+            self.exit_code = st.exit_code
+        return before != (self.state, self.start_time, self.end_time, self.eligible_time, self.reason)
+
+    @property
+    def wait_s(self) -> float | None:
+        if self.start_time is None or self.eligible_time is None:
+            return None
+        return max(0.0, self.start_time - self.eligible_time)
+
+
+@dataclass
+class StageRun:
+    workflow_id: int
+    name: str
+    state: StageState = StageState.WAITING
+    attempt: int = 0  # number of attempts submitted so far
+    job_row: int | None = None  # the JobRecord.row_id of the current attempt
+    planned_submit_at: float | None = None
+    est_wait_s: float | None = None
+    est_runtime_s: float | None = None
+    # per-attempt request overrides (sizing / OOM and TIMEOUT retries)
+    cpus: int | None = None
+    mem_mb: int | None = None
+    time_s: int | None = None
+    size_why: str = ""
+    start_time: float | None = None  # when the stage's work began (after any barrier)
+    end_time: float | None = None
+    message: str = ""
+
+
+@dataclass
+class WorkflowRun:
+    id: int
+    spec: WorkflowSpec
+    strategy: str
+    mode: str
+    state: WorkflowState = WorkflowState.ACTIVE
+    created_at: float = 0.0
+    ended_at: float | None = None
+    message: str = ""
+    cancel_requested: bool = False
+    stages: dict[str, StageRun] = field(default_factory=dict)
+    jobs: list[JobRecord] = field(default_factory=list)
+
+    def job(self, row_id: int | None) -> JobRecord | None:
+        if row_id is None:
+            return None
+        for j in self.jobs:
+            if j.row_id == row_id:
+                return j
+        return None
+
+    def current_job(self, stage: str) -> JobRecord | None:
+        return self.job(self.stages[stage].job_row)

@@ -1,0 +1,247 @@
+"""The runner: the edge where the engine's decisions meet the store and the backend.
+
+One ``tick``: reconcile unfinished submission intents, poll every live job with one
+batched call, fetch accounting for the jobs that just ended with one more, let the engine
+decide, and carry the decisions out in write-ahead order (store first, then Slurm, then
+store again), so that a crash at any instant leaves nothing lost and nothing doubled.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import structlog
+
+from asad.engine import Context, Decisions, Engine
+from asad.learned import Learned
+from asad.metrics import summarize
+from asad.model import JobPhase, JobRecord, StageState, WorkflowRun, WorkflowState
+from asad.slurm.backend import Backend, JobState, SlurmUnavailable, SubmitRejected
+from asad.store.repo import Store
+
+log = structlog.get_logger("asad.runner")
+
+MAX_WAVES = 64  # chain submits a DAG level by level inside one tick
+
+
+@dataclass
+class TickReport:
+    now: float
+    wake_at: float
+    submitted: int = 0
+    cancelled: int = 0
+    changed: int = 0  # jobs whose status changed
+    slurm_calls: dict[str, int] = field(default_factory=dict)
+    backend_error: str | None = None
+
+
+class Runner:
+    def __init__(self, store: Store, backend: Backend, ctx: Context):
+        self.store = store
+        self.backend = backend
+        self.ctx = ctx
+        self.engine = Engine(ctx)
+        self.active: dict[int, WorkflowRun] = {}
+        self._last_id = 0
+        self.backend_error: str | None = None
+        self.load()
+
+    @classmethod
+    def create(cls, store: Store, backend: Backend, *, predictor: str, seed: int = 0, asa_timing: str = "daemon",
+               predictor_params: dict | None = None, build_command=None) -> Runner:  # noqa: ANN001
+        from asad.engine import EngineConfig
+
+        cluster = getattr(backend, "cluster_name", backend.name)
+        parts = backend.partitions()
+        default = next((p.name for p in parts if p.default), parts[0].name if parts else "")
+        config = EngineConfig(cluster=cluster, store_id=store.store_id, asa_timing=asa_timing,
+                              default_partition=default)
+        learned = Learned(store.load_learner, predictor, seed=seed, predictor_params=predictor_params)
+        return cls(store, backend, Context(config, learned, parts, build_command))
+
+    # -- loading ------------------------------------------------------------------------------
+    def load(self) -> None:
+        for wf in self.store.load_workflows(active_only=True, after_id=self._last_id):
+            self.active[wf.id] = wf
+        self._last_id = max(self._last_id, self.store.max_workflow_id())
+
+    def refresh(self) -> None:
+        """Pick up what other processes wrote: new workflows, cancel requests."""
+        self.store.session.expire_all()
+        for wf in self.store.load_workflows(active_only=True, after_id=self._last_id):
+            self.active[wf.id] = wf
+        self._last_id = max(self._last_id, self.store.max_workflow_id())
+        for wf_id in self.store.cancel_requested_ids():
+            if wf_id in self.active:
+                self.active[wf_id].cancel_requested = True
+
+    def live_job_ids(self) -> list[int]:
+        return [j.job_id for wf in self.active.values() for j in wf.jobs
+                if j.phase is JobPhase.LIVE and j.job_id is not None]
+
+    def next_expected_end(self) -> float:
+        """The soonest a running stage is expected to end (the daemon polls more often near it)."""
+        ends = [self.ctx.expected_end(wf, name) for wf in self.active.values()
+                for name, run in wf.stages.items() if run.state is StageState.RUNNING and run.start_time]
+        return min(ends, default=math.inf)
+
+    # -- one tick ------------------------------------------------------------------------------
+    def tick(self) -> TickReport:
+        now = self.backend.now()
+        self.refresh()
+        report = TickReport(now=now, wake_at=math.inf)
+        try:
+            self._reconcile_intents(now)
+            report.changed = self._poll(now)
+        except SlurmUnavailable as exc:
+            self._backend_down(str(exc), now)
+            report.backend_error = str(exc)
+            return report
+        workflows = list(self.active.values())
+        for _ in range(MAX_WAVES):
+            decisions = self.engine.decide(workflows, now)
+            report.wake_at = decisions.wake_at
+            try:
+                self._apply(decisions, now, report)
+            except SlurmUnavailable as exc:
+                self._persist(decisions, now)
+                self._backend_down(str(exc), now)
+                report.backend_error = str(exc)
+                return report
+            self._persist(decisions, now)
+            if not decisions.submit and not decisions.cancel:
+                break
+        if self.backend_error is not None:
+            self.backend_error = None
+            self.store.set_status("backend", {"ok": True, "since": now})
+            self.store.commit()
+        for wf_id in [w.id for w in workflows if w.state is not WorkflowState.ACTIVE]:
+            del self.active[wf_id]
+        return report
+
+    def _backend_down(self, message: str, now: float) -> None:
+        if self.backend_error is None:
+            log.warning("slurm unavailable; plans kept, will retry", error=message)
+        self.backend_error = message
+        self.store.set_status("backend", {"ok": False, "error": message, "since": now})
+        self.store.commit()
+
+    def _reconcile_intents(self, now: float) -> None:
+        """Submission intents with no job id: sbatch may have run before a crash. Ask Slurm."""
+        intents = [j for wf in self.active.values() for j in wf.jobs if j.phase is JobPhase.SUBMITTING]
+        if not intents:
+            return
+        found = self.backend.find(f"asad:{self.store.store_id}:")
+        by_tag = {st.comment: (jid, st) for jid, st in found.items()}
+        for job in intents:
+            wf = self.active[job.workflow_id]
+            hit = by_tag.get(job.tag)
+            if hit is not None:
+                job.job_id, status = hit
+                job.phase = JobPhase.LIVE
+                job.submitted_at = status.submit_time
+                job.apply_status(status)
+                log.info("adopted a job submitted before a crash", tag=job.tag, job_id=job.job_id)
+            else:
+                job.phase = JobPhase.ABANDONED
+                for name, run in wf.stages.items():
+                    if run.job_row == job.row_id:
+                        run.state, run.job_row = StageState.WAITING, None
+                        self.store.save_stage(run)
+                log.info("submission intent never reached Slurm; will resubmit", tag=job.tag)
+            self.store.save_job(job)
+        self.store.commit()
+
+    def _poll(self, now: float) -> int:
+        live = {j.job_id: j for wf in self.active.values() for j in wf.jobs
+                if j.phase is JobPhase.LIVE and j.job_id is not None}
+        if not live:
+            return 0
+        statuses = self.backend.poll(list(live))
+        changed = 0
+        ended: list[JobRecord] = []
+        for job_id, job in live.items():
+            st = statuses.get(job_id)
+            if st is None:
+                continue  # not visible this time (e.g. purged from squeue before sacct has it)
+            if job.apply_status(st):
+                changed += 1
+                self.store.save_job(job)
+            if job.state.is_final:
+                ended.append(job)
+        if ended:
+            usage = self.backend.usage([j.job_id for j in ended])
+            for job in ended:
+                u = usage.get(job.job_id)
+                if u is not None:
+                    job.peak_rss_mb, job.cpu_s = u.peak_rss_mb, u.total_cpu_s
+                job.phase = JobPhase.DONE
+                self.store.save_job(job)
+        self.store.commit()
+        return changed
+
+    def _apply(self, d: Decisions, now: float, report: TickReport) -> None:
+        if d.cancel:
+            ids = [j.job_id for j in d.cancel if j.job_id is not None]
+            if ids:
+                self.backend.cancel(ids)
+            for job in d.cancel:
+                if job.phase is JobPhase.LIVE:
+                    job.state = JobState.CANCELLED if job.state is JobState.PENDING else job.state
+                self.store.save_job(job)
+            report.cancelled += len(d.cancel)
+        for job in d.submit:
+            wf = self.active[job.workflow_id]
+            self.store.insert_job(job)
+            for run in wf.stages.values():
+                if run.state is StageState.SUBMITTED and run.job_row is None and \
+                        job.stage in (run.name, "*"):
+                    run.job_row = job.row_id
+            for run in d.dirty_stages:
+                self.store.save_stage(run)
+            self.store.commit()  # the intent is durable before Slurm hears of it
+            try:
+                job.job_id = self.backend.submit(job.request)
+            except SubmitRejected as exc:
+                job.phase, job.state = JobPhase.DONE, JobState.FAILED
+                self.store.save_job(job)
+                self._reject(wf, job, exc, now, d)
+                continue
+            job.phase = JobPhase.LIVE
+            job.submitted_at = now
+            self.store.save_job(job)
+            self.store.commit()
+            report.submitted += 1
+            log.info("submitted", workflow=wf.id, stage=job.stage, job_id=job.job_id, attempt=job.attempt)
+
+    def _reject(self, wf: WorkflowRun, job: JobRecord, exc: SubmitRejected, now: float, d: Decisions) -> None:
+        log.error("slurm refused a job", workflow=wf.id, stage=job.stage, slurm=exc.slurm_message)
+        stage = wf.stages.get(job.stage)
+        if stage is not None:
+            stage.state, stage.message = StageState.FAILED, f"Slurm refused the job: {exc.slurm_message}"
+            d.dirty_stages.append(stage)
+        tail = Decisions()
+        self.engine._end_workflow(wf, WorkflowState.FAILED, now, tail,
+                                  f"Slurm refused stage {job.stage}: {exc.slurm_message}")
+        if tail.cancel:
+            ids = [j.job_id for j in tail.cancel if j.job_id is not None]
+            if ids:
+                self.backend.cancel(ids)
+        d.dirty_stages.extend(tail.dirty_stages)
+        d.finished.extend(tail.finished)
+
+    def _persist(self, d: Decisions, now: float) -> None:
+        for run in d.dirty_stages:
+            self.store.save_stage(run)
+        for job in d.dirty_jobs:
+            if job.row_id is not None:
+                self.store.save_job(job)
+        for job in d.observed:
+            self.store.add_observation(job.geometry_key, job.wait_s or 0.0, job.est_wait_s, now, job.job_id)
+        for kind, key, state, n in self.ctx.learned.drain_dirty():
+            self.store.save_learner(kind, key, state, n, now)
+        for wf in d.finished:
+            self.store.save_workflow(wf, summary=summarize(wf))
+            log.info("workflow finished", workflow=wf.id, state=wf.state.value, message=wf.message)
+        self.store.commit()

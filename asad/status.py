@@ -1,0 +1,256 @@
+"""What ``asad status``, ``show``, ``history`` and ``learners`` print.
+
+``asad status`` speaks squeue: the same column names where squeue has them, and the same
+``-o`` format letters (``%i`` JOBID, ``%P`` PARTITION, ``%j`` NAME, ``%t`` ST, ``%M`` TIME,
+``%D`` NODES, ``%C`` CPUS, ``%R`` NODELIST(REASON)), plus asad's own: ``%W`` WORKFLOW,
+``%S`` STAGE, ``%p`` PLANNED, ``%e`` EST.WAIT, ``%T`` STATE (the stage's, spelled out).
+A width works as in squeue: ``%.10i`` right-aligns in 10 columns, ``%-10i`` or ``%10i`` left.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from datetime import datetime, timezone
+
+from asad.model import JobPhase, StageState, WorkflowRun
+from asad.units import format_duration, format_mem
+
+DEFAULT_FORMAT = "%.6W %.10S %.8i %.9P %.14j %.3t %.10M %.5D %.5C %.9p %.8e %R"
+
+_FIELDS = {
+    "W": ("WORKFLOW", "workflow"), "S": ("STAGE", "stage"), "i": ("JOBID", "job_id"),
+    "P": ("PARTITION", "partition"), "j": ("NAME", "name"), "t": ("ST", "st"), "T": ("STATE", "state"),
+    "M": ("TIME", "time"), "D": ("NODES", "nodes"), "C": ("CPUS", "cpus"), "R": ("NODELIST(REASON)", "where"),
+    "p": ("PLANNED", "planned"), "e": ("EST.WAIT", "est_wait"), "m": ("MIN_MEMORY", "mem"),
+}
+_STAGE_ST = {StageState.WAITING: "WT", StageState.PLANNED: "PL", StageState.COMPLETED: "CD",
+             StageState.FAILED: "F", StageState.CANCELLED: "CA"}
+
+
+def status_rows(store, workflow_id: int | None = None, include_finished: bool = False) -> tuple[list[dict], list[str]]:  # noqa: ANN001
+    notes = []
+    backend = store.get_status("backend")
+    if backend and not backend.get("ok", True):
+        notes.append(f"Slurm unavailable since {_clock(backend.get('since'))}: {backend.get('error')} "
+                     "(plans are kept; asad retries with growing pauses)")
+    clock = store.get_status("clock") or {}
+    daemon = store.get_status("daemon") or {}
+    now = clock.get("now")
+    if now is not None and clock.get("wall") is not None:
+        now += (time.time() - clock["wall"]) * clock.get("speed", 1.0)
+    if now is None:
+        now = time.time()
+    if daemon.get("paused"):
+        notes.append(f"daemon paused after repeated Slurm failures; it retries every {daemon.get('retry_s')} s")
+    if workflow_id is not None:
+        wfs = store.load_workflows([workflow_id])
+        if not wfs:
+            notes.append(f"no workflow {workflow_id} in the store")
+    else:
+        wfs = store.load_workflows(active_only=not include_finished)
+    rows = []
+    for wf in wfs:
+        rows.extend(_stage_rows(wf, now))
+    return rows, notes
+
+
+def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
+    out = []
+    for name, run in wf.stages.items():
+        job = wf.current_job(name) if wf.strategy != "big-job" else (wf.jobs[-1] if wf.jobs else None)
+        if job is not None and job.phase is JobPhase.ABANDONED:
+            job = None
+        st = _STAGE_ST.get(run.state) if job is None or run.state in (StageState.WAITING, StageState.PLANNED) \
+            else job.state.short
+        if job is not None and run.state.is_final and not job.state.is_final:
+            st = _STAGE_ST[run.state]
+        since = None
+        if job is not None:
+            since = job.start_time if job.start_time is not None else job.submitted_at
+            if job.state.is_final:
+                since = None
+        elapsed = (job.end_time - job.start_time) if job and job.end_time and job.start_time else \
+            (now - since if since is not None else None)
+        reason = ""
+        if job is not None and job.state.value == "PENDING":
+            reason = f"({job.reason or 'None'})"
+        elif job is not None and job.state.value == "RUNNING":
+            reason = job.nodelist or "-"
+        elif run.state is StageState.PLANNED:
+            reason = "(PlannedSubmission)"
+        elif run.state is StageState.WAITING:
+            reason = "(Predecessors)" if wf.state.value == "ACTIVE" else f"({wf.state.value.title()})"
+        elif run.message:
+            reason = f"({run.message})"
+        req = job.request if job else None
+        out.append({
+            "workflow": wf.id, "workflow_name": wf.spec.name, "stage": name, "state": run.state.value,
+            "job_id": job.job_id if job and job.job_id is not None else None,
+            "partition": (job.partition or req.partition) if job else wf.spec.stage(name).partition,
+            "name": req.name if req else f"asad.{wf.id}.{name}",
+            "st": st, "time_s": elapsed, "nodes": (job.alloc_nodes or req.nodes) if job else wf.spec.stage(name).nodes,
+            "cpus": (job.alloc_cpus or req.cpus) if job else (run.cpus or wf.spec.stage(name).cpus),
+            "mem_mb": req.total_mem_mb() if req else wf.spec.stage(name).total_mem_mb(),
+            "planned_at": run.planned_submit_at, "est_wait_s": run.est_wait_s, "reason": reason,
+            "message": run.message,
+        })
+    return out
+
+
+def _cell(row: dict, key: str) -> str:
+    if key == "job_id":
+        return str(row["job_id"]) if row["job_id"] is not None else "-"
+    if key == "time":
+        return format_duration(row["time_s"]) if row["time_s"] is not None else "0:00"
+    if key == "planned":
+        return _clock(row["planned_at"]) if row["planned_at"] else "-"
+    if key == "est_wait":
+        return format_duration(row["est_wait_s"]) if row["est_wait_s"] is not None else "-"
+    if key == "where":
+        return row["reason"]
+    if key == "mem":
+        return format_mem(row["mem_mb"])
+    if key == "partition":
+        return row["partition"] or "-"
+    value = row[key]
+    return "-" if value is None else str(value)
+
+
+_SPEC_RE = re.compile(r"%(-|\.)?(\d+)?([A-Za-z%])")
+
+
+def render_status(rows: list[dict], fmt: str | None = None, notes: list[str] | None = None) -> str:
+    fmt = fmt or DEFAULT_FORMAT
+
+    def render(values: dict | None) -> str:
+        def sub(m: re.Match) -> str:
+            align, width, letter = m.group(1), m.group(2), m.group(3)
+            if letter == "%":
+                return "%"
+            if letter not in _FIELDS:
+                return m.group(0)
+            header, key = _FIELDS[letter]
+            text = header if values is None else _cell(values, key)
+            if width:
+                w = int(width)
+                text = text[:w]
+                text = text.rjust(w) if align == "." else text.ljust(w)
+            return text
+        return _SPEC_RE.sub(sub, fmt).rstrip()
+
+    lines = [f"# {n}" for n in notes or []]
+    lines.append(render(None))
+    lines.extend(render(r) for r in rows)
+    return "\n".join(lines)
+
+
+def _clock(t: float | None) -> str:
+    if t is None:
+        return "-"
+    return datetime.fromtimestamp(t, tz=timezone.utc).strftime("%m-%dT%H:%M")
+
+
+def render_summary(s: dict) -> str:
+    def d(x: float | None) -> str:
+        return format_duration(x) if x is not None else "-"
+
+    t0 = s.get("created_at") or 0.0
+
+    def rel(t: float | None) -> str:
+        return "-" if t is None else "+" + format_duration(t - t0)
+
+    head = (f"workflow {s['id']} {s['workflow']}  strategy={s['strategy']}"
+            + (f" mode={s['mode']}" if s["strategy"] == "asa" else "") + f"  state={s['state']}")
+    if s.get("message"):
+        head += f"\n  {s['message']}"
+    lines = [head,
+             f"  makespan {d(s['makespan_s'])}   total perceived wait {d(s['total_wait_s'])}   "
+             f"queue wait {d(s['queue_wait_s'])}",
+             f"  core-hours {s['core_hours']:.2f}   overhead {s['overhead_core_hours']:.2f}   jobs {s['jobs']}"
+             + (f"   hit ratio {s['hit_ratio']:.0%}" if s.get("hit_ratio") is not None else ""),
+             "",
+             f"  {'STAGE':<16} {'JOBID':>8} {'STATE':<10} {'CPUS':>5} {'SUBMIT':>10} {'START':>10} {'END':>10} "
+             f"{'WAIT':>9} {'PERCEIVED':>9} {'EST.WAIT':>9} {'IDLE':>7}"]
+    for st in s["stages"]:
+        lines.append(
+            f"  {st['name'][:16]:<16} {str(st['job_id'] or '-'):>8} {st['state'][:10]:<10} {st['cpus']:>5} "
+            f"{rel(st['submit']):>10} {rel(st['start']):>10} {rel(st['end']):>10} {d(st['wait_s']):>9} "
+            f"{d(st['perceived_wait_s']):>9} {d(st['est_wait_s']):>9} {d(st['idle_s']):>7}")
+        if st.get("message") and st["state"] != "COMPLETED":
+            lines.append(f"      {st['message']}")
+    return "\n".join(lines)
+
+
+def render_history(items: list[dict]) -> str:
+    lines = [f"{'ID':>5} {'WORKFLOW':<16} {'STRATEGY':<10} {'STATE':<10} {'SUBMITTED':>12} {'MAKESPAN':>10} "
+             f"{'WAIT':>9} {'CORE-H':>8} {'OVERHEAD':>8}"]
+    for it in items:
+        def d(x: float | None) -> str:
+            return format_duration(x) if x is not None else "-"
+        ch = f"{it['core_hours']:.2f}" if it["core_hours"] is not None else "-"
+        oh = f"{it['overhead_core_hours']:.2f}" if it["overhead_core_hours"] is not None else "-"
+        lines.append(f"{it['id']:>5} {it['workflow'][:16]:<16} {it['strategy']:<10} {it['state']:<10} "
+                     f"{_clock(it['created_at']):>12} {d(it['makespan_s']):>10} {d(it['total_wait_s']):>9} "
+                     f"{ch:>8} {oh:>8}")
+    return "\n".join(lines)
+
+
+_BARS = " ▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: list[float]) -> str:
+    top = max(values) if values else 0.0
+    if top <= 0:
+        return ""
+    return "".join(_BARS[min(8, int(round(8 * v / top)))] for v in values)
+
+
+def render_learners(rows: list[tuple[str, dict, int, float]], as_json: bool = False) -> str:
+    from asad.learn.registry import predictor_from_state
+
+    items = []
+    for key, state, n, updated in rows:
+        pred = predictor_from_state(state)
+        probs = state.get("p") or state.get("probabilities")
+        items.append({"key": key, "kind": state.get("kind"), "observations": n,
+                      "estimate_s": pred.estimate(), "median_s": pred.quantiles([0.5])[0], "updated_at": updated,
+                      "p": probs})
+    if as_json:
+        return json.dumps(items, indent=2)
+    lines = [f"{'GEOMETRY':<62} {'KIND':<10} {'OBS':>5} {'ESTIMATE':>9}  p over the grid (0 s … 28 h)"]
+    for it in items:
+        pic = sparkline([float(x) for x in it["p"]]) if it["p"] else ""
+        lines.append(f"{it['key'][:62]:<62} {str(it['kind'])[:10]:<10} {it['observations']:>5} "
+                     f"{format_duration(it['estimate_s']):>9}  {pic}")
+    if not items:
+        lines.append("(no learners yet: they appear once a submitted job has started)")
+    return "\n".join(lines)
+
+
+def render_explain(wf: WorkflowRun, stage: str | None, as_json: bool = False) -> str:
+    items = []
+    for name, run in wf.stages.items():
+        if stage and name != stage:
+            continue
+        spec = wf.spec.stage(name)
+        job = wf.current_job(name)
+        req = job.request if job else None
+        items.append({"stage": name, "cpus": req.cpus if req else spec.cpus,
+                      "mem_mb": req.total_mem_mb() if req else spec.total_mem_mb(),
+                      "time_s": req.time_limit_s if req else spec.time_s,
+                      "user_cpus": spec.cpus, "user_mem_mb": spec.total_mem_mb(), "user_time_s": spec.time_s,
+                      "why": run.size_why or "the workflow file's values (no sizing agent has decided yet)",
+                      "message": run.message})
+    if as_json:
+        return json.dumps(items, indent=2)
+    lines = []
+    for it in items:
+        lines.append(f"{it['stage']}: cpus {it['cpus']} (file {it['user_cpus']}), mem {format_mem(it['mem_mb'])} "
+                     f"(file {format_mem(it['user_mem_mb'])}), time {format_duration(it['time_s'])} "
+                     f"(file {format_duration(it['user_time_s'])})")
+        lines.append(f"    {it['why']}")
+        if it["message"]:
+            lines.append(f"    last event: {it['message']}")
+    return "\n".join(lines) or f"no stage {stage!r} in workflow {wf.id}"

@@ -1,0 +1,136 @@
+"""Opening the store: SQLite by default (WAL, busy timeout, 0600), any SQLAlchemy URL works.
+
+Every failure to open becomes a :class:`StoreError` that names the database and the fix.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sqlite3
+from pathlib import Path
+
+from sqlalchemy import create_engine, event, inspect, select
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DatabaseError, OperationalError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from asad.store.models import SCHEMA_VERSION, Base, Meta
+
+
+class StoreError(Exception):
+    """The store cannot be used; the message says why and what to do."""
+
+
+def sqlite_url(path: str | Path) -> str:
+    return f"sqlite:///{Path(path).expanduser()}"
+
+
+def _sqlite_path(url: str) -> Path | None:
+    if not url.startswith("sqlite:///"):
+        return None
+    raw = url[len("sqlite:///"):]
+    if not raw or raw == ":memory:":
+        return None
+    return Path(raw)
+
+
+def _prepare_sqlite_file(path: Path) -> None:
+    # The store holds commands and paths of the user's work: keep it private.
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if not path.exists():
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+        os.close(fd)
+    else:
+        with open(path, "rb") as fh:
+            head = fh.read(16)
+        if head and not head.startswith(b"SQLite format 3\x00"):
+            raise StoreError(
+                f"the store {path} is not an SQLite database (corrupt or overwritten). "
+                f"Nothing was changed. Fix: move it aside (mv {path} {path}.broken) and restore a backup "
+                "(see docs/operations.md, 'Back up and restore'), or start afresh with an empty store."
+            )
+
+
+def make_engine(url: str) -> Engine:
+    path = _sqlite_path(url)
+    if path is not None:
+        _prepare_sqlite_file(path)
+    kwargs: dict = {}
+    if url.startswith("sqlite"):
+        kwargs["connect_args"] = {"timeout": 10.0}  # busy timeout: wait for another process's write
+    engine = create_engine(url, **kwargs)
+    if url.startswith("sqlite"):
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_conn, _record):  # noqa: ANN001
+            cur = dbapi_conn.cursor()
+            if path is not None:
+                cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA busy_timeout=10000")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.close()
+    return engine
+
+
+def open_database(url: str, *, create: bool = True) -> tuple[Engine, sessionmaker[Session], str]:
+    """Open (and create or migrate) the database; return engine, session factory and store id."""
+    try:
+        engine = make_engine(url)
+        with engine.connect() as conn:
+            tables = set(inspect(conn).get_table_names())
+    except StoreError:
+        raise
+    except (DatabaseError, sqlite3.DatabaseError) as exc:
+        raise StoreError(_explain(url, exc)) from exc
+    except SQLAlchemyError as exc:
+        raise StoreError(f"cannot open the store {url}: {exc}. Check the URL (config 'db_url', "
+                         "env ASAD_DB_URL or --db).") from exc
+    factory = sessionmaker(engine, expire_on_commit=False)
+    try:
+        if "meta" not in tables:
+            if tables - {"meta"} and not create:
+                raise StoreError(f"{url} holds tables but no asad schema version: not an asad store.")
+            Base.metadata.create_all(engine)
+            with factory.begin() as s:
+                s.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
+                s.add(Meta(key="store_id", value=secrets.token_hex(3)))
+        with factory() as s:
+            version = int(s.get(Meta, "schema_version").value)
+            store_id = s.get(Meta, "store_id").value
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"the store {url} was written by a newer asad (schema {version}; this asad knows up to "
+                f"{SCHEMA_VERSION}). Nothing was changed. Fix: upgrade asad, or use another store (--db)."
+            )
+        if version < SCHEMA_VERSION:
+            from asad.store.migrations import migrate
+
+            migrate(engine, version)
+        Base.metadata.create_all(engine)  # tables added by this version but unused by migrations
+    except StoreError:
+        raise
+    except (DatabaseError, OperationalError) as exc:
+        raise StoreError(_explain(url, exc)) from exc
+    return engine, factory, store_id
+
+
+def _explain(url: str, exc: BaseException) -> str:
+    text = str(getattr(exc, "orig", exc) or exc)
+    low = text.lower()
+    if "locked" in low:
+        return (f"the store {url} is locked by another process (waited 10 s): {text}. "
+                "Fix: wait for it, or find it with 'fuser' / 'lsof' on the database file.")
+    if "not a database" in low or "malformed" in low or "corrupt" in low:
+        return (f"the store {url} is corrupt ({text}). Nothing was changed. Fix: move it aside and restore "
+                "a backup (docs/operations.md, 'Back up and restore').")
+    if "disk" in low and ("full" in low or "i/o" in low):
+        return f"the store {url} cannot be written ({text}): the disk is full or failing. Free space and retry."
+    if "readonly" in low or "read-only" in low or "permission" in low:
+        return f"the store {url} cannot be written ({text}). Check the file's owner and mode (0600)."
+    return f"the store {url} failed: {text}"
+
+
+def read_meta(factory: sessionmaker[Session]) -> dict[str, str]:
+    with factory() as s:
+        return {m.key: m.value for m in s.scalars(select(Meta))}

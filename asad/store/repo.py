@@ -1,0 +1,219 @@
+"""The store's operations, in the engine's terms (dataclasses in, dataclasses out)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.orm import Session
+
+from asad.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun, WorkflowState
+from asad.slurm.backend import JobState
+from asad.spec import WorkflowSpec
+from asad.store.codec import request_from_dict, request_to_dict
+from asad.store.db import StoreError, _explain, open_database
+from asad.store.models import DaemonStatus, JobRow, LearnerRow, StageRow, WaitObservation, WorkflowRow
+
+_STAGE_FIELDS = ("state", "attempt", "job_row", "planned_submit_at", "est_wait_s", "est_runtime_s", "cpus",
+                 "mem_mb", "time_s", "size_why", "start_time", "end_time", "message")
+_JOB_FIELDS = ("job_id", "submitted_at", "reason", "eligible_time", "start_time", "end_time", "alloc_cpus",
+               "alloc_nodes", "partition", "nodelist", "exit_code", "peak_rss_mb", "cpu_s", "wait_learned",
+               "est_wait_s", "planned_start", "cancelled_by_asad")
+
+
+class Store:
+    """One open store. Not thread-safe: one per process/thread."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.engine, self._factory, self.store_id = open_database(url)
+        self.session: Session = self._factory()
+
+    def close(self) -> None:
+        self.session.close()
+        self.engine.dispose()
+
+    # -- transactions -------------------------------------------------------------------
+    def commit(self) -> None:
+        try:
+            self.session.commit()
+        except SQLAlchemyError as exc:
+            self.session.rollback()
+            raise StoreError(_explain(self.url, exc)) from exc
+
+    # -- workflows ------------------------------------------------------------------------
+    def add_workflow(self, spec: WorkflowSpec, now: float, *, strategy: str | None = None,
+                     mode: str | None = None) -> WorkflowRun:
+        row = WorkflowRow(name=spec.name, strategy=strategy or spec.strategy, mode=mode or spec.mode,
+                          state=WorkflowState.ACTIVE.value, spec=spec.to_dict(), created_at=now, message="")
+        self.session.add(row)
+        self.session.flush()
+        wf = WorkflowRun(id=row.id, spec=spec, strategy=row.strategy, mode=row.mode, created_at=now)
+        for stage in spec.stages:
+            run = StageRun(workflow_id=row.id, name=stage.name)
+            wf.stages[stage.name] = run
+            self.session.add(StageRow(workflow_id=row.id, name=stage.name, state=run.state.value))
+        self.commit()
+        return wf
+
+    def save_workflow(self, wf: WorkflowRun, summary: dict | None = None) -> None:
+        values = dict(state=wf.state.value, ended_at=wf.ended_at, message=wf.message)
+        if summary is not None:
+            values["summary"] = summary
+        self.session.execute(update(WorkflowRow).where(WorkflowRow.id == wf.id).values(**values))
+
+    def save_stage(self, stage: StageRun) -> None:
+        values = {f: getattr(stage, f) for f in _STAGE_FIELDS}
+        values["state"] = stage.state.value
+        self.session.execute(update(StageRow).where(StageRow.workflow_id == stage.workflow_id,
+                                                    StageRow.name == stage.name).values(**values))
+
+    def request_cancel(self, workflow_id: int) -> bool:
+        res = self.session.execute(update(WorkflowRow).where(WorkflowRow.id == workflow_id,
+                                                             WorkflowRow.state == WorkflowState.ACTIVE.value)
+                                   .values(cancel_requested=True))
+        self.commit()
+        return res.rowcount > 0
+
+    def workflow_rows(self, ids: Iterable[int] | None = None, *, states: Iterable[str] | None = None,
+                      limit: int | None = None) -> list[WorkflowRow]:
+        q = select(WorkflowRow).order_by(WorkflowRow.id)
+        if ids is not None:
+            q = q.where(WorkflowRow.id.in_(list(ids)))
+        if states is not None:
+            q = q.where(WorkflowRow.state.in_(list(states)))
+        if limit:
+            q = q.order_by(None).order_by(WorkflowRow.id.desc()).limit(limit)
+        return list(self.session.scalars(q))
+
+    def load_workflows(self, ids: Iterable[int] | None = None, *, active_only: bool = False,
+                       after_id: int = 0) -> list[WorkflowRun]:
+        q = select(WorkflowRow).where(WorkflowRow.id > after_id).order_by(WorkflowRow.id)
+        if ids is not None:
+            q = q.where(WorkflowRow.id.in_(list(ids)))
+        if active_only:
+            q = q.where(WorkflowRow.state == WorkflowState.ACTIVE.value)
+        rows = list(self.session.scalars(q))
+        if not rows:
+            return []
+        wf_ids = [r.id for r in rows]
+        stages: dict[int, list[StageRow]] = {}
+        for s in self.session.scalars(select(StageRow).where(StageRow.workflow_id.in_(wf_ids))):
+            stages.setdefault(s.workflow_id, []).append(s)
+        jobs: dict[int, list[JobRow]] = {}
+        for j in self.session.scalars(select(JobRow).where(JobRow.workflow_id.in_(wf_ids)).order_by(JobRow.id)):
+            jobs.setdefault(j.workflow_id, []).append(j)
+        out = []
+        for r in rows:
+            spec = WorkflowSpec.from_dict(r.spec)
+            wf = WorkflowRun(id=r.id, spec=spec, strategy=r.strategy, mode=r.mode, state=WorkflowState(r.state),
+                             created_at=r.created_at, ended_at=r.ended_at, message=r.message,
+                             cancel_requested=r.cancel_requested)
+            by_name = {s.name: s for s in stages.get(r.id, [])}
+            for st in spec.stages:  # spec order, so iteration follows the file
+                s = by_name[st.name]
+                run = StageRun(workflow_id=r.id, name=s.name)
+                for f in _STAGE_FIELDS:
+                    setattr(run, f, getattr(s, f))
+                run.state = StageState(s.state)
+                wf.stages[s.name] = run
+            wf.jobs = [_job_from_row(j) for j in jobs.get(r.id, [])]
+            out.append(wf)
+        return out
+
+    def cancel_requested_ids(self) -> set[int]:
+        q = select(WorkflowRow.id).where(WorkflowRow.cancel_requested.is_(True),
+                                         WorkflowRow.state == WorkflowState.ACTIVE.value)
+        return set(self.session.scalars(q))
+
+    def max_workflow_id(self) -> int:
+        return self.session.scalar(select(func.max(WorkflowRow.id))) or 0
+
+    # -- jobs -------------------------------------------------------------------------------
+    def insert_job(self, job: JobRecord) -> int:
+        """Write a submission intent; committed before sbatch runs (write-ahead)."""
+        row = JobRow(workflow_id=job.workflow_id, stage=job.stage, attempt=job.attempt, tag=job.tag,
+                     phase=job.phase.value, request=request_to_dict(job.request), geometry_key=job.geometry_key,
+                     state=job.state.value)
+        for f in _JOB_FIELDS:
+            setattr(row, f, getattr(job, f))
+        self.session.add(row)
+        self.session.flush()
+        job.row_id = row.id
+        return row.id
+
+    def save_job(self, job: JobRecord) -> None:
+        values = {f: getattr(job, f) for f in _JOB_FIELDS}
+        values["phase"] = job.phase.value
+        values["state"] = job.state.value
+        self.session.execute(update(JobRow).where(JobRow.id == job.row_id).values(**values))
+
+    def jobs_for(self, workflow_id: int) -> list[JobRecord]:
+        q = select(JobRow).where(JobRow.workflow_id == workflow_id).order_by(JobRow.id)
+        return [_job_from_row(j) for j in self.session.scalars(q)]
+
+    # -- learning ---------------------------------------------------------------------------
+    def load_learner(self, kind: str, key: str) -> dict | None:
+        row = self.session.get(LearnerRow, (kind, key))
+        return None if row is None else row.state
+
+    def save_learner(self, kind: str, key: str, state: dict, n_observations: int, now: float) -> None:
+        row = self.session.get(LearnerRow, (kind, key))
+        if row is None:
+            self.session.add(LearnerRow(kind=kind, key=key, state=state, n_observations=n_observations,
+                                        updated_at=now))
+        else:
+            row.state = state
+            row.n_observations = n_observations
+            row.updated_at = now
+
+    def learners(self, kind: str | None = None) -> list[LearnerRow]:
+        q = select(LearnerRow).order_by(LearnerRow.kind, LearnerRow.key)
+        if kind:
+            q = q.where(LearnerRow.kind == kind)
+        return list(self.session.scalars(q))
+
+    def add_observation(self, key: str, wait_s: float, estimate_s: float | None, now: float,
+                        job_id: int | None) -> None:
+        self.session.add(WaitObservation(geometry_key=key, wait_s=wait_s, estimate_s=estimate_s,
+                                         observed_at=now, job_id=job_id))
+
+    def observations(self, key: str) -> list[WaitObservation]:
+        q = select(WaitObservation).where(WaitObservation.geometry_key == key).order_by(WaitObservation.id)
+        return list(self.session.scalars(q))
+
+    # -- daemon status ------------------------------------------------------------------------
+    def set_status(self, key: str, value: dict) -> None:
+        row = self.session.get(DaemonStatus, key)
+        if row is None:
+            self.session.add(DaemonStatus(key=key, value=value))
+        else:
+            row.value = value
+
+    def get_status(self, key: str) -> dict | None:
+        self.session.expire_all()
+        row = self.session.get(DaemonStatus, key)
+        return None if row is None else dict(row.value)
+
+
+def _job_from_row(j: JobRow) -> JobRecord:
+    job = JobRecord(row_id=j.id, workflow_id=j.workflow_id, stage=j.stage, attempt=j.attempt, tag=j.tag,
+                    phase=JobPhase(j.phase), request=request_from_dict(j.request), geometry_key=j.geometry_key,
+                    state=JobState(j.state))
+    for f in _JOB_FIELDS:
+        setattr(job, f, getattr(j, f))
+    return job
+
+
+def retry_locked(fn, attempts: int = 5, pause_s: float = 0.5):  # noqa: ANN001, ANN201
+    """Run ``fn`` again when SQLite says the database is locked (another process is writing)."""
+    for i in range(attempts):
+        try:
+            return fn()
+        except OperationalError as exc:
+            if "locked" not in str(exc).lower() or i == attempts - 1:
+                raise
+            time.sleep(pause_s * (i + 1))
+    return None

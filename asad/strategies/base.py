@@ -1,0 +1,35 @@
+"""What a strategy answers for one stage that has no live job: submit now, later, or not yet."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from asad.engine import Context
+    from asad.model import WorkflowRun
+
+
+@dataclass(frozen=True)
+class SubmitNow:
+    dependency_on: tuple[str, ...] = ()  # stages whose jobs get an ``afterok`` on this one
+    barrier_on: tuple[str, ...] = ()  # naive mode: the job idles until these stages end
+    begin: float | None = None  # hand the timing to Slurm (``--begin``)
+    est_wait_s: float | None = None
+    planned_start: float | None = None  # the predecessors' expected end
+
+
+@dataclass(frozen=True)
+class SubmitAt:
+    at: float
+    est_wait_s: float
+    planned_start: float
+
+
+Plan = SubmitNow | SubmitAt | None
+
+
+class Strategy(Protocol):
+    name: str
+
+    def plan(self, wf: WorkflowRun, stage: str, now: float, ctx: Context) -> Plan: ...
