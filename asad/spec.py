@@ -455,7 +455,7 @@ class _Parser:
         """A scalar exactly as written (so ``true``, ``1:30`` and ``007`` stay text)."""
         if not isinstance(node, ScalarNode):
             raise self.error(node, fld, f"must be {what}, got {_kind(node)}", "write a single value on this line")
-        if node.tag == _TAG_NULL and node.style is None:
+        if _is_null(node):
             if allow_empty:
                 return ""
             raise self.error(node, fld, "is empty", f"give {what}")
@@ -589,11 +589,17 @@ class _Parser:
             root = yaml.compose(text, Loader=_LOADER)
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
-            line = mark.line + 1 if mark else 0
-            col = f" (column {mark.column + 1})" if mark else ""
             problem = exc.problem or exc.context or "cannot be read"
             context = f", {exc.context}" if exc.context and exc.problem else ""
-            raise self.error(line, "", f"YAML syntax error{col}: {problem}{context}", _yaml_fix(problem)) from None
+            opened = exc.context or ""
+            if exc.context_mark and ("flow" in opened or "quoted" in opened):
+                # An unclosed bracket or quote is noticed lines later; point at where it opened.
+                mark = exc.context_mark
+                context += " that starts here"
+            line = mark.line + 1 if mark else 0
+            col = f" (column {mark.column + 1})" if mark else ""
+            raise self.error(line, "", f"YAML syntax error{col}: {problem}{context}",
+                             _yaml_fix(f"{problem} {exc.context or ''}")) from None
         except yaml.YAMLError as exc:
             raise self.error(0, "", f"YAML error: {exc}", "check the file is plain YAML text") from None
         if root is None:
@@ -693,7 +699,7 @@ class _Parser:
             if not isinstance(value_node, ScalarNode):
                 raise self.error(value_node, f"{fld}.{key}", f"must be a single value, got {_kind(value_node)}",
                                  "quote it as one string, e.g. \"a b c\"")
-            value = "" if value_node.tag == _TAG_NULL and value_node.style is None else value_node.value
+            value = "" if _is_null(value_node) else value_node.value
             if "\x00" in value:
                 raise self.error(value_node, f"{fld}.{key}", "contains a NUL byte", "remove it")
             out[key] = value
@@ -750,7 +756,7 @@ class _Parser:
         return stage, after_node
 
     def run(self, node: Node, fld: str) -> tuple[str, bool]:
-        if isinstance(node, ScalarNode) and node.tag == _TAG_NULL and node.style is None:
+        if _is_null(node):
             raise self.error(node, fld, "is empty", "write the command to run, e.g. run: ./align.sh or run: sleep 5")
         command = self.text(node, fld, "a command line or a script path")
         if "\x00" in command:
@@ -803,7 +809,7 @@ class _Parser:
 
     def after_list(self, node: Node, fld: str) -> tuple[str, ...]:
         if isinstance(node, ScalarNode):
-            if node.tag == _TAG_NULL and node.style is None:
+            if _is_null(node):
                 raise self.error(node, fld, "is empty",
                                  "write after: [] for a stage that depends on nothing, or name stages")
             names = [node.value]
@@ -1008,12 +1014,17 @@ def _name_problem(text: str) -> str:
     return f"starts with {text[0]!r}"
 
 
+def _is_null(node: Node) -> bool:
+    """An empty or ``~``/``null`` value (quoted text resolves to str, so it is never null)."""
+    return isinstance(node, ScalarNode) and node.tag == _TAG_NULL
+
+
 def _kind(node: Node) -> str:
     if isinstance(node, MappingNode):
         return "a mapping"
     if isinstance(node, SequenceNode):
         return "a list"
-    if node.tag == _TAG_NULL and node.style is None:
+    if _is_null(node):
         return "nothing"
     return f"'{node.value}'"
 

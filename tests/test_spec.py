@@ -1,0 +1,372 @@
+"""workflow.yaml: examples load, every broken file gives its own message, the spec's graph API."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import re
+from pathlib import Path
+
+import pytest
+
+from asad.slurm.backend import PartitionInfo
+from asad.spec import (
+    FrozenMap,
+    SimulateSpec,
+    SpecError,
+    StageSpec,
+    WorkflowSpec,
+    check_against_cluster,
+    load_workflow,
+    parse_workflow,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+BROKEN = sorted((Path(__file__).parent / "broken").glob("*.yaml"))
+# Files that cannot carry a header comment.
+NO_HEADER = {"empty.yaml": ("the file is empty", 0)}
+
+# The cluster the `# check: cluster` files are checked against: the simulator's `small` preset
+# shape (4 × 28 cores) with the single-host test Slurm's memory, plus a one-node debug partition.
+CLUSTER = [
+    PartitionInfo("batch", nodes=4, cpus_per_node=28, mem_per_node_mb=16000, max_time_s=2 * 86400, default=True),
+    PartitionInfo("debug", nodes=1, cpus_per_node=28, mem_per_node_mb=16000, max_time_s=1800, max_nodes=1),
+]
+
+
+def _header(path: Path) -> tuple[str, int, bool]:
+    if path.name in NO_HEADER:
+        expect, line = NO_HEADER[path.name]
+        return expect, line, False
+    text = path.read_text(encoding="utf-8")
+    expect = re.search(r"^# expect: (.+)$", text, re.M)
+    line = re.search(r"^# expect-line: (\d+)$", text, re.M)
+    assert expect, f"{path.name} has no '# expect:' header"
+    return expect.group(1), int(line.group(1)) if line else 0, "# check: cluster" in text
+
+
+def test_corpus_is_big_enough():
+    assert len(BROKEN) >= 20
+
+
+@pytest.mark.parametrize("path", BROKEN, ids=[p.name for p in BROKEN])
+def test_broken_file_gives_its_message(path: Path):
+    expect, line, against_cluster = _header(path)
+    with pytest.raises(SpecError) as info:
+        spec = load_workflow(path)
+        assert against_cluster, f"{path.name} loaded without error"
+        check_against_cluster(spec, CLUSTER)
+    err = info.value
+    message = str(err)
+    assert expect in message, f"{path.name}: {message}"
+    assert err.line == line, f"{path.name}: line {err.line}, expected {line}: {message}"
+    # file, line and field come first, then the problem, then (always) how to fix it
+    assert message.startswith(f"{path}:{line}: " if line else f"{path}: ")
+    assert err.problem and err.fix, message
+    assert " — " in message
+
+
+def test_cluster_files_load_before_the_cluster_check():
+    """The cluster cases are valid files: only the cluster refuses them."""
+    for path in BROKEN:
+        if path.name not in NO_HEADER and _header(path)[2]:
+            load_workflow(path)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_example_loads_and_fits_the_small_cluster(path: Path):
+    spec = load_workflow(path)
+    check_against_cluster(spec, CLUSTER)
+    assert spec.path == str(path.resolve())
+    assert spec.topo_order()[0] in spec.roots()
+    for stage in spec.stages:
+        assert stage.simulate is not None and stage.simulate.runtime_s > 0
+        assert stage.simulate.peak_mem_mb is not None
+        assert stage.simulate.peak_mem_mb <= stage.mem_per_node_mb(), stage.name
+        assert stage.simulate.runtime_s <= stage.time_s, stage.name
+
+
+def test_example_shapes_follow_the_paper():
+    montage = load_workflow(ROOT / "examples/montage.yaml")
+    assert len(montage.stages) == 9
+    assert montage.topo_order() == [s.name for s in montage.stages]  # nine ordered stages
+    parallel = [i + 1 for i, s in enumerate(montage.stages) if s.cpus > 1]
+    assert parallel == [1, 2, 5]  # paper 4.3: parallel first two and fifth
+    work_s = sum(s.simulate.runtime_s for s in montage.stages)
+    per_stage_ch = sum(s.simulate.runtime_s * s.cpus for s in montage.stages) / 3600
+    assert 1000 < work_s < 1300 and 6 < per_stage_ch < 8  # Table 1 at 28 cores: ~7 CH per stage
+    blast = load_workflow(ROOT / "examples/blast.yaml")
+    assert [s.cpus > 1 for s in blast.stages] == [True, False]
+    stats = load_workflow(ROOT / "examples/statistics.yaml")
+    assert [s.cpus > 1 for s in stats.stages] == [False, True, False, True]
+    assert stats.stage("aggregate").nodes == 2 and stats.stage("aggregate").cpus == 56
+    dag = load_workflow(ROOT / "examples/dag.yaml")
+    assert dag.successors("prepare") == ("align_a", "align_b", "align_c")
+    assert dag.predecessors("merge") == ("align_a", "align_b", "align_c")
+    report = dag.stage("report")
+    assert report.run_is_script and Path(report.run).is_file() and report.after == ("merge",)
+
+
+def test_defaults_inheritance_and_overrides():
+    spec = parse_workflow(
+        """
+name: inherit
+defaults:
+  partition: batch,debug
+  account: proj1
+  qos: normal
+  time: 2h
+  mem: 4G
+  cpus: 2
+  retries: 1
+  env: {A: "1", B: two}
+stages:
+  - name: a
+    run: echo a
+  - name: b
+    run: echo b
+    cpus: 8
+    mem_per_cpu: 1G
+    time: "1:30:00"
+    partition: debug
+    qos: high
+    env: {B: three, C: yes}
+  - name: c
+    run: echo c
+    nodes: 2
+"""
+    )
+    a, b, c = spec.stages
+    assert (a.partition, a.account, a.qos, a.time_s, a.mem_mb, a.cpus, a.retries) == (
+        "batch,debug", "proj1", "normal", 7200, 4096, 2, 1)
+    assert a.partitions == ["batch", "debug"]
+    assert a.env_dict() == {"A": "1", "B": "two"}
+    # the stage's own memory form replaces the default's (no mem + mem_per_cpu conflict)
+    assert (b.mem_mb, b.mem_per_cpu_mb, b.cpus, b.time_s, b.partition, b.qos, b.account) == (
+        None, 1024, 8, 5400, "debug", "high", "proj1")
+    assert b.total_mem_mb() == 8 * 1024
+    assert b.env_dict() == {"A": "1", "B": "three", "C": "yes"}  # scalars kept as written
+    # a stage that sets any geometry key takes none of the default cpus
+    assert (c.nodes, c.ntasks, c.cpus_per_task) == (2, 2, 1)
+    assert c.total_mem_mb() == 2 * 4096
+    assert spec.strategy == "asa" and spec.mode == "dependency"
+
+
+def test_scalars_are_read_as_written():
+    spec = parse_workflow(
+        """
+name: literal
+stages:
+  - name: "007"
+    run: true
+    time: 1:30
+  - name: b
+    run: "echo a: b"
+    time: 90
+    mem: 1024
+    simulate: {runtime: 1.5, peak_mem: 0.5G}
+"""
+    )
+    first, second = spec.stages
+    assert first.name == "007" and first.run == "true"
+    assert first.time_s == 90  # Slurm's MM:SS, not YAML 1.1's sexagesimal integer
+    assert second.time_s == 90 * 60  # a bare number is minutes, as sbatch --time
+    assert second.mem_mb == 1024  # a bare number is MB, as sbatch --mem
+    assert second.simulate == SimulateSpec(runtime_s=90.0, peak_mem_mb=512.0, cpu_efficiency=1.0)
+
+
+def test_after_defaults_to_previous_and_explicit_empty_means_none():
+    spec = parse_workflow(
+        """
+name: deps
+stages:
+  - {name: a, run: echo a}
+  - {name: b, run: echo b}
+  - {name: c, run: echo c, after: []}
+  - {name: d, run: echo d, after: [a, c, a]}
+"""
+    )
+    assert [s.after for s in spec.stages] == [(), ("a",), (), ("a", "c")]
+    assert spec.roots() == ("a", "c")
+    assert spec.leaves() == ("b", "d")
+    assert spec.successors("a") == ("b", "d")
+
+
+def test_topo_order_respects_every_edge_and_file_order_on_ties():
+    spec = parse_workflow(
+        """
+name: topo
+stages:
+  - {name: report, run: echo r, after: [merge]}
+  - {name: merge, run: echo m, after: [x, y]}
+  - {name: y, run: echo y, after: [prep]}
+  - {name: x, run: echo x, after: [prep]}
+  - {name: prep, run: echo p, after: []}
+  - {name: lone, run: echo l, after: []}
+"""
+    )
+    order = spec.topo_order()
+    assert order == ["prep", "y", "x", "merge", "report", "lone"]
+    position = {n: i for i, n in enumerate(order)}
+    for stage in spec.stages:
+        for pred in stage.after:
+            assert position[pred] < position[stage.name]
+
+
+def test_line_numbers_point_at_the_stage_and_the_field():
+    text = "name: lines\n\nstages:\n  - name: a\n    run: echo a\n\n  - name: b\n    run: echo b\n    time: forever\n"
+    with pytest.raises(SpecError) as info:
+        parse_workflow(text, "lines.yaml")
+    assert (info.value.line, info.value.field) == (9, "stages[1].time")
+    assert str(info.value).startswith("lines.yaml:9: stages[1].time: 'forever' is not a duration — ")
+    spec = parse_workflow(text.replace("forever", "5m"))
+    assert [s.line for s in spec.stages] == [4, 7]
+
+
+def test_round_trip_to_dict_from_dict():
+    for path in EXAMPLES:
+        spec = load_workflow(path)
+        data = json.loads(json.dumps(spec.to_dict()))
+        again = WorkflowSpec.from_dict(data)
+        assert again == spec
+        assert again.to_dict() == spec.to_dict()
+        assert hash(again) == hash(spec)
+        assert again.successors(again.stages[0].name) == spec.successors(spec.stages[0].name)
+
+
+def test_strategy_override_and_its_validation():
+    path = ROOT / "examples/demo.yaml"
+    assert load_workflow(path, strategy="chain").strategy == "chain"
+    with pytest.raises(SpecError) as info:
+        load_workflow(path, strategy="per_stage")
+    assert "--strategy: unknown strategy 'per_stage' — did you mean 'per-stage'?" in str(info.value)
+
+
+def test_yaml_anchors_and_merge_keys():
+    spec = parse_workflow(
+        """
+name: merges
+defaults: &d {time: 1h, mem: 1G}
+stages:
+  - &base {name: a, run: echo a, cpus: 16, mem: 8G}
+  - {<<: *base, name: b, mem: 2G}
+  - {<<: [*d, *base], name: c, run: echo c}
+"""
+    )
+    a, b, c = spec.stages
+    assert (a.cpus, a.mem_mb, a.time_s) == (16, 8192, 3600)
+    assert (b.cpus, b.mem_mb, b.run, b.after) == (16, 2048, "echo a", ("a",))
+    # earlier merge sources win (YAML's rule): mem from *d; *d's time is a stage key too
+    assert (c.cpus, c.mem_mb, c.time_s, c.run) == (16, 1024, 3600, "echo c")
+
+
+def test_run_keeps_any_text_and_script_paths_resolve(tmp_path: Path):
+    script = tmp_path / "steps" / "one.sh"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\necho one\n")
+    wf = tmp_path / "wf.yaml"
+    wf.write_text(
+        "name: scripts\nworkdir: out\nstages:\n"
+        "  - name: one\n    run: steps/one.sh\n"
+        "  - name: two\n    run: 'echo \"$(date)\" > `x`; rm -f -- \"*\" && echo ünïcödé | tee a'\n"
+        "  - name: three\n    run: hostname\n    inputs: [data/*.fits, /abs/in.txt]\n"
+    )
+    spec = load_workflow(wf)
+    one, two, three = spec.stages
+    assert one.run_is_script and one.run == str(script)
+    assert not two.run_is_script and two.run == "echo \"$(date)\" > `x`; rm -f -- \"*\" && echo ünïcödé | tee a"
+    assert not three.run_is_script and three.run == "hostname"
+    assert spec.workdir == str(tmp_path / "out")
+    assert three.inputs == (str(tmp_path / "out/data/*.fits"), "/abs/in.txt")
+
+
+def test_workdir_defaults_to_the_files_folder_and_expands_variables(tmp_path: Path, monkeypatch):
+    wf = tmp_path / "wf.yaml"
+    wf.write_text("name: w\nstages: [{name: a, run: echo a}]\n")
+    assert load_workflow(wf).workdir == str(tmp_path)
+    monkeypatch.setenv("ASAD_TEST_SCRATCH", "/scratch/me")
+    wf.write_text("name: w\nworkdir: $ASAD_TEST_SCRATCH/runs\nstages: [{name: a, run: echo a}]\n")
+    assert load_workflow(wf).workdir == "/scratch/me/runs"
+
+
+def test_file_level_errors(tmp_path: Path):
+    with pytest.raises(SpecError, match="no such file"):
+        load_workflow(tmp_path / "missing.yaml")
+    with pytest.raises(SpecError, match="is a folder"):
+        load_workflow(tmp_path)
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes(b"name: x\nstages:\n  - name: caf\xe9\n")
+    with pytest.raises(SpecError) as info:
+        load_workflow(bad)
+    assert info.value.line == 3 and "not UTF-8" in str(info.value)
+
+
+def test_spec_error_is_picklable_and_structured():
+    err = SpecError("wf.yaml", 14, "stages[3].mem", "'4 gigs' is not a memory size", "write e.g. 500M, 4G")
+    assert str(err) == "wf.yaml:14: stages[3].mem: '4 gigs' is not a memory size — write e.g. 500M, 4G"
+    again = pickle.loads(pickle.dumps(err))
+    assert (again.path, again.line, again.field, again.problem, again.fix) == (
+        err.path, err.line, err.field, err.problem, err.fix)
+    assert str(SpecError("wf.yaml", 0, "", "the file is empty")) == "wf.yaml: the file is empty"
+
+
+def test_stage_spec_helpers_and_hand_built_specs():
+    stage = StageSpec(name="s", run="true", nodes=2, ntasks=5, cpus_per_task=4, mem_per_cpu_mb=100,
+                      env={"A": "1"}, after=["x"])
+    assert stage.cpus == 20 and stage.cpus_per_node == 12  # 3 tasks on the busier node
+    assert stage.total_mem_mb() == 2000 and stage.mem_per_node_mb() == 1200
+    assert isinstance(stage.env, FrozenMap) and stage.after == ("x",)
+    assert StageSpec(name="t", run="true").total_mem_mb() is None
+    with pytest.raises(ValueError, match="unknown stage"):
+        WorkflowSpec(name="w", strategy="asa", stages=(stage,), workdir="/", path="<string>")
+    with pytest.raises(KeyError, match="no stage 'nope'"):
+        parse_workflow("name: w\nstages: [{name: a, run: x}]").stage("nope")
+
+
+def test_check_against_cluster_cases():
+    spec = parse_workflow("name: w\nstages:\n  - {name: a, run: x, cpus: 28, mem: 15G, time: 2d}\n")
+    check_against_cluster(spec, CLUSTER)  # exactly the largest batch shape fits
+    check_against_cluster(spec, [])  # nothing known: nothing checked
+    # no partition named, none marked default, no default given: it may use any partition
+    undeclared = [PartitionInfo("small", 1, 8, 8000), PartitionInfo("large", 2, 64, 256000)]
+    check_against_cluster(parse_workflow("name: w\nstages: [{name: a, run: x, cpus: 48}]"), undeclared)
+    # the explicit default partition wins over the one marked default
+    spec = parse_workflow("name: w\nstages: [{name: a, run: x, time: 1h}]")
+    check_against_cluster(spec, CLUSTER)
+    with pytest.raises(SpecError, match="allows at most 30:00"):
+        check_against_cluster(spec, CLUSTER, default_partition="debug")
+    # a comma list fits if any one of its partitions fits
+    spec = parse_workflow("name: w\nstages: [{name: a, run: x, time: 1h, partition: 'debug,batch'}]")
+    check_against_cluster(spec, CLUSTER)
+    # memory per CPU counts per node
+    spec = parse_workflow("name: w\nstages: [{name: a, run: x, cpus: 20, mem_per_cpu: 1G}]")
+    with pytest.raises(SpecError) as info:
+        check_against_cluster(spec, CLUSTER)
+    assert info.value.field == "stages[0].mem" and "20G per node" in info.value.problem
+    # the big-job allocation is checked only under big-job
+    text = "name: w\nstrategy: {s}\nstages:\n  - {{name: a, run: x, time: 30h}}\n  - {{name: b, run: x, time: 30h}}\n"
+    check_against_cluster(parse_workflow(text.format(s="per-stage")), CLUSTER)
+    with pytest.raises(SpecError, match="big-job allocation"):
+        check_against_cluster(parse_workflow(text.format(s="big-job")), CLUSTER)
+    split = parse_workflow("name: w\nstrategy: big-job\nstages:\n  - {name: a, run: x, partition: debug, time: 5m}\n"
+                           "  - {name: b, run: x, partition: batch}\n")
+    with pytest.raises(SpecError, match="no partition is open to every stage"):
+        check_against_cluster(split, CLUSTER)
+
+
+def test_ten_thousand_stage_workflow_loads():
+    lines = ["name: huge", "defaults: {time: 10m, mem: 1G}", "stages:"]
+    for i in range(10_000):
+        after = f"[s{i - 1}, s{i - 7}]" if i >= 7 else (f"[s{i - 1}]" if i else "[]")
+        lines.append(f"  - name: s{i}\n    run: echo {i}\n    cpus: {1 + i % 28}\n    after: {after}\n"
+                     f"    simulate: {{runtime: {1 + i % 50}m}}")
+    spec = parse_workflow("\n".join(lines) + "\n", "huge.yaml")
+    assert len(spec.stages) == 10_000
+    order = spec.topo_order()
+    assert order[0] == "s0" and order[-1] == "s9999" and len(order) == 10_000
+    assert spec.successors("s0") == ("s1", "s7")
+    # a cycle at the far end of a big file is still found and named
+    cyclic = "\n".join(lines).replace("after: [s9998, s9992]", "after: [s9998, s9992, s9999]")
+    with pytest.raises(SpecError, match="s9999 → s9999"):
+        parse_workflow(cyclic + "\n", "huge.yaml")
