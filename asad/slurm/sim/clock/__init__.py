@@ -1,0 +1,1 @@
+"""Clocks that drive the simulator from outside its own event loop."""

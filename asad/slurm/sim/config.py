@@ -1,0 +1,97 @@
+"""Configuration of a simulated cluster: partitions, scheduler knobs, background load."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# 2021-05-03T00:00:00Z, a Monday: the daily and weekly load cycles line up with real dates.
+DEFAULT_START_TIME = 1620000000.0
+
+
+@dataclass(frozen=True)
+class PartitionSpec:
+    """One partition of identical nodes. Nodes belong to exactly one partition."""
+
+    name: str
+    nodes: int
+    cores_per_node: int
+    mem_per_node_mb: int
+    max_time_s: int | None = 7 * 86400  # None = UNLIMITED
+    max_nodes: int | None = None  # per job; None = all nodes of the partition
+    default: bool = False
+    # True run time is divided by this (2.0 = nodes twice as fast); time limits are not scaled.
+    speed: float = 1.0
+    load: float = 0.0  # this partition's default offered background load (0 = none)
+
+    @property
+    def def_mem_per_cpu_mb(self) -> int:
+        """Slurm's DefMemPerCPU, taken as an even share of a node's memory."""
+        return max(1, self.mem_per_node_mb // self.cores_per_node)
+
+    @property
+    def total_cpus(self) -> int:
+        return self.nodes * self.cores_per_node
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    partitions: tuple[PartitionSpec, ...]
+    start_time: float = DEFAULT_START_TIME
+    seed: int = 0
+    priority: str = "fifo"  # "fifo" (priority/basic) or "multifactor"
+    backfill: str = "easy"  # "easy" or "none"
+    # Reservations made by each backfill pass: for the first K blocked jobs in each partition
+    # (1 = EASY). Slurm itself reserves for every job it tests (K = bf_max_job_test).
+    bf_reservations: int = 1
+    bf_interval_s: float = 30.0  # slurm.conf SchedulerParameters=bf_interval
+    bf_max_job_test: int = 500  # bf_max_job_test: backfill looks at most this deep into the queue
+    sched_interval_s: float = 60.0  # full main pass (sched_interval)
+    default_queue_depth: int = 100  # jobs tested by an event-triggered main pass
+    priority_calc_period_s: float = 300.0  # PriorityCalcPeriod (multifactor only)
+    weight_age: float = 1000.0  # PriorityWeightAge
+    weight_size: float = 100.0  # PriorityWeightJobSize (bigger jobs first: PriorityFavorSmall=NO)
+    max_age_s: float = 7 * 86400.0  # PriorityMaxAge
+    oom_time_fraction: float = 0.5  # an OOM kill happens at this fraction of the true run time
+    # A job submitted without SimTruth runs for this fraction of its time limit and completes.
+    untruthed_runtime_fraction: float = 0.5
+    # Background load: per-partition base loads (None = each partition's spec.load).
+    load: dict[str, float] | None = None
+    # Steps in load over time: (seconds after start_time, multiplier of the base load).
+    load_steps: tuple[tuple[float, float], ...] = ()
+    daily_cycle: bool = True
+    # Background jobs start this long before start_time so that t0 meets a busy cluster.
+    warmup_s: float = 86400.0
+    load_table: str | None = None  # path to a load table CSV; None = the packaged one
+    first_job_id: int = 1
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def base_load(self, spec: PartitionSpec) -> float:
+        if self.load is not None and spec.name in self.load:
+            return float(self.load[spec.name])
+        return spec.load
+
+    def validate(self) -> None:
+        if not self.partitions:
+            raise ValueError("a simulated cluster needs at least one partition")
+        names = [p.name for p in self.partitions]
+        if len(set(names)) != len(names):
+            raise ValueError(f"duplicate partition names: {names}")
+        if self.priority not in ("fifo", "multifactor"):
+            raise ValueError(f"priority must be 'fifo' or 'multifactor', got {self.priority!r}")
+        if self.backfill not in ("easy", "none"):
+            raise ValueError(f"backfill must be 'easy' or 'none', got {self.backfill!r}")
+        if self.bf_reservations < 1:
+            raise ValueError("bf_reservations must be at least 1")
+        if not 0.0 < self.oom_time_fraction <= 1.0:
+            raise ValueError("oom_time_fraction must be in (0, 1]")
+        for spec in self.partitions:
+            if spec.nodes < 1 or spec.cores_per_node < 1 or spec.mem_per_node_mb < 1:
+                raise ValueError(f"partition {spec.name!r}: nodes, cores and memory must be positive")
+            if spec.speed <= 0:
+                raise ValueError(f"partition {spec.name!r}: speed must be positive")
+            if self.base_load(spec) < 0:
+                raise ValueError(f"partition {spec.name!r}: load must not be negative")
+        if self.load is not None:
+            unknown = set(self.load) - set(names)
+            if unknown:
+                raise ValueError(f"load given for unknown partitions {sorted(unknown)}; have {names}")

@@ -1,0 +1,238 @@
+"""slurmctld's two schedulers: the main pass in priority order and the backfill pass.
+
+Faithful to Slurm where it matters for queue waits, and fast because of the same limits Slurm
+imposes on itself:
+
+- **Main pass** (``schedule()``): jobs in priority order; the first job that cannot start in a
+  partition blocks that partition for every lower-priority job of this pass. An event-triggered
+  pass tests at most ``default_queue_depth`` jobs; a full pass runs every ``sched_interval``.
+- **Backfill** (every ``bf_interval``, at most ``bf_max_job_test`` jobs deep): each job that can
+  start now without delaying a reservation starts; the first K blocked jobs of each partition
+  get a reservation (K = 1 is EASY).
+- **Priority**: ``fifo`` orders by job id (submission order, like ``priority/basic``: a job held
+  by a dependency keeps its place). ``multifactor`` is age (from the eligible time, capped at
+  ``max_age``) plus job size, recomputed every ``PriorityCalcPeriod``.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+
+from asad.slurm.sim.cluster import PartitionState, Reservation
+from asad.slurm.sim.config import SimConfig
+from asad.slurm.sim.jobs import SimJob
+
+StartFn = Callable[[SimJob, PartitionState, list[int]], None]
+
+
+class JobQueue:
+    """Eligible pending jobs of one partition in priority order (lazy deletion)."""
+
+    def __init__(self) -> None:
+        self.keys: list[object] = []
+        self.jobs: list[SimJob] = []
+        self.dead = 0
+
+    def add(self, job: SimJob) -> None:
+        key = job.sort_key
+        if not self.keys or key > self.keys[-1]:  # type: ignore[operator]
+            self.keys.append(key)
+            self.jobs.append(job)
+            return
+        i = bisect_right(self.keys, key)  # type: ignore[arg-type]
+        self.keys.insert(i, key)
+        self.jobs.insert(i, job)
+
+    def removed_one(self) -> None:
+        self.dead += 1
+        if self.dead > 256 and self.dead * 2 > len(self.jobs):
+            self.compact()
+
+    def compact(self) -> None:
+        pairs = [(k, j) for k, j in zip(self.keys, self.jobs) if j.queued]
+        self.keys = [k for k, _ in pairs]
+        self.jobs = [j for _, j in pairs]
+        self.dead = 0
+
+    def resort(self) -> None:
+        live = [j for j in self.jobs if j.queued]
+        live.sort(key=lambda j: j.sort_key)  # type: ignore[arg-type, return-value]
+        self.jobs = live
+        self.keys = [j.sort_key for j in live]
+        self.dead = 0
+
+    def __len__(self) -> int:
+        return len(self.jobs) - self.dead
+
+
+class Scheduler:
+    def __init__(self, config: SimConfig, parts: list[PartitionState], start_fn: StartFn):
+        self.config = config
+        self.parts = parts
+        self.queues = [JobQueue() for _ in parts]
+        self.start_fn = start_fn
+        self.blockers: dict[int, int] = {}  # partition index -> job id that blocked it
+        self.pass_id = 0
+        self.main_passes = 0
+        self.backfill_passes = 0
+        self.backfill_starts = 0
+        self.eligible_count = 0
+        self._size_norm = max(p.spec.total_cpus for p in parts)
+
+    # ---- queue membership ------------------------------------------------------------------
+    def priority(self, job: SimJob, now: float) -> float:
+        cfg = self.config
+        age = min(max(0.0, now - (job.eligible_time or now)), cfg.max_age_s) / cfg.max_age_s
+        return cfg.weight_age * age + cfg.weight_size * job.cpus / self._size_norm
+
+    def enqueue(self, job: SimJob, now: float) -> None:
+        if self.config.priority == "multifactor":
+            job.sort_key = (-self.priority(job, now), job.job_id)
+        job.queued = True
+        self.eligible_count += 1
+        for part in job.parts:
+            self.queues[part.index].add(job)
+
+    def dequeue(self, job: SimJob) -> None:
+        if not job.queued:
+            return
+        job.queued = False
+        self.eligible_count -= 1
+        for part in job.parts:
+            self.queues[part.index].removed_one()
+
+    def recalc_priorities(self, now: float) -> None:
+        seen: set[int] = set()
+        for queue in self.queues:
+            for job in queue.jobs:
+                if job.queued and job.job_id not in seen:
+                    seen.add(job.job_id)
+                    job.sort_key = (-self.priority(job, now), job.job_id)
+        for queue in self.queues:
+            queue.resort()
+
+    def _in_order(self) -> Iterator[SimJob]:
+        """Every eligible job once, in priority order across partitions.
+
+        Safe while jobs start: starting only clears ``queued`` (lazy deletion) and compaction
+        swaps in new lists, so the iterated lists never change under the iterator."""
+        live = [q for q in self.queues if len(q)]
+        if len(live) == 1:
+            yield from (j for j in live[0].jobs if j.queued)
+            return
+        self.pass_id += 1
+        pid = self.pass_id
+        merged = heapq.merge(*[zip(q.keys, q.jobs) for q in live])
+        for _, job in merged:
+            if job.queued and job.seen_pass != pid:
+                job.seen_pass = pid
+                yield job
+
+    # ---- main pass ----------------------------------------------------------------------------
+    def main_pass(self, depth: int | None) -> int:
+        """Start jobs in priority order until every partition is blocked; returns jobs started."""
+        self.main_passes += 1
+        if not self.eligible_count:
+            self.blockers = {}
+            return 0
+        blocked: set[int] = set()
+        blockers: dict[int, int] = {}
+        nparts = len(self.parts)
+        tested = started = 0
+        for job in self._in_order():
+            if not job.queued:
+                continue
+            parts = [p for p in job.parts if p.index not in blocked]
+            if not parts:
+                continue
+            tested += 1
+            if depth is not None and tested > depth:
+                break
+            for part in parts:
+                nodes = part.find_nodes(job.nodes, job.cpus_per_node, job.mem_per_node_mb)
+                if nodes is not None:
+                    self.start_fn(job, part, nodes)
+                    started += 1
+                    break
+            else:
+                for part in parts:
+                    blocked.add(part.index)
+                    blockers[part.index] = job.job_id
+                if len(blocked) == nparts:
+                    break
+        self.blockers = blockers
+        return started
+
+    # ---- backfill -----------------------------------------------------------------------------
+    def backfill_pass(self, now: float) -> int:
+        cfg = self.config
+        self.backfill_passes += 1
+        for part in self.parts:
+            part.reservations = []
+        if not self.eligible_count:
+            return 0
+        res_count = [0] * len(self.parts)
+        failed: list[set[tuple]] = [set() for _ in self.parts]
+        tested = started = 0
+        for job in self._in_order():
+            if not job.queued:
+                continue
+            tested += 1
+            if tested > cfg.bf_max_job_test:
+                break
+            for part in job.parts:
+                if part.free_cores_total < job.cpus:
+                    continue
+                if self._try_start(job, part, now, failed[part.index]):
+                    started += 1
+                    break
+            else:
+                self._reserve(job, now, res_count)
+        self.backfill_starts += started
+        return started
+
+    def _try_start(self, job: SimJob, part: PartitionState, now: float, failed: set[tuple]) -> bool:
+        end = now + job.time_limit_s
+        hits = tuple(r for r in part.reservations if end > r.start)
+        shape = (job.nodes, job.cpus_per_node, job.mem_per_node_mb, tuple(r.job_id for r in hits))
+        if shape in failed:
+            return False
+        cores, mem = job.cpus_per_node, job.mem_per_node_mb
+        allow = None
+        if hits:
+            def allow(node: int) -> bool:
+                for r in hits:
+                    if node in r.slack_c and (r.slack_c[node] < cores or r.slack_m[node] < mem):
+                        return False
+                return True
+        nodes = part.find_nodes(job.nodes, cores, mem, allow)
+        if nodes is None:
+            failed.add(shape)
+            return False
+        for r in hits:
+            for node in nodes:
+                if node in r.slack_c:
+                    r.slack_c[node] -= cores
+                    r.slack_m[node] -= mem
+        self.start_fn(job, part, nodes)
+        return True
+
+    def _reserve(self, job: SimJob, now: float, res_count: list[int]) -> None:
+        best: tuple[Reservation, PartitionState] | None = None
+        for part in job.parts:
+            if res_count[part.index] >= self.config.bf_reservations:
+                continue
+            res = part.earliest_start(job.nodes, job.cpus_per_node, job.mem_per_node_mb,
+                                      job.time_limit_s, now, part.reservations)
+            if res is not None and (best is None or res.start < best[0].start):
+                best = (res, part)
+        if best is None:
+            return
+        res, part = best
+        res.job_id = job.job_id
+        part.reservations.append(res)
+        res_count[part.index] += 1
+        if job.res_time_min is None or res.start < job.res_time_min:
+            job.res_time_min = res.start

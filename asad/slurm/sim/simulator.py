@@ -1,0 +1,626 @@
+"""The simulated Slurm: the Backend protocol on an event-driven virtual clock.
+
+Events live in one heap of ``(time, seq, kind, payload...)``; ``seq`` makes ties deterministic.
+All events of one timestamp are processed together, then the schedulers run once (like
+slurmctld batching the ``schedule()`` calls that submits and job ends request).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Iterable
+
+import numpy as np
+
+from asad.slurm.backend import (
+    DependencyType,
+    JobRequest,
+    JobState,
+    JobStatus,
+    PartitionInfo,
+    Usage,
+)
+from asad.slurm.sim import errors
+from asad.slurm.sim.cluster import PartitionState
+from asad.slurm.sim.config import SimConfig
+from asad.slurm.sim.jobs import WAIT_BEGIN, WAIT_DEPENDENCY, WAIT_NEVER, SimJob
+from asad.slurm.sim.scheduler import Scheduler
+
+EV_END, EV_ELIGIBLE, EV_ARRIVAL, EV_GEN, EV_MAIN, EV_BF, EV_PRIO, EV_PASS = range(8)
+NEVER = -1.0  # a dependency that can no longer be satisfied
+_DEP_KIND, _BARRIER_KIND = 0, 1
+_FAIL_SIGNAL = {JobState.TIMEOUT: 15, JobState.CANCELLED: 15, JobState.OUT_OF_MEMORY: 9}
+
+
+class Simulator:
+    """A busy Slurm cluster on virtual time. Implements :class:`asad.slurm.backend.Backend`."""
+
+    name = "sim"
+
+    def __init__(self, config: SimConfig):
+        config.validate()
+        self.config = config
+        self.parts = [PartitionState(spec, i) for i, spec in enumerate(config.partitions)]
+        self._by_name = {p.name: p for p in self.parts}
+        defaults = [p for p in self.parts if p.spec.default]
+        self._default_part = defaults[0] if defaults else self.parts[0]
+        self.sched = Scheduler(config, self.parts, self._start_job)
+        self.rng = np.random.default_rng(config.seed)
+        self._heap: list[tuple] = []
+        self._seq = 0
+        self.jobs: dict[int, SimJob] = {}
+        self._user_jobs: list[SimJob] = []
+        self._running: dict[int, SimJob] = {}
+        self._next_id = config.first_job_id
+        self._watch: set[int] = set()
+        self._hit = False
+        self._pass_wanted = False
+        self._full_pass_wanted = False
+        self._bf_wanted = False
+        self._prio_wanted = False
+        self._armed = [False, False, False]  # main, backfill, priority ticks
+        self._changes = 0
+        self._bf_changes_seen = -1
+        self.counters = {"events": 0, "submitted": 0, "background_submitted": 0, "started": 0,
+                         "finished": 0, "backfill_skipped_unchanged": 0, "swf_skipped": 0}
+        self.final_states: dict[str, int] = {}
+        self._busy_done = [0.0] * len(self.parts)
+        self.workload = None
+        self._now = config.start_time
+        self._t0 = config.start_time
+        from asad.slurm.sim.workload import BackgroundLoad  # late: workload imports config only
+
+        if any(config.base_load(p.spec) > 0 for p in self.parts):
+            self.workload = BackgroundLoad(config, self.parts, self.rng)
+            self._now = config.start_time - config.warmup_s
+            self._t0 = self._now
+            self._push(self._now, EV_GEN, None, 0)
+            self.run_until(config.start_time)
+        self._now = config.start_time
+
+    # ================================================================== Backend protocol ====
+    def now(self) -> float:
+        return self._now
+
+    def partitions(self) -> list[PartitionInfo]:
+        return [
+            PartitionInfo(name=p.name, nodes=p.n, cpus_per_node=p.cores, mem_per_node_mb=p.mem,
+                          max_time_s=p.spec.max_time_s, max_nodes=p.spec.max_nodes,
+                          default=p is self._default_part)
+            for p in self.parts
+        ]
+
+    def submit(self, req: JobRequest) -> int:
+        parts, nodes, cpus, mem_per_node = self._validate(req)
+        dep_targets: list[SimJob] = []
+        if req.dependency is not None:
+            for jid in req.dependency.job_ids:
+                target = self.jobs.get(int(jid))
+                if target is None:
+                    raise errors.DependencyRejected(errors.DEPENDENCY_PROBLEM, errors.DEPENDENCY_PROBLEM)
+                dep_targets.append(target)
+        truth = req.truth
+        if truth is not None:
+            for jid in truth.wait_for:
+                if int(jid) not in self.jobs:
+                    raise ValueError(f"SimTruth.wait_for names unknown job {jid}")
+        if truth is not None:
+            runtime = max(0.0, float(truth.runtime_s))
+        else:
+            runtime = req.time_limit_s * self.config.untruthed_runtime_fraction
+        job = SimJob(self._new_id(), req.name, parts, nodes, cpus, mem_per_node, req.time_limit_s,
+                     self._now, runtime, background=False)
+        job.comment = req.comment
+        job.user = True
+        if truth is not None:
+            job.peak_mem_mb = truth.peak_mem_mb
+            job.cpu_efficiency = truth.cpu_efficiency
+            job.wait_for = tuple(int(j) for j in truth.wait_for)
+        job.begin = req.begin
+        job.dependency = req.dependency
+        self.jobs[job.job_id] = job
+        self._user_jobs.append(job)
+        self.counters["submitted"] += 1
+        self._arrive(job, dep_targets)
+        self._push(self._now, EV_PASS, None, 0)
+        return job.job_id
+
+    def cancel(self, job_ids: list[int]) -> None:
+        for jid in job_ids:
+            job = self.jobs.get(int(jid))
+            if job is None or job.state.is_final:
+                continue
+            if job.state is JobState.PENDING:
+                self.sched.dequeue(job)
+                job.token += 1
+                self._record_end(job, JobState.CANCELLED, self._now)
+            else:
+                self._finish(job, JobState.CANCELLED, self._now)
+        self._push(self._now, EV_PASS, None, 0)
+
+    def poll(self, job_ids: list[int]) -> dict[int, JobStatus]:
+        out = {}
+        for jid in job_ids:
+            job = self.jobs.get(int(jid))
+            if job is not None:
+                out[job.job_id] = self._status(job)
+        return out
+
+    def find(self, tag: str) -> dict[int, JobStatus]:
+        """Jobs submitted through :meth:`submit` whose name or comment carries ``tag``.
+        Background jobs (named ``bg``, no comment) never carry a caller's tag."""
+        return {j.job_id: self._status(j) for j in self._user_jobs if tag in j.name or tag in j.comment}
+
+    def usage(self, job_ids: list[int]) -> dict[int, Usage]:
+        out = {}
+        for jid in job_ids:
+            job = self.jobs.get(int(jid))
+            if job is None or not job.state.is_final:
+                continue
+            out[job.job_id] = self._usage(job)
+        return out
+
+    def estimate_start(self, req: JobRequest) -> float | None:
+        """What ``sbatch --test-only`` answers: the earliest start given the running jobs (to
+        their time limits) and the backfill reservations of the last pass, not the rest of the
+        queue (which is why Slurm's own estimate is optimistic on a busy cluster)."""
+        parts, nodes, cpus, mem_per_node = self._validate(req)
+        cpn = -(-cpus // nodes)
+        best: float | None = None
+        for part in parts:
+            res = part.earliest_start(nodes, cpn, mem_per_node, req.time_limit_s, self._now,
+                                      part.reservations)
+            if res is not None and (best is None or res.start < best):
+                best = res.start
+        if best is not None and req.begin is not None:
+            best = max(best, req.begin)
+        return best
+
+    # ================================================================== virtual clock =======
+    def next_event_time(self) -> float | None:
+        return self._heap[0][0] if self._heap else None
+
+    def advance(self) -> float | None:
+        """Process every event of the next timestamp (and the scheduling passes they trigger)."""
+        if not self._heap:
+            return None
+        self._step()
+        return self._now
+
+    def run_until(self, t: float, stop_on: Iterable[int] = ()) -> float:
+        """Process events up to ``t``; return early, at the time reached, once any job in
+        ``stop_on`` starts or ends (after finishing that timestamp's events and passes)."""
+        self._watch = set(int(j) for j in stop_on)
+        self._hit = False
+        heap = self._heap
+        try:
+            while heap and heap[0][0] <= t:
+                self._step()
+                if self._hit:
+                    return self._now
+        finally:
+            self._watch = set()
+        if t > self._now:
+            self._now = t
+        return self._now
+
+    def stats(self) -> dict[str, object]:
+        elapsed = max(1e-9, self._now - self._t0)
+        busy = sum(self._busy_done)
+        for job in self._running.values():
+            busy += job.cpus * (self._now - job.start_time)
+        total_cpus = sum(p.spec.total_cpus for p in self.parts)
+        pending = self.sched.eligible_count
+        return {
+            "jobs_submitted": self.counters["submitted"] + self.counters["background_submitted"],
+            "user_jobs_submitted": self.counters["submitted"],
+            "background_jobs_submitted": self.counters["background_submitted"],
+            "jobs_started": self.counters["started"],
+            "jobs_finished": self.counters["finished"],
+            "jobs_running": len(self._running),
+            "jobs_pending_eligible": pending,
+            "final_states": dict(sorted(self.final_states.items())),
+            "events": self.counters["events"],
+            "main_passes": self.sched.main_passes,
+            "backfill_passes": self.sched.backfill_passes,
+            "backfill_skipped_unchanged": self.counters["backfill_skipped_unchanged"],
+            "backfill_starts": self.sched.backfill_starts,
+            "utilisation": busy / (total_cpus * elapsed),
+            "sim_seconds": self._now - self._t0,
+            "swf_skipped": self.counters["swf_skipped"],
+        }
+
+    # ================================================================== submission ==========
+    def _new_id(self) -> int:
+        jid = self._next_id
+        self._next_id += 1
+        return jid
+
+    def _validate(self, req: JobRequest) -> tuple[list[PartitionState], int, int, int]:
+        names = req.partitions or [self._default_part.name]
+        for name in names:
+            if name not in self._by_name:
+                raise errors.rejected(errors.INVALID_PARTITION)
+        if req.mem_mb is not None and req.mem_per_cpu_mb is not None:
+            raise errors.rejected(errors.MEM_EXCLUSIVE)
+        if req.nodes < 1 or req.ntasks < 1 or req.cpus_per_task < 1:
+            raise errors.rejected(errors.INVALID_NODE_COUNT)
+        nodes = req.nodes
+        cpus = max(req.cpus, nodes)  # Slurm gives every allocated node at least one CPU
+        cpn = -(-cpus // nodes)
+        first_failure = None
+        ok: list[PartitionState] = []
+        mem_per_node = 0
+        for name in names:
+            part = self._by_name[name]
+            if req.mem_mb is not None:
+                mem = req.mem_mb
+            elif req.mem_per_cpu_mb is not None:
+                mem = req.mem_per_cpu_mb * cpn
+            else:
+                mem = part.spec.def_mem_per_cpu_mb * cpn
+            failure = None
+            if req.time_limit_s <= 0 or (part.spec.max_time_s is not None
+                                         and req.time_limit_s > part.spec.max_time_s):
+                failure = errors.INVALID_TIME_LIMIT
+            elif part.spec.max_nodes is not None and nodes > part.spec.max_nodes:
+                failure = errors.INVALID_NODE_COUNT
+            elif not part.fits_empty(nodes, cpn, mem):
+                failure = errors.NODE_CONFIG_UNAVAILABLE
+            if failure is None:
+                if not ok:
+                    mem_per_node = mem
+                ok.append(part)
+            elif first_failure is None:
+                first_failure = failure
+        if not ok:
+            raise errors.rejected(first_failure or errors.NODE_CONFIG_UNAVAILABLE)
+        return ok, nodes, cpus, int(mem_per_node)
+
+    def _arrive(self, job: SimJob, dep_targets: list[SimJob]) -> None:
+        """A new job: resolve what it waits for, then queue it or park it until eligible."""
+        now = self._now
+        job.dep_time = now
+        if dep_targets:
+            dep = job.dependency
+            offset_s = dep.offset_min * 60.0 if dep.type is DependencyType.AFTER else 0.0
+            never = False
+            for target in dep_targets:
+                status = _dep_status(dep.type, target, offset_s)
+                if status is None:
+                    job.deps_left += 1
+                    if target.dependents is None:
+                        target.dependents = []
+                    target.dependents.append([_DEP_KIND, job, False])
+                elif status == NEVER:
+                    never = True
+                else:
+                    job.dep_time = max(job.dep_time, status)
+            if never:
+                job.wait_reason = WAIT_NEVER
+                job.eligible_time = None
+                return
+            if job.deps_left:
+                job.wait_reason = WAIT_DEPENDENCY
+                job.eligible_time = None
+                return
+        self._eligible_at(job, defer=False)
+
+    def _eligible_at(self, job: SimJob, defer: bool) -> None:
+        t = max(job.submit_time, job.dep_time, job.begin or 0.0)
+        job.eligible_time = t
+        if t > self._now or defer:
+            job.wait_reason = WAIT_BEGIN if job.begin is not None and t == job.begin else WAIT_DEPENDENCY
+            self._push(t, EV_ELIGIBLE, job, 0)
+            return
+        job.wait_reason = None
+        self.sched.enqueue(job, self._now)
+        self._changes += 1
+        self._pass_wanted = True
+
+    def _on_target_event(self, target: SimJob) -> None:
+        """A job started or ended: settle the dependencies and barriers waiting on it."""
+        entries = target.dependents
+        if not entries:
+            return
+        for entry in entries:
+            if entry[2]:
+                continue
+            kind, job = entry[0], entry[1]
+            if kind == _BARRIER_KIND:
+                if target.state.is_final:
+                    entry[2] = True
+                    self._barrier_update(job, target)
+                continue
+            if job.state is not JobState.PENDING or job.wait_reason != WAIT_DEPENDENCY:
+                entry[2] = True
+                continue
+            dep = job.dependency
+            offset_s = dep.offset_min * 60.0 if dep.type is DependencyType.AFTER else 0.0
+            status = _dep_status(dep.type, target, offset_s)
+            if status is None:
+                continue
+            entry[2] = True
+            if status == NEVER:
+                job.wait_reason = WAIT_NEVER
+                continue
+            job.deps_left -= 1
+            job.dep_time = max(job.dep_time, status)
+            if job.deps_left == 0:
+                # Deferred: this may run inside a scheduling pass (a start satisfying ``after``).
+                self._eligible_at(job, defer=True)
+
+    # ================================================================== running jobs ========
+    def _start_job(self, job: SimJob, part: PartitionState, nodes: list[int]) -> None:
+        now = self._now
+        self.sched.dequeue(job)
+        job.slots = part.allocate(nodes, job.cpus_per_node, job.mem_per_node_mb,
+                                  now + job.time_limit_s)
+        job.alloc_nodes = nodes
+        job.part = part
+        job.state = JobState.RUNNING
+        job.start_time = now
+        self._running[job.job_id] = job
+        self.counters["started"] += 1
+        self._changes += 1
+        if job.job_id in self._watch:
+            self._hit = True
+        if job.dependents:
+            self._on_target_event(job)
+        if job.wait_for:
+            failed = pending = 0
+            for jid in job.wait_for:
+                other = self.jobs[jid]
+                if not other.state.is_final:
+                    pending += 1
+                    if other.dependents is None:
+                        other.dependents = []
+                    other.dependents.append([_BARRIER_KIND, job, False])
+                elif other.state is not JobState.COMPLETED:
+                    failed += 1
+            if failed:
+                self._plan_end(job, now, JobState.FAILED)
+                return
+            if pending:
+                job.barrier_left = pending
+                self._plan_end(job, now + job.time_limit_s, JobState.TIMEOUT)
+                return
+        self._plan_work(job, now)
+
+    def _barrier_update(self, job: SimJob, target: SimJob) -> None:
+        if job.state is not JobState.RUNNING or job.work_start is not None:
+            return
+        if target.state is not JobState.COMPLETED:
+            self._plan_end(job, self._now, JobState.FAILED)
+            return
+        job.barrier_left -= 1
+        if job.barrier_left == 0:
+            self._plan_work(job, self._now)
+
+    def _plan_work(self, job: SimJob, work_start: float) -> None:
+        """The job's real work begins: decide how and when it ends from its hidden truth."""
+        job.work_start = work_start
+        runtime = job.runtime_s / job.part.speed
+        deadline = job.start_time + job.time_limit_s
+        if job.peak_mem_mb is not None and job.peak_mem_mb > job.mem_total_mb:
+            oom_at = work_start + runtime * self.config.oom_time_fraction
+            if oom_at < deadline:
+                self._plan_end(job, oom_at, JobState.OUT_OF_MEMORY)
+                return
+        if work_start + runtime > deadline:
+            self._plan_end(job, deadline, JobState.TIMEOUT)
+        else:
+            self._plan_end(job, work_start + runtime, JobState.COMPLETED)
+
+    def _plan_end(self, job: SimJob, t: float, state: JobState) -> None:
+        job.token += 1
+        self._push(t, EV_END, job, job.token, state)
+
+    def _finish(self, job: SimJob, state: JobState, t: float) -> None:
+        part = job.part
+        part.release(job.alloc_nodes, job.cpus_per_node, job.mem_per_node_mb, job.slots)
+        job.slots = []
+        self._busy_done[part.index] += job.cpus * (t - job.start_time)
+        del self._running[job.job_id]
+        job.token += 1
+        self._record_end(job, state, t)
+
+    def _record_end(self, job: SimJob, state: JobState, t: float) -> None:
+        job.state = state
+        job.end_time = t
+        job.exit_code = 0 if state is JobState.COMPLETED else (1 if state is JobState.FAILED else 0)
+        job.signal = _FAIL_SIGNAL.get(state)
+        self.counters["finished"] += 1
+        self.final_states[state.value] = self.final_states.get(state.value, 0) + 1
+        self._changes += 1
+        self._pass_wanted = True
+        if job.job_id in self._watch:
+            self._hit = True
+        if job.dependents:
+            self._on_target_event(job)
+
+    # ================================================================== event loop ==========
+    def _push(self, t: float, kind: int, obj: object, token: int, extra: object = None) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, self._seq, kind, obj, token, extra))
+
+    def _step(self) -> None:
+        heap = self._heap
+        t = heap[0][0]
+        if t > self._now:
+            self._now = t
+        n = 0
+        while heap and heap[0][0] <= t:
+            _, _, kind, obj, token, extra = heapq.heappop(heap)
+            n += 1
+            if kind == EV_END:
+                if obj.token == token and obj.state is JobState.RUNNING:
+                    self._finish(obj, extra, t)
+            elif kind == EV_ARRIVAL:
+                self._background_arrival(extra)
+            elif kind == EV_BF:
+                self._armed[1] = False
+                self._bf_wanted = True
+            elif kind == EV_MAIN:
+                self._armed[0] = False
+                self._full_pass_wanted = True
+            elif kind == EV_PASS:
+                self._pass_wanted = True
+            elif kind == EV_ELIGIBLE:
+                if obj.state is JobState.PENDING and not obj.queued and obj.wait_reason != WAIT_NEVER:
+                    obj.wait_reason = None
+                    self.sched.enqueue(obj, t)
+                    self._changes += 1
+                    self._pass_wanted = True
+            elif kind == EV_PRIO:
+                self._armed[2] = False
+                self._prio_wanted = True
+            elif kind == EV_GEN:
+                self._generate(t)
+        self.counters["events"] += n
+        self._run_passes(t)
+
+    def _run_passes(self, now: float) -> None:
+        sched = self.sched
+        if self._prio_wanted:
+            self._prio_wanted = False
+            sched.recalc_priorities(now)
+        if self._full_pass_wanted:
+            self._full_pass_wanted = self._pass_wanted = False
+            sched.main_pass(None)
+        elif self._pass_wanted:
+            self._pass_wanted = False
+            sched.main_pass(self.config.default_queue_depth)
+        if self._bf_wanted:
+            self._bf_wanted = False
+            if self.config.backfill == "easy":
+                if self._changes == self._bf_changes_seen:
+                    # Nothing started, ended or arrived since the last pass: it would find
+                    # exactly the same answer, so keep its reservations.
+                    self.counters["backfill_skipped_unchanged"] += 1
+                else:
+                    sched.backfill_pass(now)
+                    self._bf_changes_seen = self._changes
+        if sched.eligible_count:
+            cfg = self.config
+            if not self._armed[0]:
+                self._armed[0] = True
+                self._push(_next_tick(now, cfg.sched_interval_s), EV_MAIN, None, 0)
+            if not self._armed[1] and cfg.backfill == "easy":
+                self._armed[1] = True
+                self._push(_next_tick(now, cfg.bf_interval_s), EV_BF, None, 0)
+            if not self._armed[2] and cfg.priority == "multifactor":
+                self._armed[2] = True
+                self._push(_next_tick(now, cfg.priority_calc_period_s), EV_PRIO, None, 0)
+
+    # ================================================================== background load =====
+    def _generate(self, t: float) -> None:
+        chunk_s = 86400.0
+        for arrival in self.workload.arrivals(t, t + chunk_s):
+            self._push(arrival[0], EV_ARRIVAL, None, 0, arrival)
+        self._push(t + chunk_s, EV_GEN, None, 0)
+
+    def _background_arrival(self, arrival: tuple) -> None:
+        _, part_index, nodes, cpus, mem_per_node, limit, runtime = arrival
+        part = self.parts[part_index]
+        job = SimJob(self._new_id(), "bg", [part], nodes, cpus, mem_per_node, limit, self._now,
+                     runtime, background=True)
+        self.jobs[job.job_id] = job
+        self.counters["background_submitted"] += 1
+        job.eligible_time = self._now
+        self.sched.enqueue(job, self._now)
+        self._changes += 1
+        self._pass_wanted = True
+
+    def add_trace_job(self, submit_time: float, partition: str, nodes: int, cpus: int,
+                      mem_per_node_mb: int, time_limit_s: int, runtime_s: float) -> int | None:
+        """Schedule one replayed (SWF) job as background load; None if it cannot fit anywhere."""
+        part = self._by_name[partition]
+        cpn = -(-cpus // nodes)
+        if not part.fits_empty(nodes, cpn, mem_per_node_mb):
+            self.counters["swf_skipped"] += 1
+            return None
+        self._push(max(submit_time, self._now), EV_ARRIVAL, None, 0,
+                   (submit_time, part.index, nodes, cpus, mem_per_node_mb, time_limit_s, runtime_s))
+        return 1
+
+    # ================================================================== views ===============
+    def _status(self, job: SimJob) -> JobStatus:
+        state = job.state
+        if state is JobState.PENDING:
+            if job.queued:
+                reason = "Resources" if job.job_id in self.sched.blockers.values() else "Priority"
+            else:
+                reason = job.wait_reason or "Priority"
+        else:
+            reason = "None"
+        started = job.start_time is not None
+        part = job.part
+        return JobStatus(
+            job_id=job.job_id, state=state, reason=reason, name=job.name, comment=job.comment,
+            partition=part.name if part is not None else job.partition_names,
+            submit_time=job.submit_time,
+            eligible_time=job.eligible_time if job.wait_reason is None or started else None,
+            start_time=job.start_time, end_time=job.end_time,
+            alloc_cpus=job.cpus if started else 0, alloc_nodes=job.nodes if started else 0,
+            nodelist=",".join(f"{part.name}-{n}" for n in job.alloc_nodes) if started else "",
+            time_limit_s=job.time_limit_s, exit_code=job.exit_code, signal=job.signal,
+        )
+
+    def _usage(self, job: SimJob) -> Usage:
+        req_mem = float(job.mem_total_mb)
+        if job.start_time is None:
+            return Usage(job.job_id, peak_rss_mb=0.0, total_cpu_s=0.0, elapsed_s=0.0,
+                         req_mem_mb=req_mem, alloc_cpus=0)
+        elapsed = job.end_time - job.start_time
+        work = job.end_time - job.work_start if job.work_start is not None else 0.0
+        if job.state is JobState.OUT_OF_MEMORY:
+            peak = req_mem  # the cgroup limit is what was reached when the kill came
+        elif job.peak_mem_mb is None:
+            peak = None
+        elif job.work_start is None:
+            peak = 0.0
+        else:
+            peak = min(float(job.peak_mem_mb), req_mem)
+        return Usage(job.job_id, peak_rss_mb=peak, total_cpu_s=work * job.cpus * job.cpu_efficiency,
+                     elapsed_s=elapsed, req_mem_mb=req_mem, alloc_cpus=job.cpus)
+
+    def check_invariants(self) -> None:
+        for part in self.parts:
+            part.check_invariants()
+        for part in self.parts:
+            used_c = [0] * part.n
+            used_m = [0] * part.n
+            for job in self._running.values():
+                if job.part is part:
+                    for node in job.alloc_nodes:
+                        used_c[node] += job.cpus_per_node
+                        used_m[node] += job.mem_per_node_mb
+            for node in range(part.n):
+                if used_c[node] + part.free_c[node] != part.cores:
+                    raise AssertionError(f"{part.name} node {node}: core accounting mismatch")
+                if used_m[node] + part.free_m[node] != part.mem:
+                    raise AssertionError(f"{part.name} node {node}: memory accounting mismatch")
+
+
+def _dep_status(dtype: DependencyType, target: SimJob, offset_s: float) -> float | None:
+    """When ``target`` satisfied the dependency, NEVER if it cannot, None if not yet known."""
+    if dtype is DependencyType.AFTER:
+        if target.start_time is not None:
+            return target.start_time + offset_s
+        if target.state.is_final:
+            return target.end_time
+        return None
+    if not target.state.is_final:
+        return None
+    ok = target.state is JobState.COMPLETED
+    if dtype is DependencyType.AFTEROK:
+        return target.end_time if ok else NEVER
+    if dtype is DependencyType.AFTERNOTOK:
+        return NEVER if ok else target.end_time
+    return target.end_time
+
+
+def _next_tick(now: float, interval: float) -> float:
+    return (math.floor(now / interval) + 1) * interval
