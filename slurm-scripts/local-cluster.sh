@@ -29,7 +29,7 @@ say() { echo "local-cluster: $*" >&2; }
 usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # ---------------------------------------------------------------- settings ---------------------
-NODES=4; CPUS=8; MEM_MB=16000; ACCOUNTING=0; PRIORITY=basic
+NODES=4; CPUS=28; MEM_MB=32000; ACCOUNTING=0; PRIORITY=basic
 load_saved_settings() {
     # A later `up` without flags (e.g. after stop-controller) keeps the cluster it started.
     if [[ -f "$DIR/settings" ]]; then
