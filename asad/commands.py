@@ -66,7 +66,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     try:
         runner = make_runner(settings, store, backend)
         if backend.name == "sim":
-            backend.run_until(backend.now() + _warmup_s(backend))
+            backend.run_until(backend.now() + _warmup_s(backend, args.load))
         wf = store.add_workflow(spec, backend.now(), strategy=args.strategy or spec.strategy,
                                 mode=args.mode or spec.mode)
         runner.load()
@@ -83,9 +83,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if summary["state"] == "COMPLETED" else EXIT_FAILED
 
 
-def _warmup_s(backend) -> float:  # noqa: ANN001
-    """Let the background load reach a steady queue before the workflow arrives."""
-    return float(getattr(backend, "warmup_s", 0.0) or 0.0)
+def _warmup_s(backend, load: float | None) -> float:  # noqa: ANN001
+    """Let the background load fill the cluster and build a queue before the workflow arrives
+    (the simulator starts empty)."""
+    return 0.0 if load == 0 else 86400.0
 
 
 # -- submit / cancel -----------------------------------------------------------------------------

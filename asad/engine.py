@@ -300,9 +300,7 @@ class Engine:
         barrier_ids = tuple(wf.current_job(p).job_id for p in plan.barrier_on)
         req = self.ctx.request_for(wf, name, plan, dep_ids, barrier_ids)
         req = _with_command(req, self.ctx.build_command(wf, name, req))
-        est = plan.est_wait_s
-        if est is None and wf.strategy == "asa":
-            est = self.ctx.learned.estimate_wait(self.ctx.geometry_key(req))
+        est = plan.est_wait_s  # set only when the stage was planned against running predecessors
         run.attempt += 1
         job = JobRecord(row_id=None, workflow_id=wf.id, stage=name, attempt=run.attempt, tag=req.comment,
                         phase=JobPhase.SUBMITTING, request=req, geometry_key=self.ctx.geometry_key(req),
