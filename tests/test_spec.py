@@ -368,5 +368,11 @@ def test_ten_thousand_stage_workflow_loads():
     assert spec.successors("s0") == ("s1", "s7")
     # a cycle at the far end of a big file is still found and named
     cyclic = "\n".join(lines).replace("after: [s9998, s9992]", "after: [s9998, s9992, s9999]")
-    with pytest.raises(SpecError, match="s9999 → s9999"):
+    with pytest.raises(SpecError, match="stage 's9999' is after itself"):
         parse_workflow(cyclic + "\n", "huge.yaml")
+    long_cycle = "\n".join(lines).replace("after: [s0]", "after: [s9999]")  # s1 is after s9999
+    with pytest.raises(SpecError) as info:
+        parse_workflow(long_cycle + "\n", "huge.yaml")
+    assert info.value.line == 4 + 5 * 1 + 3  # s1's after line
+    assert "cycle: s1 is after s9999, s9999 is after s9998," in info.value.problem
+    assert "(9999 stages in the cycle)" in info.value.problem and len(info.value.problem) < 400
