@@ -1,0 +1,313 @@
+"""``asad bench sizing``: replay real nf-core task traces through every sizing agent.
+
+Each workflow's COMPLETED tasks are replayed in submission order; each process (the
+abstract task) gets its own agent. An attempt whose memory is below the task's true
+peak is killed (OUT_OF_MEMORY) at ``ttf`` × its run time and retried by the retry rule;
+its whole allocation counts as waste (Witt eq. 4). An attempt whose time limit is below
+its run time ends in TIMEOUT at the limit and is retried with a longer one.
+
+CPUs change run time, work-conserving: a task that kept ``u`` cores busy takes
+``realtime × max(1, u/c) / max(1, u/c_trace)`` on ``c`` CPUs (see
+:func:`asad.sizing.timelimit.stretched_elapsed_s`); the CPU work (core·s used) is fixed.
+
+Rows: the traces' own requests (the users' defaults), the anchor "largest peak so far
+× 1.1, first task at the request, doubling on failure", then every agent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import json
+import math
+import sys
+import time
+import zlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from asad.sizing.base import Caps, Outcome, Request, SizingError
+from asad.sizing.retry import retry_request
+from asad.sizing.timelimit import stretched_elapsed_s
+
+MB = 1024 * 1024
+DEFAULT_TRACES = Path("/work/shared/data/nfcore-task-traces")
+DEFAULT_TIME_S = 86400  # a trace without a time request (iwd): a day, as many sites' default
+BENCH_CAPS = Caps(max_cpus=64, max_mem_mb=512 * 1024, max_time_s=7 * 86400)
+MAX_ATTEMPTS = 30
+
+
+@dataclass(frozen=True)
+class TraceTask:
+    task_id: int
+    process: str
+    cpus: int
+    mem_mb: float  # requested
+    time_s: int | None  # requested
+    peak_mb: float
+    realtime_s: float
+    cpu_usage: float  # cores busy on average (%cpu / 100)
+    input_bytes: float  # rchar: bytes read, the input-size proxy
+
+
+def _num(v: str) -> float | None:
+    return None if v in ("", "-") else float(v)
+
+
+def load_trace(path: Path) -> list[TraceTask]:
+    """COMPLETED rows only (the only real samples), in submission order."""
+    rows = []
+    with gzip.open(path, "rt", newline="") as fh:
+        for r in csv.DictReader(fh):
+            if r["status"] != "COMPLETED":
+                continue
+            t = _num(r["time"])
+            rows.append((int(r["submit"]), int(r["task_id"]), TraceTask(
+                task_id=int(r["task_id"]), process=r["process"], cpus=int(r["cpus"]),
+                mem_mb=float(r["memory"]) / MB, time_s=None if t is None else int(math.ceil(t / 1000)),
+                peak_mb=float(r["peak_rss"]) / MB, realtime_s=float(r["realtime"]) / 1000.0,
+                cpu_usage=(_num(r["%cpu"]) or 0.0) / 100.0, input_bytes=_num(r["rchar"]) or 0.0)))
+    rows.sort(key=lambda x: (x[0], x[1]))
+    return [t for *_, t in rows]
+
+
+def load_traces(directory: Path) -> dict[str, list[TraceTask]]:
+    files = sorted(Path(directory).glob("trace_*.csv.gz"))
+    if not files:
+        raise FileNotFoundError(f"no trace_*.csv.gz in {directory}")
+    return {f.name[len("trace_"):-len(".csv.gz")]: load_trace(f) for f in files}
+
+
+@dataclass
+class Tally:
+    tasks: int = 0
+    attempts: int = 0
+    oom: int = 0
+    timeouts: int = 0
+    unfit: int = 0  # tasks that could not fit the caps (SizingError)
+    used_mb_s: float = 0.0
+    alloc_mb_s: float = 0.0
+    cpu_alloc_s: float = 0.0  # core·s
+    cpu_used_s: float = 0.0
+    run_s: float = 0.0  # every attempt's wall time
+    limit_s: float = 0.0  # time limits of the successful attempts
+    ok_run_s: float = 0.0  # run time of the successful attempts
+
+    @property
+    def maq(self) -> float:
+        return self.used_mb_s / self.alloc_mb_s if self.alloc_mb_s else 1.0
+
+    @property
+    def failed_attempts(self) -> int:
+        return self.oom + self.timeouts
+
+    def summary(self) -> dict:
+        gbh = 1024.0 * 3600.0
+        return {"tasks": self.tasks, "attempts": self.attempts, "oom": self.oom, "timeouts": self.timeouts,
+                "unfit": self.unfit, "maq": self.maq,
+                "failed_pct": 100.0 * self.failed_attempts / max(1, self.tasks),
+                "mem_alloc_gbh": self.alloc_mb_s / gbh, "mem_used_gbh": self.used_mb_s / gbh,
+                "cpu_alloc_coreh": self.cpu_alloc_s / 3600.0, "cpu_used_coreh": self.cpu_used_s / 3600.0,
+                "run_h": self.run_s / 3600.0,
+                "limit_over_run": self.limit_s / self.ok_run_s if self.ok_run_s else None}
+
+
+def play_attempt(tally: Tally, task: TraceTask, req: Request, ttf: float) -> Outcome:
+    """One attempt of ``task`` under ``req``: account it and return what Slurm would report."""
+    run_s = task.realtime_s * (stretched_elapsed_s(1.0, task.cpu_usage, task.cpus, req.cpus)
+                               if task.cpu_usage > 0 else 1.0)
+    work_s = task.cpu_usage * task.realtime_s
+    tally.attempts += 1
+    oom_at = ttf * run_s if req.mem_mb < task.peak_mb else math.inf
+    timeout_at = float(req.time_s) if req.time_s < run_s else math.inf
+    if oom_at < math.inf or timeout_at < math.inf:
+        if oom_at <= timeout_at:
+            tally.oom += 1
+            end_s, state, peak = oom_at, "OUT_OF_MEMORY", float(req.mem_mb)
+        else:
+            tally.timeouts += 1
+            end_s, state, peak = timeout_at, "TIMEOUT", None
+        tally.alloc_mb_s += req.mem_mb * end_s  # all of a failed attempt is waste
+        tally.cpu_alloc_s += req.cpus * end_s
+        tally.run_s += end_s
+        return Outcome(request=req, peak_mem_mb=peak, cpu_s=work_s * end_s / run_s if run_s else 0.0,
+                       elapsed_s=end_s, input_bytes=task.input_bytes, state=state)
+    tally.used_mb_s += task.peak_mb * run_s
+    tally.alloc_mb_s += req.mem_mb * run_s
+    tally.cpu_alloc_s += req.cpus * run_s
+    tally.cpu_used_s += work_s
+    tally.run_s += run_s
+    tally.ok_run_s += run_s
+    tally.limit_s += req.time_s
+    return Outcome(request=req, peak_mem_mb=task.peak_mb, cpu_s=work_s, elapsed_s=run_s,
+                   input_bytes=task.input_bytes, state="COMPLETED")
+
+
+def default_request(task: TraceTask) -> Request:
+    return Request(cpus=task.cpus, mem_mb=max(1, int(math.ceil(task.mem_mb))),
+                   time_s=task.time_s or DEFAULT_TIME_S)
+
+
+def replay_requests(tasks: list[TraceTask], ttf: float) -> Tally:
+    """The traces' own requests (never killed: every trace peak is below its request)."""
+    tally = Tally()
+    for task in tasks:
+        tally.tasks += 1
+        req = default_request(task)
+        req = Request(req.cpus, req.mem_mb, max(req.time_s, int(math.ceil(task.realtime_s))))
+        play_attempt(tally, task, req, ttf)
+    return tally
+
+
+def replay_anchor(tasks: list[TraceTask], ttf: float, margin: float = 1.1) -> Tally:
+    """Largest peak so far × margin; first task of a process at its request; doubling on failure."""
+    tally = Tally()
+    max_peak: dict[str, float] = {}
+    for task in tasks:
+        tally.tasks += 1
+        d = default_request(task)
+        mem = d.mem_mb if task.process not in max_peak else int(math.ceil(max_peak[task.process] * margin))
+        req = Request(d.cpus, mem, max(d.time_s, int(math.ceil(task.realtime_s))))
+        for _ in range(MAX_ATTEMPTS):
+            out = play_attempt(tally, task, req, ttf)
+            if out.completed:
+                break
+            req = Request(req.cpus, req.mem_mb * 2, req.time_s)
+        max_peak[task.process] = max(max_peak.get(task.process, 0.0), task.peak_mb)
+    return tally
+
+
+def replay_agent(tasks: list[TraceTask], ttf: float, make: Callable[[int], object],
+                 caps: Caps = BENCH_CAPS, retry_mode: str = "max-peak", seed: int = 0) -> Tally:
+    """Replay with one agent per process: ``propose`` for the first attempt, the retry rule after."""
+    tally = Tally()
+    agents: dict[str, object] = {}
+    for task in tasks:
+        tally.tasks += 1
+        agent = agents.get(task.process)
+        if agent is None:
+            agent = agents[task.process] = make(seed + zlib.crc32(task.process.encode()))
+        req = agent.propose(default_request(task), task.input_bytes).request
+        for _ in range(MAX_ATTEMPTS):
+            out = play_attempt(tally, task, req, ttf)
+            agent.observe(out)
+            if out.completed:
+                break
+            try:
+                learned = agent.time.predict_s(req.cpus, task.input_bytes)
+                req = retry_request(out, agent.history.max_peak_mb(), caps, mode=retry_mode,
+                                    learned_time_s=None if learned is None else int(learned * 1.5))
+            except SizingError:
+                tally.unfit += 1
+                break
+    return tally
+
+
+def bench_agents() -> list[str]:
+    from asad.sizing.registry import BENCH_AGENTS
+
+    return list(BENCH_AGENTS)
+
+
+def run(traces: dict[str, list[TraceTask]], ttfs: list[float], agents: list[str],
+        retry_mode: str = "max-peak", seed: int = 0) -> dict:
+    from asad.sizing.registry import make_agent
+
+    results: dict = {"ttf": {}, "agents": ["requests", "anchor-maxpeak×1.1"] + agents,
+                     "workflows": list(traces), "retry_mode": retry_mode, "seed": seed}
+    for ttf in ttfs:
+        per: dict[str, dict[str, dict]] = {}
+        for wf, tasks in traces.items():
+            per.setdefault("requests", {})[wf] = replay_requests(tasks, ttf).summary()
+            per.setdefault("anchor-maxpeak×1.1", {})[wf] = replay_anchor(tasks, ttf).summary()
+            for name in agents:
+                tally = replay_agent(tasks, ttf, lambda s, n=name: make_agent(n, caps=BENCH_CAPS, seed=s),
+                                     retry_mode=retry_mode, seed=seed)
+                per.setdefault(name, {})[wf] = tally.summary()
+        results["ttf"][str(ttf)] = {"per_workflow": per, "totals": _totals(per)}
+    return results
+
+
+def _totals(per: dict[str, dict[str, dict]]) -> dict[str, dict]:
+    base = per["requests"]
+    base_mem = sum(w["mem_alloc_gbh"] for w in base.values())
+    base_cpu = sum(w["cpu_alloc_coreh"] for w in base.values())
+    base_run = sum(w["run_h"] for w in base.values())
+    out = {}
+    for name, wfs in per.items():
+        mem = sum(w["mem_alloc_gbh"] for w in wfs.values())
+        cpu = sum(w["cpu_alloc_coreh"] for w in wfs.values())
+        run_h = sum(w["run_h"] for w in wfs.values())
+        out[name] = {
+            "maq_mean": sum(w["maq"] for w in wfs.values()) / len(wfs),
+            "failed_pct_mean": sum(w["failed_pct"] for w in wfs.values()) / len(wfs),
+            "mem_alloc_gbh": mem, "mem_used_gbh": sum(w["mem_used_gbh"] for w in wfs.values()),
+            "cpu_alloc_coreh": cpu, "cpu_used_coreh": sum(w["cpu_used_coreh"] for w in wfs.values()),
+            "mem_change_pct": 100.0 * (mem / base_mem - 1.0), "cpu_change_pct": 100.0 * (cpu / base_cpu - 1.0),
+            "run_change_pct": 100.0 * (run_h / base_run - 1.0),
+            "unfit": sum(w["unfit"] for w in wfs.values()),
+            "timeouts": sum(w["timeouts"] for w in wfs.values()),
+        }
+    return out
+
+
+def format_text(results: dict) -> str:
+    wfs = results["workflows"]
+    lines = []
+    for ttf, block in results["ttf"].items():
+        per, tot = block["per_workflow"], block["totals"]
+        lines.append(f"ttf {ttf}: MAQ % per workflow (failed attempts % of tasks)")
+        head = f"{'agent':<20}" + "".join(f"{w:>15}" for w in wfs) + f"{'mean':>15}"
+        head += f"{'mem GB·h':>10}{'Δmem':>7}{'core·h':>9}{'Δcpu':>7}{'Δrun':>6}{'TO':>4}"
+        lines.append(head)
+        for name in results["agents"]:
+            cells = "".join(f"{100 * per[name][w]['maq']:>8.1f} ({per[name][w]['failed_pct']:>4.1f})" for w in wfs)
+            t = tot[name]
+            lines.append(f"{name:<20}{cells}{100 * t['maq_mean']:>8.1f} ({t['failed_pct_mean']:>4.1f})"
+                         f"{t['mem_alloc_gbh']:>10.0f}{t['mem_change_pct']:>6.0f}%{t['cpu_alloc_coreh']:>9.0f}"
+                         f"{t['cpu_change_pct']:>6.0f}%{t['run_change_pct']:>5.0f}%{t['timeouts']:>4d}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def parse_ttfs(text: str) -> list[float]:
+    vals = [float(x) for x in str(text).split(",") if x.strip()]
+    if not vals or any(not 0.0 < v <= 1.0 for v in vals):
+        raise argparse.ArgumentTypeError(f"--ttf wants values in (0, 1], got {text!r}")
+    return vals
+
+
+def main(args: argparse.Namespace) -> int:
+    traces_dir = Path(args.traces)
+    if not traces_dir.is_dir():
+        print(f"asad bench sizing: no traces at {traces_dir} (see shared/data/README.md)", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    traces = load_traces(traces_dir)
+    agents = args.agents.split(",") if args.agents else bench_agents()
+    results = run(traces, args.ttf, agents, retry_mode=args.retry, seed=args.seed)
+    results["elapsed_s"] = round(time.perf_counter() - started, 2)
+    results["command"] = "asad bench sizing " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else "asad bench sizing"
+    text = format_text(results) + f"replayed {sum(map(len, traces.values()))} tasks in {results['elapsed_s']} s\n"
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "sizing.json").write_text(json.dumps(results, indent=1))
+        (out / "sizing.txt").write_text(text)
+    print(json.dumps(results, indent=1) if args.json else text)
+    return 0
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("sizing", help="replay nf-core task traces through the sizing agents")
+    p.add_argument("--traces", default=str(DEFAULT_TRACES), help="directory of trace_*.csv.gz")
+    p.add_argument("--ttf", type=parse_ttfs, default=[0.5],
+                   help="time to failure of an OOM kill as a share of run time; a comma list, e.g. 0.1,0.5,0.9")
+    p.add_argument("--agents", default="", help="comma list of agent names (default: all)")
+    p.add_argument("--retry", default="max-peak", choices=["max-peak", "double"], help="OOM retry mode")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--out", default="", help="also write sizing.json and sizing.txt here")
+    p.set_defaults(func=main)

@@ -1,0 +1,299 @@
+"""The sizing interface: what one stage asks of Slurm, what one attempt measured, and why.
+
+Every sizing agent (one per abstract task: same workflow, same stage) implements
+:class:`SizingAgent`. The engine asks ``propose(default, input_bytes)`` before each
+first attempt and feeds every finished attempt back through ``observe(outcome)``.
+Retries after an out-of-memory kill or a time-out do not go through the agent: they
+go through the pure functions in :mod:`asad.sizing.retry`, so that the retry rule is the
+same whichever agent sized the first attempt.
+
+Memory is in MB, time in seconds, input size in bytes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+
+# A job that ends FAILED (not OUT_OF_MEMORY) counts as killed for memory when its
+# recorded peak reached this share of the request: with JobAcctGatherParams=OverMemoryKill
+# Slurm kills it with signal 9, and the sampled MaxRSS can lag the true peak a little.
+OOM_PEAK_SHARE = 0.95
+
+MB = 1024 * 1024
+
+
+class SizingError(Exception):
+    """A stage cannot be sized within the partition's limits (the message says which limit)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """What is asked of Slurm for one attempt."""
+
+    cpus: int
+    mem_mb: int
+    time_s: int
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one finished attempt measured (from ``sacct`` or the simulator's usage)."""
+
+    request: Request
+    peak_mem_mb: float | None
+    cpu_s: float | None
+    elapsed_s: float | None
+    input_bytes: float | None
+    state: str  # "COMPLETED" | "OUT_OF_MEMORY" | "TIMEOUT" | "FAILED" | ...
+
+    @property
+    def completed(self) -> bool:
+        return self.state == "COMPLETED"
+
+    @property
+    def out_of_memory(self) -> bool:
+        """Killed for memory: ``OUT_OF_MEMORY`` under cgroups, or ``FAILED`` with a peak at the limit."""
+        if self.state == "OUT_OF_MEMORY":
+            return True
+        return (self.state == "FAILED" and self.peak_mem_mb is not None
+                and self.peak_mem_mb >= OOM_PEAK_SHARE * self.request.mem_mb)
+
+    @property
+    def timed_out(self) -> bool:
+        return self.state == "TIMEOUT"
+
+    @property
+    def cpu_usage(self) -> float | None:
+        """Cores busy on average (``TotalCPU / Elapsed``); 2.0 means two cores' worth."""
+        if self.cpu_s is None or not self.elapsed_s:
+            return None
+        return self.cpu_s / self.elapsed_s
+
+
+@dataclass(frozen=True)
+class Decision:
+    request: Request
+    agent: str
+    n_observations: int
+    why: str  # one human sentence with the numbers
+
+
+@dataclass(frozen=True)
+class Caps:
+    """The partition's limits a request must fit in (one node: stages are single-node)."""
+
+    max_cpus: int
+    max_mem_mb: int
+    max_time_s: int | None = None  # None = UNLIMITED
+
+    @classmethod
+    def from_partition(cls, partition: Any) -> "Caps":
+        """From an :class:`asad.slurm.backend.PartitionInfo` (or anything with the same fields)."""
+        return cls(max_cpus=int(partition.cpus_per_node), max_mem_mb=int(partition.mem_per_node_mb),
+                   max_time_s=partition.max_time_s)
+
+    def clamp(self, request: Request) -> Request:
+        time_s = request.time_s if self.max_time_s is None else min(request.time_s, self.max_time_s)
+        return Request(cpus=max(1, min(request.cpus, self.max_cpus)),
+                       mem_mb=max(1, min(request.mem_mb, self.max_mem_mb)),
+                       time_s=max(60, time_s))
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict | None) -> "Caps | None":
+        return None if d is None else cls(**d)
+
+
+def clamp(request: Request, caps: Caps | None) -> Request:
+    return request if caps is None else caps.clamp(request)
+
+
+@runtime_checkable
+class SizingAgent(Protocol):
+    name: str
+
+    def propose(self, default: Request, input_bytes: float | None = None) -> Decision: ...
+
+    def observe(self, outcome: Outcome) -> None: ...
+
+    def to_state(self) -> dict: ...
+
+    @classmethod
+    def from_state(cls, state: dict) -> "SizingAgent": ...
+
+
+@dataclass
+class Sample:
+    """One completed attempt, as the agents remember it (a real measurement, never a kill)."""
+
+    peak_mb: float
+    elapsed_s: float
+    cpu_s: float | None
+    input_bytes: float | None
+    cpus: int
+    mem_mb: int
+
+    @property
+    def cpu_usage(self) -> float | None:
+        if self.cpu_s is None or self.elapsed_s <= 0:
+            return None
+        return self.cpu_s / self.elapsed_s
+
+
+def mem_mb_ceil(x: float) -> int:
+    return max(1, int(math.ceil(x)))
+
+
+@dataclass
+class History:
+    """What an agent knows of its stage: completed samples, and lower bounds from kills.
+
+    A killed attempt's peak is a lower bound on that task's need, not a sample: it goes
+    to ``oom_floor_mb`` (the largest memory ever proven too small) and never into the
+    samples a percentile or a regression is fitted on.
+    """
+
+    samples: list[Sample] = field(default_factory=list)
+    oom_floor_mb: float = 0.0
+    n_oom: int = 0
+    n_timeout: int = 0
+
+    def add(self, outcome: Outcome) -> Sample | None:
+        if outcome.out_of_memory:
+            self.n_oom += 1
+            self.oom_floor_mb = max(self.oom_floor_mb, float(outcome.request.mem_mb),
+                                    float(outcome.peak_mem_mb or 0.0))
+            return None
+        if outcome.timed_out:
+            self.n_timeout += 1
+            return None
+        if not outcome.completed or outcome.peak_mem_mb is None or outcome.elapsed_s is None:
+            return None
+        s = Sample(peak_mb=float(outcome.peak_mem_mb), elapsed_s=float(outcome.elapsed_s),
+                   cpu_s=None if outcome.cpu_s is None else float(outcome.cpu_s),
+                   input_bytes=None if outcome.input_bytes is None else float(outcome.input_bytes),
+                   cpus=outcome.request.cpus, mem_mb=outcome.request.mem_mb)
+        self.samples.append(s)
+        return s
+
+    @property
+    def n(self) -> int:
+        return len(self.samples)
+
+    def peaks(self) -> np.ndarray:
+        return np.array([s.peak_mb for s in self.samples], dtype=float)
+
+    def max_peak_mb(self) -> float | None:
+        return max((s.peak_mb for s in self.samples), default=None)
+
+    def to_dict(self) -> dict:
+        return {"samples": [asdict(s) for s in self.samples], "oom_floor_mb": self.oom_floor_mb,
+                "n_oom": self.n_oom, "n_timeout": self.n_timeout}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "History":
+        return cls(samples=[Sample(**s) for s in d.get("samples", [])],
+                   oom_floor_mb=float(d.get("oom_floor_mb", 0.0)), n_oom=int(d.get("n_oom", 0)),
+                   n_timeout=int(d.get("n_timeout", 0)))
+
+
+def rng_to_state(rng: np.random.Generator) -> dict:
+    return rng.bit_generator.state
+
+
+def rng_from_state(state: dict) -> np.random.Generator:
+    bg = np.random.PCG64()
+    bg.state = state
+    return np.random.Generator(bg)
+
+
+class AgentBase:
+    """Shared plumbing: history, caps, time limits, serialisation.
+
+    A subclass sets ``name``, implements :meth:`_size` (cpus and memory for the next
+    first attempt, or ``None`` while it has too few observations) and, if it learns
+    more than the history, :meth:`_extra_state` / :meth:`_load_extra_state` and
+    :meth:`_learn`.
+    """
+
+    name: ClassVar[str] = "base"
+    kind: ClassVar[str] = "base"
+
+    def __init__(self, caps: Caps | None = None, seed: int = 0, time_margin: float = 1.5,
+                 learn_time: bool = True, **params: Any) -> None:
+        from asad.sizing.timelimit import TimeLimitLearner  # local: timelimit imports base
+
+        self.caps = caps
+        self.seed = int(seed)
+        self.rng = np.random.default_rng(self.seed)
+        self.history = History()
+        self.params = dict(params, time_margin=time_margin, learn_time=learn_time)
+        self.learn_time = bool(learn_time)
+        self.time = TimeLimitLearner(margin=time_margin)
+
+    # -- the protocol -------------------------------------------------------------------
+    def propose(self, default: Request, input_bytes: float | None = None) -> Decision:
+        sized = self._size(default, input_bytes)
+        if sized is None:
+            cpus, mem_mb = default.cpus, default.mem_mb
+            why = (f"{self.history.n} completed run(s) so far, too few for {self.name}: "
+                   f"using the user's {default.cpus} CPU(s) and {default.mem_mb} MB")
+        else:
+            cpus, mem_mb, why = sized
+        if self.learn_time:
+            time_s, time_why = self.time.limit(default.time_s, int(cpus), input_bytes, self.caps)
+        else:
+            time_s, time_why = default.time_s, f"time limit {default.time_s} s from the user"
+        req = clamp(Request(cpus=int(cpus), mem_mb=mem_mb_ceil(mem_mb), time_s=int(time_s)), self.caps)
+        capped = ""
+        if self.caps is not None and (req.mem_mb < mem_mb_ceil(mem_mb) or req.cpus < int(cpus)):
+            capped = f" (capped at the partition's {self.caps.max_cpus} CPUs / {self.caps.max_mem_mb} MB)"
+        return Decision(request=req, agent=self.name, n_observations=self.history.n,
+                        why=f"{why}; {time_why}{capped}.")
+
+    def observe(self, outcome: Outcome) -> None:
+        sample = self.history.add(outcome)
+        if sample is not None:
+            self.time.observe(sample)
+        self._learn(outcome, sample)
+
+    def to_state(self) -> dict:
+        return {"agent": self.name, "kind": self.kind, "seed": self.seed, "params": self.params,
+                "caps": None if self.caps is None else self.caps.to_dict(),
+                "rng": rng_to_state(self.rng), "history": self.history.to_dict(),
+                "time": self.time.to_dict(), "extra": self._extra_state()}
+
+    @classmethod
+    def from_state(cls, state: dict) -> "AgentBase":
+        agent = cls(caps=Caps.from_dict(state.get("caps")), seed=state.get("seed", 0),
+                    **state.get("params", {}))
+        agent.rng = rng_from_state(state["rng"])
+        agent.history = History.from_dict(state["history"])
+        from asad.sizing.timelimit import TimeLimitLearner
+
+        agent.time = TimeLimitLearner.from_dict(state["time"])
+        agent._load_extra_state(state.get("extra") or {})
+        return agent
+
+    # -- for subclasses -----------------------------------------------------------------
+    def _size(self, default: Request, input_bytes: float | None) -> tuple[int, float, str] | None:
+        raise NotImplementedError
+
+    def _learn(self, outcome: Outcome, sample: Sample | None) -> None:
+        return None
+
+    def _extra_state(self) -> dict:
+        return {}
+
+    def _load_extra_state(self, extra: dict) -> None:
+        return None
+
+    # -- helpers --------------------------------------------------------------------------
+    def _cap_mem(self, mem_mb: float) -> float:
+        return mem_mb if self.caps is None else min(mem_mb, float(self.caps.max_mem_mb))

@@ -1,0 +1,78 @@
+"""Time limits: learn how long a stage runs and ask for a limit that fits, with a margin.
+
+Short limits backfill sooner, so a tight limit also shortens queue waits; a limit that
+is too short ends in ``TIMEOUT`` and the retry (:func:`asad.sizing.retry.retry_request`)
+asks for a longer one.
+
+Run time is modelled as work-conserving: a sample that kept ``u`` cores busy for ``e``
+seconds on ``c_i`` CPUs would take ``e × max(1, u/c) / max(1, u/c_i)`` on ``c`` CPUs (fewer
+cores than it can use stretch it; more do not speed it up). A larger input than any seen
+stretches the prediction in proportion.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from asad.sizing.base import Caps, Sample
+
+MIN_LIMIT_S = 60
+
+
+def stretched_elapsed_s(elapsed_s: float, cpu_usage: float | None, ran_cpus: int, cpus: int) -> float:
+    """Run time of a recorded run if it had ``cpus`` CPUs instead of ``ran_cpus``."""
+    if cpu_usage is None or cpu_usage <= 0:
+        return elapsed_s
+    return elapsed_s * max(1.0, cpu_usage / max(1, cpus)) / max(1.0, cpu_usage / max(1, ran_cpus))
+
+
+@dataclass
+class TimeLimitLearner:
+    """Per stage: limit = margin × the longest (stretched) run seen + slack, rounded up to a minute."""
+
+    margin: float = 1.5
+    slack_s: float = 60.0
+    min_samples: int = 3
+    window: int = 200  # the most recent runs only: a stage's run time drifts with its inputs
+    runs: list[tuple[float, float | None, int, float | None]] = field(default_factory=list)
+
+    def observe(self, sample: Sample) -> None:
+        self.runs.append((sample.elapsed_s, sample.cpu_usage, sample.cpus, sample.input_bytes))
+        if len(self.runs) > self.window:
+            del self.runs[: len(self.runs) - self.window]
+
+    def predict_s(self, cpus: int, input_bytes: float | None = None) -> float | None:
+        """The longest recent run, stretched to ``cpus`` and to the input size; None if too few."""
+        if len(self.runs) < self.min_samples:
+            return None
+        longest = max(stretched_elapsed_s(e, u, c, cpus) for e, u, c, _ in self.runs)
+        inputs = [x for *_, x in self.runs if x]
+        if input_bytes and inputs and input_bytes > max(inputs):
+            longest *= input_bytes / max(inputs)
+        return longest
+
+    def limit(self, default_s: int, cpus: int, input_bytes: float | None,
+              caps: Caps | None) -> tuple[int, str]:
+        longest = self.predict_s(cpus, input_bytes)
+        if longest is None:
+            limit_s = default_s
+            why = f"time limit {default_s} s from the user ({len(self.runs)} run(s) seen)"
+        else:
+            limit_s = int(math.ceil((self.margin * longest + self.slack_s) / 60.0) * 60)
+            limit_s = max(MIN_LIMIT_S, limit_s)
+            why = (f"time limit {limit_s} s = {self.margin:g} × longest run {longest:.0f} s "
+                   f"+ {self.slack_s:.0f} s over {len(self.runs)} runs")
+        if caps is not None and caps.max_time_s is not None and limit_s > caps.max_time_s:
+            limit_s = caps.max_time_s
+            why += f", capped at the partition's {caps.max_time_s} s"
+        return int(limit_s), why
+
+    def to_dict(self) -> dict:
+        return {"margin": self.margin, "slack_s": self.slack_s, "min_samples": self.min_samples,
+                "window": self.window, "runs": [list(r) for r in self.runs]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "TimeLimitLearner":
+        return cls(margin=d["margin"], slack_s=d["slack_s"], min_samples=d["min_samples"],
+                   window=d["window"], runs=[tuple(r) for r in d["runs"]])
