@@ -118,3 +118,24 @@ def run_to_completion(runner: Runner, backend: Backend, workflow_ids: list[int],
 def workflow_active(runner: Runner, wf_id: int) -> bool:
     wf = runner.active.get(wf_id)
     return wf is not None and wf.state is WorkflowState.ACTIVE
+
+
+def run_in_process(store: Store, backend: Backend, specs: list, *, settings: Settings | None = None,
+                   strategy: str | None = None, mode: str | None = None, warmup_s: float = 0.0,
+                   stagger_s: float = 0.0) -> list[dict]:
+    """Submit ``specs`` (WorkflowSpec objects) to one runner and drive them to the end; return their
+    summaries. What ``asad run`` does, for tests and benchmarks (several workflows at once)."""
+    settings = settings or Settings()
+    runner = make_runner(settings, store, backend)
+    if warmup_s and hasattr(backend, "run_until"):
+        backend.run_until(backend.now() + warmup_s)
+    ids = []
+    for i, spec in enumerate(specs):
+        if stagger_s and i and hasattr(backend, "run_until"):
+            backend.run_until(backend.now() + stagger_s)
+        wf = store.add_workflow(spec, backend.now(), strategy=strategy or spec.strategy, mode=mode or spec.mode)
+        ids.append(wf.id)
+    runner.load()
+    run_to_completion(runner, backend, ids, poll_interval_s=settings.poll_interval_s)
+    rows = {r.id: r for r in store.workflow_rows(ids)}
+    return [rows[i].summary for i in ids]

@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+SHARED = ROOT.parent / "shared"
+
+
+@pytest.fixture(autouse=True)
+def _private_xdg(tmp_path, monkeypatch):
+    """Every test gets its own state and config folders: no test touches the user's store."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    for var in ("ASAD_DB_URL", "ASAD_BACKEND", "ASAD_CONFIG", "ASAD_STATE_DIR", "ASAD_PREDICTOR"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def db_url(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'asad.db'}"
+
+
+def shared_data(*parts: str) -> Path:
+    path = SHARED.joinpath("data", *parts)
+    if not path.exists():
+        pytest.skip(f"{path} is absent (the read-only data folder ../shared/data beside the repo)")
+    return path
+
+
+os.environ.setdefault("HYPOTHESIS_PROFILE", "default")
