@@ -436,7 +436,9 @@ class _Parser:
     def mapping(self, node: Node, fld: str, what: str, known: tuple[str, ...]) -> dict[str, tuple[Node, Node]]:
         """Keys → (key node, value node); refuses duplicate and unknown keys; applies ``<<`` merges."""
         if not isinstance(node, MappingNode):
-            raise self.error(node, fld, f"{what} must be a mapping (key: value lines), got {_kind(node)}",
+            # "stages[2].simulate: must be ...", but "stages[2]: a stage must be ..."
+            subject = f"{what} must" if fld == "" or fld.endswith("]") else "must"
+            raise self.error(node, fld, f"{subject} be a mapping (key: value lines), got {_kind(node)}",
                              _mapping_fix(fld))
         merged: dict[str, tuple[Node, Node]] = {}
         out: dict[str, tuple[Node, Node]] = {}
@@ -446,7 +448,7 @@ class _Parser:
                 merged.update(self._merged(value_node, fld))
                 continue
             if not isinstance(key_node, ScalarNode):
-                raise self.error(key_node, fld, f"a key in {what} is a {_kind(key_node)}", "keys are plain words")
+                raise self.error(key_node, fld, f"a key in {what} is {_kind(key_node)}", "keys are plain words")
             key = key_node.value
             if key in own:
                 raise self.error(key_node, _join(fld, key),
@@ -478,7 +480,7 @@ class _Parser:
     def text(self, node: Node, fld: str, what: str = "text", *, allow_empty: bool = False) -> str:
         """A scalar exactly as written (so ``true``, ``1:30`` and ``007`` stay text)."""
         if not isinstance(node, ScalarNode):
-            raise self.error(node, fld, f"must be {what}, got {_kind(node)}", "write a single value on this line")
+            raise self.error(node, fld, f"must be {what}, got {_kind(node)}", f"write {what} as one value")
         if _is_null(node):
             if allow_empty:
                 return ""
@@ -624,6 +626,12 @@ class _Parser:
             col = f" (column {mark.column + 1})" if mark else ""
             raise self.error(line, "", f"YAML syntax error{col}: {problem}{context}",
                              _yaml_fix(f"{problem} {exc.context or ''}")) from None
+        except yaml.reader.ReaderError as exc:
+            line = text[: max(0, exc.position)].count("\n") + 1 if isinstance(exc.position, int) else 0
+            char = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "?")
+            raise self.error(line, "", f"the file contains the control character #x{char:04x}",
+                             "remove it: YAML text cannot carry NUL or other control characters "
+                             "(write \\0 inside double quotes if you really mean one)") from None
         except yaml.YAMLError as exc:
             raise self.error(0, "", f"YAML error: {exc}", "check the file is plain YAML text") from None
         if root is None:
@@ -1065,6 +1073,8 @@ def _mapping_fix(fld: str) -> str:
         return "the file must be key: value lines, starting with name: and stages:"
     if fld.startswith("stages[") and fld.endswith("]"):
         return "each stage is key: value lines under '- ', e.g. '- name: align' then 'run: ...'"
+    if fld.endswith("simulate"):
+        return "write e.g. simulate: {runtime: 10m, peak_mem: 2G, cpu_efficiency: 0.9}"
     return "write key: value lines indented under this key"
 
 
@@ -1093,6 +1103,8 @@ def _yaml_fix(problem: str) -> str:
         return "check the indentation here, and quote a value that contains ': '"
     if "expected <block end>" in problem or "did not find expected" in problem:
         return "check the indentation and that brackets and quotes are closed"
+    if "quoted scalar" in problem:
+        return "close the quote that starts here"
     if "found undefined alias" in problem:
         return "define the &anchor before using *alias"
     if "expected a single document" in problem:
