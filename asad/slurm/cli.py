@@ -1,0 +1,371 @@
+"""The real-Slurm backend through Slurm's own commands (``sbatch``, ``squeue``, ``sacct``,
+``scontrol``, ``scancel``, ``sinfo``).
+
+One poll costs one ``squeue`` for every tracked job (live, or finished but still in slurmctld's
+memory) plus, only when some of them have ended, one ``sacct`` for those (exit code, signal,
+peak memory). Without accounting (no slurmdbd) the second call is ``scontrol -o show job``, and what
+is then unavailable is listed in :attr:`SlurmCLI.limitations`.
+"""
+
+from __future__ import annotations
+
+import getpass
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import replace
+
+from asad.slurm.backend import (
+    JobRequest,
+    JobState,
+    JobStatus,
+    PartitionInfo,
+    SlurmError,
+    SlurmUnavailable,
+    SubmitRejected,
+    UnknownJob,
+    Usage,
+)
+from asad.slurm.runner import CommandFailed, CommandResult, RetryPolicy, Runner, SlurmCommands
+from asad.slurm.slurm_text import (
+    SEP,
+    SINFO_FORMAT,
+    SacctRecord,
+    parse_sacct,
+    parse_sbatch_parsable,
+    parse_scontrol_jobs,
+    parse_sinfo_partitions,
+    parse_squeue,
+    parse_test_only,
+    sacct_format,
+    squeue_format,
+)
+
+# How far back sacct looks for a job whose submission time asad does not know (after a restart):
+# old enough for any workflow, young enough that a reused job id from months ago never matches.
+DEFAULT_SACCT_WINDOW_S = 14 * 86400.0
+# Margin before a known submission time: clocks of the daemon and slurmdbd may differ a little.
+_STARTTIME_MARGIN_S = 300.0
+
+LIMITATIONS_WITHOUT_ACCOUNTING = (
+    "peak memory (MaxRSS) and CPU time of finished jobs: usage() returns only elapsed time",
+    "out-of-memory detection by OverMemoryKill (signal 9 + MaxRSS above the request); only the "
+    "OUT_OF_MEMORY state is seen",
+    "jobs that left slurmctld's memory (MinJobAge after their end) are no longer found by poll/find",
+)
+
+
+def is_oom(status: JobStatus, usage: Usage | None, req_mem_mb: float | None) -> bool:
+    """Did the job die for lack of memory?
+
+    Yes when Slurm says ``OUT_OF_MEMORY``, or when it ``FAILED`` from signal 9 while its peak RSS
+    (``MaxRSS``) was above the request — what ``JobAcctGatherParams=OverMemoryKill`` does. Never
+    from the exit code alone: a ``kill -9`` or an exit status 137 is not evidence of memory.
+    ``req_mem_mb`` is the limit the peak is compared with (per node, as ``--mem``).
+    """
+    if status.state is JobState.OUT_OF_MEMORY:
+        return True
+    if status.state is not JobState.FAILED or status.signal != 9:
+        return False
+    if usage is None or usage.peak_rss_mb is None or req_mem_mb is None:
+        return False
+    return usage.peak_rss_mb > req_mem_mb
+
+
+def format_time_limit(seconds: int) -> str:
+    """``-t`` as ``D-HH:MM:SS`` (Slurm rounds up to whole minutes)."""
+    s = max(60, int(seconds))
+    days, rest = divmod(s, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{days}-{hours:02d}:{minutes:02d}:{secs:02d}"
+
+
+def format_begin(posix_s: float) -> str:
+    """``--begin`` in the local time Slurm expects."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(posix_s))
+
+
+_ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def batch_script(req: JobRequest) -> str:
+    """The request's command as a batch script: a whole script (``#!...``) stays as it is."""
+    if req.command.startswith("#!"):
+        return req.command if req.command.endswith("\n") else req.command + "\n"
+    return "#!/bin/bash\n" + req.command + ("\n" if not req.command.endswith("\n") else "")
+
+
+def sbatch_args(req: JobRequest) -> list[str]:
+    """The ``sbatch`` argument list for a request (no script; that goes on stdin).
+
+    The environment is passed by name (``--export=ALL,NAME,...``) with the values in sbatch's own
+    process environment, so no value is ever split at a comma or quoted for a shell.
+    """
+    args = [f"--job-name={req.name}"]
+    if req.comment:
+        args.append(f"--comment={req.comment}")
+    if req.partition:
+        args.append(f"--partition={req.partition}")
+    if req.account:
+        args.append(f"--account={req.account}")
+    if req.qos:
+        args.append(f"--qos={req.qos}")
+    args += [f"--nodes={req.nodes}", f"--ntasks={req.ntasks}", f"--cpus-per-task={req.cpus_per_task}"]
+    if req.mem_mb is not None and req.mem_per_cpu_mb is not None:
+        raise SubmitRejected(f"job {req.name!r} gives both mem_mb and mem_per_cpu_mb; Slurm takes only one")
+    if req.mem_mb is not None:
+        args.append(f"--mem={int(req.mem_mb)}M")
+    elif req.mem_per_cpu_mb is not None:
+        args.append(f"--mem-per-cpu={int(req.mem_per_cpu_mb)}M")
+    args.append(f"--time={format_time_limit(req.time_limit_s)}")
+    if req.dependency is not None:
+        args.append(f"--dependency={req.dependency.to_slurm()}")
+    if req.begin is not None:
+        args.append(f"--begin={format_begin(req.begin)}")
+    if req.workdir:
+        args.append(f"--chdir={req.workdir}")
+    if req.output:
+        args.append(f"--output={req.output}")
+    if req.error:
+        args.append(f"--error={req.error}")
+    bad = [k for k in req.env if not _ENV_NAME_RE.match(k)]
+    if bad:
+        raise SubmitRejected(f"job {req.name!r}: not valid environment variable names: {bad}")
+    args.append("--export=" + ",".join(["ALL", *sorted(req.env)]))
+    return args
+
+
+# Slurm's refusals that mean "this job can never run as asked" (shown verbatim to the user).
+_DEPENDENCY_PROBLEM = "job dependency problem"
+
+
+class SlurmCLI:
+    """:class:`~asad.slurm.backend.Backend` over Slurm's command-line tools."""
+
+    name = "slurm"
+
+    def __init__(self, *, slurm_conf: str | None = None, timeout_s: float = 30.0, retries: int = 4,
+                 backoff_s: float = 1.0, backoff_max_s: float = 16.0, accounting: bool | None = None,
+                 sacct_window_s: float = DEFAULT_SACCT_WINDOW_S, runner: Runner | None = None,
+                 sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.time,
+                 bin_dir: str | None = None, user: str | None = None):
+        self.cmd = SlurmCommands(slurm_conf=slurm_conf, runner=runner, sleep=sleep, bin_dir=bin_dir,
+                                 policy=RetryPolicy(timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
+                                                    backoff_max_s=backoff_max_s))
+        self._accounting = accounting
+        self.sacct_window_s = sacct_window_s
+        self.clock = clock
+        self.user = user or getpass.getuser()
+        self._submit_times: dict[int, float] = {}
+        self._lock = threading.Lock()
+
+    # ---------------------------------------------------------------- bookkeeping -------------
+    @property
+    def calls(self) -> Counter[str]:
+        """Calls made so far, per command (``{"squeue": 12, "sacct": 3, ...}``)."""
+        return self.cmd.calls
+
+    @property
+    def accounting(self) -> bool:
+        """Whether ``sacct`` has a database behind it (asked once from ``scontrol show config``)."""
+        if self._accounting is None:
+            out = self.cmd.run("scontrol", ["show", "config"]).stdout
+            m = re.search(r"^AccountingStorageType\s*=\s*(\S+)", out, re.MULTILINE)
+            self._accounting = bool(m) and m.group(1) not in ("accounting_storage/none", "(null)")
+        return self._accounting
+
+    @property
+    def limitations(self) -> tuple[str, ...]:
+        return () if self.accounting else LIMITATIONS_WITHOUT_ACCOUNTING
+
+    def now(self) -> float:
+        return self.clock()
+
+    # ---------------------------------------------------------------- submit / cancel ---------
+    def submit(self, req: JobRequest) -> int:
+        args = ["--parsable", *sbatch_args(req)]
+        submitted_after = self.clock()
+
+        def already_submitted() -> CommandResult | None:
+            # A submission that timed out may have reached slurmctld: look for our tagged job
+            # before sending it again, so a stage is never submitted twice.
+            if not req.comment:
+                return None
+            try:
+                found = self._squeue(["--name=" + req.name])
+            except SlurmError:
+                return None
+            for status in found.values():
+                if status.comment == req.comment and (status.submit_time or 0) >= submitted_after - 5:
+                    return CommandResult(("sbatch",), 0, f"{status.job_id}\n", "")
+            return None
+
+        try:
+            result = self.cmd.run("sbatch", args, stdin=batch_script(req), extra_env=req.env,
+                                  before_retry=already_submitted)
+        except CommandFailed as exc:
+            raise self._refusal(exc.result, req) from None
+        job_id = parse_sbatch_parsable(result.stdout, "sbatch --parsable")
+        with self._lock:
+            self._submit_times[job_id] = submitted_after
+        return job_id
+
+    @staticmethod
+    def _refusal(result: CommandResult, req: JobRequest) -> SlurmError:
+        message = result.output
+        for line in message.splitlines():
+            if "Batch job submission failed:" in line:
+                message = line.split("Batch job submission failed:", 1)[1].strip()
+                break
+        if _DEPENDENCY_PROBLEM in result.output.lower():
+            return UnknownJob(f"sbatch refused job {req.name!r}: {message}")
+        return SubmitRejected(f"sbatch refused job {req.name!r}: {message}", slurm_message=result.output)
+
+    def cancel(self, job_ids: list[int]) -> None:
+        """One ``scancel`` for all ids; ids Slurm no longer knows are not an error."""
+        if not job_ids:
+            return
+        try:
+            self.cmd.run("scancel", [str(j) for j in sorted(set(job_ids))])
+        except CommandFailed as exc:
+            text = exc.result.output.lower()
+            if "invalid job id" in text or "already completing or completed" in text:
+                return
+            raise SlurmError(f"scancel failed: {exc.result.output}") from None
+
+    # ---------------------------------------------------------------- queries -----------------
+    def _squeue(self, selector: list[str]) -> dict[int, JobStatus]:
+        args = ["--noheader", "--states=all", "-O", squeue_format(), *selector]
+        try:
+            result = self.cmd.run("squeue", args)
+        except CommandFailed as exc:
+            # squeue --jobs with only ids slurmctld has forgotten answers "Invalid job id".
+            if "invalid job id" in exc.result.output.lower():
+                return {}
+            raise SlurmUnavailable(f"squeue failed: {exc.result.output}") from None
+        return parse_squeue(result.stdout, "squeue " + " ".join(args))
+
+    def _sacct_starttime(self, job_ids: list[int], seen: dict[int, JobStatus]) -> float:
+        known = []
+        for jid in job_ids:
+            t = self._submit_times.get(jid)
+            if t is None and jid in seen:
+                t = seen[jid].submit_time
+            if t is None:
+                return self.clock() - self.sacct_window_s
+            known.append(t)
+        return min(known) - _STARTTIME_MARGIN_S
+
+    def _sacct(self, selector: list[str], starttime: float) -> dict[int, SacctRecord]:
+        args = ["--noheader", "--parsable2", f"--delimiter={SEP}", f"--format={sacct_format()}",
+                f"--starttime={time.strftime('%Y-%m-%dT%H:%M:%S', time.localtime(starttime))}", *selector]
+        try:
+            result = self.cmd.run("sacct", args)
+        except CommandFailed as exc:
+            raise SlurmUnavailable(f"sacct failed: {exc.result.output}") from None
+        return parse_sacct(result.stdout, "sacct " + " ".join(args))
+
+    def _scontrol_jobs(self) -> dict[int, JobStatus]:
+        try:
+            result = self.cmd.run("scontrol", ["-o", "show", "job"])
+        except CommandFailed as exc:
+            raise SlurmUnavailable(f"scontrol show job failed: {exc.result.output}") from None
+        return parse_scontrol_jobs(result.stdout)
+
+    def _with_oom(self, rec: SacctRecord) -> JobStatus:
+        if rec.status.state is JobState.FAILED and is_oom(rec.status, rec.usage, rec.req_mem_per_node_mb):
+            return replace(rec.status, state=JobState.OUT_OF_MEMORY, reason="OutOfMemory")
+        return rec.status
+
+    def poll(self, job_ids: list[int]) -> dict[int, JobStatus]:
+        """Statuses of the given jobs: one ``squeue``, plus one ``sacct`` (or ``scontrol``) when
+        some have ended. A job Slurm no longer knows at all is left out of the answer."""
+        ids = sorted(set(job_ids))
+        if not ids:
+            return {}
+        live = self._squeue(["--jobs=" + ",".join(map(str, ids))])
+        live = {j: s for j, s in live.items() if j in ids}
+        ended = [j for j in ids if j not in live or live[j].state.is_final]
+        if not ended:
+            return live
+        out = dict(live)
+        if self.accounting:
+            records = self._sacct(["--jobs=" + ",".join(map(str, ended))], self._sacct_starttime(ended, live))
+            for jid in ended:
+                rec = records.get(jid)
+                if rec is not None and (rec.status.state.is_final or jid not in live):
+                    out[jid] = self._with_oom(rec)
+            missing = [j for j in ended if j in live and (j not in records or not records[j].status.state.is_final)]
+        else:
+            missing = [j for j in ended if j in live]
+        if missing:
+            # Finished in slurmctld but not (yet) in the database: exit code and signal from scontrol.
+            detail = self._scontrol_jobs()
+            for jid in missing:
+                if jid in detail:
+                    out[jid] = detail[jid]
+        return out
+
+    def find(self, tag: str) -> dict[int, JobStatus]:
+        """Every job of this user, live or finished, whose name or comment contains ``tag``."""
+        found: dict[int, JobStatus] = {}
+        if self.accounting:
+            for jid, rec in self._sacct([f"--user={self.user}"], self.clock() - self.sacct_window_s).items():
+                if tag in rec.status.name or tag in rec.status.comment:
+                    found[jid] = self._with_oom(rec)
+        for jid, status in self._squeue([f"--user={self.user}"]).items():
+            if tag in status.name or tag in status.comment:
+                # squeue is fresher for live jobs; sacct knows more about finished ones.
+                if not status.state.is_final or jid not in found:
+                    found[jid] = status
+        return found
+
+    def usage(self, job_ids: list[int]) -> dict[int, Usage]:
+        ids = sorted(set(job_ids))
+        if not ids:
+            return {}
+        if self.accounting:
+            records = self._sacct(["--jobs=" + ",".join(map(str, ids))], self._sacct_starttime(ids, {}))
+            return {j: records[j].usage for j in ids if j in records}
+        detail = self._scontrol_jobs()
+        out = {}
+        for jid in ids:
+            s = detail.get(jid)
+            if s is None:
+                continue
+            elapsed = (s.end_time - s.start_time) if s.start_time is not None and s.end_time is not None else None
+            out[jid] = Usage(job_id=jid, peak_rss_mb=None, total_cpu_s=None, elapsed_s=elapsed,
+                             alloc_cpus=s.alloc_cpus or None)
+        return out
+
+    def estimate_start(self, req: JobRequest) -> float | None:
+        """Slurm's own forecast: ``sbatch --test-only`` (nothing is submitted)."""
+        args = ["--test-only", *sbatch_args(req)]
+        try:
+            result = self.cmd.run("sbatch", args, stdin=batch_script(req), extra_env=req.env)
+        except CommandFailed as exc:
+            raise self._refusal(exc.result, req) from None
+        return parse_test_only(result.output, "sbatch --test-only")
+
+    def partitions(self) -> list[PartitionInfo]:
+        try:
+            result = self.cmd.run("sinfo", ["--noheader", "-o", SINFO_FORMAT])
+        except CommandFailed as exc:
+            raise SlurmUnavailable(f"sinfo failed: {exc.result.output}") from None
+        parts = parse_sinfo_partitions(result.stdout)
+        max_nodes = self._partition_max_nodes()
+        return [replace(p, max_nodes=max_nodes.get(p.name)) for p in parts]
+
+    def _partition_max_nodes(self) -> dict[str, int | None]:
+        try:
+            out = self.cmd.run("scontrol", ["-o", "show", "partition"]).stdout
+        except CommandFailed:
+            return {}
+        limits: dict[str, int | None] = {}
+        for m in re.finditer(r"PartitionName=(\S+).*?MaxNodes=(\S+)", out):
+            limits[m.group(1)] = int(m.group(2)) if m.group(2).isdigit() else None
+        return limits
+

@@ -1,0 +1,157 @@
+"""Running Slurm's commands: argument lists (never a shell), a timeout on every call, retries with
+backoff on transient errors, and a count of the calls made per command.
+
+slurmctld sites ban users who hammer the controller, so every call is counted (``calls``) and the
+overhead benchmark reports Slurm calls per poll.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from asad.slurm.backend import SlurmUnavailable
+
+# Text Slurm prints when the controller or the database is briefly unreachable. A call that fails
+# with one of these is retried; anything else is the command's own answer (a refusal, a bad id).
+TRANSIENT_PATTERNS: tuple[str, ...] = (
+    "socket timed out",
+    "unable to contact slurm controller",
+    "connection refused",
+    "connection reset",
+    "zero bytes were transmitted or received",
+    "slurm backup controller in standby mode",
+    "resource temporarily unavailable",
+    "transport endpoint is not connected",
+    "problem talking to the database",
+    "slurmdbd: unable to connect",
+    "communication connection failure",
+    "munge encode failed",
+    "munge decode failed",
+    "temporarily unable to accept job",
+    "slurmctld is not responding",
+    "sending persistinit msg",
+)
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def command(self) -> str:
+        return " ".join(self.argv)
+
+    @property
+    def output(self) -> str:
+        """stdout and stderr together, for messages."""
+        return (self.stdout + ("\n" if self.stdout and self.stderr else "") + self.stderr).strip()
+
+
+class CommandFailed(Exception):
+    """A Slurm command answered with a non-zero exit that is not a transient error."""
+
+    def __init__(self, result: CommandResult):
+        super().__init__(f"{result.command} exited {result.returncode}: {result.output}")
+        self.result = result
+
+
+# (argv, stdin text, timeout seconds, environment) -> result; tests inject captured outputs here.
+Runner = Callable[[Sequence[str], str | None, float, Mapping[str, str]], CommandResult]
+
+
+def subprocess_runner(argv: Sequence[str], stdin: str | None, timeout_s: float,
+                      env: Mapping[str, str]) -> CommandResult:
+    proc = subprocess.run(list(argv), input=stdin, capture_output=True, text=True, timeout=timeout_s,
+                          env=dict(env), check=False)
+    return CommandResult(tuple(argv), proc.returncode, proc.stdout, proc.stderr)
+
+
+def is_transient(text: str) -> bool:
+    low = text.lower()
+    return any(p in low for p in TRANSIENT_PATTERNS)
+
+
+@dataclass
+class RetryPolicy:
+    timeout_s: float = 30.0  # per call
+    retries: int = 4  # extra attempts after the first
+    backoff_s: float = 1.0  # first pause; doubles each time
+    backoff_max_s: float = 16.0
+
+    def pause_s(self, attempt: int) -> float:
+        return min(self.backoff_max_s, self.backoff_s * (2**attempt))
+
+
+class SlurmCommands:
+    """Runs ``sbatch``/``squeue``/``sacct``/... with the site's environment plus ``SLURM_CONF``.
+
+    ``SLURM_TIME_FORMAT=%s`` makes every time Slurm prints a POSIX timestamp, so no local-time
+    parsing is needed (the parsers still accept ISO times from sites that override it).
+    """
+
+    def __init__(self, *, slurm_conf: str | None = None, policy: RetryPolicy | None = None,
+                 runner: Runner | None = None, sleep: Callable[[float], None] = time.sleep,
+                 bin_dir: str | None = None):
+        self.slurm_conf = slurm_conf
+        self.policy = policy or RetryPolicy()
+        self.runner = runner or subprocess_runner
+        self.sleep = sleep
+        self.bin_dir = bin_dir
+        self.calls: Counter[str] = Counter()
+
+    def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        env = dict(os.environ)
+        if self.slurm_conf:
+            env["SLURM_CONF"] = self.slurm_conf
+        env["SLURM_TIME_FORMAT"] = "%s"
+        if extra:
+            env.update(extra)
+        return env
+
+    def run(self, command: str, args: Sequence[str], *, stdin: str | None = None,
+            extra_env: Mapping[str, str] | None = None,
+            before_retry: Callable[[], object | None] | None = None) -> CommandResult:
+        """Run ``command args`` until it answers; raise :class:`CommandFailed` on a permanent
+        refusal and :class:`SlurmUnavailable` when every attempt failed transiently.
+
+        ``before_retry`` runs before each retry; if it returns something other than None, that is
+        returned as the answer (sbatch uses it to find a job a timed-out submission did create).
+        """
+        exe = os.path.join(self.bin_dir, command) if self.bin_dir else command
+        argv = (exe, *args)
+        env = self.environment(extra_env)
+        last_error = ""
+        for attempt in range(self.policy.retries + 1):
+            if attempt:
+                self.sleep(self.policy.pause_s(attempt - 1))
+                if before_retry is not None:
+                    found = before_retry()
+                    if found is not None:
+                        return found  # type: ignore[return-value]
+            self.calls[command] += 1
+            try:
+                result = self.runner(argv, stdin, self.policy.timeout_s, env)
+            except subprocess.TimeoutExpired:
+                last_error = f"no answer within {self.policy.timeout_s:g} s"
+                continue
+            except FileNotFoundError as exc:
+                raise SlurmUnavailable(f"{command} not found ({exc}); is Slurm's client installed and on PATH?") from exc
+            except OSError as exc:
+                last_error = str(exc)
+                continue
+            if result.returncode == 0:
+                return result
+            if is_transient(result.output):
+                last_error = result.output
+                continue
+            raise CommandFailed(result)
+        raise SlurmUnavailable(
+            f"{command} failed {self.policy.retries + 1} times; last error: {last_error}")
