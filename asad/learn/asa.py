@@ -27,6 +27,7 @@ gamma_t is ``gamma`` (constant; allowed by the paper) or ``gamma / sqrt(1 + roun
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -106,7 +107,7 @@ class AsaPredictor:
 
     def estimate(self, *, slurm_estimate_s: float | None = None) -> float:
         if slurm_estimate_s is not None:
-            self._slurm_estimate_s = clean_wait(slurm_estimate_s)
+            self._set_slurm_estimate(slurm_estimate_s)
         if self._pending is None and not self.config.full_information:
             self._pending = self._choose_action()
             self._pending_value = float(self._values()[self._pending])
@@ -143,10 +144,17 @@ class AsaPredictor:
         self._pending = None
         self._pending_value = None
         if slurm_estimate_s is not None:
-            self._slurm_estimate_s = clean_wait(slurm_estimate_s)
+            self._set_slurm_estimate(slurm_estimate_s)
         self._n_observations += 1
 
     def quantiles(self, qs: Sequence[float]) -> list[float]:
+        if not self.config.slurm_expert:  # values are the sorted grid: use the cached cdf
+            if self._cdf is None:
+                self._sample(0.0)
+            cdf = self._cdf
+            targets = (np.clip(np.asarray(qs, dtype=float), 0.0, 1.0) - 1e-12) * cdf[-1]
+            idx = np.minimum(cdf.searchsorted(targets, side="left"), len(cdf) - 1)
+            return [float(self._grid[i]) for i in idx]
         values = self._values()
         probs = self._p
         if not self._expert_available(None):
@@ -169,16 +177,37 @@ class AsaPredictor:
         return self._sample(float(self._rng.random()))
 
     def _sample(self, uniform: float) -> int:
-        probs = self._p
-        if not self._expert_available(None) and len(probs) > len(self._grid):
-            probs = probs[: len(self._grid)]
-        cdf = np.cumsum(probs)
-        return min(int(np.searchsorted(cdf, uniform * cdf[-1], side="right")), len(probs) - 1)
+        if self._cdf is None:  # cached until p changes (a round closes)
+            probs = self._p
+            if not self._expert_available(None) and len(probs) > len(self._grid):
+                probs = probs[: len(self._grid)]
+            self._cdf = np.cumsum(probs)
+        cdf = self._cdf
+        return min(int(cdf.searchsorted(uniform * cdf[-1], side="right")), len(cdf) - 1)
 
     def _repeat_sample_and_score(self, losses: np.ndarray) -> None:
-        for uniform in self._rng.random(self.config.repetitions):
-            action = self._sample(float(uniform))
-            self._add_round_loss_at(action, float(losses[action]))
+        """Score ``repetitions`` actions sampled one after another from the current ``p``.
+
+        A plain loop over Python floats: with R = 50 per observation this is the hot path
+        of a replay, and numpy's per-call overhead dominates on 53-element arrays.
+        """
+        loss_of = losses.tolist()
+        round_loss = self._round_loss.tolist()
+        cdf = self._cdf_list()
+        for uniform in self._rng.random(self.config.repetitions).tolist():
+            action = min(bisect.bisect_right(cdf, uniform * cdf[-1]), len(cdf) - 1)
+            round_loss[action] += loss_of[action]
+            if round_loss[action] > 1.0:
+                self._round_loss[:] = round_loss
+                self._close_round()
+                round_loss = [0.0] * len(round_loss)
+                cdf = self._cdf_list()
+        self._round_loss[:] = round_loss
+
+    def _cdf_list(self) -> list[float]:
+        if self._cdf is None:
+            self._sample(0.0)  # builds the cache
+        return self._cdf.tolist()
 
     def _add_round_loss_at(self, action: int, loss: float) -> None:
         self._round_loss[action] += loss
@@ -207,8 +236,14 @@ class AsaPredictor:
     # -- helpers ------------------------------------------------------------------------
 
     def _normalised(self) -> np.ndarray:
+        self._cdf: np.ndarray | None = None
         weights = np.exp(self._log_weights - self._log_weights.max())
         return weights / weights.sum()
+
+    def _set_slurm_estimate(self, slurm_estimate_s: float) -> None:
+        if self._slurm_estimate_s is None:
+            self._cdf = None  # the expert becomes sampleable
+        self._slurm_estimate_s = clean_wait(slurm_estimate_s)
 
     def _expert_available(self, slurm_estimate_s: float | None) -> bool:
         return self.config.slurm_expert and (slurm_estimate_s is not None or self._slurm_estimate_s is not None)

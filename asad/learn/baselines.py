@@ -255,6 +255,8 @@ class SlurmEstimatePredictor:
 
     def observe(self, wait_s: float, *, slurm_estimate_s: float | None = None) -> None:
         self._last_wait = clean_wait(wait_s)
+        if slurm_estimate_s is not None:
+            self._slurm_estimate_s = clean_wait(slurm_estimate_s)
         self._n += 1
 
     def quantiles(self, qs: Sequence[float]) -> list[float]:
