@@ -1,0 +1,110 @@
+"""slurm-scripts/asad-stage.sh without Slurm: markers, exit codes, the naive-mode wait."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+WRAPPER = Path(__file__).resolve().parent.parent / "slurm-scripts" / "asad-stage.sh"
+
+
+def run(run_dir: Path, stage: str, command: str, timeout: float = 20, **env: str) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("ASAD_", "SLURM_"))}
+    full.update(ASAD_RUN_DIR=str(run_dir), ASAD_STAGE=stage, ASAD_COMMAND=command, ASAD_WAIT_POLL_S="0.1",
+                SLURM_JOB_ID="4242")
+    full.update(env)
+    return subprocess.run(["bash", str(WRAPPER)], env=full, capture_output=True, text=True, timeout=timeout)
+
+
+def test_markers_log_and_exit_code(tmp_path):
+    res = run(tmp_path / "wf", "a", "echo out; echo err >&2; exit 7", STAGE_VALUE="v")
+    assert res.returncode == 7
+    d = tmp_path / "wf"
+    assert (d / "a.end").read_text().split()[0] == "7"
+    start = (d / "a.start").read_text().split()
+    assert start[2] == "4242" and int(start[0]) <= int((d / "a.end").read_text().split()[1])
+    assert (d / "a.alloc").exists()
+    assert (d / "a.log").read_text() == "out\nerr\n"
+
+
+def test_stage_env_reaches_command(tmp_path):
+    res = run(tmp_path, "a", 'echo "$STAGE_VALUE"', STAGE_VALUE="x, y")
+    assert res.returncode == 0 and (tmp_path / "a.log").read_text() == "x, y\n"
+
+
+def test_script_path_with_and_without_exec_bit(tmp_path):
+    script = tmp_path / "s.sh"
+    script.write_text("echo from-script\nexit 5\n")
+    assert run(tmp_path, "a", str(script)).returncode == 5
+    script.chmod(0o755)
+    assert run(tmp_path, "b", str(script)).returncode == 5
+    assert (tmp_path / "b.log").read_text() == "from-script\n"
+
+
+def test_naive_waits_for_predecessor_end(tmp_path):
+    def finish_later():
+        time.sleep(0.6)
+        (tmp_path / "p.end").write_text("0 123\n")
+
+    t = threading.Thread(target=finish_later)
+    t.start()
+    t0 = time.monotonic()
+    res = run(tmp_path, "b", "echo ran", ASAD_WAIT_FOR="p")
+    t.join()
+    assert res.returncode == 0 and time.monotonic() - t0 >= 0.5
+    assert (tmp_path / "b.log").read_text() == "ran\n"
+    assert int((tmp_path / "b.start").read_text().split()[0]) >= int((tmp_path / "b.alloc").read_text().split()[0])
+
+
+def test_naive_failed_predecessor_means_not_running(tmp_path):
+    (tmp_path / "p1.end").write_text("0 1\n")
+    (tmp_path / "p2.end").write_text("137 2\n")
+    res = run(tmp_path, "b", f"touch {tmp_path}/ran", ASAD_WAIT_FOR="p1 p2")
+    assert res.returncode == 3
+    assert not (tmp_path / "ran").exists() and not (tmp_path / "b.start").exists()
+    assert (tmp_path / "b.end").read_text().startswith("3 ") and "p2 failed with exit code 137" in res.stderr
+    # the failure cascades to the next stage in the chain
+    assert run(tmp_path, "c", "true", ASAD_WAIT_FOR="b").returncode == 3
+
+
+def test_wait_timeout(tmp_path):
+    res = run(tmp_path, "b", "true", ASAD_WAIT_FOR="never", ASAD_WAIT_TIMEOUT_S="1")
+    assert res.returncode == 4 and (tmp_path / "b.end").read_text().startswith("4 ")
+
+
+def test_new_attempt_clears_old_markers(tmp_path):
+    run(tmp_path, "a", "exit 1")
+    assert (tmp_path / "a.end").read_text().startswith("1 ")
+    run(tmp_path, "a", "sleep 0.3", )
+    assert (tmp_path / "a.end").read_text().startswith("0 ")
+
+
+def test_sigterm_is_passed_on_and_recorded(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ASAD_", "SLURM_"))}
+    env.update(ASAD_RUN_DIR=str(tmp_path), ASAD_STAGE="a", ASAD_COMMAND="sleep 30")
+    proc = subprocess.Popen(["bash", str(WRAPPER)], env=env)
+    for _ in range(100):
+        if (tmp_path / "a.start").exists():
+            break
+        time.sleep(0.05)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 143
+    assert (tmp_path / "a.end").read_text().startswith("143 ")
+
+
+def test_only_task_zero_writes_markers(tmp_path):
+    res = run(tmp_path, "a", "echo task", SLURM_PROCID="1")
+    assert res.returncode == 0 and not (tmp_path / "a.end").exists() and not (tmp_path / "a.start").exists()
+
+
+@pytest.mark.parametrize("missing", ["ASAD_RUN_DIR", "ASAD_STAGE", "ASAD_COMMAND"])
+def test_usage_errors(tmp_path, missing):
+    res = run(tmp_path, "a", "true", **{missing: ""})
+    assert res.returncode == 2 and missing in res.stderr
