@@ -1000,7 +1000,7 @@ def _largest_fit(candidates: list[PartitionInfo]) -> str:
     for p in candidates:
         max_nodes = min(p.nodes, p.max_nodes) if p.max_nodes else p.nodes
         limit = format_duration(p.max_time_s) if p.max_time_s is not None else "unlimited"
-        fits.append(f"'{p.name}': {max_nodes} nodes × {p.cpus_per_node} CPUs, "
+        fits.append(f"'{p.name}': {max_nodes} node{'s' if max_nodes != 1 else ''} × {p.cpus_per_node} CPUs, "
                     f"mem {format_mem(p.mem_per_node_mb)} per node, time {limit}")
     return "the largest that fits " + "; ".join(fits) + " (or name a bigger partition)"
 
