@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from asad.model import JobPhase, StageState, WorkflowRun
 from asad.units import format_duration, format_mem
 
-DEFAULT_FORMAT = "%.6W %.10S %.8i %.9P %.14j %.3t %.10M %.5D %.5C %.9p %.8e %R"
+DEFAULT_FORMAT = "%.8W %.12S %.8i %.9P %.18j %.3t %.10M %.5D %.5C %.11p %.8e %R"
 
 _FIELDS = {
     "W": ("WORKFLOW", "workflow"), "S": ("STAGE", "stage"), "i": ("JOBID", "job_id"),

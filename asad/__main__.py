@@ -1,0 +1,5 @@
+import sys
+
+from asad.cli import main
+
+sys.exit(main())

@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+
+import pytest
+
+from asad.model import JobPhase, JobRecord
+from asad.slurm.backend import Dependency, DependencyType, JobRequest, SimTruth
+from asad.spec import load_workflow
+from asad.store.codec import request_from_dict, request_to_dict
+from asad.store.db import StoreError
+from asad.store.models import SCHEMA_VERSION
+from asad.store.repo import Store
+from tests.conftest import EXAMPLES
+
+
+def test_sqlite_store_is_private_and_in_wal_mode(tmp_path):
+    path = tmp_path / "sub" / "asad.db"
+    store = Store(f"sqlite:///{path}")
+    store.close()
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(path.parent).st_mode) == 0o700
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_workflow_round_trip(db_url):
+    spec = load_workflow(EXAMPLES / "montage.yaml")
+    store = Store(db_url)
+    wf = store.add_workflow(spec, 1000.0, strategy="chain")
+    req = JobRequest(name="x", command="echo 'a b'", partition="a,b", mem_mb=100, time_limit_s=60,
+                     dependency=Dependency(DependencyType.AFTER, (3, 4), 5), begin=1234.5,
+                     truth=SimTruth(10.0, 20.0, 0.5, (7,)), env={"A": "1"})
+    job = JobRecord(row_id=None, workflow_id=wf.id, stage="mAdd", attempt=1, tag="t1", phase=JobPhase.SUBMITTING,
+                    request=req, geometry_key="k")
+    store.insert_job(job)
+    store.commit()
+    store.close()
+    store = Store(db_url)
+    (loaded,) = store.load_workflows([wf.id])
+    assert loaded.spec == spec
+    assert loaded.strategy == "chain"
+    assert list(loaded.stages) == [s.name for s in spec.stages]
+    assert loaded.jobs[0].request == req
+    assert loaded.jobs[0].phase is JobPhase.SUBMITTING
+    store.close()
+
+
+def test_request_codec_round_trip():
+    req = JobRequest(name="n", command="c", dependency=Dependency(DependencyType.AFTEROK, (1, 2)))
+    assert request_from_dict(request_to_dict(req)) == req
+
+
+def test_newer_schema_is_refused_with_a_clear_message(tmp_path):
+    url = f"sqlite:///{tmp_path / 'a.db'}"
+    Store(url).close()
+    with sqlite3.connect(tmp_path / "a.db") as conn:
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 1),))
+    with pytest.raises(StoreError, match="newer asad"):
+        Store(url)
+
+
+def test_corrupt_file_is_refused_and_left_alone(tmp_path):
+    path = tmp_path / "asad.db"
+    path.write_bytes(b"this is not a database at all" * 100)
+    before = path.read_bytes()
+    with pytest.raises(StoreError, match="not an SQLite database.*Nothing was changed"):
+        Store(f"sqlite:///{path}")
+    assert path.read_bytes() == before
+
+
+def test_truncated_sqlite_is_reported_as_corrupt(tmp_path):
+    path = tmp_path / "asad.db"
+    Store(f"sqlite:///{path}").close()
+    data = path.read_bytes()
+    path.write_bytes(data[:100] + b"\x00" * 50 + data[150:200])
+    with pytest.raises(StoreError, match="corrupt|not a database|malformed"):
+        Store(f"sqlite:///{path}")
+
+
+def test_cancel_request_is_seen_by_another_connection(db_url):
+    spec = load_workflow(EXAMPLES / "blast.yaml")
+    a, b = Store(db_url), Store(db_url)
+    wf = a.add_workflow(spec, 0.0)
+    assert b.request_cancel(wf.id)
+    a.session.expire_all()
+    assert a.cancel_requested_ids() == {wf.id}
+    a.close()
+    b.close()
