@@ -156,6 +156,7 @@ class SlurmCLI:
                                  policy=RetryPolicy(timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
                                                     backoff_max_s=backoff_max_s))
         self._accounting = accounting
+        self._config_cache: dict[str, str] | None = None
         self.sacct_window_s = sacct_window_s
         self.clock = clock
         self.user = user or getpass.getuser()
@@ -168,14 +169,26 @@ class SlurmCLI:
         """Calls made so far, per command (``{"squeue": 12, "sacct": 3, ...}``)."""
         return self.cmd.calls
 
+    def _config(self) -> dict[str, str]:
+        """``scontrol show config`` as a dict (asked once)."""
+        if self._config_cache is None:
+            out = self.cmd.run("scontrol", ["show", "config"]).stdout
+            self._config_cache = {m.group(1): m.group(2).strip()
+                                  for m in re.finditer(r"^(\w+)\s*=\s*(.*)$", out, re.MULTILINE)}
+        return self._config_cache
+
     @property
     def accounting(self) -> bool:
-        """Whether ``sacct`` has a database behind it (asked once from ``scontrol show config``)."""
+        """Whether ``sacct`` has a database behind it (from ``scontrol show config``)."""
         if self._accounting is None:
-            out = self.cmd.run("scontrol", ["show", "config"]).stdout
-            m = re.search(r"^AccountingStorageType\s*=\s*(\S+)", out, re.MULTILINE)
-            self._accounting = bool(m) and m.group(1) not in ("accounting_storage/none", "(null)")
+            storage = self._config().get("AccountingStorageType", "")
+            self._accounting = storage not in ("", "accounting_storage/none", "(null)")
         return self._accounting
+
+    @property
+    def cluster_name(self) -> str:
+        """Slurm's ClusterName: learned queue waits are kept per cluster."""
+        return self._config().get("ClusterName") or "slurm"
 
     @property
     def limitations(self) -> tuple[str, ...]:
