@@ -193,7 +193,7 @@ class Engine:
                 out.dirty_stages.append(run)
             elif run.start_time is None or run.start_time > now:
                 run.start_time = self._work_start(wf, name, job)
-            if job.request.truth and job.request.truth.wait_for and wf.mode == "naive" and not self._preds_done(wf, name):
+            if self._naive(wf) and not self._preds_done(wf, name):
                 if too_early(wf, name, now, self.ctx):
                     out.cancel.append(job)
                     job.cancelled_by_asad = True
@@ -270,6 +270,11 @@ class Engine:
         out.finished.append(wf)
 
     # -- helpers ---------------------------------------------------------------------------
+    @staticmethod
+    def _naive(wf: WorkflowRun) -> bool:
+        """Naive ASA: jobs carry no Slurm dependency and hold their allocation at a barrier."""
+        return wf.strategy == "asa" and wf.mode == "naive"
+
     def _preds_done(self, wf: WorkflowRun, name: str) -> bool:
         return all(wf.stages[p].state is StageState.COMPLETED for p in wf.spec.predecessors(name))
 
@@ -277,7 +282,7 @@ class Engine:
         """When the stage's work began: its job's start, or later if it idled at a barrier."""
         if job.start_time is None:
             return None
-        if not (job.request.truth and job.request.truth.wait_for) and wf.mode != "naive":
+        if not self._naive(wf):
             return job.start_time
         ends = [wf.stages[p].end_time for p in wf.spec.predecessors(name)]
         if any(e is None for e in ends):
