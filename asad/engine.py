@@ -305,7 +305,10 @@ class Engine:
         barrier_ids = tuple(wf.current_job(p).job_id for p in plan.barrier_on)
         req = self.ctx.request_for(wf, name, plan, dep_ids, barrier_ids)
         req = _with_command(req, self.ctx.build_command(wf, name, req))
-        est = plan.est_wait_s  # set only when the stage was planned against running predecessors
+        # Set only when the stage was planned against running predecessors; a plan overtaken by an
+        # early end keeps the estimate it was made with (and is scored by it).
+        est = plan.est_wait_s if plan.est_wait_s is not None else (
+            run.est_wait_s if run.state is StageState.PLANNED else None)
         run.attempt += 1
         job = JobRecord(row_id=None, workflow_id=wf.id, stage=name, attempt=run.attempt, tag=req.comment,
                         phase=JobPhase.SUBMITTING, request=req, geometry_key=self.ctx.geometry_key(req),
