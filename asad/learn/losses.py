@@ -5,8 +5,8 @@ closes a round when an alternative's accumulated loss passes 1, so losses must s
 in that range).
 
 - ``zero_one`` (paper eq. 3): 0 for the alternative closest to ``w``, 1 for the rest.
-  A value that is not on the grid (Slurm's estimate as an expert) scores 0 when it is
-  at least as close to ``w`` as the nearest grid point.
+  A value that is not on the grid (Slurm's estimate as an expert) competes too: when it
+  is strictly closer it alone scores 0; when equally close both score 0.
 - ``cost`` (ours): what a wrong estimate costs a proactive submission. Planning with
   ``a > w`` submits too early: the allocation idles ``a - w`` seconds (core-seconds,
   weighted by ``early_cost``); ``a < w`` submits too late: the workflow loses ``w - a``
@@ -43,16 +43,15 @@ class LossConfig:
 def alternative_losses(values: np.ndarray, wait_s: float, config: LossConfig, grid: np.ndarray) -> np.ndarray:
     """Loss of planning with each of ``values`` when the true wait is ``wait_s``."""
     if config.kind == "zero_one":
-        best_distance = float(np.min(np.abs(grid - wait_s)))
-        distance = np.abs(values - wait_s)
         losses = np.ones(len(values))
-        # the single closest grid point (ties go low, as nearest_index) scores 0
-        on_grid = min(len(grid), len(values))
-        nearest = int(np.argmin(np.abs(grid - wait_s)))
-        losses[:on_grid] = 1.0
-        losses[nearest] = 0.0
-        if len(values) > on_grid:  # off-grid experts
-            losses[on_grid:] = np.where(distance[on_grid:] <= best_distance, 0.0, 1.0)
+        nearest = int(np.argmin(np.abs(grid - wait_s)))  # ties go low, as nearest_index
+        grid_distance = abs(float(grid[nearest]) - wait_s)
+        expert_distance = np.abs(values[len(grid) :] - wait_s)  # off-grid experts, if any
+        if not np.any(expert_distance < grid_distance):
+            losses[nearest] = 0.0
+        if len(expert_distance):
+            best = min(grid_distance, float(expert_distance.min()))
+            losses[len(grid) :] = np.where(expert_distance <= best, 0.0, 1.0)
         return losses
     early = np.maximum(values - wait_s, 0.0) * config.early_cost
     late = np.maximum(wait_s - values, 0.0) * config.late_cost
