@@ -41,6 +41,10 @@ DEFAULT_MODE = "dependency"
 DEFAULT_TIME_S = 3600
 DEFAULT_MAX_OOM_RETRIES = 3
 NAME_MAX_LEN = 64
+# Sanity bounds: far beyond any cluster, and small enough for the store's 64-bit integers.
+MAX_COUNT = 10_000_000  # nodes, tasks, CPUs, retries
+MAX_DURATION_S = 366 * 86400
+MAX_MEM_MB = 1024**3  # a petabyte
 
 # Names end up in Slurm job names, --comment tags, file names and squeue columns on clusters that
 # often run with LANG=C, so they are plain ASCII; a leading '-' would read as an option and a
@@ -487,8 +491,18 @@ class _Parser:
             raise self.error(node, fld, "is empty", f"give {what}")
         return node.value
 
-    def value(self, node: Node) -> Any:
-        return self.constructor.construct_object(node, deep=True)
+    def number(self, node: ScalarNode) -> int | float | None:
+        """An int/float scalar's value, or None when it is not a finite number (``!!int abc``,
+        ``.inf``, ``.nan``): explicit tags and YAML's special floats must not crash the loader."""
+        try:
+            value = self.constructor.construct_object(node, deep=True)
+        except (ValueError, OverflowError, yaml.YAMLError):
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return None
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        return value
 
     def positive_int(self, node: Node, fld: str, *, allow_zero: bool = False) -> int:
         what = "a whole number ≥ 0" if allow_zero else "a positive whole number"
@@ -496,13 +510,19 @@ class _Parser:
             got = _kind(node) if not isinstance(node, ScalarNode) else f"'{node.value}'"
             raise self.error(node, fld, f"must be {what}, got {got}", "write e.g. 4")
         raw = node.value.strip()
-        if node.tag == _TAG_INT or (node.tag == _TAG_STR and re.fullmatch(r"[+-]?\d+", raw)):
-            number = int(self.value(node)) if node.tag == _TAG_INT else int(raw)
-        else:
+        number = None
+        if node.tag == _TAG_INT:
+            number = self.number(node)
+        elif node.tag == _TAG_STR and re.fullmatch(r"[+-]?\d+", raw):
+            number = int(raw)
+        if not isinstance(number, int):
             raise self.error(node, fld, f"must be {what}, got '{node.value}'", "write e.g. 4 (no units)")
         if number < 0 or (number == 0 and not allow_zero):
             raise self.error(node, fld, f"must be {what}, got {number}",
                              "write 0 or more" if allow_zero else "write 1 or more")
+        if number > MAX_COUNT:
+            raise self.error(node, fld, f"{number} is beyond any cluster (at most {MAX_COUNT:,})",
+                             "check for a typo")
         return number
 
     def duration(self, node: Node, fld: str) -> int:
@@ -511,14 +531,18 @@ class _Parser:
                              "write e.g. 90s, 10m, 2h, 1d or 1-02:00:00")
         raw: Any = node.value
         if node.tag in (_TAG_INT, _TAG_FLOAT) and ":" not in raw:
-            raw = self.value(node)  # a bare number is minutes, as sbatch --time
+            raw = self.number(node)  # a bare number is minutes, as sbatch --time
         try:
+            if raw is None:
+                raise UnitError("not a finite number")
             seconds = parse_duration_s(raw)
-        except UnitError:
+        except (UnitError, OverflowError, ValueError):
             raise self.error(node, fld, f"'{node.value}' is not a duration",
                              "write e.g. 90s, 10m, 2h, 1d or 1-02:00:00 (a bare number is minutes)") from None
         if seconds <= 0:
             raise self.error(node, fld, f"must be longer than zero, got '{node.value}'", "write e.g. 10m")
+        if seconds > MAX_DURATION_S:
+            raise self.error(node, fld, f"'{node.value}' is longer than a year", "check the unit (a bare number is minutes)")
         return seconds
 
     def memory(self, node: Node, fld: str) -> int:
@@ -526,14 +550,21 @@ class _Parser:
             raise self.error(node, fld, f"must be a memory size, got {_kind(node)}", "write e.g. 500M, 4G")
         raw: Any = node.value
         if node.tag in (_TAG_INT, _TAG_FLOAT):
-            raw = self.value(node)  # a bare number is MB, as sbatch --mem
+            raw = self.number(node)  # a bare number is MB, as sbatch --mem
         try:
-            return parse_mem_mb(raw)
-        except UnitError as exc:
+            if raw is None:
+                raise UnitError("not a finite number")
+            mb = parse_mem_mb(raw)
+        except (UnitError, OverflowError, ValueError) as exc:
             if "positive" in str(exc):
                 raise self.error(node, fld, f"must be more than zero, got '{node.value}'", "write e.g. 500M, 4G") from None
             raise self.error(node, fld, f"'{node.value}' is not a memory size",
                              "write e.g. 500M, 4G, 1.5T (a bare number is MB)") from None
+        if mb <= 0:  # parse_mem_mb rounds a bare 0.4 (MB) down to 0
+            raise self.error(node, fld, f"must be at least 1 MB, got '{node.value}'", "write e.g. 500M, 4G")
+        if mb > MAX_MEM_MB:
+            raise self.error(node, fld, f"'{node.value}' is more than a petabyte", "check the unit (a bare number is MB)")
+        return mb
 
     def name(self, node: Node, fld: str, what: str) -> str:
         text = self.text(node, fld, f"a {what} name")
@@ -864,7 +895,7 @@ class _Parser:
         efficiency = 1.0
         if "cpu_efficiency" in m:
             eff_node = m["cpu_efficiency"][1]
-            value = self.value(eff_node) if isinstance(eff_node, ScalarNode) else None
+            value = self.number(eff_node) if isinstance(eff_node, ScalarNode) else None
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
                 shown = eff_node.value if isinstance(eff_node, ScalarNode) else _kind(eff_node)
                 raise self.error(eff_node, f"{fld}.cpu_efficiency", f"must be a number in (0, 1], got '{shown}'",

@@ -385,3 +385,22 @@ def test_cycles_in_a_big_workflow_are_found_and_named_briefly():
     assert info.value.line == 4 + 5 * 1 + 3  # s1's after line
     assert "cycle: s1 is after s1999, s1999 is after s1998," in info.value.problem
     assert "(1999 stages in the cycle)" in info.value.problem and len(info.value.problem) < 400
+
+
+@pytest.mark.parametrize("line, expect", [
+    ("cpus: !!int abc", "stages[0].cpus: must be a positive whole number, got 'abc'"),
+    ("cpus: 99999999999999999999999", "is beyond any cluster"),
+    ("time: !!int 5x", "'5x' is not a duration"),
+    ("time: .nan", "'.nan' is not a duration"),
+    ("time: 400d", "'400d' is longer than a year"),
+    ("mem: .inf", "'.inf' is not a memory size"),
+    ("mem: 0.4", "must be at least 1 MB"),
+    ("mem: 2048T", "is more than a petabyte"),
+    ("simulate: {runtime: 5m, cpu_efficiency: !!float abc}", "must be a number in (0, 1], got 'abc'"),
+    ("simulate: {runtime: 5m, cpu_efficiency: .nan}", "must be a number in (0, 1], got '.nan'"),
+    ("retries: !!python/object/apply:os.system [echo hi]", "stages[0].retries: must be a whole number ≥ 0"),
+])
+def test_odd_scalars_are_refused_not_crashed_on(line: str, expect: str):
+    with pytest.raises(SpecError) as info:
+        parse_workflow(f"name: a\nstages:\n  - name: b\n    run: x\n    {line}\n")
+    assert expect in str(info.value) and info.value.line == 5
