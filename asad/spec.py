@@ -398,8 +398,9 @@ def load_workflow(path: str | Path, *, strategy: str | None = None) -> WorkflowS
         line = raw[: exc.start].count(b"\n") + 1
         raise SpecError(shown, line, "", f"not UTF-8 text (byte 0x{raw[exc.start]:02x})",
                         "save the file as UTF-8") from None
-    return parse_workflow(text, shown, strategy=strategy, base_dir=file.resolve().parent,
-                          abs_path=str(file.resolve()))
+    # abspath, not resolve(): a script path next to a symlinked workflow file means next to the link
+    absolute = os.path.abspath(file)
+    return parse_workflow(text, shown, strategy=strategy, base_dir=os.path.dirname(absolute), abs_path=absolute)
 
 
 def parse_workflow(text: str, path: str = "<string>", *, strategy: str | None = None,
@@ -407,9 +408,9 @@ def parse_workflow(text: str, path: str = "<string>", *, strategy: str | None = 
     """Validate workflow YAML text. ``path`` is used in messages; relative script paths and
     ``workdir`` resolve against ``base_dir`` (default: the folder of ``path``, or the current folder)."""
     if base_dir is None:
-        base_dir = Path(path).resolve().parent if path != "<string>" else Path.cwd()
+        base_dir = os.path.dirname(os.path.abspath(path)) if path != "<string>" else os.getcwd()
     if abs_path is None:
-        abs_path = path if path == "<string>" else str(Path(path).resolve())
+        abs_path = path if path == "<string>" else os.path.abspath(path)
     # A big file is hundreds of thousands of small objects that all live until the end: the cyclic
     # garbage collector would rescan them again and again for nothing (2-3x the parse time).
     collecting = gc.isenabled()
