@@ -252,6 +252,13 @@ class StageSpec:
     def env_dict(self) -> dict[str, str]:
         return dict(self.env.items())
 
+    def sim_peak_total_mb(self) -> float | None:
+        """``simulate.peak_mem`` is per node (like ``mem``); this is the peak over the whole
+        allocation, which is what the simulator's ``SimTruth.peak_mem_mb`` compares with."""
+        if self.simulate is None or self.simulate.peak_mem_mb is None:
+            return None
+        return self.simulate.peak_mem_mb * self.nodes
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name, "run": self.run, "run_is_script": self.run_is_script,

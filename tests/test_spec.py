@@ -318,6 +318,9 @@ def test_stage_spec_helpers_and_hand_built_specs():
     assert stage.total_mem_mb() == 2000 and stage.mem_per_node_mb() == 1200
     assert isinstance(stage.env, FrozenMap) and stage.after == ("x",)
     assert StageSpec(name="t", run="true").total_mem_mb() is None
+    stats = load_workflow(ROOT / "examples/statistics.yaml").stage("aggregate")
+    assert stats.sim_peak_total_mb() == 2 * 7 * 1024  # peak_mem is per node, like mem
+    assert StageSpec(name="t", run="true").sim_peak_total_mb() is None
     with pytest.raises(ValueError, match="unknown stage"):
         WorkflowSpec(name="w", strategy="asa", stages=(stage,), workdir="/", path="<string>")
     with pytest.raises(KeyError, match="no stage 'nope'"):
