@@ -994,7 +994,7 @@ def check_against_cluster(spec: WorkflowSpec, partitions: list[PartitionInfo],
             if pname not in by_name:
                 close = difflib.get_close_matches(pname, by_name.keys(), n=1, cutoff=0.6)
                 hint = f"did you mean '{close[0]}'? " if close else ""
-                raise SpecError(spec.path, stage.line, f"stages[{i}].partition",
+                raise SpecError(_shown(spec.path), stage.line, f"stages[{i}].partition",
                                 f"stage '{stage.name}': unknown partition '{pname}'",
                                 f"{hint}this cluster's partitions are: {known}")
         candidates = [by_name[n] for n in names]
@@ -1002,7 +1002,7 @@ def check_against_cluster(spec: WorkflowSpec, partitions: list[PartitionInfo],
         if any(not _misfits(shape, p) for p in candidates):
             continue
         fld, problem = _misfits(shape, candidates[0])[0]
-        raise SpecError(spec.path, stage.line, f"stages[{i}].{fld}",
+        raise SpecError(_shown(spec.path), stage.line, f"stages[{i}].{fld}",
                         f"stage '{stage.name}' is bigger than every partition it may use: {problem}",
                         _largest_fit(candidates))
     if spec.strategy == "big-job":
@@ -1051,7 +1051,7 @@ def _check_big_job(spec: WorkflowSpec, by_name: dict[str, PartitionInfo], defaul
         common &= set(stage.partitions or ([default] if default else all_names))
     first = spec.stages[0]
     if not common:
-        raise SpecError(spec.path, first.line, "strategy",
+        raise SpecError(_shown(spec.path), first.line, "strategy",
                         "big-job runs every stage in one allocation, but no partition is open to every stage",
                         f"give the stages a common partition (this cluster has: {known}) or use another strategy")
     mems = [s.mem_per_node_mb() for s in spec.stages]
@@ -1061,7 +1061,7 @@ def _check_big_job(spec: WorkflowSpec, by_name: dict[str, PartitionInfo], defaul
     if any(not _misfits(shape, p) for p in candidates):
         return
     _, problem = _misfits(shape, candidates[0])[0]
-    raise SpecError(spec.path, first.line, "strategy",
+    raise SpecError(_shown(spec.path), first.line, "strategy",
                     f"the big-job allocation (the largest stage's size for the sum of all stages' times) is "
                     f"bigger than every partition: {problem}",
                     f"{_largest_fit(candidates)}; or use strategy per-stage, chain or asa")
@@ -1086,6 +1086,15 @@ def _name_problem(text: str) -> str:
         if not (ch.isalnum() or ch in "._-"):
             return f"contains {ch!r}"
     return f"starts with {text[0]!r}"
+
+
+def _shown(path: str) -> str:
+    """A spec's absolute path as a user would type it: relative when under the current folder."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") or path == "<string>" else rel
 
 
 def _is_null(node: Node) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import re
 from pathlib import Path
@@ -62,7 +63,8 @@ def test_broken_file_gives_its_message(path: Path):
     assert expect in message, f"{path.name}: {message}"
     assert err.line == line, f"{path.name}: line {err.line}, expected {line}: {message}"
     # file, line and field come first, then the problem, then (always) how to fix it
-    assert message.startswith(f"{path}:{line}: " if line else f"{path}: ")
+    assert os.path.abspath(err.path) == str(path)  # as given, or relative to the current folder
+    assert message.startswith(f"{err.path}:{line}: " if line else f"{err.path}: ")
     assert err.problem and err.fix, message
     assert " — " in message
 
