@@ -466,3 +466,30 @@ def test_is_oom_rules():
     assert not is_oom(_st(JobState.FAILED, signal=9), None, 100)
     assert not is_oom(_st(JobState.CANCELLED, signal=9), _use(150), 100)
     assert not is_oom(_st(JobState.COMPLETED), _use(150), 100)
+
+
+def test_placeholder_sacct_record_does_not_override_squeue():
+    """slurmdbd briefly holds a placeholder (name "allocation", ReqMem "16?", no eligible time)
+    when a step's report beats the job's start record; squeue's view of the job wins."""
+    placeholder = SEP.join(["3", "allocation", "COMPLETED", "0:0", "", "16?", "4", "00:00.004", "1795262692",
+                            "Unknown", "1795262692", "1795262696", "tag:c", "", "1", "1", "n1", "", "None"])
+    step = SEP.join(["3.batch", "batch", "COMPLETED", "0:0", "4680K", "", "4", "00:00.004", "1795262692",
+                     "1795262692", "1795262692", "1795262696", "", "", "1", "1", "n1", "", ""])
+    live = SEP.join(["3", "COMPLETED", "None", "tag", "tag:c", "main", "1795262691", "1795262691", "1795262692",
+                     "1795262696", "1", "1", "n1", "5:00"]) + SEP
+    recs = parse_sacct(placeholder + "\n" + step + "\n")
+    assert recs[3].usage.req_mem_mb is None and recs[3].usage.peak_rss_mb == pytest.approx(4680 / 1024)
+    b, _, _ = backend({"squeue": [live + "\n"], "sacct": [placeholder + "\n" + step + "\n"]})
+    st = b.poll([3])[3]
+    assert st.name == "tag" and st.partition == "main" and st.eligible_time == 1795262691 and st.exit_code == 0
+
+
+def test_oom_uses_the_submitted_request_when_sacct_lacks_reqmem():
+    oom = SEP.join(["5", "n", "FAILED", "0:9", "", "16?", "1", "00:00.002", "1795262387", "1795262387",
+                    "1795262388", "1795262389", "", "main", "1", "1", "n1", "5", "None"])
+    step = SEP.join(["5.batch", "batch", "CANCELLED by 0", "0:9", "314.50M", "", "1", "00:00.002", "1795262388",
+                     "1795262388", "1795262388", "1795262389", "", "", "1", "1", "n1", "", ""])
+    b, _, _ = backend({"sbatch": ["5\n"], "squeue": [(1, "", "slurm_load_jobs error: Invalid job id specified\n")],
+                       "sacct": [oom + "\n" + step + "\n"]})
+    b.submit(JobRequest(name="n", command="true", mem_mb=100))
+    assert b.poll([5])[5].state is JobState.OUT_OF_MEMORY

@@ -161,6 +161,7 @@ class SlurmCLI:
         self.clock = clock
         self.user = user or getpass.getuser()
         self._submit_times: dict[int, float] = {}
+        self._req_mem_per_node: dict[int, float] = {}
         self._lock = threading.Lock()
 
     # ---------------------------------------------------------------- bookkeeping -------------
@@ -224,6 +225,9 @@ class SlurmCLI:
         job_id = parse_sbatch_parsable(result.stdout, "sbatch --parsable")
         with self._lock:
             self._submit_times[job_id] = submitted_after
+            total = req.total_mem_mb()
+            if total is not None:
+                self._req_mem_per_node[job_id] = total / max(1, req.nodes)
         return job_id
 
     @staticmethod
@@ -289,7 +293,9 @@ class SlurmCLI:
         return parse_scontrol_jobs(result.stdout)
 
     def _with_oom(self, rec: SacctRecord) -> JobStatus:
-        if rec.status.state is JobState.FAILED and is_oom(rec.status, rec.usage, rec.req_mem_per_node_mb):
+        # The request asad sent is the surest limit; sacct's ReqMem may be missing for a while.
+        limit = self._req_mem_per_node.get(rec.status.job_id, rec.req_mem_per_node_mb)
+        if rec.status.state is JobState.FAILED and is_oom(rec.status, rec.usage, limit):
             return replace(rec.status, state=JobState.OUT_OF_MEMORY, reason="OutOfMemory")
         return rec.status
 
@@ -309,8 +315,16 @@ class SlurmCLI:
             records = self._sacct(["--jobs=" + ",".join(map(str, ended))], self._sacct_starttime(ended, live))
             for jid in ended:
                 rec = records.get(jid)
-                if rec is not None and (rec.status.state.is_final or jid not in live):
+                if rec is None:
+                    continue
+                if jid not in live:
                     out[jid] = self._with_oom(rec)
+                elif rec.status.state.is_final:
+                    # slurmctld still knows the job: its record is complete, while slurmdbd's may be
+                    # a placeholder (name "allocation", no eligible time) for a few seconds. Take
+                    # only what squeue lacks: exit code, signal and the OOM verdict.
+                    merged = replace(live[jid], exit_code=rec.status.exit_code, signal=rec.status.signal)
+                    out[jid] = self._with_oom(SacctRecord(merged, rec.usage, rec.req_mem_per_node_mb))
             missing = [j for j in ended if j in live and (j not in records or not records[j].status.state.is_final)]
         else:
             missing = [j for j in ended if j in live]

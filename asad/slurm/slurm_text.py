@@ -83,6 +83,15 @@ def parse_mem_mb(value: str) -> float | None:
     return float(m.group(1)) * _MEM_TO_MB[m.group(2).upper()]
 
 
+def _mem_or_none(value: str) -> float | None:
+    """A memory field that slurmdbd may leave half-filled (``16?`` in the placeholder record it
+    makes when a step's report arrives before the job's start record): unknown, not an error."""
+    try:
+        return parse_mem_mb(value)
+    except ValueError:
+        return None
+
+
 def parse_exit_code(value: str) -> tuple[int | None, int | None]:
     """``"1:0"`` -> (1, None); ``"0:9"`` -> (0, 9): exit status and the signal that ended it."""
     text = value.strip()
@@ -241,7 +250,7 @@ def parse_sacct(text: str, command: str = "sacct") -> dict[int, SacctRecord]:
                 continue
             jid = int(base)
             if dot:
-                rss = parse_mem_mb(f["MaxRSS"])
+                rss = _mem_or_none(f["MaxRSS"])
                 if rss is not None:
                     step_rss[jid] = max(step_rss.get(jid, 0.0), rss)
                 continue
@@ -259,7 +268,7 @@ def parse_sacct(text: str, command: str = "sacct") -> dict[int, SacctRecord]:
             exit_code, signal = parse_exit_code(f["ExitCode"])
             limit_min = f["TimelimitRaw"].strip()
             nnodes = _int_or(f["NNodes"], 1) or 1
-            req_total = parse_mem_mb(f["ReqMem"])
+            req_total = _mem_or_none(f["ReqMem"])
             alloc_cpus = _int_or(f["AllocCPUS"])
             status = JobStatus(
                 job_id=jid, state=state, reason=reason, name=_null(f["JobName"]), comment=_null(f["Comment"]),

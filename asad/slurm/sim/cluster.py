@@ -47,6 +47,9 @@ class PartitionState:
         self.speed = spec.speed
         self.free_c = [self.cores] * self.n
         self.free_m = [self.mem] * self.n
+        # numpy mirrors of free_c/free_m for the vectorised planner (lists are faster per node)
+        self.np_free_c = np.full(self.n, self.cores, dtype=np.int64)
+        self.np_free_m = np.full(self.n, self.mem, dtype=np.int64)
         self.buckets: list[set[int]] = [set() for _ in range(self.cores + 1)]
         self.buckets[self.cores] = set(range(self.n))
         self.free_cores_total = self.n * self.cores
@@ -70,9 +73,11 @@ class PartitionState:
         """Best fit: nodes with the fewest free cores that still hold the job; None if too few."""
         if nodes * cores > self.free_cores_total:
             return None
+        buckets = self.buckets
+        if nodes > 1 and sum(len(buckets[k]) for k in range(cores, self.cores + 1)) < nodes:
+            return None
         free_m = self.free_m
         chosen: list[int] = []
-        buckets = self.buckets
         for k in range(cores, self.cores + 1):
             bucket = buckets[k]
             if not bucket:
@@ -84,6 +89,13 @@ class PartitionState:
                         return chosen
         return None
 
+    def max_free_cores(self) -> int:
+        buckets = self.buckets
+        for k in range(self.cores, 0, -1):
+            if buckets[k]:
+                return k
+        return 0
+
     # ---- allocation --------------------------------------------------------------------------
     def allocate(self, nodes: list[int], cores: int, mem_mb: int, end_latest: float) -> list[int]:
         free_c, free_m, buckets = self.free_c, self.free_m, self.buckets
@@ -94,6 +106,8 @@ class PartitionState:
             buckets[before - cores].add(node)
             free_c[node] = before - cores
             free_m[node] -= mem_mb
+            self.np_free_c[node] = before - cores
+            self.np_free_m[node] = free_m[node]
             slots.append(self._add_piece(end_latest, node, cores, mem_mb))
         self.free_cores_total -= cores * len(nodes)
         return slots
@@ -106,6 +120,8 @@ class PartitionState:
             buckets[before + cores].add(node)
             free_c[node] = before + cores
             free_m[node] += mem_mb
+            self.np_free_c[node] = before + cores
+            self.np_free_m[node] = free_m[node]
         self.free_cores_total += cores * len(nodes)
         active = self.p_active
         for slot in slots:
@@ -144,8 +160,8 @@ class PartitionState:
         reservation is never placed inside an earlier one's window). None if it never fits."""
         if not self.fits_empty(nodes, cores, mem_mb) or nodes > self.n:
             return None
-        fc = np.asarray(self.free_c, dtype=np.int64)
-        fm = np.asarray(self.free_m, dtype=np.int64)
+        fc = self.np_free_c.copy()
+        fm = self.np_free_m.copy()
         act = np.flatnonzero(self.p_active[: self.p_hi])
         ends = self.p_end[act]
         pnode = self.p_node[act]
@@ -168,7 +184,8 @@ class PartitionState:
         times = np.full(self.n, np.inf)
         times[(fc >= cores) & (fm >= mem_mb)] = now
         if len(ends):
-            order = np.lexsort((ends, pnode))
+            # by node, then by end time (ends are within max_time of now, far below 1e8 s)
+            order = np.argsort(pnode * 1e8 + (ends - now), kind="stable")
             s_node, s_end, s_c, s_m = pnode[order], ends[order], pc[order], pm[order]
             cs_c, cs_m = np.cumsum(s_c), np.cumsum(s_m)
             first = np.empty(len(s_node), dtype=bool)
@@ -182,8 +199,11 @@ class PartitionState:
             qi = np.flatnonzero(ok)
             if len(qi):
                 q_node = s_node[qi]
-                uniq, idx = np.unique(q_node, return_index=True)
-                times[uniq] = np.minimum(times[uniq], s_end[qi[idx]])
+                head = np.empty(len(qi), dtype=bool)
+                head[0] = True
+                np.not_equal(q_node[1:], q_node[:-1], out=head[1:])
+                uniq = q_node[head]
+                times[uniq] = np.minimum(times[uniq], s_end[qi[head]])
         if np.count_nonzero(np.isfinite(times)) < nodes:
             return None
         t_start = float(np.partition(times, nodes - 1)[nodes - 1])

@@ -17,7 +17,7 @@ imposes on itself:
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 
 from asad.slurm.sim.cluster import PartitionState, Reservation
@@ -167,51 +167,78 @@ class Scheduler:
 
     # ---- backfill -----------------------------------------------------------------------------
     def backfill_pass(self, now: float) -> int:
+        """One backfill pass. Written flat on purpose: it is the simulator's inner loop."""
         cfg = self.config
         self.backfill_passes += 1
-        for part in self.parts:
+        parts = self.parts
+        for part in parts:
             part.reservations = []
         if not self.eligible_count:
             return 0
-        res_count = [0] * len(self.parts)
-        failed: list[set[tuple]] = [set() for _ in self.parts]
+        k_max = cfg.bf_reservations
+        res_count = [0] * len(parts)
+        res_starts: list[list[float]] = [[] for _ in parts]  # reservation starts, ascending
+        # Failed shapes (nodes, cores, mem, reservations overlapped): a job needing at least as
+        # much of everything fails too, since starts within a pass only take resources away.
+        failed: list[list[tuple]] = [[] for _ in parts]
+        max_free = [p.max_free_cores() for p in parts]
+        max_test = cfg.bf_max_job_test
         tested = started = 0
-        for job in self._in_order():
+        if len(parts) == 1:
+            order: Iterator[SimJob] = iter(self.queues[0].jobs)
+        else:
+            order = self._in_order()
+        for job in order:
             if not job.queued:
                 continue
             tested += 1
-            if tested > cfg.bf_max_job_test:
+            if tested > max_test:
                 break
+            cpn = job.cpus_per_node
             for part in job.parts:
-                if part.free_cores_total < job.cpus:
+                pi = part.index
+                if cpn > max_free[pi] or part.free_cores_total < job.cpus:
                     continue
-                if self._try_start(job, part, now, failed[part.index]):
+                starts = res_starts[pi]
+                end = now + job.time_limit_s
+                hits = bisect_left(starts, end) if starts else 0  # reservations it would overlap
+                nn, mem = job.nodes, job.mem_per_node_mb
+                for fn, fc, fm, fh in failed[pi]:
+                    if nn >= fn and cpn >= fc and mem >= fm and hits >= fh:
+                        break
+                else:
+                    fn = -1
+                if fn != -1:
+                    continue
+                shape = (nn, cpn, mem, hits)
+                if self._try_start(job, part, hits, shape, failed[pi]):
                     started += 1
+                    max_free[pi] = part.max_free_cores()
                     break
             else:
-                self._reserve(job, now, res_count)
+                for part in job.parts:
+                    if res_count[part.index] < k_max:
+                        self._reserve(job, now, res_count, res_starts)
+                        break
         self.backfill_starts += started
         return started
 
-    def _try_start(self, job: SimJob, part: PartitionState, now: float, failed: set[tuple]) -> bool:
-        end = now + job.time_limit_s
-        hits = tuple(r for r in part.reservations if end > r.start)
-        shape = (job.nodes, job.cpus_per_node, job.mem_per_node_mb, tuple(r.job_id for r in hits))
-        if shape in failed:
-            return False
+    def _try_start(self, job: SimJob, part: PartitionState, hits: int, shape: tuple,
+                   failed: list[tuple]) -> bool:
         cores, mem = job.cpus_per_node, job.mem_per_node_mb
         allow = None
-        if hits:
+        overlapping = part.reservations[:hits]  # reservations are kept in start order
+        if overlapping:
             def allow(node: int) -> bool:
-                for r in hits:
+                for r in overlapping:
                     if node in r.slack_c and (r.slack_c[node] < cores or r.slack_m[node] < mem):
                         return False
                 return True
         nodes = part.find_nodes(job.nodes, cores, mem, allow)
         if nodes is None:
-            failed.add(shape)
+            failed.append(shape)
             return False
-        for r in hits:
+        for r in overlapping:
             for node in nodes:
                 if node in r.slack_c:
                     r.slack_c[node] -= cores
@@ -219,7 +246,8 @@ class Scheduler:
         self.start_fn(job, part, nodes)
         return True
 
-    def _reserve(self, job: SimJob, now: float, res_count: list[int]) -> None:
+    def _reserve(self, job: SimJob, now: float, res_count: list[int],
+                 res_starts: list[list[float]]) -> None:
         best: tuple[Reservation, PartitionState] | None = None
         for part in job.parts:
             if res_count[part.index] >= self.config.bf_reservations:
@@ -232,7 +260,9 @@ class Scheduler:
             return
         res, part = best
         res.job_id = job.job_id
-        part.reservations.append(res)
+        i = bisect_right(res_starts[part.index], res.start)
+        res_starts[part.index].insert(i, res.start)
+        part.reservations.insert(i, res)
         res_count[part.index] += 1
         if job.res_time_min is None or res.start < job.res_time_min:
             job.res_time_min = res.start

@@ -408,7 +408,7 @@ class Simulator:
             if oom_at < deadline:
                 self._plan_end(job, oom_at, JobState.OUT_OF_MEMORY)
                 return
-        if work_start + runtime > deadline:
+        if work_start + runtime >= deadline:  # reaching the limit means being killed at it
             self._plan_end(job, deadline, JobState.TIMEOUT)
         else:
             self._plan_end(job, work_start + runtime, JobState.COMPLETED)
