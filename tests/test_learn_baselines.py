@@ -64,10 +64,10 @@ def test_binomial_upper_index_matches_brute_force(n, q, c):
 
 def test_qbets_bound():
     # 1 - 0.95^n >= 0.95 first at n = 59: before that no order statistic is a 95/95 bound
-    # the largest first, so no wait exceeds the bound (no change point)
-    predictor = feed(make_predictor("qbets"), [58, *range(1, 58)])
+    # decreasing, so no wait exceeds the bound (no change point)
+    predictor = feed(make_predictor("qbets"), range(58, 0, -1))
     assert predictor.estimate() == 58.0  # too few waits: the largest seen
-    predictor = feed(make_predictor("qbets"), [100, *range(1, 100)])
+    predictor = feed(make_predictor("qbets"), range(100, 0, -1))
     k = brute_force_upper_index(100, 0.95, 0.95)
     assert k == 99
     assert predictor.estimate() == float(k)  # the k-th smallest of 1..100
