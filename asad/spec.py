@@ -45,6 +45,8 @@ NAME_MAX_LEN = 64
 MAX_COUNT = 10_000_000  # nodes, tasks, CPUs, retries
 MAX_DURATION_S = 366 * 86400
 MAX_MEM_MB = 1024**3  # a petabyte
+MAX_NESTING = 1_000  # YAML collection depth (a workflow needs about 5)
+MAX_NESTING_CHECK_FREE = 5_000  # below this many collection indicators no file can nest dangerously
 
 # Names end up in Slurm job names, --comment tags, file names and squeue columns on clusters that
 # often run with LANG=C, so they are plain ASCII; a leading '-' would read as an option and a
@@ -651,6 +653,7 @@ class _Parser:
                 if stripped.startswith("\t"):
                     raise self.error(number, "", "a tab in the indentation", "YAML indents with spaces only; replace the tab")
         try:
+            self.check_depth(text)
             root = yaml.compose(text, Loader=_Loader)
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
@@ -677,6 +680,28 @@ class _Parser:
             raise self.error(0, "", "the file is empty",
                              "a workflow needs at least name: and stages: (see docs/workflow.md)")
         return root
+
+    def check_depth(self, text: str) -> None:
+        """Refuse absurdly deep nesting before composing: libyaml's composer recurses on the C stack
+        and crashes the interpreter (segfault) somewhere past 20,000 levels.
+
+        Every collection starts with one of ``[ { - : ?``, so their count bounds the depth; only
+        files with many of them (big workflows) pay for the exact check on the event stream."""
+        bound = sum(text.count(c) for c in "[{-:?")
+        if bound <= MAX_NESTING_CHECK_FREE:
+            return
+        starts = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
+        ends = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+        depth = 0
+        for event in yaml.parse(text, Loader=_Loader):
+            if isinstance(event, starts):
+                depth += 1
+                if depth > MAX_NESTING:
+                    raise self.error(event.start_mark.line + 1, "",
+                                     f"nesting deeper than {MAX_NESTING} levels",
+                                     "a workflow needs a handful of levels; check for runaway brackets")
+            elif isinstance(event, ends):
+                depth -= 1
 
     def choice(self, pair: tuple[Node, Node] | None, fld: str, allowed: tuple[str, ...], default: str) -> str:
         if pair is None:

@@ -409,3 +409,11 @@ def test_odd_scalars_are_refused_not_crashed_on(line: str, expect: str):
     with pytest.raises(SpecError) as info:
         parse_workflow(f"name: a\nstages:\n  - name: b\n    run: x\n    {line}\n")
     assert expect in str(info.value) and info.value.line == 5
+
+
+def test_runaway_nesting_is_refused_not_a_crash():
+    # libyaml's composer would overflow the C stack (a segfault) on this; the loader must refuse it
+    for text in ("name: a\nstages: " + "[" * 200_000 + "]" * 200_000 + "\n",
+                 "name: a\nstages:\n" + "- " * 60_000 + "x\n"):
+        with pytest.raises(SpecError, match="nesting deeper than 1000 levels"):
+            parse_workflow(text)
