@@ -437,6 +437,7 @@ class _Parser:
         self.base_dir = base_dir
         self.abs_path = abs_path
         self.constructor = yaml.constructor.SafeConstructor()
+        self.merge_cache: dict[int, dict[str, tuple[Node, Node]]] = {}  # nodes live as long as the parse
 
     # ---- errors and node access ------------------------------------------------------------
 
@@ -479,16 +480,27 @@ class _Parser:
         return {**merged, **out}  # the mapping's own keys win over merged ones
 
     def _merged(self, node: Node, fld: str) -> dict[str, tuple[Node, Node]]:
+        """The keys a ``<<`` value brings in. Memoised per node: anchors that merge each other
+        twice over would otherwise cost exponential time ("billion laughs")."""
+        cached = self.merge_cache.get(id(node))
+        if cached is not None:
+            return cached
         sources = node.value if isinstance(node, SequenceNode) else [node]
         merged: dict[str, tuple[Node, Node]] = {}
         for source in reversed(sources):  # YAML: earlier sources win
             if not isinstance(source, MappingNode):
-                raise self.error(source, fld, "'<<' must merge a mapping (an &anchor of key: value lines)")
+                raise self.error(source, fld, "'<<' must merge a mapping (an &anchor of key: value lines)",
+                                 "write <<: *name where &name marks a mapping")
+            inner: dict[str, tuple[Node, Node]] = {}
+            own: dict[str, tuple[Node, Node]] = {}
             for key_node, value_node in source.value:
                 if key_node.tag == _TAG_MERGE:
-                    merged.update(self._merged(value_node, fld))
+                    inner.update(self._merged(value_node, fld))
                 elif isinstance(key_node, ScalarNode):
-                    merged[key_node.value] = (key_node, value_node)
+                    own[key_node.value] = (key_node, value_node)
+            merged.update(inner)
+            merged.update(own)  # a source's own keys win over what it merges itself
+        self.merge_cache[id(node)] = merged
         return merged
 
     def text(self, node: Node, fld: str, what: str = "text", *, allow_empty: bool = False) -> str:

@@ -417,3 +417,10 @@ def test_runaway_nesting_is_refused_not_a_crash():
                  "name: a\nstages:\n" + "- " * 60_000 + "x\n"):
         with pytest.raises(SpecError, match="nesting deeper than 1000 levels"):
             parse_workflow(text)
+
+
+def test_merge_bombs_take_linear_time():
+    # 40 levels of anchors each merging the previous one twice: 2**40 merges if not memoised
+    levels = ["&a0 {cpus: 2}"] + [f"&a{i} {{<<: [*a{i - 1}, *a{i - 1}]}}" for i in range(1, 41)]
+    text = "name: bomb\nstages:\n  - {name: a, run: x, <<: [" + ", ".join(levels) + "]}\n"
+    assert parse_workflow(text).stages[0].cpus == 2
