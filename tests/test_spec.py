@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import subprocess
 import re
 from pathlib import Path
 
@@ -424,3 +425,21 @@ def test_merge_bombs_take_linear_time():
     levels = ["&a0 {cpus: 2}"] + [f"&a{i} {{<<: [*a{i - 1}, *a{i - 1}]}}" for i in range(1, 41)]
     text = "name: bomb\nstages:\n  - {name: a, run: x, <<: [" + ", ".join(levels) + "]}\n"
     assert parse_workflow(text).stages[0].cpus == 2
+
+
+def test_example_commands_run_and_succeed(tmp_path: Path):
+    """Every example stage's `run` works as a real job would run it (sh, its env, in a scratch
+    folder), with `sleep` made instant so the test stays fast."""
+    fake_bin = tmp_path / "bin"
+    fake_bin.mkdir()
+    (fake_bin / "sleep").write_text("#!/bin/sh\nexit 0\n")
+    (fake_bin / "sleep").chmod(0o755)
+    for path in EXAMPLES:
+        for stage in load_workflow(path).stages:
+            env = {"PATH": f"{fake_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}", "HOME": str(tmp_path),
+                   "SLURM_CPUS_PER_TASK": str(stage.cpus_per_task), "SLURM_NTASKS": str(stage.ntasks),
+                   **stage.env_dict()}
+            argv = ["sh", stage.run] if stage.run_is_script else ["sh", "-c", stage.run]
+            done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
+            assert done.returncode == 0, (path.name, stage.name, done.stderr)
+            assert done.stdout.strip(), (path.name, stage.name)
