@@ -63,8 +63,19 @@ def rng_from_state(seed: int, bit_generator_state: dict[str, Any] | None) -> np.
 
 
 def empirical_quantiles(sorted_values: Sequence[float], qs: Sequence[float]) -> list[float]:
-    """Linear-interpolation quantiles of already sorted values; 0.0 when there are none."""
-    if len(sorted_values) == 0:
+    """Linear-interpolation quantiles (numpy's default) of already sorted values; 0.0 when none.
+
+    Plain Python: called once per prediction in replays, on short lists, where numpy's
+    per-call overhead would dominate.
+    """
+    n = len(sorted_values)
+    if n == 0:
         return [0.0 for _ in qs]
-    arr = np.asarray(sorted_values, dtype=float)
-    return [float(v) for v in np.quantile(arr, np.clip(np.asarray(qs, dtype=float), 0.0, 1.0))]
+    out = []
+    for q in qs:
+        position = min(max(float(q), 0.0), 1.0) * (n - 1)
+        low = int(position)
+        high = min(low + 1, n - 1)
+        fraction = position - low
+        out.append(float(sorted_values[low]) + (float(sorted_values[high]) - float(sorted_values[low])) * fraction)
+    return out
