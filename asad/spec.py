@@ -658,12 +658,6 @@ class _Parser:
                             path=self.abs_path, mode=mode, sizing=sizing)
 
     def compose(self, text: str) -> Node:
-        if "\t" in text:
-            # YAML forbids tabs in indentation; say so plainly instead of PyYAML's token error.
-            for number, line in enumerate(text.splitlines(), 1):
-                stripped = line.lstrip(" ")
-                if stripped.startswith("\t"):
-                    raise self.error(number, "", "a tab in the indentation", "YAML indents with spaces only; replace the tab")
         try:
             self.check_depth(text)
             root = yaml.compose(text, Loader=_Loader)
@@ -677,6 +671,10 @@ class _Parser:
                 mark = exc.context_mark
                 context += " that starts here"
             line = mark.line + 1 if mark else 0
+            if exc.problem_mark and "\t" in _indent_of(text, exc.problem_mark.line):
+                # Say it plainly: a tab where YAML needs spaces (tabs inside block text are fine).
+                raise self.error(exc.problem_mark.line + 1, "", "a tab in the indentation",
+                                 "YAML indents with spaces only; replace the tab") from None
             col = f" (column {mark.column + 1})" if mark else ""
             raise self.error(line, "", f"YAML syntax error{col}: {problem}{context}",
                              _yaml_fix(f"{problem} {exc.context or ''}")) from None
@@ -1132,6 +1130,18 @@ def _shown(path: str) -> str:
     except ValueError:
         return path
     return path if rel.startswith("..") or path == "<string>" else rel
+
+
+def _indent_of(text: str, line_index: int) -> str:
+    """The leading whitespace of a 0-based line of text."""
+    start = 0
+    for _ in range(line_index):
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return ""
+    end = text.find("\n", start)
+    line = text[start:] if end < 0 else text[start:end]
+    return line[: len(line) - len(line.lstrip(" \t"))]
 
 
 def _is_null(node: Node) -> bool:

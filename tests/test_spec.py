@@ -443,3 +443,11 @@ def test_example_commands_run_and_succeed(tmp_path: Path):
             done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=30)
             assert done.returncode == 0, (path.name, stage.name, done.stderr)
             assert done.stdout.strip(), (path.name, stage.name)
+
+
+def test_tabs_inside_block_text_are_fine_but_not_as_indentation():
+    spec = parse_workflow("name: t\nstages:\n  - name: a\n    run: |\n      echo a\n      \tprintf 'x\\ty'\n")
+    assert spec.stages[0].run == "echo a\n\tprintf 'x\\ty'\n"
+    with pytest.raises(SpecError) as info:
+        parse_workflow("name: t\nstages:\n  - name: a\n    run: echo a\n\tcpus: 2\n")
+    assert info.value.line == 5 and "a tab in the indentation" in str(info.value)
