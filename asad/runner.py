@@ -63,14 +63,24 @@ class Runner:
     # -- loading ------------------------------------------------------------------------------
     def load(self) -> None:
         for wf in self.store.load_workflows(active_only=True, after_id=self._last_id):
-            self.active[wf.id] = wf
+            self._adopt(wf)
         self._last_id = max(self._last_id, self.store.max_workflow_id())
+
+    def _adopt(self, wf: WorkflowRun) -> None:
+        """Track a workflow read from the store. A stage that claims a submission but has no intent
+        row cannot have reached Slurm (the intent is always committed before sbatch): plan it again."""
+        self.active[wf.id] = wf
+        for run in wf.stages.values():
+            if run.state in (StageState.SUBMITTED, StageState.RUNNING) and run.job_row is None:
+                run.state = StageState.WAITING
+                self.store.save_stage(run)
+                log.info("stage had no submission intent; replanning", workflow=wf.id, stage=run.name)
 
     def refresh(self) -> None:
         """Pick up what other processes wrote: new workflows, cancel requests."""
         self.store.session.expire_all()
         for wf in self.store.load_workflows(active_only=True, after_id=self._last_id):
-            self.active[wf.id] = wf
+            self._adopt(wf)
         self._last_id = max(self._last_id, self.store.max_workflow_id())
         for wf_id in self.store.cancel_requested_ids():
             if wf_id in self.active:
@@ -191,14 +201,25 @@ class Runner:
                     job.state = JobState.CANCELLED if job.state is JobState.PENDING else job.state
                 self.store.save_job(job)
             report.cancelled += len(d.cancel)
+        first = True
         for job in d.submit:
             wf = self.active[job.workflow_id]
             self.store.insert_job(job)
+            linked = []
             for run in wf.stages.values():
                 if run.state is StageState.SUBMITTED and run.job_row is None and \
                         job.stage in (run.name, "*"):
                     run.job_row = job.row_id
-            for run in d.dirty_stages:
+                    linked.append(run)
+            if first:
+                # Once, not per job (that was quadratic in the number of submissions). A stage that
+                # is SUBMITTED but has no intent row yet is written with its own intent below, never
+                # before: a crash in between must not leave a stage that claims a job nobody wrote.
+                for run in d.dirty_stages:
+                    if not (run.state is StageState.SUBMITTED and run.job_row is None):
+                        self.store.save_stage(run)
+                first = False
+            for run in linked:
                 self.store.save_stage(run)
             self.store.commit()  # the intent is durable before Slurm hears of it
             try:
