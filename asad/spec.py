@@ -794,7 +794,16 @@ class _Parser:
             raise self.error(node, fld, f"must be a mapping of NAME: value, got {_kind(node)}",
                              "write e.g. env: {OMP_NUM_THREADS: 4}")
         out: dict[str, str] = {}
+        merged: dict[str, tuple[Node, Node]] = {}
+        pairs = []
         for key_node, value_node in node.value:
+            if key_node.tag == _TAG_MERGE:  # env: {<<: *common, EXTRA: 1}
+                merged.update(self._merged(value_node, fld))
+            else:
+                pairs.append((key_node, value_node))
+        own_keys = {k.value for k, _ in pairs if isinstance(k, ScalarNode)}
+        pairs = [pair for k, pair in merged.items() if k not in own_keys] + pairs
+        for key_node, value_node in pairs:
             key = key_node.value if isinstance(key_node, ScalarNode) else None
             if key is None or not _ENV_NAME_RE.match(key):
                 shown = key if key is not None else _kind(key_node)

@@ -451,3 +451,8 @@ def test_tabs_inside_block_text_are_fine_but_not_as_indentation():
     with pytest.raises(SpecError) as info:
         parse_workflow("name: t\nstages:\n  - name: a\n    run: echo a\n\tcpus: 2\n")
     assert info.value.line == 5 and "a tab in the indentation" in str(info.value)
+
+
+def test_env_accepts_merges_and_own_names_win():
+    text = "name: e\nstages:\n  - {name: a, run: x, env: {<<: &common {A: 1, B: 2}, B: 3}}\n"
+    assert parse_workflow(text).stages[0].env_dict() == {"A": "1", "B": "3"}
