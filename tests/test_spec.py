@@ -456,3 +456,17 @@ def test_tabs_inside_block_text_are_fine_but_not_as_indentation():
 def test_env_accepts_merges_and_own_names_win():
     text = "name: e\nstages:\n  - {name: a, run: x, env: {<<: &common {A: 1, B: 2}, B: 3}}\n"
     assert parse_workflow(text).stages[0].env_dict() == {"A": "1", "B": "3"}
+
+
+def test_messages_quoted_in_the_docs_are_the_real_ones(monkeypatch):
+    """docs/workflow.md quotes the corpus' messages; they must not drift from the code."""
+    monkeypatch.chdir(ROOT)
+    quoted = [line for line in (ROOT / "docs/workflow.md").read_text(encoding="utf-8").splitlines()
+              if line.startswith("tests/broken/")]
+    assert len(quoted) >= 40
+    for line in quoted:
+        rel = line.split(":", 1)[0]
+        with pytest.raises(SpecError) as info:
+            spec = load_workflow(rel)
+            check_against_cluster(spec, CLUSTER)
+        assert str(info.value) == line
