@@ -80,8 +80,9 @@ def test_convergence_bench_shape_and_learning():
 
 def test_convergence_noise_scores_a_running_median():
     result = run_convergence(seed=1, noise_sigma=0.5, policies=("asa",))
-    assert set(result["predictors"]) == {"asa", "median-k"}
-    assert "default_no_worse_than_running_median" in targets(result)
+    assert set(result["predictors"]) == {"asa", "median-k", "recommended"}
+    assert {"paper_default_no_worse_than_running_median",
+            "recommended_default_no_worse_than_running_median"} <= set(targets(result))
 
 
 def test_cli_convergence_json_and_plot(tmp_path, capsys):
