@@ -179,6 +179,16 @@ class Engine:
             return
         self._learn_wait(job, now, out)
         if job.state is JobState.PENDING:
+            begin = job.request.begin
+            if begin is not None and begin > now + 60 and self._preds_done(wf, name):
+                # Slurm holds a --begin time that the predecessors' early end made too late:
+                # resubmit now rather than idle the workflow until then.
+                out.cancel.append(job)
+                job.cancelled_by_asad = True
+                run.state, run.job_row = StageState.WAITING, None
+                run.message = "predecessors ended before the planned --begin; resubmitted"
+                out.dirty_stages.append(run)
+                return
             if job.reason == "DependencyNeverSatisfied":
                 # A predecessor failed; if it is being retried, resubmit against the new attempt.
                 out.cancel.append(job)

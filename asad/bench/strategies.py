@@ -1,0 +1,260 @@
+"""``asad bench strategies``: the ASA paper's Tables 1 and 2 on the simulator.
+
+Montage, BLAST and Statistics at 28/56/112 cores on the ``hpc2n`` preset and 160/320/640 on
+``uppmax``, under big-job, per-stage, chain and asa (dependency and naive, with the daemon or
+Slurm's ``--begin`` holding the timing), under fifo and multifactor priority, several seeds.
+
+Fairness: for one (cluster, priority, seed) the background load is warmed up once and
+snapshotted; every strategy starts from an identical copy of that queue. Each variant keeps its
+own store, so its learners learn only from its own earlier runs (carried across cells and seeds,
+as in the paper); the first ``--train`` seeds warm the learners up and are not reported.
+
+Workflow scaling with cores (fitted to the paper's Table 1 makespans): a stage that uses the
+whole base allocation (28 cores) is a parallel stage and grows to the geometry's core count; its
+run time follows Amdahl's law with the workflow's serial fraction (Montage ~1: weak scaling, the
+mosaic grows with the cores; BLAST 0.07; Statistics 0.57). Serial stages stay at one core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import pickle
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from asad.spec import WorkflowSpec, load_workflow
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SCALES = {"hpc2n": (28, 56, 112), "uppmax": (160, 320, 640)}
+SERIAL_FRACTION = {"montage": 1.0, "blast": 0.07, "statistics": 0.57}
+BASE_CORES = 28
+VARIANTS = {
+    "big-job": ("big-job", "dependency", "daemon"),
+    "per-stage": ("per-stage", "dependency", "daemon"),
+    "chain": ("chain", "dependency", "daemon"),
+    "asa-dep": ("asa", "dependency", "daemon"),
+    "asa-naive": ("asa", "naive", "daemon"),
+    "asa-dep-begin": ("asa", "dependency", "begin"),
+    "asa-naive-begin": ("asa", "naive", "begin"),
+}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("strategies", help="the ASA paper's Tables 1-2 on the simulator, all strategies")
+    p.add_argument("--json", action="store_true", help="print the aggregate JSON")
+    p.add_argument("--out", type=Path, default=Path("out/strategies"), help="folder for JSON, Markdown, plots")
+    p.add_argument("--seeds", type=int, default=3, help="measured seeds per cell")
+    p.add_argument("--train", type=int, default=1, help="seeds run first to warm the learners (not reported)")
+    p.add_argument("--presets", default="hpc2n,uppmax")
+    p.add_argument("--priorities", default="fifo,multifactor")
+    p.add_argument("--workflows", default="montage,blast,statistics")
+    p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--load", type=float, default=None, help="background load (default: the preset's)")
+    p.add_argument("--warmup-days", type=float, default=4.0, help="background warm-up before each seed")
+    p.add_argument("--predictor", default="", help="wait learner (default: the recommended one)")
+    p.add_argument("--jobs", type=int, default=2, help="processes (one per cluster x priority series)")
+    p.add_argument("--quick", action="store_true", help="1 seed, no training, hpc2n only, 28/56 cores")
+    p.set_defaults(func=main)
+
+
+def scale_spec(spec: WorkflowSpec, cores: int, cores_per_node: int, serial_fraction: float) -> WorkflowSpec:
+    factor = serial_fraction + (1.0 - serial_fraction) * BASE_CORES / cores
+    stages = []
+    for st in spec.stages:
+        if st.cpus < BASE_CORES:
+            stages.append(st)
+            continue
+        nodes = max(1, math.ceil(cores / cores_per_node))
+        mem_per_node = st.total_mem_mb() // st.nodes if st.total_mem_mb() else None
+        sim = dataclasses.replace(st.simulate, runtime_s=st.simulate.runtime_s * factor) if st.simulate else None
+        stages.append(dataclasses.replace(
+            st, nodes=nodes, ntasks=nodes, cpus_per_task=cores // nodes, mem_mb=mem_per_node, mem_per_cpu_mb=None,
+            time_s=max(300, int(math.ceil(st.time_s * factor))), simulate=sim))
+    return dataclasses.replace(spec, name=f"{spec.name}-{cores}", stages=tuple(stages))
+
+
+def _series(task: dict) -> list[dict]:
+    """One (preset, priority): warm up per seed, snapshot, run every cell from a copy."""
+    from asad.app import run_in_process
+    from asad.config import Settings
+    from asad.slurm.sim import make_simulator
+    from asad.store.repo import Store
+
+    preset, priority, out_dir = task["preset"], task["priority"], Path(task["out"])
+    cpn = 28 if preset == "hpc2n" else 20
+    stores = {v: Store(f"sqlite:///{out_dir / f'{preset}-{priority}-{v}.db'}") for v in task["variants"]}
+    rows = []
+    for seed in range(task["train"] + task["seeds"]):
+        t0 = time.time()
+        base = make_simulator(preset, load=task["load"], seed=1000 + seed, priority=priority)
+        base.run_until(base.now() + task["warmup_days"] * 86400)
+        snapshot = pickle.dumps(base)
+        for wf_name in task["workflows"]:
+            spec0 = load_workflow(EXAMPLES / f"{wf_name}.yaml")
+            for cores in task["cores"]:
+                spec = scale_spec(spec0, cores, cpn, SERIAL_FRACTION[wf_name])
+                for variant in task["variants"]:
+                    strategy, mode, timing = VARIANTS[variant]
+                    sim = pickle.loads(snapshot)
+                    settings = Settings(predictor=task["predictor"], asa_timing=timing, seed=seed)
+                    (s,) = run_in_process(stores[variant], sim, [spec], settings=settings, strategy=strategy,
+                                          mode=mode)
+                    waits = [st["wait_s"] for st in s["stages"] if st["wait_s"] is not None]
+                    rows.append({
+                        "preset": preset, "priority": priority, "seed": seed, "measured": seed >= task["train"],
+                        "workflow": wf_name, "cores": cores, "variant": variant, "state": s["state"],
+                        "makespan_s": s["makespan_s"], "total_wait_s": s["total_wait_s"],
+                        "queue_wait_s": s["queue_wait_s"], "real_wait_s": float(np.mean(waits)) if waits else 0.0,
+                        "core_hours": s["core_hours"], "overhead_core_hours": s["overhead_core_hours"],
+                        "hit_ratio": s["hit_ratio"], "jobs": s["jobs"],
+                        "resubmissions": sum(max(0, st["attempts"] - 1) for st in s["stages"]),
+                    })
+        print(f"  {preset}/{priority} seed {seed}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+    for st in stores.values():
+        st.close()
+    return rows
+
+
+def aggregate(rows: list[dict]) -> dict:
+    """Per cell means, and the paper's normalised averages (value / best in the cell - 1)."""
+    measured = [r for r in rows if r["measured"] and r["state"] == "COMPLETED"]
+    cells: dict[tuple, dict[str, list[dict]]] = {}
+    for r in measured:
+        cells.setdefault((r["priority"], r["workflow"], r["preset"], r["cores"]), {}).setdefault(
+            r["variant"], []).append(r)
+    table = []
+    for (priority, wf, preset, cores), by_variant in sorted(cells.items()):
+        for variant, rs in by_variant.items():
+            hits = [r["hit_ratio"] for r in rs if r["hit_ratio"] is not None]
+            table.append({
+                "priority": priority, "workflow": wf, "preset": preset, "cores": cores, "variant": variant,
+                "runs": len(rs),
+                **{k: float(np.mean([r[k] for r in rs])) for k in
+                   ("makespan_s", "total_wait_s", "real_wait_s", "core_hours", "overhead_core_hours")},
+                "makespan_sd": float(np.std([r["makespan_s"] for r in rs])),
+                "hit_ratio": float(np.mean(hits)) if hits else None,
+                "resubmissions": float(np.mean([r["resubmissions"] for r in rs])),
+            })
+    norm: dict[str, dict[str, dict[str, float]]] = {}
+    versus: dict[str, dict[str, dict[str, float]]] = {}
+    for priority in sorted({t["priority"] for t in table}):
+        norm[priority], versus[priority] = {}, {}
+        groups: dict[tuple, dict[str, dict]] = {}
+        for t in table:
+            if t["priority"] == priority:
+                groups.setdefault((t["workflow"], t["preset"], t["cores"]), {})[t["variant"]] = t
+        for metric in ("makespan_s", "total_wait_s", "core_hours"):
+            per_variant: dict[str, list[float]] = {}
+            for cell in groups.values():
+                best = min(c[metric] for c in cell.values())
+                for v, c in cell.items():
+                    per_variant.setdefault(v, []).append(c[metric] / best - 1.0 if best > 0 else 0.0)
+            norm[priority][metric] = {v: float(np.mean(x)) for v, x in per_variant.items()}
+        for v in {t["variant"] for t in table}:
+            ms = [g[v]["makespan_s"] / g["big-job"]["makespan_s"] - 1 for g in groups.values()
+                  if v in g and "big-job" in g]
+            ch = [g[v]["core_hours"] / g["per-stage"]["core_hours"] - 1 for g in groups.values()
+                  if v in g and "per-stage" in g]
+            versus[priority][v] = {"makespan_vs_big_job": float(np.mean(ms)) if ms else None,
+                                   "core_hours_vs_per_stage": float(np.mean(ch)) if ch else None}
+    return {"cells": table, "normalised": norm, "versus": versus}
+
+
+def markdown(agg: dict) -> str:
+    lines = []
+    for priority, vs in agg["versus"].items():
+        lines += [f"### Priority `{priority}`: averages over every workflow × geometry", "",
+                  "| variant | makespan vs big-job | core-hours vs per-stage | norm. makespan | norm. wait | "
+                  "norm. core-h |", "|---|---:|---:|---:|---:|---:|"]
+        n = agg["normalised"][priority]
+        for v in VARIANTS:
+            if v not in vs:
+                continue
+            m, c = (_pct(vs[v]["makespan_vs_big_job"]), _pct(vs[v]["core_hours_vs_per_stage"]))
+            lines.append(f"| {v} | {m} | {c} | {n['makespan_s'][v]:+.1%} | {n['total_wait_s'][v]:+.1%} | "
+                         f"{n['core_hours'][v]:+.1%} |")
+        lines += ["", f"Per cell (priority `{priority}`; TWT = total perceived wait, CH = core-hours, "
+                      "OH = idle overhead):", "",
+                  "| workflow | cores | variant | TWT (s) | makespan (s) | ± | CH (h) | OH (h) | hit | resub. |",
+                  "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+        for t in agg["cells"]:
+            if t["priority"] != priority:
+                continue
+            hit = f"{t['hit_ratio']:.0%}" if t["hit_ratio"] is not None else "-"
+            lines.append(f"| {t['workflow']} | {t['cores']} | {t['variant']} | {t['total_wait_s']:.0f} | "
+                         f"{t['makespan_s']:.0f} | {t['makespan_sd']:.0f} | {t['core_hours']:.1f} | "
+                         f"{t['overhead_core_hours']:.2f} | {hit} | {t['resubmissions']:.1f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:+.1%}"
+
+
+def plot(agg: dict, path: Path) -> None:
+    from asad.plots import _pyplot
+
+    plt = _pyplot()
+    priorities = list(agg["versus"])
+    fig, axes = plt.subplots(1, len(priorities), figsize=(6 * len(priorities), 4), squeeze=False)
+    for ax, priority in zip(axes[0], priorities, strict=True):
+        n = agg["normalised"][priority]
+        variants = [v for v in VARIANTS if v in n["makespan_s"]]
+        x = np.arange(len(variants))
+        ax.bar(x - 0.2, [100 * n["makespan_s"][v] for v in variants], 0.4, label="makespan")
+        ax.bar(x + 0.2, [100 * n["core_hours"][v] for v in variants], 0.4, label="core-hours")
+        ax.set_xticks(x)
+        ax.set_xticklabels(variants, rotation=30, ha="right")
+        ax.set_ylabel("% above the best strategy (lower is better)")
+        ax.set_title(f"priority {priority}")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(args: argparse.Namespace) -> int:
+    presets = args.presets.split(",")
+    seeds, train = args.seeds, args.train
+    if args.quick:
+        presets, seeds, train = ["hpc2n"], 1, 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    db_dir = Path(tempfile.mkdtemp(prefix="asad-bench-", dir=args.out))
+    tasks = [{"preset": p, "priority": prio, "out": str(db_dir), "seeds": seeds, "train": train,
+              "cores": SCALES[p][:2] if args.quick else SCALES[p], "workflows": args.workflows.split(","),
+              "variants": args.variants.split(","), "load": args.load, "warmup_days": args.warmup_days,
+              "predictor": args.predictor}
+             for p in presets for prio in args.priorities.split(",")]
+    t0 = time.time()
+    rows: list[dict] = []
+    if args.jobs > 1:
+        with ProcessPoolExecutor(args.jobs) as pool:
+            for part in pool.map(_series, tasks):
+                rows.extend(part)
+    else:
+        for task in tasks:
+            rows.extend(_series(task))
+    agg = aggregate(rows)
+    agg["wall_s"] = time.time() - t0
+    agg["command"] = "asad bench strategies " + " ".join(sys.argv[3:])
+    (args.out / "strategies.json").write_text(json.dumps({"rows": rows, **agg}, indent=1))
+    (args.out / "strategies.md").write_text(markdown(agg))
+    try:
+        plot(agg, args.out / "strategies.png")
+    except SystemExit:
+        pass
+    if args.json:
+        print(json.dumps({k: agg[k] for k in ("normalised", "versus", "wall_s")}, indent=2))
+    else:
+        print(markdown(agg))
+        print(f"wall {agg['wall_s']:.0f} s; files in {args.out}")
+    return 0
