@@ -749,9 +749,14 @@ class _Parser:
             return None
         node = pair[1]
         value = self.text(node, fld, "a sizing agent name")
-        if not _SLURM_WORD_RE.match(value):
+        known = _sizing_agent_names()
+        if known is not None and value not in known:
+            close = difflib.get_close_matches(value, known, n=1, cutoff=0.5)
+            hint = f"did you mean '{close[0]}'? " if close else ""
+            raise self.error(node, fld, f"unknown sizing agent '{value}'", f"{hint}known agents: {', '.join(known)}")
+        if known is None and not _SLURM_WORD_RE.match(value):
             raise self.error(node, fld, f"sizing agent {value!r} is not a valid name",
-                             "write the agent's name, e.g. sizing: feedback-pc95 (see docs/workflow.md)")
+                             "write the agent's name, e.g. sizing: pc95 (see docs/workflow.md)")
         return value
 
     def defaults(self, pair: tuple[Node, Node] | None) -> dict[str, Any]:
@@ -1130,6 +1135,15 @@ def _name_problem(text: str) -> str:
         if not (ch.isalnum() or ch in "._-"):
             return f"contains {ch!r}"
     return f"starts with {text[0]!r}"
+
+
+def _sizing_agent_names() -> list[str] | None:
+    """The sizing registry's agent names and aliases (None if the registry is not importable)."""
+    try:
+        from asad.sizing import registry
+    except ImportError:
+        return None
+    return list(registry.agent_names()) + [a for a in getattr(registry, "ALIASES", {}) if a not in registry.agent_names()]
 
 
 def _shown(path: str) -> str:
