@@ -63,6 +63,12 @@ class PartitionState:
         self.p_hi = 0  # slots [0, p_hi) have been used at least once
         self.p_free: list[int] = []
         self.reservations: list[Reservation] = []
+        # Per-node view of the pieces, for updating the first reservation's profile node by node.
+        self.node_slots: list[list[int]] = [[] for _ in range(self.n)]
+        self.piece_info: dict[int, tuple[float, int, int]] = {}
+        self._prof_shape: tuple[int, int] | None = None
+        self._prof_times: np.ndarray | None = None
+        self._dirty: set[int] = set()
 
     # ---- capacity checks -------------------------------------------------------------------
     def fits_empty(self, nodes: int, cores: int, mem_mb: int) -> bool:
@@ -96,6 +102,15 @@ class PartitionState:
                 return k
         return 0
 
+    def capacity_profile(self) -> tuple[np.ndarray, np.ndarray]:
+        """For c = 0..cores: how many nodes have at least c free cores, and the most free memory
+        on any node with at least c free cores (-1 if none)."""
+        fc = self.np_free_c
+        cnt_ge = np.cumsum(np.bincount(fc, minlength=self.cores + 1)[::-1])[::-1]
+        most = np.full(self.cores + 1, -1, dtype=np.int64)
+        np.maximum.at(most, fc, self.np_free_m)
+        return cnt_ge, np.maximum.accumulate(most[::-1])[::-1]
+
     # ---- allocation --------------------------------------------------------------------------
     def allocate(self, nodes: list[int], cores: int, mem_mb: int, end_latest: float) -> list[int]:
         free_c, free_m, buckets = self.free_c, self.free_m, self.buckets
@@ -124,9 +139,13 @@ class PartitionState:
             self.np_free_m[node] = free_m[node]
         self.free_cores_total += cores * len(nodes)
         active = self.p_active
-        for slot in slots:
+        node_slots, dirty = self.node_slots, self._dirty
+        for node, slot in zip(nodes, slots):
             active[slot] = False
             self.p_free.append(slot)
+            node_slots[node].remove(slot)
+            dirty.add(node)
+            del self.piece_info[slot]
 
     def _add_piece(self, end: float, node: int, cores: int, mem_mb: int) -> int:
         if self.p_free:
@@ -141,6 +160,9 @@ class PartitionState:
         self.p_c[slot] = cores
         self.p_m[slot] = mem_mb
         self.p_active[slot] = True
+        self.node_slots[node].append(slot)
+        self.piece_info[slot] = (end, cores, mem_mb)
+        self._dirty.add(node)
         return slot
 
     def _grow(self) -> None:
@@ -160,6 +182,69 @@ class PartitionState:
         reservation is never placed inside an earlier one's window). None if it never fits."""
         if not self.fits_empty(nodes, cores, mem_mb) or nodes > self.n:
             return None
+        if not blocks:
+            return self._earliest_cached(nodes, cores, mem_mb, duration_s, now)
+        times, (fc, fm, ends, pnode, pc, pm) = self._profile(cores, mem_mb, now, blocks)
+        if np.count_nonzero(np.isfinite(times)) < nodes:
+            return None
+        t_start = max(float(np.partition(times, nodes - 1)[nodes - 1]), now)
+        upto = ends <= t_start
+        fc_t = fc + np.bincount(pnode[upto], weights=pc[upto], minlength=self.n).astype(np.int64)
+        fm_t = fm + np.bincount(pnode[upto], weights=pm[upto], minlength=self.n).astype(np.int64)
+        return self._pick(times, nodes, cores, mem_mb, duration_s, now, fc_t, fm_t)
+
+    def _earliest_cached(self, nodes: int, cores: int, mem_mb: int, duration_s: float,
+                         now: float) -> Reservation | None:
+        """Without earlier reservations the per-node times depend on nothing but that node's
+        pieces, so between passes only the nodes whose allocations changed are recomputed."""
+        shape = (cores, mem_mb)
+        if self._prof_shape == shape:
+            times = self._prof_times
+            for node in self._dirty:
+                times[node] = self._node_time(node, cores, mem_mb, now)
+        else:
+            times = self._profile(cores, mem_mb, now, ())[0]
+            self._prof_shape, self._prof_times = shape, times
+        self._dirty.clear()
+        return self._pick(times, nodes, cores, mem_mb, duration_s, now, None, None)
+
+    def _node_time(self, node: int, cores: int, mem_mb: int, now: float) -> float:
+        fc, fm = self.free_c[node], self.free_m[node]
+        if fc >= cores and fm >= mem_mb:
+            return now
+        for end, c, m in sorted(self.piece_info[s] for s in self.node_slots[node]):
+            fc += c
+            fm += m
+            if fc >= cores and fm >= mem_mb:
+                return end
+        return np.inf
+
+    def _pick(self, times: np.ndarray, nodes: int, cores: int, mem_mb: int, duration_s: float,
+              now: float, fc_t: np.ndarray | None, fm_t: np.ndarray | None) -> Reservation | None:
+        if np.count_nonzero(np.isfinite(times)) < nodes:
+            return None
+        # cached "now" entries from an earlier pass are simply "free already"
+        t_start = max(float(np.partition(times, nodes - 1)[nodes - 1]), now)
+        chosen = [int(x) for x in np.flatnonzero(times <= t_start)[:nodes]]
+        slack_c, slack_m = {}, {}
+        for node in chosen:
+            if fc_t is not None:
+                free_c, free_m = int(fc_t[node]), int(fm_t[node])
+            else:
+                free_c, free_m = self.free_c[node], self.free_m[node]
+                for s in self.node_slots[node]:
+                    end, c, m = self.piece_info[s]
+                    if end <= t_start:
+                        free_c += c
+                        free_m += m
+            slack_c[node] = free_c - cores
+            slack_m[node] = free_m - mem_mb
+        return Reservation(job_id=0, start=t_start, end=t_start + duration_s, nodes=chosen,
+                           cores=cores, mem_mb=mem_mb, slack_c=slack_c, slack_m=slack_m)
+
+    def _profile(self, cores: int, mem_mb: int, now: float,
+                 blocks: list[Reservation]) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+        """Per node, the first time it holds (cores, mem_mb), all nodes at once (vectorised)."""
         fc = self.np_free_c.copy()
         fm = self.np_free_m.copy()
         act = np.flatnonzero(self.p_active[: self.p_hi])
@@ -204,23 +289,7 @@ class PartitionState:
                 np.not_equal(q_node[1:], q_node[:-1], out=head[1:])
                 uniq = q_node[head]
                 times[uniq] = np.minimum(times[uniq], s_end[qi[head]])
-        if np.count_nonzero(np.isfinite(times)) < nodes:
-            return None
-        t_start = float(np.partition(times, nodes - 1)[nodes - 1])
-        chosen = np.flatnonzero(times <= t_start)[:nodes]
-        if len(ends):
-            upto = ends <= t_start
-            fc_t = fc + np.bincount(pnode[upto], weights=pc[upto], minlength=self.n).astype(np.int64)
-            fm_t = fm + np.bincount(pnode[upto], weights=pm[upto], minlength=self.n).astype(np.int64)
-        else:
-            fc_t, fm_t = fc, fm
-        chosen_list = [int(x) for x in chosen]
-        return Reservation(
-            job_id=0, start=max(t_start, now), end=max(t_start, now) + duration_s, nodes=chosen_list,
-            cores=cores, mem_mb=mem_mb,
-            slack_c={n: int(fc_t[n]) - cores for n in chosen_list},
-            slack_m={n: int(fm_t[n]) - mem_mb for n in chosen_list},
-        )
+        return times, (fc, fm, ends, pnode, pc, pm)
 
     def check_invariants(self) -> None:
         """Raise if any node is over-committed (used by property tests)."""

@@ -20,6 +20,8 @@ import heapq
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 
+import numpy as np
+
 from asad.slurm.sim.cluster import PartitionState, Reservation
 from asad.slurm.sim.config import SimConfig
 from asad.slurm.sim.jobs import SimJob
@@ -28,40 +30,83 @@ StartFn = Callable[[SimJob, PartitionState, list[int]], None]
 
 
 class JobQueue:
-    """Eligible pending jobs of one partition in priority order (lazy deletion)."""
+    """Eligible pending jobs of one partition in priority order (lazy deletion).
+
+    Next to the job list it keeps the jobs' shapes in numpy arrays, so that a backfill pass can
+    rule out, in one vectorised step, every job that cannot fit anywhere in the partition now.
+    """
+
+    _FIELDS = ("a_nodes", "a_cpn", "a_cpus", "a_mem", "a_live")
 
     def __init__(self) -> None:
         self.keys: list[object] = []
         self.jobs: list[SimJob] = []
         self.dead = 0
+        self._alloc(256)
+
+    def _alloc(self, cap: int) -> None:
+        self.a_nodes = np.zeros(cap, dtype=np.int64)
+        self.a_cpn = np.zeros(cap, dtype=np.int64)
+        self.a_cpus = np.zeros(cap, dtype=np.int64)
+        self.a_mem = np.zeros(cap, dtype=np.int64)
+        self.a_live = np.zeros(cap, dtype=bool)
+
+    def _grow(self) -> None:
+        cap = len(self.a_live) * 2
+        for name in self._FIELDS:
+            old = getattr(self, name)
+            new = np.zeros(cap, dtype=old.dtype)
+            new[: len(old)] = old
+            setattr(self, name, new)
+
+    def _write(self, i: int, job: SimJob) -> None:
+        self.a_nodes[i] = job.nodes
+        self.a_cpn[i] = job.cpus_per_node
+        self.a_cpus[i] = job.cpus
+        self.a_mem[i] = job.mem_per_node_mb
+        self.a_live[i] = True
 
     def add(self, job: SimJob) -> None:
         key = job.sort_key
+        n = len(self.jobs)
+        if n == len(self.a_live):
+            self._grow()
         if not self.keys or key > self.keys[-1]:  # type: ignore[operator]
             self.keys.append(key)
             self.jobs.append(job)
+            self._write(n, job)
             return
         i = bisect_right(self.keys, key)  # type: ignore[arg-type]
         self.keys.insert(i, key)
         self.jobs.insert(i, job)
+        for name in self._FIELDS:
+            arr = getattr(self, name)
+            arr[i + 1 : n + 1] = arr[i:n]
+        self._write(i, job)
 
-    def removed_one(self) -> None:
+    def remove(self, job: SimJob) -> None:
+        i = bisect_left(self.keys, job.sort_key)  # type: ignore[arg-type]
+        if i < len(self.jobs) and self.jobs[i] is job:
+            self.a_live[i] = False
         self.dead += 1
         if self.dead > 256 and self.dead * 2 > len(self.jobs):
             self.compact()
 
     def compact(self) -> None:
-        pairs = [(k, j) for k, j in zip(self.keys, self.jobs) if j.queued]
-        self.keys = [k for k, _ in pairs]
-        self.jobs = [j for _, j in pairs]
-        self.dead = 0
+        self._rebuild([j for j in self.jobs if j.queued])
 
     def resort(self) -> None:
         live = [j for j in self.jobs if j.queued]
         live.sort(key=lambda j: j.sort_key)  # type: ignore[arg-type, return-value]
+        self._rebuild(live)
+
+    def _rebuild(self, live: list[SimJob]) -> None:
         self.jobs = live
         self.keys = [j.sort_key for j in live]
         self.dead = 0
+        self._alloc(max(256, 2 * len(live)))
+        for i, job in enumerate(live):
+            self._write(i, job)
 
     def __len__(self) -> int:
         return len(self.jobs) - self.dead
@@ -101,7 +146,7 @@ class Scheduler:
         job.queued = False
         self.eligible_count -= 1
         for part in job.parts:
-            self.queues[part.index].removed_one()
+            self.queues[part.index].remove(job)
 
     def recalc_priorities(self, now: float) -> None:
         seen: set[int] = set()
@@ -175,6 +220,10 @@ class Scheduler:
             part.reservations = []
         if not self.eligible_count:
             return 0
+        if len(parts) == 1:
+            started = self._backfill_one_partition(now)
+            self.backfill_starts += started
+            return started
         k_max = cfg.bf_reservations
         res_count = [0] * len(parts)
         res_starts: list[list[float]] = [[] for _ in parts]  # reservation starts, ascending
@@ -221,6 +270,54 @@ class Scheduler:
                         self._reserve(job, now, res_count, res_starts)
                         break
         self.backfill_starts += started
+        return started
+
+    def _backfill_one_partition(self, now: float) -> int:
+        """The same pass for the common one-partition cluster, minus the jobs that cannot fit.
+
+        A vectorised bound rules out every job that no node (or too few nodes) could hold right
+        now; starts within the pass only take resources away, so those jobs would fail anyway.
+        Only the survivors, plus the first K ruled-out jobs (they may need the K reservations),
+        are visited in priority order: the outcome is exactly the full loop's.
+        """
+        part = self.parts[0]
+        queue = self.queues[0]
+        k_max = self.config.bf_reservations
+        live = np.flatnonzero(queue.a_live[: len(queue.jobs)])[: self.config.bf_max_job_test]
+        if not len(live):
+            return 0
+        cpn = queue.a_cpn[live]
+        cnt_ge, maxmem_ge = part.capacity_profile()
+        cand = ((queue.a_cpus[live] <= part.free_cores_total)
+                & (cnt_ge[cpn] >= queue.a_nodes[live]) & (maxmem_ge[cpn] >= queue.a_mem[live]))
+        ruled_out = ~cand
+        visit = live[cand | (ruled_out & (np.cumsum(ruled_out) <= k_max))]
+        cand_at = set(live[cand].tolist())
+        res_count = [0]
+        res_starts: list[list[float]] = [[]]
+        failed: list[tuple] = []
+        max_free = part.max_free_cores()
+        started = 0
+        jobs = queue.jobs
+        for i in visit.tolist():
+            job = jobs[i]
+            if not job.queued:
+                continue
+            cpn_j = job.cpus_per_node
+            if i in cand_at and cpn_j <= max_free and job.cpus <= part.free_cores_total:
+                starts = res_starts[0]
+                hits = bisect_left(starts, now + job.time_limit_s) if starts else 0
+                nn, mem = job.nodes, job.mem_per_node_mb
+                for fn, fc, fm, fh in failed:
+                    if nn >= fn and cpn_j >= fc and mem >= fm and hits >= fh:
+                        break
+                else:
+                    if self._try_start(job, part, hits, (nn, cpn_j, mem, hits), failed):
+                        started += 1
+                        max_free = part.max_free_cores()
+                        continue
+            if res_count[0] < k_max:
+                self._reserve(job, now, res_count, res_starts)
         return started
 
     def _try_start(self, job: SimJob, part: PartitionState, hits: int, shape: tuple,
