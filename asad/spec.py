@@ -686,6 +686,9 @@ class _Parser:
                              "(write \\0 inside double quotes if you really mean one)") from None
         except yaml.YAMLError as exc:
             raise self.error(0, "", f"YAML error: {exc}", "check the file is plain YAML text") from None
+        except RecursionError:  # the pure-Python loader (no libyaml) on deep nesting
+            raise self.error(0, "", "nesting too deep to read",
+                             "a workflow needs a handful of levels; check for runaway brackets") from None
         if root is None:
             raise self.error(0, "", "the file is empty",
                              "a workflow needs at least name: and stages: (see docs/workflow.md)")
@@ -1143,7 +1146,8 @@ def _sizing_agent_names() -> list[str] | None:
         from asad.sizing import registry
     except ImportError:
         return None
-    return list(registry.agent_names()) + [a for a in getattr(registry, "ALIASES", {}) if a not in registry.agent_names()]
+    names = list(registry.agent_names())
+    return names + [a for a in getattr(registry, "ALIASES", {}) if a not in names] + ["off"]
 
 
 def _shown(path: str) -> str:
