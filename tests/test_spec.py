@@ -469,4 +469,7 @@ def test_messages_quoted_in_the_docs_are_the_real_ones(monkeypatch):
         with pytest.raises(SpecError) as info:
             spec = load_workflow(rel)
             check_against_cluster(spec, CLUSTER)
-        assert str(info.value) == line
+        if line.endswith("…"):  # the docs elide a list that other modules own (sizing agents)
+            assert str(info.value).startswith(line[:-1])
+        else:
+            assert str(info.value) == line
