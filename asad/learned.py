@@ -12,6 +12,7 @@ from asad.learn.runtime import RuntimeEstimator
 
 WAIT_KIND = "wait"
 RUNTIME_KIND = "runtime"
+SIZING_KIND = "sizing"
 
 
 class Learned:
@@ -25,7 +26,13 @@ class Learned:
         self.seed = seed
         self._waits: dict[str, object] = {}
         self._runtimes: dict[str, RuntimeEstimator] = {}
+        self._sizers: dict[str, object] = {}
         self.dirty: set[tuple[str, str]] = set()
+        self._wait_estimates: dict[str, float] = {}  # a learner's estimate only moves when it observes
+        # For the runner's incremental decisions: a (kind, key)'s version grows whenever what it
+        # tells the engine may have changed; ``consulted``, when a set, records what was asked.
+        self.versions: dict[tuple[str, str], int] = {}
+        self.consulted: set[tuple[str, str]] | None = None
 
     def wait_predictor(self, key: str):  # noqa: ANN201
         pred = self._waits.get(key)
@@ -41,13 +48,31 @@ class Learned:
         return pred
 
     def estimate_wait(self, key: str) -> float:
-        return float(self.wait_predictor(key).estimate())
+        if self.consulted is not None:
+            self.consulted.add((WAIT_KIND, key))
+        return self._estimate_wait(key)
+
+    def _estimate_wait(self, key: str) -> float:
+        est = self._wait_estimates.get(key)
+        if est is None:
+            est = self._wait_estimates[key] = float(self.wait_predictor(key).estimate())
+        return est
 
     def observe_wait(self, key: str, wait_s: float) -> None:
+        before = self._wait_estimates.pop(key, None)
         self.wait_predictor(key).observe(wait_s)
         self.dirty.add((WAIT_KIND, key))
+        # Same draws as estimating lazily: each learner has its own generator, and the next
+        # estimate would be drawn before its next observation anyway.
+        if self._estimate_wait(key) != before:
+            self.versions[(WAIT_KIND, key)] = self.versions.get((WAIT_KIND, key), 0) + 1
 
     def runtime(self, key: str) -> RuntimeEstimator:
+        if self.consulted is not None:
+            self.consulted.add((RUNTIME_KIND, key))
+        return self._runtime(key)
+
+    def _runtime(self, key: str) -> RuntimeEstimator:
         hist = self._runtimes.get(key)
         if hist is None:
             state = self._load(RUNTIME_KIND, key)
@@ -56,8 +81,28 @@ class Learned:
         return hist
 
     def observe_runtime(self, key: str, runtime_s: float) -> None:
-        self.runtime(key).observe(runtime_s)
+        self._runtime(key).observe(runtime_s)
         self.dirty.add((RUNTIME_KIND, key))
+        self.versions[(RUNTIME_KIND, key)] = self.versions.get((RUNTIME_KIND, key), 0) + 1
+
+    def sizing_agent(self, key: str, name: str, caps):  # noqa: ANN001, ANN201
+        """The sizing agent of one stage (same workflow name, same stage name)."""
+        from asad.sizing.registry import agent_from_state, make_agent
+
+        agent = self._sizers.get(key)
+        if agent is None or agent.name != _canonical_agent(name):
+            state = self._load(SIZING_KIND, key)
+            if state is not None and state.get("agent") == _canonical_agent(name):
+                agent = agent_from_state(state)
+                agent.caps = caps
+            else:
+                agent = make_agent(name, caps=caps, seed=(self.seed + _stable_hash(key)) % (2**32))
+            self._sizers[key] = agent
+        return agent
+
+    def observe_size(self, key: str, agent, outcome) -> None:  # noqa: ANN001
+        agent.observe(outcome)
+        self.dirty.add((SIZING_KIND, key))
 
     def drain_dirty(self) -> list[tuple[str, str, dict, int]]:
         """(kind, key, state, n_observations) for every learner changed since the last drain."""
@@ -66,11 +111,20 @@ class Learned:
             if kind == WAIT_KIND:
                 pred = self._waits[key]
                 out.append((kind, key, pred.to_state(), int(pred.n_observations)))
+            elif kind == SIZING_KIND:
+                agent = self._sizers[key]
+                out.append((kind, key, agent.to_state(), int(agent.history.n)))
             else:
                 hist = self._runtimes[key]
                 out.append((kind, key, hist.to_state(), hist.n_observations))
         self.dirty.clear()
         return out
+
+
+def _canonical_agent(name: str) -> str:
+    from asad.sizing.registry import ALIASES
+
+    return ALIASES.get(name, name)
 
 
 def _stable_hash(text: str) -> int:

@@ -45,6 +45,13 @@ class Runner:
         self.active: dict[int, WorkflowRun] = {}
         self._last_id = 0
         self.backend_error: str | None = None
+        # Incremental decisions: a workflow is decided again only when one of its jobs changed, it
+        # was touched from outside (new, cancel), its own wake time came, or a learner it consulted
+        # moved. ``decide_all`` restores deciding every workflow at every tick (the reference).
+        self.decide_all = False
+        self._touched: set[int] = set()
+        self._due: dict[int, float] = {}
+        self._consulted: dict[int, tuple[tuple[tuple[str, str], int], ...]] = {}
         self.load()
 
     @classmethod
@@ -70,6 +77,7 @@ class Runner:
         """Track a workflow read from the store. A stage that claims a submission but has no intent
         row cannot have reached Slurm (the intent is always committed before sbatch): plan it again."""
         self.active[wf.id] = wf
+        self._touched.add(wf.id)
         for run in wf.stages.values():
             if run.state in (StageState.SUBMITTED, StageState.RUNNING) and run.job_row is None:
                 run.state = StageState.WAITING
@@ -85,6 +93,7 @@ class Runner:
         for wf_id in self.store.cancel_requested_ids():
             if wf_id in self.active:
                 self.active[wf_id].cancel_requested = True
+                self._touched.add(wf_id)
 
     def live_job_ids(self) -> list[int]:
         return [j.job_id for wf in self.active.values() for j in wf.jobs
@@ -110,7 +119,7 @@ class Runner:
             return report
         workflows = list(self.active.values())
         for _ in range(MAX_WAVES):
-            decisions = self.engine.decide(workflows, now)
+            decisions = self.engine.decide(workflows, now) if self.decide_all else self._decide(workflows, now)
             report.wake_at = decisions.wake_at
             try:
                 self._apply(decisions, now, report)
@@ -128,7 +137,49 @@ class Runner:
             self.store.commit()
         for wf_id in [w.id for w in workflows if w.state is not WorkflowState.ACTIVE]:
             del self.active[wf_id]
+            self._due.pop(wf_id, None)
+            self._consulted.pop(wf_id, None)
         return report
+
+    def _needs_decision(self, wf: WorkflowRun, now: float) -> bool:
+        if wf.id in self._touched or wf.cancel_requested:
+            return True
+        due = self._due.get(wf.id)
+        if due is None or due <= now:
+            return True
+        versions = self.ctx.learned.versions
+        return any(versions.get(key, 0) != seen for key, seen in self._consulted.get(wf.id, ()))
+
+    def _decide(self, workflows: list[WorkflowRun], now: float) -> Decisions:
+        """``Engine.decide`` for the workflows that may decide differently than last time; the
+        others' earlier answer (nothing to do until their wake time) still holds."""
+        out = Decisions()
+        learned = self.ctx.learned
+        for wf in workflows:
+            if wf.state is not WorkflowState.ACTIVE:
+                continue
+            if not self._needs_decision(wf, now):
+                out.wake_at = min(out.wake_at, self._due[wf.id])
+                continue
+            learned.consulted = set()
+            try:
+                d = self.engine.decide([wf], now)
+            finally:
+                consulted, learned.consulted = learned.consulted, None
+            out.submit += d.submit
+            out.cancel += d.cancel
+            out.dirty_stages += d.dirty_stages
+            out.dirty_jobs += d.dirty_jobs
+            out.finished += d.finished
+            out.observed += d.observed
+            out.wake_at = min(out.wake_at, d.wake_at)
+            self._touched.discard(wf.id)
+            if d.submit or d.cancel or d.dirty_stages or d.dirty_jobs or d.finished or d.observed:
+                self._due[wf.id] = -math.inf  # it acted: look again at once (e.g. chain's next level)
+            else:
+                self._due[wf.id] = min(d.wake_at, _time_sensitive_until(wf, now))
+            self._consulted[wf.id] = tuple((key, learned.versions.get(key, 0)) for key in consulted)
+        return out
 
     def _backend_down(self, message: str, now: float) -> None:
         if self.backend_error is None:
@@ -146,6 +197,7 @@ class Runner:
         by_tag = {st.comment: (jid, st) for jid, st in found.items()}
         for job in intents:
             wf = self.active[job.workflow_id]
+            self._touched.add(wf.id)
             hit = by_tag.get(job.tag)
             if hit is not None:
                 job.job_id, status = hit
@@ -177,6 +229,7 @@ class Runner:
                 continue  # not visible this time (e.g. purged from squeue before sacct has it)
             if job.apply_status(st):
                 changed += 1
+                self._touched.add(job.workflow_id)
                 self.store.save_job(job)
             if job.state.is_final:
                 ended.append(job)
@@ -187,6 +240,7 @@ class Runner:
                 if u is not None:
                     job.peak_rss_mb, job.cpu_s = u.peak_rss_mb, u.total_cpu_s
                 job.phase = JobPhase.DONE
+                self._touched.add(job.workflow_id)
                 self.store.save_job(job)
         self.store.commit()
         return changed
@@ -266,3 +320,16 @@ class Runner:
             self.store.save_workflow(wf, summary=summarize(wf))
             log.info("workflow finished", workflow=wf.id, state=wf.state.value, message=wf.message)
         self.store.commit()
+
+
+def _time_sensitive_until(wf: WorkflowRun, now: float) -> float:
+    """The engine also looks at ``now`` for start times still ahead (a wait is learned, a stage's
+    work start is fixed once they pass): decide again when the first of them comes."""
+    until = math.inf
+    for job in wf.jobs:
+        if job.start_time is not None and job.start_time > now and not job.wait_learned:
+            until = min(until, job.start_time)
+    for run in wf.stages.values():
+        if run.start_time is not None and run.start_time > now:
+            until = min(until, run.start_time)
+    return until
