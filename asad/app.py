@@ -51,7 +51,8 @@ def make_runner(settings: Settings, store: Store, backend: Backend) -> Runner:
     kind, params = predictor_choice(settings)
     builder = None if backend.name == "sim" else CommandBuilder(settings.run_dir)
     return Runner.create(store, backend, predictor=kind, predictor_params=params, seed=settings.seed,
-                         asa_timing=settings.asa_timing, build_command=builder)
+                         asa_timing=settings.asa_timing, build_command=builder,
+                         run_dir="" if backend.name == "sim" else str(settings.run_dir))
 
 
 @dataclass

@@ -8,12 +8,17 @@ what the engine returns, so the same engine runs on virtual time in the simulato
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from asad.learn.geometry import GeometryKeyConfig, request_key
 from asad.learned import Learned
 from asad.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun, WorkflowState
+from asad.sizing.base import Caps, Outcome, SizingError
+from asad.sizing.base import Request as SizeRequest
+from asad.sizing.retry import retry_memory_mb, retry_time_s
 from asad.slurm.backend import Dependency, DependencyType, JobRequest, JobState, PartitionInfo, SimTruth
 from asad.strategies import STRATEGIES
 from asad.strategies.asa import too_early
@@ -32,9 +37,10 @@ class EngineConfig:
     asa_timing: str = "daemon"  # daemon | begin
     naive_resubmit_margin_s: float = 300.0
     geometry: GeometryKeyConfig = field(default_factory=GeometryKeyConfig)
-    max_oom_retries: int = 3
     max_timeout_retries: int = 2
     default_partition: str = ""
+    run_dir: str = ""  # real clusters: jobs' output files go to <run_dir>/<workflow id>/, not the workdir
+    default_sizing: str = "sizey-like"  # a stage's `sizing`, else the workflow's, else this; "off" = user's sizes
 
 
 @dataclass
@@ -94,8 +100,10 @@ class Context:
             mem_mb, mem_per_cpu = -(-run.mem_mb // s.nodes), None
         truth = None
         if s.simulate is not None:
-            truth = SimTruth(s.simulate.runtime_s, s.simulate.peak_mem_mb, s.simulate.cpu_efficiency,
-                             wait_for=barrier_ids)
+            # Work-conserving: the stage keeps `cpus x efficiency` cores busy; fewer CPUs stretch it.
+            busy = s.cpus * s.simulate.cpu_efficiency
+            runtime = s.simulate.runtime_s * max(1.0, busy / cpus)
+            truth = SimTruth(runtime, s.sim_peak_total_mb(), min(1.0, busy / cpus), wait_for=barrier_ids)
         dependency = Dependency(DependencyType.AFTEROK, dep_ids) if dep_ids else None
         return JobRequest(
             name=f"asad.{wf.id}.{stage}", command="", partition=s.partition,
@@ -103,6 +111,7 @@ class Context:
             mem_mb=mem_mb, mem_per_cpu_mb=mem_per_cpu, time_limit_s=int(run.time_s or s.time_s),
             dependency=dependency, begin=plan.begin if plan else None,
             comment=self.tag(wf, stage, run.attempt + 1), workdir=wf.spec.workdir, env=s.env_dict(), truth=truth,
+            output=self._output(wf, stage),
         )
 
     def big_job_request(self, wf: WorkflowRun) -> JobRequest:
@@ -111,7 +120,7 @@ class Context:
         truth = None
         if all(s.simulate is not None for s in stages):
             total = sum(s.simulate.runtime_s for s in stages)
-            peaks = [s.simulate.peak_mem_mb for s in stages if s.simulate.peak_mem_mb is not None]
+            peaks = [s.sim_peak_total_mb() for s in stages if s.simulate.peak_mem_mb is not None]
             used_core_s = sum(s.simulate.runtime_s * s.cpus * s.simulate.cpu_efficiency for s in stages)
             alloc = shape["ntasks"] * shape["cpus_per_task"]
             truth = SimTruth(total, max(peaks) if peaks else None,
@@ -121,8 +130,67 @@ class Context:
             name=f"asad.{wf.id}.all", command="", partition=first.partition, account=first.account,
             qos=first.qos, nodes=shape["nodes"], ntasks=shape["ntasks"], cpus_per_task=shape["cpus_per_task"],
             mem_mb=shape["mem_mb"], time_limit_s=shape["time_s"], comment=self.tag(wf, BIG_JOB_STAGE, 1),
-            workdir=wf.spec.workdir, truth=truth,
+            workdir=wf.spec.workdir, truth=truth, output=self._output(wf, "all"),
         )
+
+    def _output(self, wf: WorkflowRun, stage: str) -> str | None:
+        return f"{self.config.run_dir}/{wf.id}/{stage}-%j.out" if self.config.run_dir else None
+
+    # -- sizing ------------------------------------------------------------------------------
+    def sizing_name(self, wf: WorkflowRun, stage: str) -> str | None:
+        """The stage's sizing agent, or None: sizing is off, or the stage spans several nodes."""
+        s = wf.spec.stage(stage)
+        name = s.sizing or wf.spec.sizing or self.config.default_sizing
+        return None if name in (None, "", "off") or s.nodes > 1 else name
+
+    def partition_of(self, wf: WorkflowRun, stage: str) -> PartitionInfo | None:
+        names = wf.spec.stage(stage).partition.split(",")
+        return self.partitions.get(names[0] or self.config.default_partition)
+
+    def sizing_agent(self, wf: WorkflowRun, stage: str):  # noqa: ANN201
+        name = self.sizing_name(wf, stage)
+        if name is None:
+            return None
+        part = self.partition_of(wf, stage)
+        caps = Caps.from_partition(part) if part else None
+        return self.learned.sizing_agent(self.runtime_key(wf, stage), name, caps)
+
+    def user_request(self, wf: WorkflowRun, stage: str) -> SizeRequest:
+        s = wf.spec.stage(stage)
+        mem = s.total_mem_mb()
+        if mem is None:  # Slurm's DefMemPerCPU-like share of the node
+            part = self.partition_of(wf, stage)
+            mem = (part.mem_per_node_mb // max(1, part.cpus_per_node)) * s.cpus if part else 1024 * s.cpus
+        return SizeRequest(cpus=s.cpus, mem_mb=int(mem), time_s=int(s.time_s))
+
+    def input_bytes(self, wf: WorkflowRun, stage: str) -> float | None:
+        patterns = wf.spec.stage(stage).inputs
+        if not patterns:
+            return None
+        base = Path(wf.spec.workdir or ".")
+        total, found = 0, False
+        for pattern in patterns:
+            for path in (base.glob(pattern) if not Path(pattern).is_absolute() else Path("/").glob(pattern[1:])):
+                with contextlib.suppress(OSError):
+                    total += path.stat().st_size
+                    found = True
+        return float(total) if found else None
+
+    def size_first_attempt(self, wf: WorkflowRun, stage: str, run: StageRun) -> None:
+        agent = self.sizing_agent(wf, stage)
+        if agent is None:
+            return
+        decision = agent.propose(self.user_request(wf, stage), self.input_bytes(wf, stage))
+        run.cpus, run.mem_mb, run.time_s = decision.request.cpus, decision.request.mem_mb, decision.request.time_s
+        run.size_why = f"{decision.agent}: {decision.why}"
+
+    def outcome_of(self, wf: WorkflowRun, stage: str, job: JobRecord) -> Outcome:
+        elapsed = (job.end_time - job.start_time) if job.end_time and job.start_time else None
+        req = job.request
+        return Outcome(request=SizeRequest(cpus=req.cpus, mem_mb=int(req.total_mem_mb() or 0),
+                                           time_s=int(req.time_limit_s)),
+                       peak_mem_mb=job.peak_rss_mb, cpu_s=job.cpu_s, elapsed_s=elapsed,
+                       input_bytes=self.input_bytes(wf, stage), state=job.state.value)
 
     def tag(self, wf: WorkflowRun, stage: str, attempt: int) -> str:
         """The job's identity in Slurm (``--comment``): found again after a crash by ``find``."""
@@ -213,6 +281,11 @@ class Engine:
             return
         # final
         run.end_time = job.end_time
+        if not job.cancelled_by_asad and job.state is not JobState.CANCELLED:
+            agent = self.ctx.sizing_agent(wf, name)
+            if agent is not None:
+                self.ctx.learned.observe_size(self.ctx.runtime_key(wf, name), agent,
+                                              self.ctx.outcome_of(wf, name, job))
         if job.state is JobState.COMPLETED:
             run.state = StageState.COMPLETED
             run.start_time = self._work_start(wf, name, job)
@@ -229,25 +302,26 @@ class Engine:
         spec = wf.spec.stage(name)
         part = self.ctx.partitions.get(job.partition or spec.partition.split(",")[0] or "")
         attempts_of = [j for j in wf.jobs if j.stage == name and j.state is job.state and not j.cancelled_by_asad]
-        if job.state is JobState.OUT_OF_MEMORY and len(attempts_of) <= self.ctx.config.max_oom_retries:
-            failed_mem = job.request.total_mem_mb() or 0
-            peak = max((j.peak_rss_mb or 0) for j in wf.jobs if j.stage == name)
-            new_mem = max(2 * failed_mem, int(peak), failed_mem + 1)
-            cap = part.mem_per_node_mb * spec.nodes if part else None
-            if cap is not None and failed_mem >= cap:
-                return self._fail(wf, name, run, now, out,
-                                  f"out of memory at {failed_mem} MB, the partition's limit per node; cannot retry")
-            run.mem_mb = min(new_mem, cap) if cap else new_mem
+        if job.state is JobState.OUT_OF_MEMORY and len(attempts_of) <= spec.max_oom_retries:
+            failed_mem = int(job.request.total_mem_mb() or self.ctx.user_request(wf, name).mem_mb)
+            seen = max((j.peak_rss_mb or 0.0) for j in wf.jobs if j.stage == name and j.state is JobState.COMPLETED) \
+                if any(j.state is JobState.COMPLETED for j in wf.jobs if j.stage == name) else None
+            cap = part.mem_per_node_mb * spec.nodes if part else 10**9
+            try:
+                run.mem_mb = retry_memory_mb(failed_mem, job.peak_rss_mb, seen, cap)
+            except SizingError as exc:
+                return self._fail(wf, name, run, now, out, str(exc))
             run.message = f"OUT_OF_MEMORY at {failed_mem} MB; retrying with {run.mem_mb} MB"
         elif job.state is JobState.TIMEOUT and len(attempts_of) <= self.ctx.config.max_timeout_retries:
             limit = job.request.time_limit_s
-            cap = part.max_time_s if part and part.max_time_s else None
-            if cap is not None and limit >= cap:
-                return self._fail(wf, name, run, now, out, f"TIMEOUT at the partition's limit ({limit} s)")
-            run.time_s = min(2 * limit, cap) if cap else 2 * limit
+            try:
+                run.time_s = retry_time_s(limit, None, part.max_time_s if part else None)
+            except SizingError as exc:
+                return self._fail(wf, name, run, now, out, str(exc))
             run.message = f"TIMEOUT at {limit} s; retrying with {run.time_s} s"
         elif job.state not in (JobState.OUT_OF_MEMORY, JobState.TIMEOUT) and \
-                sum(1 for j in wf.jobs if j.stage == name and not j.cancelled_by_asad) <= spec.retries:
+                sum(1 for j in wf.jobs if j.stage == name and not j.cancelled_by_asad
+                    and j.phase is not JobPhase.ABANDONED) <= spec.retries:
             run.message = f"{job.state.value} (exit {job.exit_code}); retrying"
         else:
             return self._fail(wf, name, run, now, out, f"{job.state.value} (exit {job.exit_code})")
@@ -311,6 +385,8 @@ class Engine:
 
     def _submit_stage(self, wf: WorkflowRun, name: str, run: StageRun, plan: SubmitNow, now: float,
                       out: Decisions) -> None:
+        if run.attempt == 0:
+            self.ctx.size_first_attempt(wf, name, run)
         dep_ids = tuple(wf.current_job(p).job_id for p in plan.dependency_on)
         barrier_ids = tuple(wf.current_job(p).job_id for p in plan.barrier_on)
         req = self.ctx.request_for(wf, name, plan, dep_ids, barrier_ids)

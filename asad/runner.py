@@ -56,14 +56,14 @@ class Runner:
 
     @classmethod
     def create(cls, store: Store, backend: Backend, *, predictor: str, seed: int = 0, asa_timing: str = "daemon",
-               predictor_params: dict | None = None, build_command=None) -> Runner:  # noqa: ANN001
+               predictor_params: dict | None = None, build_command=None, run_dir: str = "") -> Runner:  # noqa: ANN001
         from asad.engine import EngineConfig
 
         cluster = getattr(backend, "cluster_name", backend.name)
         parts = backend.partitions()
         default = next((p.name for p in parts if p.default), parts[0].name if parts else "")
         config = EngineConfig(cluster=cluster, store_id=store.store_id, asa_timing=asa_timing,
-                              default_partition=default)
+                              default_partition=default, run_dir=run_dir)
         learned = Learned(store.load_learner, predictor, seed=seed, predictor_params=predictor_params)
         return cls(store, backend, Context(config, learned, parts, build_command))
 

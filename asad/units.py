@@ -22,7 +22,7 @@ def parse_mem_mb(value: object) -> int:
     if isinstance(value, (int, float)):
         if value <= 0:
             raise UnitError(f"memory must be positive, got {value!r}")
-        return int(round(value))
+        return max(1, int(round(value)))
     m = _MEM_RE.match(str(value))
     if not m:
         raise UnitError(f"not a memory size: {value!r} (write e.g. 500M, 4G, 1.5T)")

@@ -189,7 +189,8 @@ def replay_agent(tasks: list[TraceTask], ttf: float, make: Callable[[int], objec
         agent = agents.get(task.process)
         if agent is None:
             agent = agents[task.process] = make(seed + zlib.crc32(task.process.encode()))
-        req = agent.propose(default_request(task), task.input_bytes).request
+        default = default_request(task)
+        req = agent.propose(default, task.input_bytes).request
         for _ in range(MAX_ATTEMPTS):
             out = play_attempt(tally, task, req, ttf)
             agent.observe(out)
@@ -197,7 +198,7 @@ def replay_agent(tasks: list[TraceTask], ttf: float, make: Callable[[int], objec
                 break
             try:
                 learned = agent.time.predict_s(req.cpus, task.input_bytes)
-                req = retry_request(out, agent.history.max_peak_mb(), caps, mode=retry_mode,
+                req = retry_request(out, agent.history.max_peak_mb(), caps, mode=retry_mode, default=default,
                                     learned_time_s=None if learned is None else int(learned * 1.5))
             except SizingError:
                 tally.unfit += 1

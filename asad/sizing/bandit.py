@@ -118,7 +118,7 @@ class BanditAgent(AgentBase):
         if sample is not None and req.cpus in self.cpu_actions:
             usage = sample.cpu_usage if sample.cpu_usage is not None else float(req.cpus)
             reward = -sample.elapsed_s * (1.0 + req.cpus - usage)
-            avg_t = float(np.mean([s.elapsed_s for s in self.history.samples]))
+            avg_t = float(np.mean(self.history.columns()[:, 2]))
             self.cpu_bandit.update(self.cpu_actions.index(req.cpus), reward, 1.0 / max(avg_t, 1e-3))
 
     def _extra_state(self) -> dict:

@@ -24,6 +24,9 @@ import numpy as np
 OOM_PEAK_SHARE = 0.95
 
 MB = 1024 * 1024
+# No request below this: the batch shell and Slurm's step daemon need some memory, and a
+# learned size of a few MB (a task that once exited at once) would only climb by kills.
+MIN_MEM_MB = 64
 
 
 class SizingError(Exception):
@@ -160,9 +163,12 @@ class History:
     """
 
     samples: list[Sample] = field(default_factory=list)
+    max_samples: int = 5000  # a long-lived stage keeps its most recent runs only
     oom_floor_mb: float = 0.0
     n_oom: int = 0
     n_timeout: int = 0
+
+    _cols: "GrowingColumns | None" = field(default=None, repr=False, compare=False)
 
     def add(self, outcome: Outcome) -> Sample | None:
         if outcome.out_of_memory:
@@ -180,17 +186,36 @@ class History:
                    input_bytes=None if outcome.input_bytes is None else float(outcome.input_bytes),
                    cpus=outcome.request.cpus, mem_mb=outcome.request.mem_mb)
         self.samples.append(s)
+        if len(self.samples) > self.max_samples:
+            del self.samples[: len(self.samples) - self.max_samples]
+            self._cols = None
+        elif self._cols is not None:
+            self._cols.append(_sample_row(s))
         return s
 
     @property
     def n(self) -> int:
         return len(self.samples)
 
+    def columns(self) -> np.ndarray:
+        """(peak MB, input bytes or NaN, elapsed s, busy cores or NaN) × runs; a view, do not modify."""
+        if self._cols is None:
+            self._cols = GrowingColumns(4)
+            for s in self.samples:
+                self._cols.append(_sample_row(s))
+        return self._cols.view()
+
     def peaks(self) -> np.ndarray:
-        return np.array([s.peak_mb for s in self.samples], dtype=float)
+        return self.columns()[:, 0]
+
+    def inputs(self) -> np.ndarray:
+        return self.columns()[:, 1]
+
+    def usages(self) -> np.ndarray:
+        return self.columns()[:, 3]
 
     def max_peak_mb(self) -> float | None:
-        return max((s.peak_mb for s in self.samples), default=None)
+        return float(np.max(self.peaks())) if self.samples else None
 
     def to_dict(self) -> dict:
         return {"samples": [asdict(s) for s in self.samples], "oom_floor_mb": self.oom_floor_mb,
@@ -201,6 +226,29 @@ class History:
         return cls(samples=[Sample(**s) for s in d.get("samples", [])],
                    oom_floor_mb=float(d.get("oom_floor_mb", 0.0)), n_oom=int(d.get("n_oom", 0)),
                    n_timeout=int(d.get("n_timeout", 0)))
+
+
+def _sample_row(s: Sample) -> list[float]:
+    u = s.cpu_usage
+    return [s.peak_mb, np.nan if s.input_bytes is None else s.input_bytes, s.elapsed_s,
+            np.nan if u is None else u]
+
+
+class GrowingColumns:
+    """An append-only float table that grows by doubling (cheap appends, slices are views)."""
+
+    def __init__(self, width: int, capacity: int = 64) -> None:
+        self._data = np.empty((capacity, width), dtype=float)
+        self.n = 0
+
+    def append(self, row: list[float]) -> None:
+        if self.n == len(self._data):
+            self._data = np.concatenate([self._data, np.empty_like(self._data)])
+        self._data[self.n] = row
+        self.n += 1
+
+    def view(self) -> np.ndarray:
+        return self._data[: self.n]
 
 
 def rng_to_state(rng: np.random.Generator) -> dict:
@@ -250,6 +298,7 @@ class AgentBase:
             time_s, time_why = self.time.limit(default.time_s, int(cpus), input_bytes, self.caps)
         else:
             time_s, time_why = default.time_s, f"time limit {default.time_s} s from the user"
+        mem_mb = max(float(mem_mb), float(min(MIN_MEM_MB, default.mem_mb)))
         req = clamp(Request(cpus=int(cpus), mem_mb=mem_mb_ceil(mem_mb), time_s=int(time_s)), self.caps)
         capped = ""
         if self.caps is not None and (req.mem_mb < mem_mb_ceil(mem_mb) or req.cpus < int(cpus)):

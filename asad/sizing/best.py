@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from asad.sizing.base import AgentBase, Outcome, Request, Sample
+from asad.sizing.base import AgentBase, GrowingColumns, Outcome, Request, Sample
 from asad.sizing.feedback import fit_line
 
 PREDICTORS = ("max", "recent", "lr", "knn")
@@ -37,31 +37,32 @@ class BestAgent(AgentBase):
     kind = "best"
     name = "sizey-like"
 
-    def __init__(self, target_fail: float = 0.01, window: int = 200, min_runs: int = 1,
+    def __init__(self, fail_penalty: float = 1.0, window: int = 200, min_runs: int = 1,
                  min_ratios: int = 5, cold_margin: float = 1.1, ttf_assumed: float = 0.5,
                  knn_k: int = 5, recent_n: int = 20, cpu_q: float = 0.95, **kw) -> None:
-        super().__init__(target_fail=target_fail, window=window, min_runs=min_runs, min_ratios=min_ratios,
+        super().__init__(fail_penalty=fail_penalty, window=window, min_runs=min_runs, min_ratios=min_ratios,
                          cold_margin=cold_margin, ttf_assumed=ttf_assumed, knn_k=knn_k, recent_n=recent_n,
                          cpu_q=cpu_q, **kw)
-        self.target_fail, self.window, self.min_runs = float(target_fail), int(window), int(min_runs)
+        self.fail_penalty, self.window, self.min_runs = float(fail_penalty), int(window), int(min_runs)
+        self._cached_choice: list | None = None
+        self._cached_at = -1
         self.min_ratios, self.cold_margin, self.ttf_assumed = int(min_ratios), float(cold_margin), float(ttf_assumed)
         self.knn_k, self.recent_n, self.cpu_q = int(knn_k), int(recent_n), float(cpu_q)
         # per predictor: (ratio peak/prediction, prediction MB, peak MB, run s, max peak before) per scored run
-        self.scored: dict[str, list[list[float]]] = {p: [] for p in PREDICTORS}
+        self.scored: dict[str, GrowingColumns] = {p: GrowingColumns(5) for p in PREDICTORS}
 
     # -- predictors -------------------------------------------------------------------------
-    def _predict(self, name: str, samples: list[Sample], x: float | None) -> float | None:
-        if not samples:
+    def _predict(self, name: str, xs: np.ndarray, ys: np.ndarray, x: float | None) -> float | None:
+        """Predictor ``name``'s peak for input ``x`` from runs (xs input bytes, ys peaks MB)."""
+        if len(ys) == 0:
             return None
         if name == "max":
-            return max(s.peak_mb for s in samples)
+            return float(np.max(ys))
         if name == "recent":
-            return max(s.peak_mb for s in samples[-self.recent_n:])
-        have_x = x is not None and x > 0 and all(s.input_bytes for s in samples)
-        if not have_x or len(samples) < 3:
+            return float(np.max(ys[-self.recent_n:]))
+        xs, ys = xs[-self.window:], ys[-self.window:]
+        if x is None or not x > 0 or len(ys) < 3 or not np.all(xs > 0):  # NaN fails > 0
             return None
-        xs = np.array([s.input_bytes for s in samples[-self.window:]], dtype=float)
-        ys = np.array([s.peak_mb for s in samples[-self.window:]], dtype=float)
         if name == "lr":
             if float(np.ptp(xs)) == 0.0:
                 return None
@@ -76,70 +77,90 @@ class BestAgent(AgentBase):
     def _learn(self, outcome: Outcome, sample: Sample | None) -> None:
         if sample is None:
             return
-        before = self.history.samples[:-1][-self.window:]
-        max_before = max((s.peak_mb for s in before), default=sample.peak_mb)
+        xs, ys = self.history.inputs()[:-1], self.history.peaks()[:-1]
+        max_before = float(np.max(ys)) if len(ys) else sample.peak_mb
         for name in PREDICTORS:
-            pred = self._predict(name, before, sample.input_bytes)
+            pred = self._predict(name, xs, ys, sample.input_bytes)
             if pred is None or pred <= 0:
                 continue
-            rows = self.scored[name]
-            rows.append([sample.peak_mb / pred, pred, sample.peak_mb, max(sample.elapsed_s, 1e-3), max_before])
-            if len(rows) > self.window:
-                del rows[: len(rows) - self.window]
+            self.scored[name].append([sample.peak_mb / pred, pred, sample.peak_mb,
+                                      max(sample.elapsed_s, 1e-3), max_before])
 
     # -- offset and selection -------------------------------------------------------------------
-    def _factor(self, ratios: np.ndarray) -> float:
-        if len(ratios) * self.target_fail < 1.0:
-            return float(np.max(ratios))
-        return float(np.quantile(ratios, 1.0 - self.target_fail, method="higher"))
+    def _choose_factor(self, rows: np.ndarray) -> tuple[float, float, float]:
+        """(cost, factor, expected kill rate) of the best safety factor over the scored runs.
 
-    def _replay_cost(self, rows: np.ndarray, factor: float) -> float:
-        """Memory·time this factor would have wasted over the scored runs (kills: ttf·alloc + retry excess)."""
-        alloc = rows[:, 1] * factor
-        peak, run_s, max_before = rows[:, 2], rows[:, 3], rows[:, 4]
-        ok = alloc >= peak
-        retry = np.where(max_before > alloc, np.maximum(max_before, 1.25 * alloc), 2.0 * alloc)
-        retry = np.maximum(retry, peak)  # a second kill is rare; count it as the retry fitting
-        waste = np.where(ok, alloc - peak, self.ttf_assumed * alloc + (retry - peak))
-        return float(np.sum(waste * run_s) / np.sum(run_s))
+        Candidates: quantiles of the ratios peak/prediction, and the largest ratio plus
+        its spread. Cost per unit time (MB): replayed waste (a kill wastes ``ttf`` × its
+        allocation plus the retry's excess) + ``fail_penalty`` × mean peak × expected kill
+        rate. The kill rate counts one more kill than replayed for a factor within the
+        ratios seen (the next run is as likely as any to be the largest: 1/(n+1)), and
+        half of one above them.
+        """
+        ratios, pred, peak, run_s, max_before = rows.T
+        n = len(ratios)
+        top = float(np.max(ratios))
+        spread = top - float(np.median(ratios))
+        levels = np.unique(np.quantile(ratios, self._levels, method="higher"))
+        factors = np.append(levels, top + spread)
+        alloc = pred[:, None] * factors[None, :]
+        ok = alloc >= peak[:, None]
+        retry = np.where(max_before[:, None] > alloc, np.maximum(max_before[:, None], 1.25 * alloc), 2.0 * alloc)
+        retry = np.maximum(retry, peak[:, None])  # a second kill is rare; count the retry as fitting
+        waste = np.where(ok, alloc - peak[:, None], self.ttf_assumed * alloc + (retry - peak[:, None]))
+        waste_mb = (run_s @ waste) / float(np.sum(run_s))
+        kills = np.sum(~ok, axis=0) + np.where(factors > top, 0.5, 1.0)
+        kill_rate = kills / (n + 1)
+        cost = waste_mb + self.fail_penalty * float(np.mean(peak)) * kill_rate
+        i = int(np.argmin(cost))
+        return float(cost[i]), float(factors[i]), float(kill_rate[i])
+
+    _levels = np.array([0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.925, 0.95, 0.96, 0.97, 0.98, 0.99, 0.995, 1.0])
+
+    def _choice(self) -> list[tuple[float, str, float, float, int]]:
+        """Per scored predictor: (cost, name, factor, kill rate, n), recomputed after each run."""
+        if self._cached_choice is None or self._cached_at != self.history.n:
+            out = []
+            for name in PREDICTORS:
+                arr = self.scored[name].view()[-self.window:]
+                if len(arr) >= self.min_ratios:
+                    cost, factor, rate = self._choose_factor(arr)
+                    out.append((cost, name, factor, rate, len(arr)))
+            self._cached_choice, self._cached_at = sorted(out), self.history.n
+        return self._cached_choice
 
     def _size(self, default: Request, input_bytes: float | None):
-        samples = self.history.samples
-        if len(samples) < self.min_runs:
+        n = self.history.n
+        if n < self.min_runs:
             return None
         cpus = self._cpus(default)
-        candidates = []
-        for name in PREDICTORS:
-            rows = self.scored[name]
-            if len(rows) < self.min_ratios:
-                continue
-            pred = self._predict(name, samples, input_bytes)
+        for cost, name, factor, rate, n_scored in self._choice():
+            pred = self._predict(name, self.history.inputs(), self.history.peaks(), input_bytes)
             if pred is None:
-                continue
-            arr = np.array(rows, dtype=float)
-            factor = self._factor(arr[:, 0])
-            candidates.append((self._replay_cost(arr, factor), name, pred, factor, len(rows)))
-        if not candidates:
-            top = max(s.peak_mb for s in samples)
-            mem = self._cap_mem(top * self.cold_margin)
-            return cpus, mem, (f"sizey-like: {len(samples)} run(s), too few to score predictors: "
-                               f"largest peak {top:.0f} MB × {self.cold_margin:g} = {mem:.0f} MB, {cpus} CPU(s)")
-        cost, name, pred, factor, n = min(candidates)
-        mem = self._cap_mem(pred * factor)
-        return cpus, mem, (f"sizey-like: predictor {name} (lowest replayed waste of {len(candidates)}, "
-                           f"over {n} scored runs) predicts {pred:.0f} MB × learned offset {factor:.3f} "
-                           f"= {mem:.0f} MB; {cpus} CPU(s)")
+                continue  # e.g. no input size for this task: the next best predictor
+            mem = self._cap_mem(pred * factor)
+            return cpus, mem, (f"sizey-like: predictor {name} (lowest replayed cost over {n_scored} "
+                               f"scored runs) predicts {pred:.0f} MB × learned offset {factor:.3f} = "
+                               f"{mem:.0f} MB, expected kill rate {100 * rate:.1f}%; {cpus} CPU(s)")
+        top = float(np.max(self.history.peaks()))
+        mem = self._cap_mem(top * self.cold_margin)
+        return cpus, mem, (f"sizey-like: {n} run(s), too few to score predictors: largest peak "
+                           f"{top:.0f} MB × {self.cold_margin:g} = {mem:.0f} MB; {cpus} CPU(s)")
 
     def _cpus(self, default: Request) -> int:
-        usage = [s.cpu_usage for s in self.history.samples[-self.window:] if s.cpu_usage is not None]
-        if not usage:
+        usage = self.history.usages()[-self.window:]
+        usage = usage[~np.isnan(usage)]
+        if len(usage) == 0:
             return default.cpus
-        need = float(np.quantile(np.array(usage), self.cpu_q))
+        need = float(np.quantile(usage, self.cpu_q))
         return int(max(1, min(default.cpus, math.ceil(need - 1e-9))))
 
     def _extra_state(self) -> dict:
-        return {"scored": self.scored}
+        return {"scored": {k: v.view()[-self.window:].tolist() for k, v in self.scored.items()}}
 
     def _load_extra_state(self, extra: dict) -> None:
         if extra:
-            self.scored = {k: [list(map(float, r)) for r in v] for k, v in extra["scored"].items()}
+            self.scored = {k: GrowingColumns(5) for k in PREDICTORS}
+            for k, rows in extra["scored"].items():
+                for r in rows:
+                    self.scored[k].append(r)

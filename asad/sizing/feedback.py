@@ -21,10 +21,15 @@ LR_OFFSETS = ("mean±", "mean-", "max-")
 
 def fit_line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     """Least squares ``y ≈ intercept + slope·x`` (slope 0 when x does not vary)."""
-    if len(x) < 2 or float(np.ptp(x)) == 0.0:
+    if len(x) < 2:
         return float(np.mean(y)), 0.0
-    slope, intercept = np.polyfit(x, y, 1)
-    return float(intercept), float(slope)
+    mx, my = float(np.mean(x)), float(np.mean(y))
+    dx = x - mx
+    var = float(np.dot(dx, dx))
+    if var <= 0.0:
+        return my, 0.0
+    slope = float(np.dot(dx, y - my)) / var
+    return my - slope * mx, slope
 
 
 def lr_offset(residuals: np.ndarray, kind: str) -> float:

@@ -118,7 +118,7 @@ class QLearningAgent(AgentBase):
         if outcome.out_of_memory:
             r = -2.0 * req.cpus * nxt[1]
         elif sample is not None:
-            avg_t = float(np.mean([x.elapsed_s for x in self.history.samples]))
+            avg_t = float(np.mean(self.history.columns()[:, 2]))
             usage = sample.cpu_usage if sample.cpu_usage is not None else float(req.cpus)
             r = reward_eq42(req.cpus, usage, sample.elapsed_s, avg_t, nxt[1], sample.peak_mb / req.mem_mb)
         else:

@@ -5,8 +5,9 @@ Memory (``OUT_OF_MEMORY``, or ``FAILED`` with the peak at the limit):
 * the failed attempt's peak is a lower bound on the task's need, not a sample;
 * the retry asks for the largest peak ever seen for the stage when that is above the
   failed request (at least ``min_growth`` × the failed request), otherwise ``growth`` ×
-  the failed request (double by default); so it is always ≥ 2 × the failed request or
-  ≥ the largest peak seen, and never less than before;
+  the failed request (double by default) or the user's memory if that is more; so it
+  is always ≥ 2 × the failed request or ≥ the largest peak seen, and never less than
+  before;
 * capped at the partition's memory per node; when the failed attempt already had that
   much, :class:`SizingError` says the stage cannot fit and what the limit is.
 
@@ -38,13 +39,15 @@ def is_retryable(outcome: Outcome) -> bool:
 
 
 def retry_memory_mb(failed_mem_mb: int, failed_peak_mb: float | None, history_max_peak_mb: float | None,
-                    max_mem_mb: int, *, growth: float = DEFAULT_GROWTH,
+                    max_mem_mb: int, *, default_mem_mb: int | None = None, growth: float = DEFAULT_GROWTH,
                     min_growth: float = DEFAULT_MIN_GROWTH, mode: str = "max-peak") -> int:
     """Memory for the retry of an attempt killed at ``failed_mem_mb``.
 
     ``mode="max-peak"`` (default): the largest peak seen if it is above the lower bound,
-    else ``growth`` × the failed request. ``mode="double"``: max(growth × failed, largest
-    peak seen), the plainer reading (always at least double).
+    else ``growth`` × the failed request, or the user's ``default_mem_mb`` if that is
+    more (as Zunker's memory bandit falls back to the default: a task far above anything
+    seen should not climb there by doublings). ``mode="double"``: max(growth × failed,
+    largest peak seen), the plainer reading (always at least double).
     """
     if failed_mem_mb >= max_mem_mb:
         raise SizingError(
@@ -56,7 +59,7 @@ def retry_memory_mb(failed_mem_mb: int, failed_peak_mb: float | None, history_ma
     if mode == "double":
         new = max(doubled, seen)
     elif mode == "max-peak":
-        new = max(seen, min_growth * lower_mb) if seen > lower_mb else doubled
+        new = max(seen, min_growth * lower_mb) if seen > lower_mb else max(doubled, float(default_mem_mb or 0))
     else:
         raise ValueError(f"unknown retry mode {mode!r} (max-peak or double)")
     new_mb = int(math.ceil(max(new, failed_mem_mb + 1)))
@@ -74,18 +77,21 @@ def retry_time_s(failed_time_s: int, learned_time_s: int | None, max_time_s: int
 
 
 def retry_request(failed: Outcome, history_max_peak_mb: float | None, limit: Any, *,
-                  learned_time_s: int | None = None, growth: float = DEFAULT_GROWTH,
+                  default: Request | None = None, learned_time_s: int | None = None,
+                  growth: float = DEFAULT_GROWTH,
                   min_growth: float = DEFAULT_MIN_GROWTH, mode: str = "max-peak") -> Request:
     """The request for the next attempt of a task whose attempt ``failed``.
 
-    Raises :class:`SizingError` when the stage cannot fit the partition (``limit``: a
-    :class:`Caps` or a PartitionInfo), ``ValueError`` when the failure is not about size.
+    ``default`` is the user's request for the stage (its memory is a floor for a doubling
+    retry). Raises :class:`SizingError` when the stage cannot fit the partition
+    (``limit``: a :class:`Caps` or a PartitionInfo), ``ValueError`` when the failure is not
+    about size.
     """
     caps = as_caps(limit)
     req = failed.request
     if failed.out_of_memory:
         mem = retry_memory_mb(req.mem_mb, failed.peak_mem_mb, history_max_peak_mb, caps.max_mem_mb,
-                              growth=growth, min_growth=min_growth, mode=mode)
+                              default_mem_mb=None if default is None else default.mem_mb, growth=growth, min_growth=min_growth, mode=mode)
         return Request(cpus=req.cpus, mem_mb=mem, time_s=req.time_s)
     if failed.timed_out:
         time_s = retry_time_s(req.time_s, learned_time_s, caps.max_time_s, growth=growth)

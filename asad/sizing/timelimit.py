@@ -13,9 +13,9 @@ stretches the prediction in proportion.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import numpy as np
 
-from asad.sizing.base import Caps, Sample
+from asad.sizing.base import Caps, GrowingColumns, Sample
 
 MIN_LIMIT_S = 60
 
@@ -27,29 +27,34 @@ def stretched_elapsed_s(elapsed_s: float, cpu_usage: float | None, ran_cpus: int
     return elapsed_s * max(1.0, cpu_usage / max(1, cpus)) / max(1.0, cpu_usage / max(1, ran_cpus))
 
 
-@dataclass
 class TimeLimitLearner:
-    """Per stage: limit = margin × the longest (stretched) run seen + slack, rounded up to a minute."""
+    """Per stage: limit = margin × the longest (stretched) recent run + slack, rounded up to a minute."""
 
-    margin: float = 1.5
-    slack_s: float = 60.0
-    min_samples: int = 3
-    window: int = 200  # the most recent runs only: a stage's run time drifts with its inputs
-    runs: list[tuple[float, float | None, int, float | None]] = field(default_factory=list)
+    def __init__(self, margin: float = 1.5, slack_s: float = 60.0, min_samples: int = 3,
+                 window: int = 200) -> None:
+        self.margin, self.slack_s = float(margin), float(slack_s)
+        self.min_samples = int(min_samples)
+        self.window = int(window)  # the most recent runs only: a stage's run time drifts with its inputs
+        self._runs = GrowingColumns(4)  # elapsed s, busy cores (0 = unknown), cpus, input bytes (0 = unknown)
+
+    @property
+    def n_runs(self) -> int:
+        return self._runs.n
 
     def observe(self, sample: Sample) -> None:
-        self.runs.append((sample.elapsed_s, sample.cpu_usage, sample.cpus, sample.input_bytes))
-        if len(self.runs) > self.window:
-            del self.runs[: len(self.runs) - self.window]
+        self._runs.append([sample.elapsed_s, sample.cpu_usage or 0.0, sample.cpus, sample.input_bytes or 0.0])
 
     def predict_s(self, cpus: int, input_bytes: float | None = None) -> float | None:
         """The longest recent run, stretched to ``cpus`` and to the input size; None if too few."""
-        if len(self.runs) < self.min_samples:
+        if self._runs.n < self.min_samples:
             return None
-        longest = max(stretched_elapsed_s(e, u, c, cpus) for e, u, c, _ in self.runs)
-        inputs = [x for *_, x in self.runs if x]
-        if input_bytes and inputs and input_bytes > max(inputs):
-            longest *= input_bytes / max(inputs)
+        cols = self._runs.view()[-self.window:]
+        elapsed, usage, ran = cols[:, 0], cols[:, 1], cols[:, 2]
+        stretch = np.maximum(1.0, usage / max(1, cpus)) / np.maximum(1.0, usage / np.maximum(1.0, ran))
+        longest = float(np.max(elapsed * np.where(usage > 0, stretch, 1.0)))
+        max_input = float(np.max(cols[:, 3]))
+        if input_bytes and max_input > 0 and input_bytes > max_input:
+            longest *= input_bytes / max_input
         return longest
 
     def limit(self, default_s: int, cpus: int, input_bytes: float | None,
@@ -57,12 +62,12 @@ class TimeLimitLearner:
         longest = self.predict_s(cpus, input_bytes)
         if longest is None:
             limit_s = default_s
-            why = f"time limit {default_s} s from the user ({len(self.runs)} run(s) seen)"
+            why = f"time limit {default_s} s from the user ({self._runs.n} run(s) seen)"
         else:
             limit_s = int(math.ceil((self.margin * longest + self.slack_s) / 60.0) * 60)
             limit_s = max(MIN_LIMIT_S, limit_s)
             why = (f"time limit {limit_s} s = {self.margin:g} × longest run {longest:.0f} s "
-                   f"+ {self.slack_s:.0f} s over {len(self.runs)} runs")
+                   f"+ {self.slack_s:.0f} s over {min(self._runs.n, self.window)} runs")
         if caps is not None and caps.max_time_s is not None and limit_s > caps.max_time_s:
             limit_s = caps.max_time_s
             why += f", capped at the partition's {caps.max_time_s} s"
@@ -70,9 +75,11 @@ class TimeLimitLearner:
 
     def to_dict(self) -> dict:
         return {"margin": self.margin, "slack_s": self.slack_s, "min_samples": self.min_samples,
-                "window": self.window, "runs": [list(r) for r in self.runs]}
+                "window": self.window, "runs": self._runs.view()[-self.window:].tolist()}
 
     @classmethod
     def from_dict(cls, d: dict) -> "TimeLimitLearner":
-        return cls(margin=d["margin"], slack_s=d["slack_s"], min_samples=d["min_samples"],
-                   window=d["window"], runs=[tuple(r) for r in d["runs"]])
+        t = cls(margin=d["margin"], slack_s=d["slack_s"], min_samples=d["min_samples"], window=d["window"])
+        for row in d["runs"]:
+            t._runs.append(row)
+        return t

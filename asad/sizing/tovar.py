@@ -64,9 +64,10 @@ class TovarAgent(AgentBase):
         samples = self.history.samples
         if len(samples) < max(1, self.warmup):
             return None
-        times = np.array([max(s.elapsed_s, 1e-3) for s in samples])
-        mem = first_allocation(self.history.peaks(), times, self.bucket_mb, self.mode)
-        usage = np.array([s.cpu_usage if s.cpu_usage is not None else s.cpus for s in samples])
+        cols = self.history.columns()
+        times = np.maximum(cols[:, 2], 1e-3)
+        mem = first_allocation(cols[:, 0], times, self.bucket_mb, self.mode)
+        usage = np.where(np.isnan(cols[:, 3]), float(default.cpus), cols[:, 3])
         cpus = int(first_allocation(np.maximum(usage, 0.01), times, 1.0, self.mode))
         return max(1, cpus), self._cap_mem(mem), (
             f"{self.name}: over {len(samples)} runs the first allocation is {mem:.0f} MB "

@@ -14,7 +14,7 @@ from asad.spec import WorkflowSpec
 def big_job_shape(spec: WorkflowSpec) -> dict:
     """Largest geometry over the stages, and the sum of their time limits."""
     nodes = max(s.nodes for s in spec.stages)
-    cpus_per_node = max(-(-s.cpus // s.nodes) for s in spec.stages)
+    cpus_per_node = max(s.cpus_per_node for s in spec.stages)  # Slurm places whole tasks
     mem_per_node = max((_mem_per_node(s) or 0) for s in spec.stages) or None
     return {
         "nodes": nodes,

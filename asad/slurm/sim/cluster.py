@@ -102,13 +102,20 @@ class PartitionState:
                 return k
         return 0
 
-    def capacity_profile(self) -> tuple[np.ndarray, np.ndarray]:
+    def capacity_profile(self, reservations: list[Reservation] = ()) -> tuple[np.ndarray, np.ndarray]:
         """For c = 0..cores: how many nodes have at least c free cores, and the most free memory
-        on any node with at least c free cores (-1 if none)."""
-        fc = self.np_free_c
+        on any node with at least c free cores (-1 if none). With ``reservations``, their nodes
+        count only their slack (what a job overlapping them may use)."""
+        fc, fm = self.np_free_c, self.np_free_m
+        if reservations:
+            fc, fm = fc.copy(), fm.copy()
+            for r in reservations:
+                nodes = np.fromiter(r.slack_c.keys(), dtype=np.int64, count=len(r.slack_c))
+                fc[nodes] = np.minimum(fc[nodes], np.maximum(0, np.fromiter(r.slack_c.values(), dtype=np.int64, count=len(nodes))))
+                fm[nodes] = np.minimum(fm[nodes], np.fromiter(r.slack_m.values(), dtype=np.int64, count=len(nodes)))
         cnt_ge = np.cumsum(np.bincount(fc, minlength=self.cores + 1)[::-1])[::-1]
         most = np.full(self.cores + 1, -1, dtype=np.int64)
-        np.maximum.at(most, fc, self.np_free_m)
+        np.maximum.at(most, fc, fm)
         return cnt_ge, np.maximum.accumulate(most[::-1])[::-1]
 
     # ---- allocation --------------------------------------------------------------------------

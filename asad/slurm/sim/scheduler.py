@@ -36,7 +36,7 @@ class JobQueue:
     rule out, in one vectorised step, every job that cannot fit anywhere in the partition now.
     """
 
-    _FIELDS = ("a_nodes", "a_cpn", "a_cpus", "a_mem", "a_live")
+    _FIELDS = ("a_nodes", "a_cpn", "a_cpus", "a_mem", "a_limit", "a_live")
 
     def __init__(self) -> None:
         self.keys: list[object] = []
@@ -49,6 +49,7 @@ class JobQueue:
         self.a_cpn = np.zeros(cap, dtype=np.int64)
         self.a_cpus = np.zeros(cap, dtype=np.int64)
         self.a_mem = np.zeros(cap, dtype=np.int64)
+        self.a_limit = np.zeros(cap, dtype=np.int64)
         self.a_live = np.zeros(cap, dtype=bool)
 
     def _grow(self) -> None:
@@ -64,6 +65,7 @@ class JobQueue:
         self.a_cpn[i] = job.cpus_per_node
         self.a_cpus[i] = job.cpus
         self.a_mem[i] = job.mem_per_node_mb
+        self.a_limit[i] = job.time_limit_s
         self.a_live[i] = True
 
     def add(self, job: SimJob) -> None:
@@ -276,9 +278,11 @@ class Scheduler:
         """The same pass for the common one-partition cluster, minus the jobs that cannot fit.
 
         A vectorised bound rules out every job that no node (or too few nodes) could hold right
-        now; starts within the pass only take resources away, so those jobs would fail anyway.
-        Only the survivors, plus the first K ruled-out jobs (they may need the K reservations),
-        are visited in priority order: the outcome is exactly the full loop's.
+        now, counting on reserved nodes only their slack for jobs that would overlap the
+        reservation. Starts within the pass only take resources away, so ruled-out jobs would
+        fail anyway. Only the survivors, plus the ruled-out jobs that may still need one of the
+        K reservations, are visited in priority order: the outcome is exactly the full loop's.
+        The bound is recomputed after each new reservation.
         """
         part = self.parts[0]
         queue = self.queues[0]
@@ -286,39 +290,60 @@ class Scheduler:
         live = np.flatnonzero(queue.a_live[: len(queue.jobs)])[: self.config.bf_max_job_test]
         if not len(live):
             return 0
-        cpn = queue.a_cpn[live]
-        cnt_ge, maxmem_ge = part.capacity_profile()
-        cand = ((queue.a_cpus[live] <= part.free_cores_total)
-                & (cnt_ge[cpn] >= queue.a_nodes[live]) & (maxmem_ge[cpn] >= queue.a_mem[live]))
-        ruled_out = ~cand
-        visit = live[cand | (ruled_out & (np.cumsum(ruled_out) <= k_max))]
-        cand_at = set(live[cand].tolist())
         res_count = [0]
         res_starts: list[list[float]] = [[]]
         failed: list[tuple] = []
         max_free = part.max_free_cores()
         started = 0
         jobs = queue.jobs
-        for i in visit.tolist():
-            job = jobs[i]
-            if not job.queued:
-                continue
-            cpn_j = job.cpus_per_node
-            if i in cand_at and cpn_j <= max_free and job.cpus <= part.free_cores_total:
-                starts = res_starts[0]
-                hits = bisect_left(starts, now + job.time_limit_s) if starts else 0
-                nn, mem = job.nodes, job.mem_per_node_mb
-                for fn, fc, fm, fh in failed:
-                    if nn >= fn and cpn_j >= fc and mem >= fm and hits >= fh:
-                        break
-                else:
-                    if self._try_start(job, part, hits, (nn, cpn_j, mem, hits), failed):
-                        started += 1
-                        max_free = part.max_free_cores()
-                        continue
-            if res_count[0] < k_max:
-                self._reserve(job, now, res_count, res_starts)
+        pos = 0
+        while pos < len(live):
+            rest = live[pos:]
+            cand = self._fits_bound(part, queue, rest, now)
+            ruled_out = ~cand
+            slots_left = k_max - res_count[0]
+            visit = np.flatnonzero(cand | (ruled_out & (np.cumsum(ruled_out) <= slots_left)))
+            next_pos = len(live)
+            for rel in visit.tolist():
+                i = int(rest[rel])
+                job = jobs[i]
+                if not job.queued:
+                    continue
+                cpn_j = job.cpus_per_node
+                if cand[rel] and cpn_j <= max_free and job.cpus <= part.free_cores_total:
+                    starts = res_starts[0]
+                    hits = bisect_left(starts, now + job.time_limit_s) if starts else 0
+                    nn, mem = job.nodes, job.mem_per_node_mb
+                    for fn, fc, fm, fh in failed:
+                        if nn >= fn and cpn_j >= fc and mem >= fm and hits >= fh:
+                            break
+                    else:
+                        if self._try_start(job, part, hits, (nn, cpn_j, mem, hits), failed):
+                            started += 1
+                            max_free = part.max_free_cores()
+                            continue
+                if res_count[0] < k_max and self._reserve(job, now, res_count, res_starts):
+                    next_pos = pos + rel + 1  # new reservation: tighten the bound from here on
+                    break
+            pos = next_pos
         return started
+
+    @staticmethod
+    def _fits_bound(part: PartitionState, queue: JobQueue, idx: np.ndarray, now: float) -> np.ndarray:
+        """Necessary condition for each queued job (positions ``idx``) to start now."""
+        cpn, nodes, mem = queue.a_cpn[idx], queue.a_nodes[idx], queue.a_mem[idx]
+        cnt_ge, maxmem_ge = part.capacity_profile()
+        cand = (queue.a_cpus[idx] <= part.free_cores_total) & (cnt_ge[cpn] >= nodes) & (maxmem_ge[cpn] >= mem)
+        if part.reservations:
+            starts = np.array([r.start for r in part.reservations])
+            hits = np.searchsorted(starts, now + queue.a_limit[idx], side="left")
+            for h in range(1, len(part.reservations) + 1):
+                sel = hits == h
+                if not sel.any():
+                    continue
+                cnt_h, maxmem_h = part.capacity_profile(part.reservations[:h])
+                cand[sel] &= (cnt_h[cpn[sel]] >= nodes[sel]) & (maxmem_h[cpn[sel]] >= mem[sel])
+        return cand
 
     def _try_start(self, job: SimJob, part: PartitionState, hits: int, shape: tuple,
                    failed: list[tuple]) -> bool:
@@ -344,7 +369,7 @@ class Scheduler:
         return True
 
     def _reserve(self, job: SimJob, now: float, res_count: list[int],
-                 res_starts: list[list[float]]) -> None:
+                 res_starts: list[list[float]]) -> bool:
         best: tuple[Reservation, PartitionState] | None = None
         for part in job.parts:
             if res_count[part.index] >= self.config.bf_reservations:
@@ -354,7 +379,7 @@ class Scheduler:
             if res is not None and (best is None or res.start < best[0].start):
                 best = (res, part)
         if best is None:
-            return
+            return False
         res, part = best
         res.job_id = job.job_id
         i = bisect_right(res_starts[part.index], res.start)
@@ -363,3 +388,4 @@ class Scheduler:
         res_count[part.index] += 1
         if job.res_time_min is None or res.start < job.res_time_min:
             job.res_time_min = res.start
+        return True
