@@ -314,6 +314,18 @@ stop_pidfile() {  # stop_pidfile FILE NAME: TERM, wait up to 20 s, then KILL
     rm -f "$file"
 }
 
+preflight_ports() {  # fail before starting anything when a port a stopped daemon needs is taken
+    if ((ACCOUNTING)); then
+        pid_alive "$DIR/run/mariadbd.pid" || require_port_free "$(DB_PORT)" MariaDB
+        pid_alive "$DIR/run/slurmdbd.pid" || require_port_free "$(DBD_PORT)" slurmdbd
+    fi
+    pid_alive "$DIR/run/slurmctld.pid" || require_port_free "$(CTLD_PORT)" slurmctld
+    local i
+    for ((i = 1; i <= NODES; i++)); do
+        pid_alive "$DIR/run/slurmd-n$i.pid" || require_port_free "$(NODE_PORT "$i")" "slurmd n$i"
+    done
+}
+
 # ---------------------------------------------------------------- commands ---------------------
 cmd_up() {
     [[ $EUID -eq 0 ]] || die "must run as root (slurmd starts jobs and needs root): sudo $0 up ..."
@@ -333,6 +345,7 @@ cmd_up() {
     need_packages
     save_settings
     write_slurm_conf
+    preflight_ports
     local t0=$SECONDS
     start_munge
     if ((ACCOUNTING)); then
