@@ -201,8 +201,40 @@ def _print_targets(result: dict[str, Any]) -> None:
         print(f"target {name}: {'MET' if target['met'] else 'NOT MET'} {detail}")
 
 
+def run_seeds(seeds: int, **kwargs: Any) -> dict[str, Any]:
+    """Summary over ``seeds`` consecutive seeds: per predictor, worst settle and mean errors."""
+    first = kwargs.pop("seed", 0)
+    runs = [run_convergence(seed=first + i, **kwargs) for i in range(seeds)]
+    summary: dict[str, Any] = {}
+    for label in runs[0]["predictors"]:
+        per_seed = [run["predictors"][label] for run in runs]
+        summary[label] = {
+            "worst_settle_per_seed": [p["worst_settle"] for p in per_seed],
+            "mean_mae_log10": float(np.mean([p["mae_log10"] for p in per_seed])),
+            "mean_mae_s": float(np.mean([p["mae_s"] for p in per_seed])),
+        }
+    return {"seeds": list(range(first, first + seeds)), "noise_sigma": kwargs.get("noise_sigma", 0.0),
+            "params": kwargs.get("params") or {}, "predictors": summary,
+            "targets_met_per_seed": [{k: v["met"] for k, v in targets(run).items()} for run in runs]}
+
+
 def main(args: argparse.Namespace) -> int:
     params = json.loads(args.params) if args.params else {}
+    if args.seeds > 1:
+        summary = run_seeds(args.seeds, policies=tuple(args.predictors.split(",")), noise_sigma=args.noise,
+                            seed=args.seed, settle_run=args.settle_run, params=params)
+        if args.json:
+            print(json.dumps(summary, indent=2))
+        else:
+            print(f"convergence over seeds {summary['seeds']}, noise sigma {summary['noise_sigma']}, "
+                  f"params {summary['params']}")
+            for label, res in summary["predictors"].items():
+                settles = ["never" if s is None else s for s in res["worst_settle_per_seed"]]
+                print(f"{label:<12} mean MAE log10 {res['mean_mae_log10']:.3f}  mean MAE {res['mean_mae_s']:.0f} s  "
+                      f"worst settle per seed {settles}")
+            for i, met in zip(summary["seeds"], summary["targets_met_per_seed"]):
+                print(f"seed {i} targets: " + ", ".join(f"{k}={'MET' if v else 'NOT MET'}" for k, v in met.items()))
+        return 0
     result = run_convergence(policies=tuple(args.predictors.split(",")), noise_sigma=args.noise, seed=args.seed,
                              settle_run=args.settle_run, params=params)
     if args.plot:
@@ -225,6 +257,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--noise", type=float, default=0.0, metavar="SIGMA",
                         help="log-normal noise on observed waits (sigma of ln)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, default=1, help="run this many seeds and print a summary")
     parser.add_argument("--settle-run", type=int, default=5, help="consecutive hits that count as settled")
     parser.add_argument("--predictors", default=",".join(DEFAULT_POLICIES),
                         help="comma list of registry names (default: %(default)s)")
