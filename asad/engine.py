@@ -323,8 +323,16 @@ class Engine:
                 sum(1 for j in wf.jobs if j.stage == name and not j.cancelled_by_asad
                     and j.phase is not JobPhase.ABANDONED) <= spec.retries:
             run.message = f"{job.state.value} (exit {job.exit_code}); retrying"
+        elif job.state is JobState.OUT_OF_MEMORY:
+            return self._fail(wf, name, run, now, out,
+                              f"OUT_OF_MEMORY in {len(attempts_of)} attempts, the last with "
+                              f"{job.request.total_mem_mb()} MB; raise the stage's mem or max_oom_retries")
+        elif job.state is JobState.TIMEOUT:
+            return self._fail(wf, name, run, now, out,
+                              f"TIMEOUT in {len(attempts_of)} attempts, the last with a {job.request.time_limit_s} s "
+                              "limit; raise the stage's time")
         else:
-            return self._fail(wf, name, run, now, out, f"{job.state.value} (exit {job.exit_code})")
+            return self._fail(wf, name, run, now, out, f"{job.state.value} (exit code {job.exit_code})")
         run.state, run.job_row, run.start_time, run.end_time = StageState.WAITING, None, None, None
         out.dirty_stages.append(run)
 

@@ -78,7 +78,8 @@ def scale_spec(spec: WorkflowSpec, cores: int, cores_per_node: int, serial_fract
         stages.append(dataclasses.replace(
             st, nodes=nodes, ntasks=nodes, cpus_per_task=cores // nodes, mem_mb=mem_per_node, mem_per_cpu_mb=None,
             time_s=max(300, int(math.ceil(st.time_s * factor))), simulate=sim))
-    return dataclasses.replace(spec, name=f"{spec.name}-{cores}", stages=tuple(stages))
+    # The paper's fixed geometries: sizing off, so every strategy asks for the same shapes.
+    return dataclasses.replace(spec, name=f"{spec.name}-{cores}", stages=tuple(stages), sizing="off")
 
 
 def _series(task: dict) -> list[dict]:

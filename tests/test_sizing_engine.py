@@ -1,0 +1,80 @@
+"""Sizing inside the engine, end to end on the simulator: out-of-memory and time-out retries,
+learned requests on later runs, and the explanation a user reads."""
+
+from __future__ import annotations
+
+from asad.app import run_in_process
+from asad.slurm.sim import make_simulator
+from asad.spec import parse_workflow
+from asad.status import render_explain
+from asad.store.repo import Store
+
+OOM_WF = """
+name: oomy
+strategy: per-stage
+sizing: off
+stages:
+  - name: grow
+    cpus: 2
+    mem: 1G
+    time: 1h
+    run: grow --big
+    simulate: {runtime: 20m, peak_mem: 3G}
+"""
+
+
+def _run(db_url, text, runs=1, seed=0):
+    store = Store(db_url)
+    out = []
+    try:
+        for i in range(runs):
+            sim = make_simulator("small", load=0.0, seed=seed + i)
+            out += run_in_process(store, sim, [parse_workflow(text)])
+        wfs = store.load_workflows()
+    finally:
+        store.close()
+    return out, wfs
+
+
+def test_out_of_memory_is_retried_with_more_until_it_fits(db_url):
+    (summary,), _ = _run(db_url, OOM_WF)
+    assert summary["state"] == "COMPLETED", summary["message"]
+    (stage,) = summary["stages"]
+    assert stage["attempts"] == 3  # 1G -> killed, 2G -> killed, 4G -> fits a 3G peak
+    assert stage["mem_mb"] == 4096
+    assert "OUT_OF_MEMORY" in stage["message"]
+
+
+def test_out_of_memory_beyond_the_node_fails_clearly(db_url):
+    text = OOM_WF.replace("peak_mem: 3G", "peak_mem: 200G").replace("mem: 1G", "mem: 64G")
+    (summary,), _ = _run(db_url, text)
+    assert summary["state"] == "FAILED"
+    assert "cannot fit" in summary["message"] and "per node" in summary["message"]
+    assert summary["stages"][0]["attempts"] == 2  # 64G, then the node's 128000 MB, then the clear failure
+
+
+def test_out_of_memory_retries_are_bounded(db_url):
+    (summary,), _ = _run(db_url, OOM_WF.replace("peak_mem: 3G", "peak_mem: 100G"))
+    assert summary["state"] == "FAILED"
+    assert summary["stages"][0]["attempts"] == 4  # first try + max_oom_retries (3)
+    assert "raise the stage's mem or max_oom_retries" in summary["message"]
+
+
+def test_timeout_is_retried_with_a_longer_limit(db_url):
+    text = OOM_WF.replace("mem: 1G", "mem: 4G").replace("time: 1h", "time: 10m").replace("runtime: 20m", "runtime: 15m")
+    (summary,), _ = _run(db_url, text)
+    assert summary["state"] == "COMPLETED"
+    assert summary["stages"][0]["attempts"] == 2  # 10 m -> TIMEOUT, 20 m fits the 15 m run
+    assert "TIMEOUT at 600 s; retrying with 1200 s" in summary["stages"][0]["message"]
+
+
+def test_sizing_learns_smaller_requests_over_runs(db_url):
+    text = OOM_WF.replace("sizing: off", "sizing: sizey-like").replace("mem: 1G", "mem: 16G") \
+        .replace("peak_mem: 3G", "peak_mem: 2G")
+    summaries, wfs = _run(db_url, text, runs=6)
+    mems = [s["stages"][0]["mem_mb"] for s in summaries]
+    assert mems[0] == 16 * 1024  # the user's value until the agent has seen runs
+    assert mems[-1] < 8 * 1024, mems  # learned: far below the user's 16G, above the 2G peak
+    assert all(s["state"] == "COMPLETED" for s in summaries)
+    why = render_explain(wfs[-1], None)
+    assert "sizey-like" in why
