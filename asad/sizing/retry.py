@@ -5,7 +5,8 @@ Memory (``OUT_OF_MEMORY``, or ``FAILED`` with the peak at the limit):
 * the failed attempt's peak is a lower bound on the task's need, not a sample;
 * the retry asks for the largest peak ever seen for the stage when that is above the
   failed request (at least ``min_growth`` × the failed request), otherwise ``growth`` ×
-  the failed request (double by default) or the user's memory if that is more; so it
+  the failed request (double by default), or the geometric mean of the failed request
+  and the user's memory if that is more; so it
   is always ≥ 2 × the failed request or ≥ the largest peak seen, and never less than
   before;
 * capped at the partition's memory per node; when the failed attempt already had that
@@ -44,9 +45,10 @@ def retry_memory_mb(failed_mem_mb: int, failed_peak_mb: float | None, history_ma
     """Memory for the retry of an attempt killed at ``failed_mem_mb``.
 
     ``mode="max-peak"`` (default): the largest peak seen if it is above the lower bound,
-    else ``growth`` × the failed request, or the user's ``default_mem_mb`` if that is
-    more (as Zunker's memory bandit falls back to the default: a task far above anything
-    seen should not climb there by doublings). ``mode="double"``: max(growth × failed,
+    else ``growth`` × the failed request; when the user's ``default_mem_mb`` is above that,
+    the geometric mean of the failed request and the default if that is more (a task far
+    above anything seen climbs toward the user's value in fewer kills than by doublings,
+    without jumping to a possibly huge default). ``mode="double"``: max(growth × failed,
     largest peak seen), the plainer reading (always at least double).
     """
     if failed_mem_mb >= max_mem_mb:
@@ -59,7 +61,10 @@ def retry_memory_mb(failed_mem_mb: int, failed_peak_mb: float | None, history_ma
     if mode == "double":
         new = max(doubled, seen)
     elif mode == "max-peak":
-        new = max(seen, min_growth * lower_mb) if seen > lower_mb else max(doubled, float(default_mem_mb or 0))
+        new = max(seen, min_growth * lower_mb) if seen > lower_mb else doubled
+        if default_mem_mb and seen <= lower_mb and default_mem_mb > doubled:
+            # far below the user's value: climb geometrically toward it rather than by doublings
+            new = max(doubled, math.sqrt(lower_mb * default_mem_mb))
     else:
         raise ValueError(f"unknown retry mode {mode!r} (max-peak or double)")
     new_mb = int(math.ceil(max(new, failed_mem_mb + 1)))
