@@ -42,6 +42,7 @@ class JobQueue:
         self.keys: list[object] = []
         self.jobs: list[SimJob] = []
         self.dead = 0
+        self.head = 0  # no live job before this position
         self._alloc(256)
 
     def _alloc(self, cap: int) -> None:
@@ -81,6 +82,8 @@ class JobQueue:
         i = bisect_right(self.keys, key)  # type: ignore[arg-type]
         self.keys.insert(i, key)
         self.jobs.insert(i, job)
+        if i <= self.head:
+            self.head = i
         for name in self._FIELDS:
             arr = getattr(self, name)
             arr[i + 1 : n + 1] = arr[i:n]
@@ -102,7 +105,16 @@ class JobQueue:
         live.sort(key=lambda j: j.sort_key)  # type: ignore[arg-type, return-value]
         self._rebuild(live)
 
+    def first_live(self) -> int:
+        """Position of the highest-priority live job (started jobs pile up at the head)."""
+        jobs, head = self.jobs, self.head
+        while head < len(jobs) and not jobs[head].queued:
+            head += 1
+        self.head = head
+        return head
+
     def _rebuild(self, live: list[SimJob]) -> None:
+        self.head = 0
         self.jobs = live
         self.keys = [j.sort_key for j in live]
         self.dead = 0
@@ -167,7 +179,10 @@ class Scheduler:
         swaps in new lists, so the iterated lists never change under the iterator."""
         live = [q for q in self.queues if len(q)]
         if len(live) == 1:
-            yield from (j for j in live[0].jobs if j.queued)
+            jobs = live[0].jobs
+            for i in range(live[0].first_live(), len(jobs)):
+                if jobs[i].queued:
+                    yield jobs[i]
             return
         self.pass_id += 1
         pid = self.pass_id
@@ -184,6 +199,8 @@ class Scheduler:
         if not self.eligible_count:
             self.blockers = {}
             return 0
+        if len(self.parts) == 1:
+            return self._main_pass_one_partition(depth)
         blocked: set[int] = set()
         blockers: dict[int, int] = {}
         nparts = len(self.parts)
@@ -210,6 +227,27 @@ class Scheduler:
                 if len(blocked) == nparts:
                     break
         self.blockers = blockers
+        return started
+
+    def _main_pass_one_partition(self, depth: int | None) -> int:
+        part = self.parts[0]
+        queue = self.queues[0]
+        jobs = queue.jobs
+        tested = started = 0
+        self.blockers = {}
+        for i in range(queue.first_live(), len(jobs)):
+            job = jobs[i]
+            if not job.queued:
+                continue
+            tested += 1
+            if depth is not None and tested > depth:
+                break
+            nodes = part.find_nodes(job.nodes, job.cpus_per_node, job.mem_per_node_mb)
+            if nodes is None:
+                self.blockers = {part.index: job.job_id}
+                break
+            self.start_fn(job, part, nodes)
+            started += 1
         return started
 
     # ---- backfill -----------------------------------------------------------------------------
@@ -287,7 +325,8 @@ class Scheduler:
         part = self.parts[0]
         queue = self.queues[0]
         k_max = self.config.bf_reservations
-        live = np.flatnonzero(queue.a_live[: len(queue.jobs)])[: self.config.bf_max_job_test]
+        head = queue.first_live()
+        live = head + np.flatnonzero(queue.a_live[head: len(queue.jobs)])[: self.config.bf_max_job_test]
         if not len(live):
             return 0
         res_count = [0]
