@@ -23,6 +23,7 @@ import gzip
 import heapq
 import json
 import math
+import sys
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -90,7 +91,8 @@ def load_jobs(path: str, cluster: str | None = None, since: str | None = None, u
                 wait_s=np.maximum(start[index] - eligible[index], 0).astype(float))
 
 
-def replay(jobs: Jobs, predictors: list[tuple[str, str, dict[str, Any]]], seed: int = 0) -> dict[str, Any]:
+def replay(jobs: Jobs, predictors: list[tuple[str, str, dict[str, Any]]], seed: int = 0,
+           progress: bool = False) -> dict[str, Any]:
     """Estimates (NaN when the key had no observed wait yet) and seconds spent per predictor."""
     labels = [label for label, _, _ in predictors]
     estimates = {label: np.full(len(jobs), np.nan) for label in labels}
@@ -98,6 +100,8 @@ def replay(jobs: Jobs, predictors: list[tuple[str, str, dict[str, Any]]], seed: 
     per_key: dict[str, list[Any]] = {}
     started: list[tuple[float, int]] = []  # (start time, job index)
     for j in range(len(jobs)):
+        if progress and j and j % 50_000 == 0:
+            print(f"  replayed {j}/{len(jobs)} jobs", file=sys.stderr, flush=True)
         now = jobs.eligible_s[j]
         while started and started[0][0] <= now:
             _, done = heapq.heappop(started)
@@ -138,12 +142,12 @@ def score(estimate_s: np.ndarray, wait_s: np.ndarray) -> dict[str, float]:
 
 
 def run_bench(path: str, cluster: str | None, since: str | None, until: str | None, seed: int,
-              predictors: list[tuple[str, str, dict[str, Any]]]) -> dict[str, Any]:
+              predictors: list[tuple[str, str, dict[str, Any]]], progress: bool = False) -> dict[str, Any]:
     t0 = time.perf_counter()
     jobs = load_jobs(path, cluster, since, until)
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    replayed = replay(jobs, predictors, seed)
+    replayed = replay(jobs, predictors, seed, progress=progress)
     replay_s = time.perf_counter() - t0
     clusters = sorted(set(jobs.cluster.tolist()))
     result: dict[str, Any] = {
@@ -168,8 +172,9 @@ def run_bench(path: str, cluster: str | None, since: str | None, until: str | No
 
 def targets(result: dict[str, Any]) -> dict[str, Any]:
     scores = result["scores"]
-    asa_labels = [label for label in scores if label.startswith("asa") and scores[label].get("n")]
-    base_labels = [label for label in scores if not label.startswith("asa") and scores[label].get("n")]
+    is_asa = {label: spec["kind"].startswith("asa") for label, spec in result["predictors"].items()}
+    asa_labels = [label for label in scores if is_asa[label] and scores[label].get("n")]
+    base_labels = [label for label in scores if not is_asa[label] and scores[label].get("n")]
     if not asa_labels or not base_labels:
         return {}
     best_base = min(base_labels, key=lambda lb: scores[lb]["mean_abs_log10"])
@@ -226,7 +231,7 @@ def main(args: argparse.Namespace) -> int:
     if args.recommended:
         kind, params = recommended_predictor()
         predictors.append(("recommended", kind, params))
-    result = run_bench(args.data, args.cluster, args.since, args.until, args.seed, predictors)
+    result = run_bench(args.data, args.cluster, args.since, args.until, args.seed, predictors, progress=True)
     if args.json:
         print(json.dumps(result, indent=2))
     else:

@@ -21,6 +21,8 @@ Beyond the paper (all off by default; measured in docs/results/learn.md):
 - ``point``: plan with the sampled action (paper), or the median / mode of ``p``.
 - ``log_weight_floor``: keep every alternative within ``exp(-floor)`` of the best, so a
   long-converged ``p`` can still move when the queue changes (fixed-share style).
+- ``discount``: multiply the log-weights by this factor at each round close, so old
+  losses fade (exponential forgetting; 1 = the paper's infinite memory).
 
 gamma_t is ``gamma`` (constant; allowed by the paper) or ``gamma / sqrt(1 + rounds)``.
 """
@@ -56,6 +58,7 @@ class AsaConfig:
     point: str = "sample"
     slurm_expert: bool = False
     log_weight_floor: float | None = None
+    discount: float = 1.0  # < 1: log-weights shrink by this factor at each round close (forgetting)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "grid", make_grid(self.grid))
@@ -71,6 +74,8 @@ class AsaConfig:
             raise ValueError("gamma must be > 0 and repetitions >= 0")
         if self.log_weight_floor is not None and self.log_weight_floor <= 0:
             raise ValueError("log_weight_floor must be > 0 (or None)")
+        if not 0.0 < self.discount <= 1.0:
+            raise ValueError("discount must be in (0, 1]")
 
 
 class AsaPredictor:
@@ -220,6 +225,8 @@ class AsaPredictor:
             self._close_round()
 
     def _close_round(self) -> None:
+        if self.config.discount < 1.0:
+            self._log_weights *= self.config.discount
         self._log_weights -= self._gamma_t() * self._round_loss
         self._log_weights -= self._log_weights.max()
         if self.config.log_weight_floor is not None:

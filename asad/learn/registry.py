@@ -11,8 +11,8 @@ Names (``make_predictor(kind, seed, **params)``; params override the preset):
     last, median-k, median-all, qbets, slurm-estimate   the baselines (asad.learn.baselines)
 
 ASA params: grid ("paper" | "log" | list), policy, repetitions, gamma, gamma_schedule,
-loss ("zero_one" | "cost"), early_cost, late_cost, loss_floor_s, full_information,
-point ("sample" | "median" | "mode"), slurm_expert, log_weight_floor.
+loss ("zero_one" | "cost" | "log"), early_cost, late_cost, loss_floor_s, log_decades,
+full_information, point ("sample" | "median" | "mode"), slurm_expert, log_weight_floor, discount.
 """
 
 from __future__ import annotations
@@ -77,6 +77,7 @@ def asa_config(preset: dict[str, Any], params: dict[str, Any]) -> AsaConfig:
         early_cost=float(merged.pop("early_cost", 1.0)),
         late_cost=float(merged.pop("late_cost", 1.0)),
         floor_s=float(merged.pop("loss_floor_s", 60.0)),
+        log_decades=float(merged.pop("log_decades", 3.0)),
     )
     return AsaConfig(loss=loss, **merged)
 
