@@ -258,3 +258,35 @@ def test_config_validation():
         make_predictor("asa", gamma=-1)
     with pytest.raises(ValueError):
         make_predictor("asa").observe(float("nan"))
+
+
+@settings(max_examples=30, deadline=None)
+@given(sequence=st.lists(waits, min_size=1, max_size=40),
+       params=st.sampled_from([{"loss": "log"}, {"discount": 0.9}, {"log_weight_floor": None, "gamma": 50.0},
+                               {"grid": "log", "point": "mode"}, {"point": "sample", "loss": "zero_one"}]))
+def test_p_stays_a_distribution_for_our_variants(sequence, params):
+    predictor = make_predictor("asa-full", **params)
+    for wait in sequence:
+        assert math.isfinite(predictor.estimate())
+        predictor.observe(wait)
+        p = predictor.p
+        assert np.all(np.isfinite(p)) and np.all(p >= 0) and p.sum() == pytest.approx(1.0, abs=1e-9)
+
+
+def test_log_loss_is_scaled_log_error():
+    grid = np.asarray(PAPER_GRID_S)
+    losses = alternative_losses(np.array([99.0, 999.0, 9.0, 1e9]), 99.0, LossConfig(kind="log", log_decades=2.0), grid)
+    assert losses.tolist() == pytest.approx([0.0, 0.5, 0.5, 1.0])
+
+
+def test_discount_forgets_old_evidence():
+    def median_after_switch(discount):
+        predictor = make_predictor("asa-full", log_weight_floor=None, discount=discount, loss="log")
+        for _ in range(300):
+            predictor.observe(20000.0)
+        for _ in range(30):
+            predictor.observe(100.0)
+        return predictor.estimate()
+
+    assert median_after_switch(0.9) == 100.0  # forgets: follows the new level
+    assert median_after_switch(1.0) == 20000.0  # infinite memory: still the old level
