@@ -37,9 +37,9 @@ class BestAgent(AgentBase):
     kind = "best"
     name = "sizey-like"
 
-    def __init__(self, fail_penalty: float = 1.0, window: int = 200, min_runs: int = 1,
+    def __init__(self, fail_penalty: float = 5.0, window: int = 200, min_runs: int = 1,
                  min_ratios: int = 5, cold_margin: float = 1.1, ttf_assumed: float = 0.5,
-                 knn_k: int = 5, recent_n: int = 20, cpu_q: float = 0.95, **kw) -> None:
+                 knn_k: int = 10, recent_n: int = 20, cpu_q: float = 0.95, **kw) -> None:
         super().__init__(fail_penalty=fail_penalty, window=window, min_runs=min_runs, min_ratios=min_ratios,
                          cold_margin=cold_margin, ttf_assumed=ttf_assumed, knn_k=knn_k, recent_n=recent_n,
                          cpu_q=cpu_q, **kw)
