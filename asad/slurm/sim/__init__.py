@@ -20,11 +20,12 @@ __all__ = ["Simulator", "SimConfig", "PartitionSpec", "WallClockSimulator", "Dep
            "make_simulator", "PRESETS", "DEFAULT_START_TIME"]
 
 
-def make_simulator(preset_name: str = "small", load: float | None = None, seed: int = 0,
+def make_simulator(preset_name: str = "small", load: float | dict[str, float] | None = None, seed: int = 0,
                    priority: str = "fifo", backfill: str = "easy", start_time: float | None = None,
                    **overrides: object) -> Simulator:
     """A simulator of a named preset. ``load``: None = the preset's default per partition,
-    0 = an empty cluster, x = every partition at offered load x. ``overrides``: any
+    0 = an empty cluster, x = every partition at offered load x, or a dict per partition name.
+    ``overrides``: any
     :class:`SimConfig` field (e.g. ``bf_reservations=4``, ``load_steps=((86400, 1.3),)``)."""
     parts = preset(preset_name)
     fields = {f.name for f in dataclasses.fields(SimConfig)}
@@ -33,7 +34,9 @@ def make_simulator(preset_name: str = "small", load: float | None = None, seed: 
         raise ValueError(f"unknown simulator settings {sorted(unknown)}; known: {sorted(fields - {'partitions'})}")
     kwargs: dict[str, object] = dict(partitions=parts, seed=seed, priority=priority, backfill=backfill,
                                      start_time=DEFAULT_START_TIME if start_time is None else start_time)
-    if load is not None:
+    if isinstance(load, dict):
+        kwargs["load"] = {str(k): float(v) for k, v in load.items()}
+    elif load is not None:
         kwargs["load"] = {p.name: float(load) for p in parts}
     kwargs.update(overrides)
     return Simulator(SimConfig(**kwargs))  # type: ignore[arg-type]

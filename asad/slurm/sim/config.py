@@ -61,7 +61,8 @@ class SimConfig:
     daily_cycle: bool = True
     # Background jobs start this long before start_time so that t0 meets a busy cluster.
     warmup_s: float = 86400.0
-    load_table: str | None = None  # path to a load table CSV; None = the packaged one
+    load_table: str | None = None
+    swf: str | None = None  # an SWF trace to replay from start_time (on top of any load)  # path to a load table CSV; None = the packaged one
     first_job_id: int = 1
     extra: dict[str, object] = field(default_factory=dict)
 

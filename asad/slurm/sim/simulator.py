@@ -67,6 +67,7 @@ class Simulator:
         self.final_states: dict[str, int] = {}
         self._busy_done = [0.0] * len(self.parts)
         self.workload = None
+        self.trace_ids: dict[int, int] = {}  # SWF job number -> simulator job id
         self._now = config.start_time
         self._t0 = config.start_time
         from asad.slurm.sim.workload import BackgroundLoad  # late: workload imports config only
@@ -78,6 +79,10 @@ class Simulator:
             self._push(self._now, EV_GEN, None, 0)
             self.run_until(config.start_time)
         self._now = config.start_time
+        if config.swf is not None:
+            from asad.slurm.sim.swf import read_swf, replay
+
+            self.swf_replay = replay(self, read_swf(config.swf), start=config.start_time)
 
     # ================================================================== Backend protocol ====
     def now(self) -> float:
@@ -522,10 +527,12 @@ class Simulator:
         self._push(t + chunk_s, EV_GEN, None, 0)
 
     def _background_arrival(self, arrival: tuple) -> None:
-        _, part_index, nodes, cpus, mem_per_node, limit, runtime = arrival
-        part = self.parts[part_index]
+        part = self.parts[arrival[1]]
+        nodes, cpus, mem_per_node, limit, runtime = arrival[2:7]
         job = SimJob(self._new_id(), "bg", [part], nodes, cpus, mem_per_node, limit, self._now,
                      runtime, background=True)
+        if len(arrival) > 7 and arrival[7] is not None:
+            self.trace_ids[arrival[7]] = job.job_id
         self.jobs[job.job_id] = job
         self.counters["background_submitted"] += 1
         job.eligible_time = self._now
@@ -534,7 +541,8 @@ class Simulator:
         self._pass_wanted = True
 
     def add_trace_job(self, submit_time: float, partition: str, nodes: int, cpus: int,
-                      mem_per_node_mb: int, time_limit_s: int, runtime_s: float) -> int | None:
+                      mem_per_node_mb: int, time_limit_s: int, runtime_s: float,
+                      origin: int | None = None) -> int | None:
         """Schedule one replayed (SWF) job as background load; None if it cannot fit anywhere."""
         part = self._by_name[partition]
         cpn = -(-cpus // nodes)
@@ -542,7 +550,8 @@ class Simulator:
             self.counters["swf_skipped"] += 1
             return None
         self._push(max(submit_time, self._now), EV_ARRIVAL, None, 0,
-                   (submit_time, part.index, nodes, cpus, mem_per_node_mb, time_limit_s, runtime_s))
+                   (submit_time, part.index, nodes, cpus, mem_per_node_mb, time_limit_s, runtime_s,
+                    origin))
         return 1
 
     # ================================================================== views ===============
