@@ -1,0 +1,87 @@
+"""``asad bench sim``: how fast the simulator plays a busy cluster, and how that grows.
+
+Runs a preset at an offered load for some simulated days from an empty cluster (no warm-up)
+and prints jobs, events, wall and CPU seconds, jobs per wall second and peak RSS. ``--scaling``
+repeats the run at a quarter and half of the days and fits how wall time grows with the number
+of jobs (an exponent near 1 is linear).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import time
+
+import numpy as np
+
+from asad.slurm.sim import make_simulator
+
+
+def run_once(preset: str, days: float, load: float, seed: int, priority: str, backfill: str) -> dict:
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    sim = make_simulator(preset, load=load, seed=seed, priority=priority, backfill=backfill,
+                         warmup_s=0.0)
+    sim.run_until(sim.now() + days * 86400)
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    stats = sim.stats()
+    waits = np.array([j.start_time - j.eligible_time for j in sim.jobs.values()
+                      if j.start_time is not None])
+    jobs = int(stats["jobs_submitted"])
+    return {
+        "preset": preset, "load": load, "seed": seed, "priority": priority, "backfill": backfill,
+        "sim_days": days, "jobs": jobs, "jobs_started": stats["jobs_started"],
+        "events": stats["events"], "main_passes": stats["main_passes"],
+        "backfill_passes": stats["backfill_passes"],
+        "backfill_passes_skipped_unchanged": stats["backfill_skipped_unchanged"],
+        "backfill_starts": stats["backfill_starts"],
+        "pending_at_end": stats["jobs_pending_eligible"],
+        "utilisation": round(float(stats["utilisation"]), 4),
+        "wait_mean_s": round(float(waits.mean()), 1) if len(waits) else None,
+        "wait_median_s": round(float(np.median(waits)), 1) if len(waits) else None,
+        "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+        "jobs_per_wall_s": round(jobs / wall, 1) if wall > 0 else None,
+        "jobs_per_cpu_s": round(jobs / cpu, 1) if cpu > 0 else None,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "loadavg_1min": round(os.getloadavg()[0], 2),  # other processes share this machine
+    }
+
+
+def growth_exponent(jobs: list[int], seconds: list[float]) -> float:
+    """Slope of log(seconds) against log(jobs): 1 = linear, 2 = quadratic."""
+    return float(np.polyfit(np.log(jobs), np.log(seconds), 1)[0])
+
+
+def main(args: argparse.Namespace) -> int:
+    sizes = [args.days / 4, args.days / 2, args.days] if args.scaling else [args.days]
+    runs = [run_once(args.preset, d, args.load, args.seed, args.priority, args.backfill) for d in sizes]
+    result = dict(runs[-1])
+    if args.scaling:
+        jobs = [r["jobs"] for r in runs]
+        result["scaling"] = [{k: r[k] for k in ("sim_days", "jobs", "wall_s", "cpu_s")} for r in runs]
+        result["growth_exponent_wall"] = round(growth_exponent(jobs, [r["wall_s"] for r in runs]), 3)
+        result["growth_exponent_cpu"] = round(growth_exponent(jobs, [r["cpu_s"] for r in runs]), 3)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        for key, value in result.items():
+            print(f"{key:34s} {value}")
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("sim", help="simulator speed: simulated days per wall second",
+                                   description=__doc__)
+    parser.add_argument("--preset", default="hpc2n")
+    parser.add_argument("--days", type=float, default=30.0)
+    parser.add_argument("--load", type=float, default=0.9)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--priority", choices=["fifo", "multifactor"], default="fifo")
+    parser.add_argument("--backfill", choices=["easy", "none"], default="easy")
+    parser.add_argument("--scaling", action="store_true",
+                        help="also run a quarter and half of the days; report the growth exponent")
+    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    parser.set_defaults(func=main)
+
+
