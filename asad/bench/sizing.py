@@ -168,7 +168,7 @@ def replay_anchor(tasks: list[TraceTask], ttf: float, margin: float = 1.1) -> Ta
     for task in tasks:
         tally.tasks += 1
         d = default_request(task)
-        mem = d.mem_mb if task.process not in max_peak else int(math.ceil(max_peak[task.process] * margin))
+        mem = d.mem_mb if task.process not in max_peak else int(math.ceil(max_peak[task.process] * margin - 1e-6))
         req = Request(d.cpus, mem, max(d.time_s, int(math.ceil(task.realtime_s))))
         for _ in range(MAX_ATTEMPTS):
             out = play_attempt(tally, task, req, ttf)

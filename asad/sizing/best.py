@@ -6,14 +6,15 @@ the chosen predictor's prediction times a learned safety factor.
 
 * Predictors (all fitted only on completed runs, never on kills): ``max`` (the largest
   peak so far), ``recent`` (the largest of the last 20), ``lr`` (least squares line of
-  peak on input size), ``knn`` (the largest peak of the 5 runs nearest in log input size).
+  peak on input size), ``knn`` (the largest peak of the 10 runs nearest in log input size).
 * Prequential errors: when a run completes, each predictor's prediction for it, made from
-  the runs before it, gives a ratio ``peak / prediction``. The safety factor of a
-  predictor is the ``1 - target_fail`` quantile of its recent ratios (the largest while
-  it has few), so that about ``target_fail`` of first attempts are expected to be killed.
-* Selection: the predictor (with its factor) whose replayed allocations over the recent
-  runs would have cost the least memory·time, counting a kill as ``ttf`` × the attempt's
-  allocation plus the retry's over-allocation (Witt's MAQ view of waste).
+  the runs before it, gives a ratio ``peak / prediction``.
+* Learned offset: for each predictor, the safety factor (a quantile of its recent
+  ratios, or the largest ratio plus its spread) whose replayed allocations over the
+  recent runs cost least: memory·time wasted (a kill wastes ``ttf`` × its allocation plus
+  the retry's over-allocation, Witt's MAQ view) plus ``fail_penalty`` × the mean peak ×
+  the expected kill rate (counting the next run as possibly the largest: 1/(n+1)).
+* Selection: the predictor with the lowest such cost (recomputed after every run).
 
 CPUs: the ``cpu_q`` quantile of the recent busy cores, rounded up, never above the
 user's (the tool is started with that many threads). Until ``min_runs`` completed runs,

@@ -1,0 +1,92 @@
+"""The sizing bench: MAQ on a tiny hand-computed trace, and the anchor reproduced on the real traces."""
+
+import csv
+import gzip
+from pathlib import Path
+
+import pytest
+
+from asad.bench.sizing import (DEFAULT_TRACES, Tally, load_trace, load_traces, play_attempt, replay_agent,
+                               replay_anchor, replay_requests, run)
+from asad.sizing.registry import make_agent
+
+MIB = 1024 * 1024
+COLUMNS = ["task_id", "process", "status", "cpus", "memory", "time", "submit", "realtime", "%cpu", "peak_rss", "rchar"]
+
+
+def write_trace(path: Path, rows: list[dict]) -> Path:
+    with gzip.open(path, "wt", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=COLUMNS)
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+    return path
+
+
+def row(task_id, submit, peak_mib, realtime_s, mem_mib=1000, status="COMPLETED", process="P"):
+    return {"task_id": task_id, "process": process, "status": status, "cpus": 2, "memory": mem_mib * MIB,
+            "time": 3_600_000, "submit": submit, "realtime": int(realtime_s * 1000), "%cpu": 150.0,
+            "peak_rss": peak_mib * MIB, "rchar": 1000}
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    # submission order: task 2 (peak 100, 10 s), task 1 (peak 300, 20 s), task 3 (peak 200, 10 s);
+    # a FAILED row is not a sample and is dropped
+    return load_trace(write_trace(tmp_path / "trace_tiny.csv.gz", [
+        row(1, 200, 300, 20), row(2, 100, 100, 10), row(3, 300, 200, 10), row(4, 50, 999, 5, status="FAILED")]))
+
+
+def test_load_keeps_completed_rows_in_submission_order(tiny):
+    assert [t.task_id for t in tiny] == [2, 1, 3]
+    assert tiny[0].peak_mb == 100 and tiny[0].realtime_s == 10 and tiny[0].cpu_usage == 1.5
+
+
+def test_maq_of_the_requests_by_hand(tiny):
+    s = replay_requests(tiny, 0.5).summary()
+    # used = 100×10 + 300×20 + 200×10 = 9000 MB·s; allocated = 1000 × 40 s
+    assert s["maq"] == pytest.approx(9000 / 40000)
+    assert s["failed_pct"] == 0 and s["cpu_alloc_coreh"] == pytest.approx(2 * 40 / 3600)
+    assert s["cpu_used_coreh"] == pytest.approx(1.5 * 40 / 3600)
+
+
+def test_maq_of_the_anchor_by_hand(tiny):
+    s = replay_anchor(tiny, 0.5).summary()
+    # task 2 at the request: 1000×10. task 1 at 110 (100 × 1.1) < 300: killed at 10 s → 110×10 wasted,
+    # then 220 < 300: killed → 220×10, then 440: 440×20. task 3 at 330 (300 × 1.1): 330×10.
+    alloc = 1000 * 10 + 110 * 10 + 220 * 10 + 440 * 20 + 330 * 10
+    assert s["maq"] == pytest.approx(9000 / alloc)
+    assert s["oom"] == 2 and s["failed_pct"] == pytest.approx(200 / 3)
+    assert replay_anchor(tiny, 0.1).summary()["maq"] == pytest.approx(
+        9000 / (1000 * 10 + 110 * 2 + 220 * 2 + 440 * 20 + 330 * 10))
+
+
+def test_a_kill_wastes_the_whole_allocation_and_cpus_stretch_run_time(tiny):
+    from asad.sizing.base import Request
+
+    tally = Tally()
+    out = play_attempt(tally, tiny[1], Request(cpus=1, mem_mb=200, time_s=3600), ttf=0.5)
+    # 1.5 busy cores on 1 CPU run 1.5× longer: 30 s; killed at half: 15 s
+    assert out.state == "OUT_OF_MEMORY" and out.elapsed_s == pytest.approx(15.0)
+    assert tally.alloc_mb_s == pytest.approx(200 * 15) and tally.used_mb_s == 0
+    out = play_attempt(tally, tiny[1], Request(cpus=1, mem_mb=400, time_s=10), ttf=0.5)
+    assert out.state == "TIMEOUT" and tally.timeouts == 1
+
+
+def test_agents_replay_on_the_tiny_trace(tiny):
+    s = replay_agent(tiny, 0.5, lambda seed: make_agent("pc95", seed=seed)).summary()
+    assert s["tasks"] == 3 and 0 < s["maq"] <= 1
+    res = run({"tiny": tiny}, [0.5], ["pc95", "sizey-like"])
+    assert set(res["ttf"]["0.5"]["totals"]) == {"requests", "anchor-maxpeak×1.1", "pc95", "sizey-like"}
+
+
+@pytest.mark.skipif(not DEFAULT_TRACES.is_dir(), reason=f"nf-core traces not present at {DEFAULT_TRACES}")
+def test_anchor_reproduces_the_measured_79_percent():
+    traces = load_traces(DEFAULT_TRACES)
+    assert len(traces) == 6
+    anchor = [replay_anchor(t, 0.5).summary() for t in traces.values()]
+    own = [replay_requests(t, 0.5).summary() for t in traces.values()]
+    assert sum(a["maq"] for a in anchor) / 6 == pytest.approx(0.790, abs=0.0005)
+    assert sum(a["failed_pct"] for a in anchor) / 6 == pytest.approx(1.5, abs=0.05)
+    assert sum(o["maq"] for o in own) / 6 == pytest.approx(0.417, abs=0.0005)
+    assert anchor[list(traces).index("mag")]["maq"] == pytest.approx(0.546, abs=0.0005)

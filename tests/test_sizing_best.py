@@ -1,0 +1,58 @@
+"""The sizey-like agent on synthetic stages: it follows input size, learns its offset, and stays safe."""
+
+import numpy as np
+
+from asad.sizing.base import Outcome, Request
+from asad.sizing.best import BestAgent
+from asad.sizing.feedback import PercentileAgent
+
+DEFAULT = Request(cpus=8, mem_mb=20_000, time_s=7200)
+
+
+def replay(agent, xs, peaks, busy=2.0):
+    """Allocated and used MB·s (100 s per task; a kill at half time, then the true peak × 1.25)."""
+    alloc = used = kills = 0.0
+    for x, peak in zip(xs, peaks):
+        req = agent.propose(DEFAULT, x).request
+        if req.mem_mb < peak:
+            kills += 1
+            alloc += req.mem_mb * 50
+            agent.observe(Outcome(req, float(req.mem_mb), busy * 50, 50.0, x, "OUT_OF_MEMORY"))
+            req = Request(req.cpus, int(peak * 1.25), req.time_s)
+        alloc += req.mem_mb * 100
+        used += peak * 100
+        agent.observe(Outcome(req, float(peak), busy * 100, 100.0, x, "COMPLETED"))
+    return used / alloc, kills / len(xs)
+
+
+def test_follows_input_size_where_the_maximum_cannot():
+    rng = np.random.default_rng(0)
+    xs = rng.uniform(1e9, 1e10, 300)
+    peaks = 500 + 1e-6 * xs + rng.normal(0, 50, 300)  # 1.5–10.5 GB, tightly linear in input
+    maq_best, kills_best = replay(BestAgent(seed=1), xs, peaks)
+    maq_pc, _ = replay(PercentileAgent(percentile=95), xs, peaks)
+    assert maq_best > 0.85 > maq_pc
+    assert kills_best < 0.05
+    agent = BestAgent(seed=1)
+    replay(agent, xs, peaks)
+    d = agent.propose(DEFAULT, 2e9)
+    assert d.request.mem_mb < 3500 and ("lr" in d.why or "knn" in d.why)
+    assert d.request.cpus == 2  # two busy cores, never above the user's 8
+
+
+def test_constant_stage_gets_a_tight_offset():
+    rng = np.random.default_rng(1)
+    peaks = 4000 + rng.normal(0, 5, 200)
+    maq, kills = replay(BestAgent(seed=1), [None] * 200, peaks)
+    assert maq > 0.95 and kills < 0.05
+    agent = BestAgent(seed=1)
+    replay(agent, [None] * 200, peaks)
+    assert agent.propose(DEFAULT).request.mem_mb < 4000 * 1.02
+
+
+def test_cold_start_uses_user_then_largest_peak_with_margin():
+    agent = BestAgent(seed=0)
+    assert agent.propose(DEFAULT).request.mem_mb == 20_000
+    agent.observe(Outcome(DEFAULT, 1000.0, 100.0, 100.0, None, "COMPLETED"))
+    d = agent.propose(DEFAULT)
+    assert d.request.mem_mb == 1100 and "too few" in d.why
