@@ -100,9 +100,11 @@ class BestAgent(AgentBase):
         """
         ratios, pred, peak, run_s, max_before = rows.T
         n = len(ratios)
-        top = float(np.max(ratios))
-        spread = top - float(np.median(ratios))
-        levels = np.unique(np.quantile(ratios, self._levels, method="higher"))
+        ordered = np.sort(ratios)
+        top = float(ordered[-1])
+        spread = top - float(ordered[(n - 1) // 2])
+        # quantiles ("higher" method) straight from the sorted ratios
+        levels = ordered[np.ceil(self._levels * (n - 1)).astype(int)]
         factors = np.append(levels, top + spread)
         alloc = pred[:, None] * factors[None, :]
         ok = alloc >= peak[:, None]
@@ -119,15 +121,21 @@ class BestAgent(AgentBase):
     _levels = np.array([0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.925, 0.95, 0.96, 0.97, 0.98, 0.99, 0.995, 1.0])
 
     def _choice(self) -> list[tuple[float, str, float, float, int]]:
-        """Per scored predictor: (cost, name, factor, kill rate, n), recomputed after each run."""
-        if self._cached_choice is None or self._cached_at != self.history.n:
+        """Per scored predictor: (cost, name, factor, kill rate, n).
+
+        Recomputed after every run while there are few, then after every ``n/20`` runs
+        (a window of 200 moves 5% between refreshes; the choice barely changes).
+        """
+        n = self.history.n
+        stale = n - self._cached_at >= max(1, min(n, self.window) // 20)
+        if self._cached_choice is None or stale:
             out = []
             for name in PREDICTORS:
                 arr = self.scored[name].view()[-self.window:]
                 if len(arr) >= self.min_ratios:
                     cost, factor, rate = self._choose_factor(arr)
                     out.append((cost, name, factor, rate, len(arr)))
-            self._cached_choice, self._cached_at = sorted(out), self.history.n
+            self._cached_choice, self._cached_at = sorted(out), n
         return self._cached_choice
 
     def _size(self, default: Request, input_bytes: float | None):
@@ -157,7 +165,9 @@ class BestAgent(AgentBase):
         return int(max(1, min(default.cpus, math.ceil(need - 1e-9))))
 
     def _extra_state(self) -> dict:
-        return {"scored": {k: v.view()[-self.window:].tolist() for k, v in self.scored.items()}}
+        return {"scored": {k: v.view()[-self.window:].tolist() for k, v in self.scored.items()},
+                "choice": None if self._cached_choice is None else [list(c) for c in self._cached_choice],
+                "choice_at": self._cached_at}
 
     def _load_extra_state(self, extra: dict) -> None:
         if extra:
@@ -165,3 +175,7 @@ class BestAgent(AgentBase):
             for k, rows in extra["scored"].items():
                 for r in rows:
                     self.scored[k].append(r)
+            choice = extra.get("choice")
+            self._cached_choice = None if choice is None else [
+                (float(c), str(name), float(f), float(r), int(n)) for c, name, f, r, n in choice]
+            self._cached_at = int(extra.get("choice_at", -1))
