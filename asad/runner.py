@@ -45,6 +45,7 @@ class Runner:
         self.active: dict[int, WorkflowRun] = {}
         self._last_id = 0
         self.backend_error: str | None = None
+        self._ok_recorded = False  # "backend ok" written to the store by this runner
         # Incremental decisions: a workflow is decided again only when one of its jobs changed, it
         # was touched from outside (new, cancel), its own wake time came, or a learner it consulted
         # moved. ``decide_all`` restores deciding every workflow at every tick (the reference).
@@ -131,8 +132,10 @@ class Runner:
             self._persist(decisions, now)
             if not decisions.submit and not decisions.cancel:
                 break
-        if self.backend_error is not None:
+        if self.backend_error is not None or not self._ok_recorded:
+            # also after a restart: an outage recorded by an earlier daemon is over now
             self.backend_error = None
+            self._ok_recorded = True
             self.store.set_status("backend", {"ok": True, "since": now})
             self.store.commit()
         for wf_id in [w.id for w in workflows if w.state is not WorkflowState.ACTIVE]:
@@ -185,6 +188,7 @@ class Runner:
         if self.backend_error is None:
             log.warning("slurm unavailable; plans kept, will retry", error=message)
         self.backend_error = message
+        self._ok_recorded = False
         self.store.set_status("backend", {"ok": False, "error": message, "since": now})
         self.store.commit()
 
