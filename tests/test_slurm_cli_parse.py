@@ -493,3 +493,20 @@ def test_oom_uses_the_submitted_request_when_sacct_lacks_reqmem():
                        "sacct": [oom + "\n" + step + "\n"]})
     b.submit(JobRequest(name="n", command="true", mem_mb=100))
     assert b.poll([5])[5].state is JobState.OUT_OF_MEMORY
+
+
+def test_retry_budget_stops_new_attempts():
+    """A controller that is down makes each attempt slow: no new attempt after the budget."""
+    down = (1, "", "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n")
+    clock = [0.0]
+
+    def slow_runner(argv, stdin, timeout_s, env):
+        clock[0] += 18.0  # what one squeue took against a stopped slurmctld here
+        return CommandResult(tuple(argv), *down)
+
+    b = SlurmCLI(runner=slow_runner, accounting=True, sleep=lambda s: clock.__setitem__(0, clock[0] + s),
+                 retry_budget_s=30)
+    b.cmd.monotonic = lambda: clock[0]
+    with pytest.raises(SlurmUnavailable, match="failed 2 times"):
+        b.poll([1])
+    assert b.calls["squeue"] == 2

@@ -148,13 +148,14 @@ class SlurmCLI:
     name = "slurm"
 
     def __init__(self, *, slurm_conf: str | None = None, timeout_s: float = 30.0, retries: int = 4,
-                 backoff_s: float = 1.0, backoff_max_s: float = 16.0, accounting: bool | None = None,
+                 backoff_s: float = 1.0, backoff_max_s: float = 16.0, retry_budget_s: float = 30.0,
+                 accounting: bool | None = None,
                  sacct_window_s: float = DEFAULT_SACCT_WINDOW_S, runner: Runner | None = None,
                  sleep: Callable[[float], None] = time.sleep, clock: Callable[[], float] = time.time,
                  bin_dir: str | None = None, user: str | None = None):
         self.cmd = SlurmCommands(slurm_conf=slurm_conf, runner=runner, sleep=sleep, bin_dir=bin_dir,
                                  policy=RetryPolicy(timeout_s=timeout_s, retries=retries, backoff_s=backoff_s,
-                                                    backoff_max_s=backoff_max_s))
+                                                    backoff_max_s=backoff_max_s, budget_s=retry_budget_s))
         self._accounting = accounting
         self._config_cache: dict[str, str] | None = None
         self.sacct_window_s = sacct_window_s

@@ -85,6 +85,9 @@ class RetryPolicy:
     retries: int = 4  # extra attempts after the first
     backoff_s: float = 1.0  # first pause; doubles each time
     backoff_max_s: float = 16.0
+    # No new attempt starts after this long: a controller that is down makes each attempt take
+    # ~10-20 s (the client's own connect retries), and a daemon should report the outage, not hang.
+    budget_s: float = 30.0
 
     def pause_s(self, attempt: int) -> float:
         return min(self.backoff_max_s, self.backoff_s * (2**attempt))
@@ -99,8 +102,9 @@ class SlurmCommands:
 
     def __init__(self, *, slurm_conf: str | None = None, policy: RetryPolicy | None = None,
                  runner: Runner | None = None, sleep: Callable[[float], None] = time.sleep,
-                 bin_dir: str | None = None):
+                 bin_dir: str | None = None, monotonic: Callable[[], float] = time.monotonic):
         self.slurm_conf = slurm_conf
+        self.monotonic = monotonic
         self.policy = policy or RetryPolicy()
         self.runner = runner or subprocess_runner
         self.sleep = sleep
@@ -129,14 +133,20 @@ class SlurmCommands:
         argv = (exe, *args)
         env = self.environment(extra_env)
         last_error = ""
+        started = self.monotonic()
+        attempts = 0
         for attempt in range(self.policy.retries + 1):
             if attempt:
-                self.sleep(self.policy.pause_s(attempt - 1))
+                pause = self.policy.pause_s(attempt - 1)
+                if self.monotonic() - started + pause > self.policy.budget_s:
+                    break
+                self.sleep(pause)
                 if before_retry is not None:
                     found = before_retry()
                     if found is not None:
                         return found  # type: ignore[return-value]
             self.calls[command] += 1
+            attempts += 1
             try:
                 result = self.runner(argv, stdin, self.policy.timeout_s, env)
             except subprocess.TimeoutExpired:
@@ -154,4 +164,4 @@ class SlurmCommands:
                 continue
             raise CommandFailed(result)
         raise SlurmUnavailable(
-            f"{command} failed {self.policy.retries + 1} times; last error: {last_error}")
+            f"{command} failed {attempts} times in {self.monotonic() - started:.0f} s; last error: {last_error}")

@@ -342,7 +342,7 @@ def test_slurmctld_restart_mid_workflow(cluster, tmp_path):
             # the daemon keeps running and says Slurm is unreachable
             note = wait_for(lambda: (lambda r: r.stdout if "unavailable" in r.stdout.lower()
                                      or "unable to contact" in r.stdout.lower() else None)(
-                asad(env, "status", str(wf_id))), 90, "asad status to report Slurm unavailable")
+                asad(env, "status", str(wf_id))), 150, "asad status to report Slurm unavailable")
             assert note
             time.sleep(5)
         finally:
