@@ -86,11 +86,16 @@ def play(backend: Backend, *, advance, tag: str, timeout_s: float = 600) -> list
     return out
 
 
+REAL_CALLS: dict[str, int] = {}
+
+
 def run_real(slurm_conf: str | None = None) -> list[Outcome]:
     from asad.slurm.cli import SlurmCLI
 
     backend = SlurmCLI(slurm_conf=slurm_conf)
-    return play(backend, advance=time.sleep, tag=f"simreal-{int(time.time())}")
+    outcomes = play(backend, advance=time.sleep, tag=f"simreal-{int(time.time())}")
+    REAL_CALLS.update(backend.calls)  # Slurm commands the real run cost (one poll a second)
+    return outcomes
 
 
 def run_sim(**overrides) -> list[Outcome]:
@@ -135,6 +140,8 @@ def main_with(args: argparse.Namespace) -> int:
     else:
         real = run_real(args.slurm_conf)
     summary = compare(real, sim)
+    if REAL_CALLS:
+        summary["real_slurm_calls"] = dict(REAL_CALLS)
     md = table(real, sim)
     print(md)
     print(json.dumps(summary, indent=2))
