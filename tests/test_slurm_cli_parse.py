@@ -510,3 +510,17 @@ def test_retry_budget_stops_new_attempts():
     with pytest.raises(SlurmUnavailable, match="failed 2 times"):
         b.poll([1])
     assert b.calls["squeue"] == 2
+
+
+def test_signal_9_without_maxrss_yet_is_held_then_reported():
+    """slurmdbd records the steps' MaxRSS a moment after the job's end: until then (at most 60 s)
+    a signal-9 death is reported as still ending, since OOM or not cannot be told yet."""
+    job_only = SEP.join(["5", "n", "FAILED", "0:9", "", "100M", "1", "00:00.002", "1795262387", "1795262387",
+                         "1795262388", "1795262389", "", "main", "1", "1", "n1", "5", "None"])
+    gone = (1, "", "slurm_load_jobs error: Invalid job id specified\n")
+    now = [1795262389.0 + 5]
+    b, _, _ = backend({"squeue": [gone], "sacct": [job_only + "\n"]}, clock=lambda: now[0])
+    st = b.poll([5])[5]
+    assert st.state is JobState.RUNNING and st.reason == "AccountingPending"
+    now[0] = 1795262389.0 + 61
+    assert b.poll([5])[5].state is JobState.FAILED

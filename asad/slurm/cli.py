@@ -48,6 +48,8 @@ from asad.slurm.slurm_text import (
 DEFAULT_SACCT_WINDOW_S = 14 * 86400.0
 # Margin before a known submission time: clocks of the daemon and slurmdbd may differ a little.
 _STARTTIME_MARGIN_S = 300.0
+# How long a signal-9 death may wait for its MaxRSS in sacct before it is reported as FAILED.
+_VERDICT_WAIT_S = 60.0
 
 LIMITATIONS_WITHOUT_ACCOUNTING = (
     "peak memory (MaxRSS) and CPU time of finished jobs: usage() returns only elapsed time",
@@ -335,7 +337,22 @@ class SlurmCLI:
             for jid in missing:
                 if jid in detail:
                     out[jid] = detail[jid]
+        if self.accounting:
+            for jid in ended:
+                if jid in out and self._verdict_pending(out[jid], records.get(jid)):
+                    out[jid] = replace(out[jid], state=JobState.RUNNING, reason="AccountingPending",
+                                       end_time=None, exit_code=None, signal=None)
         return out
+
+    def _verdict_pending(self, status: JobStatus, rec: SacctRecord | None) -> bool:
+        """A job killed by signal 9 whose peak memory slurmdbd has not recorded yet (its step
+        records arrive a moment after the job's end): OOM or not cannot be told, so the job is
+        reported as still ending, for at most ``_VERDICT_WAIT_S`` after its end."""
+        if status.state is not JobState.FAILED or status.signal != 9:
+            return False
+        if rec is not None and rec.usage.peak_rss_mb is not None:
+            return False
+        return status.end_time is not None and self.clock() - status.end_time < _VERDICT_WAIT_S
 
     def find(self, tag: str) -> dict[int, JobStatus]:
         """Every job of this user, live or finished, whose name or comment contains ``tag``."""
