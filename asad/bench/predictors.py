@@ -43,7 +43,7 @@ DEFAULT_PREDICTORS: list[tuple[str, str, dict[str, Any]]] = [
     ("asa-greedy", "asa-greedy", {}),
     ("asa-cost", "asa-cost", {}),
     ("asa-full", "asa-full", {}),
-    ("asa-full-log", "asa-full", {"grid": "log"}),
+    ("asa-full-fast", "asa-full-fast", {}),
     ("last", "last", {}),
     ("median-k", "median-k", {}),
     ("median-all", "median-all", {}),
@@ -142,7 +142,8 @@ def score(estimate_s: np.ndarray, wait_s: np.ndarray) -> dict[str, float]:
 
 
 def run_bench(path: str, cluster: str | None, since: str | None, until: str | None, seed: int,
-              predictors: list[tuple[str, str, dict[str, Any]]], progress: bool = False) -> dict[str, Any]:
+              predictors: list[tuple[str, str, dict[str, Any]]], progress: bool = False,
+              split: str | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
     jobs = load_jobs(path, cluster, since, until)
     load_s = time.perf_counter() - t0
@@ -164,6 +165,12 @@ def run_bench(path: str, cluster: str | None, since: str | None, until: str | No
         mask = jobs.cluster == name
         result["by_cluster"][name] = {label: score(replayed["estimates"][label][mask], jobs.wait_s[mask])
                                       for label, _, _ in predictors}
+    if split:  # scores before / after a date, e.g. to hold out the data the parameters were chosen on
+        after = jobs.eligible_s >= float(np.datetime64(split, "s").astype(np.int64))
+        result["split"] = split
+        result["by_period"] = {
+            period: {label: score(replayed["estimates"][label][mask], jobs.wait_s[mask]) for label, _, _ in predictors}
+            for period, mask in (("before", ~after), ("after", after))}
     any_label = predictors[0][0]
     result["cold_jobs"] = int(np.isnan(replayed["estimates"][any_label]).sum())
     result["targets"] = targets(result)
@@ -179,14 +186,20 @@ def targets(result: dict[str, Any]) -> dict[str, Any]:
         return {}
     best_base = min(base_labels, key=lambda lb: scores[lb]["mean_abs_log10"])
     best_asa = min(asa_labels, key=lambda lb: scores[lb]["mean_abs_log10"])
+    kind, params = recommended_predictor()
+    recommended = [lb for lb in asa_labels
+                   if (result["predictors"][lb]["kind"], result["predictors"][lb]["params"]) == (kind, params)]
+    judged = recommended[0] if recommended else best_asa
     out = {"asa_at_least_as_good_as_best_baseline": {
         "best_baseline": best_base, "best_baseline_mean_abs_log10": scores[best_base]["mean_abs_log10"],
+        "judged_asa": judged, "judged_asa_mean_abs_log10": scores[judged]["mean_abs_log10"],
         "best_asa": best_asa, "best_asa_mean_abs_log10": scores[best_asa]["mean_abs_log10"],
         "paper_asa_mean_abs_log10": scores.get("asa", {}).get("mean_abs_log10"),
-        "met": scores[best_asa]["mean_abs_log10"] <= scores[best_base]["mean_abs_log10"]}}
+        "met": scores[judged]["mean_abs_log10"] <= scores[best_base]["mean_abs_log10"]}}
+    best_asa = judged
     cedar = result["by_cluster"].get("cedar", {})
     if best_asa in cedar:
-        out["cedar_mse_vs_source_nn"] = {"best_asa_mse_log10": cedar[best_asa]["mse_log10"],
+        out["cedar_mse_vs_source_nn"] = {"judged_asa": best_asa, "mse_log10": cedar[best_asa]["mse_log10"],
                                          "source_nn_test_mse": SOURCE_NN_TEST_MSE_CEDAR,
                                          "met": cedar[best_asa]["mse_log10"] <= SOURCE_NN_TEST_MSE_CEDAR}
     return out
@@ -196,7 +209,10 @@ def _print(result: dict[str, Any]) -> None:
     print(f"predictors: {result['jobs']} jobs, {result['keys']} geometry keys, {result['cold_jobs']} cold "
           f"(key had no observed wait yet; not scored), median wait {result['median_wait_s']:.0f} s; "
           f"load {result['load_s']} s, replay {result['replay_s']} s")
-    for scope, scores in [("all", result["scores"]), *result["by_cluster"].items()]:
+    scopes = [("all", result["scores"]), *result["by_cluster"].items()]
+    if "by_period" in result:
+        scopes += [(f"{period} {result['split']}", scores) for period, scores in result["by_period"].items()]
+    for scope, scores in scopes:
         print(f"\n[{scope}] errors on log10(1 + wait s)")
         print(f"{'predictor':<14} {'n':>7} {'med|e|':>7} {'mean|e|':>7} {'MSE':>6} {'x2':>5} {'x3':>5} "
               f"{'bias':>6} {'cover':>5} {'sec':>6}")
@@ -231,7 +247,8 @@ def main(args: argparse.Namespace) -> int:
     if args.recommended:
         kind, params = recommended_predictor()
         predictors.append(("recommended", kind, params))
-    result = run_bench(args.data, args.cluster, args.since, args.until, args.seed, predictors, progress=True)
+    result = run_bench(args.data, args.cluster, args.since, args.until, args.seed, predictors, progress=True,
+                       split=args.split)
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -246,6 +263,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--since", help="first eligible date, e.g. 2021-05-01")
     parser.add_argument("--until", help="eligible before this date")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--split", metavar="DATE", help="also score jobs eligible before / after DATE separately")
     parser.add_argument("--predictors", help="comma list of labels/registry names (default: the built-in set)")
     parser.add_argument("--add", action="append", metavar="LABEL=KIND[:JSON]",
                         help="an extra predictor, e.g. 'full-g4=asa-full:{\"gamma\": 4}' (repeatable)")

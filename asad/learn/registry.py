@@ -7,6 +7,7 @@ Names (``make_predictor(kind, seed, **params)``; params override the preset):
     asa-greedy      ... greedy policy
     asa-cost        tuned, with the cost-aware loss (asad.learn.losses)
     asa-full        full-information updates with the cost-aware loss, plans with the median of p
+    asa-full-fast   ... plus a weight floor, so it follows step changes quickly
     asa-slurm       tuned, with Slurm's estimate as one more expert
     last, median-k, median-all, qbets, slurm-estimate   the baselines (asad.learn.baselines)
 
@@ -40,8 +41,11 @@ ASA_PRESETS: dict[str, dict[str, Any]] = {
     "asa-tuned": {"policy": "tuned", "repetitions": 50, "gamma": BANDIT_GAMMA},
     "asa-greedy": {"policy": "greedy", "gamma": BANDIT_GAMMA},
     "asa-cost": {"policy": "tuned", "repetitions": 50, "loss": "cost", "gamma": BANDIT_GAMMA},
-    "asa-full": {"full_information": True, "loss": "cost", "point": "median", "gamma": 2.0,
-                 "log_weight_floor": 6.0},
+    # full information + cost loss + median of p; infinite memory (best on the real jobs)
+    "asa-full": {"full_information": True, "loss": "cost", "point": "median", "gamma": 4.0},
+    # ... with a weight floor: follows step changes within ~4-10 waits, worse on real queues
+    "asa-full-fast": {"full_information": True, "loss": "cost", "point": "median", "gamma": 2.0,
+                      "log_weight_floor": 6.0},
     "asa-slurm": {"policy": "tuned", "repetitions": 50, "slurm_expert": True, "gamma": BANDIT_GAMMA},
 }
 
@@ -63,7 +67,7 @@ _STATE_CLASSES: dict[str, type] = {
 }
 
 # What recommended_predictor() returns; chosen by the measurements in docs/results/learn.md.
-RECOMMENDED: tuple[str, dict[str, Any]] = ("asa-full", {"grid": "log", "log_weight_floor": 8.0})
+RECOMMENDED: tuple[str, dict[str, Any]] = ("asa-full", {})
 
 
 def predictor_kinds() -> list[str]:
