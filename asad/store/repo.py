@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.exc import OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -21,6 +21,15 @@ _STAGE_FIELDS = ("state", "attempt", "job_row", "planned_submit_at", "est_wait_s
 _JOB_FIELDS = ("job_id", "submitted_at", "reason", "eligible_time", "start_time", "end_time", "alloc_cpus",
                "alloc_nodes", "partition", "nodelist", "exit_code", "peak_rss_mb", "cpu_s", "wait_learned",
                "est_wait_s", "planned_start", "cancelled_by_asad")
+
+
+# Core statements built once: the runner writes thousands of rows per tick at 1,000 workflows, and
+# an ORM-enabled update per row (new expression, cache key, session synchronisation) cost ~1 ms each.
+# They bypass the session's identity map; readers expire it first (Runner.refresh, get_status).
+_STAGES, _JOBS = StageRow.__table__, JobRow.__table__
+_SAVE_STAGE = update(_STAGES).where(_STAGES.c.workflow_id == bindparam("w_workflow_id"),
+                                    _STAGES.c.name == bindparam("w_name"))
+_SAVE_JOB = update(_JOBS).where(_JOBS.c.id == bindparam("w_id"))
 
 
 class Store:
@@ -67,8 +76,8 @@ class Store:
     def save_stage(self, stage: StageRun) -> None:
         values = {f: getattr(stage, f) for f in _STAGE_FIELDS}
         values["state"] = stage.state.value
-        self.session.execute(update(StageRow).where(StageRow.workflow_id == stage.workflow_id,
-                                                    StageRow.name == stage.name).values(**values))
+        values["w_workflow_id"], values["w_name"] = stage.workflow_id, stage.name
+        self.session.connection().execute(_SAVE_STAGE, values)
 
     def request_cancel(self, workflow_id: int) -> bool:
         res = self.session.execute(update(WorkflowRow).where(WorkflowRow.id == workflow_id,
@@ -100,10 +109,13 @@ class Store:
             return []
         wf_ids = [r.id for r in rows]
         stages: dict[int, list[StageRow]] = {}
-        for s in self.session.scalars(select(StageRow).where(StageRow.workflow_id.in_(wf_ids))):
+        fresh = {"populate_existing": True}  # rows written by Core updates (save_stage/save_job)
+        for s in self.session.scalars(select(StageRow).where(StageRow.workflow_id.in_(wf_ids))
+                                      .execution_options(**fresh)):
             stages.setdefault(s.workflow_id, []).append(s)
         jobs: dict[int, list[JobRow]] = {}
-        for j in self.session.scalars(select(JobRow).where(JobRow.workflow_id.in_(wf_ids)).order_by(JobRow.id)):
+        for j in self.session.scalars(select(JobRow).where(JobRow.workflow_id.in_(wf_ids)).order_by(JobRow.id)
+                                      .execution_options(**fresh)):
             jobs.setdefault(j.workflow_id, []).append(j)
         out = []
         for r in rows:
@@ -148,10 +160,12 @@ class Store:
         values = {f: getattr(job, f) for f in _JOB_FIELDS}
         values["phase"] = job.phase.value
         values["state"] = job.state.value
-        self.session.execute(update(JobRow).where(JobRow.id == job.row_id).values(**values))
+        values["w_id"] = job.row_id
+        self.session.connection().execute(_SAVE_JOB, values)
 
     def jobs_for(self, workflow_id: int) -> list[JobRecord]:
-        q = select(JobRow).where(JobRow.workflow_id == workflow_id).order_by(JobRow.id)
+        q = select(JobRow).where(JobRow.workflow_id == workflow_id).order_by(JobRow.id).execution_options(
+            populate_existing=True)
         return [_job_from_row(j) for j in self.session.scalars(q)]
 
     # -- learning ---------------------------------------------------------------------------
