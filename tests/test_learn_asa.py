@@ -290,3 +290,24 @@ def test_discount_forgets_old_evidence():
 
     assert median_after_switch(0.9) == 100.0  # forgets: follows the new level
     assert median_after_switch(1.0) == 20000.0  # infinite memory: still the old level
+
+
+def test_mix_round_trip_and_switching():
+    mix = make_predictor("asa-mix", seed=4)
+    for _ in range(300):
+        mix.estimate()
+        mix.observe(20000.0)
+    assert mix.chosen == 0 and mix.estimate() == 20000.0  # ties stay with the long memory
+    for _ in range(15):
+        mix.estimate()
+        mix.observe(100.0)
+    assert mix.chosen == 1 and mix.estimate() == 100.0  # the short memory took over
+    restored = predictor_from_state(json.loads(json.dumps(mix.to_state())))
+    for wait in [100.0, 5000.0, 20000.0, 30.0] * 5:
+        assert restored.estimate() == mix.estimate()
+        assert restored.quantiles([0.2, 0.8]) == mix.quantiles([0.2, 0.8])
+        restored.observe(wait)
+        mix.observe(wait)
+    assert restored.to_state() == mix.to_state()
+    p = mix.p
+    assert np.all(p >= 0) and p.sum() == pytest.approx(1.0)

@@ -9,6 +9,7 @@ Names (``make_predictor(kind, seed, **params)``; params override the preset):
     asa-full        full-information updates with the cost-aware loss, plans with the median of p
     asa-full-fast   ... plus a weight floor, so it follows step changes quickly
     asa-slurm       tuned, with Slurm's estimate as one more expert
+    asa-mix         asa-full and asa-full-fast, planning with whichever has lost less lately
     last, median-k, median-all, qbets, slurm-estimate   the baselines (asad.learn.baselines)
 
 ASA params: grid ("paper" | "log" | list), policy, repetitions, gamma, gamma_schedule,
@@ -30,6 +31,7 @@ from asad.learn.baselines import (
     SlurmEstimatePredictor,
 )
 from asad.learn.losses import LossConfig
+from asad.learn.mix import AsaMixPredictor, MixConfig
 
 # gamma: the paper leaves gamma_t open (non-increasing, constant allowed). For the paper's
 # bandit policies a constant 16 is the smallest power of two with which `tuned` settles
@@ -59,6 +61,7 @@ BASELINES: dict[str, type] = {
 
 _STATE_CLASSES: dict[str, type] = {
     "asa": AsaPredictor,
+    "asa-mix": AsaMixPredictor,
     "last": LastWaitPredictor,
     "median-k": MovingMedianPredictor,
     "median-all": MedianAllPredictor,
@@ -71,7 +74,7 @@ RECOMMENDED: tuple[str, dict[str, Any]] = ("asa-full", {})
 
 
 def predictor_kinds() -> list[str]:
-    return [*ASA_PRESETS, *BASELINES]
+    return [*ASA_PRESETS, "asa-mix", *BASELINES]
 
 
 def asa_config(preset: dict[str, Any], params: dict[str, Any]) -> AsaConfig:
@@ -90,6 +93,10 @@ def make_predictor(kind: str, seed: int = 0, **params: Any) -> WaitPredictor:
     """A fresh predictor of the named kind (see the module docstring for names and params)."""
     if kind in ASA_PRESETS:
         return AsaPredictor(asa_config(ASA_PRESETS[kind], params), seed=seed, kind=kind)
+    if kind == "asa-mix":
+        if "members" in params:
+            params = {**params, "members": tuple(params["members"])}
+        return AsaMixPredictor(MixConfig(**params), seed=seed, kind=kind)
     if kind in BASELINES:
         return BASELINES[kind](seed=seed, **params)
     raise ValueError(f"unknown predictor {kind!r}; one of {predictor_kinds()}")
