@@ -42,6 +42,7 @@ class JobQueue:
         self.keys: list[object] = []
         self.jobs: list[SimJob] = []
         self.dead = 0
+        self.frozen = False  # positions must stay valid during a pass: no compaction then
         self.head = 0  # no live job before this position
         self._alloc(256)
 
@@ -94,6 +95,10 @@ class JobQueue:
         if i < len(self.jobs) and self.jobs[i] is job:
             self.a_live[i] = False
         self.dead += 1
+        if not self.frozen:
+            self.maybe_compact()
+
+    def maybe_compact(self) -> None:
         if self.dead > 256 and self.dead * 2 > len(self.jobs):
             self.compact()
 
@@ -195,6 +200,16 @@ class Scheduler:
     # ---- main pass ----------------------------------------------------------------------------
     def main_pass(self, depth: int | None) -> int:
         """Start jobs in priority order until every partition is blocked; returns jobs started."""
+        for queue in self.queues:
+            queue.frozen = True
+        try:
+            return self._main_pass(depth)
+        finally:
+            for queue in self.queues:
+                queue.frozen = False
+                queue.maybe_compact()
+
+    def _main_pass(self, depth: int | None) -> int:
         self.main_passes += 1
         if not self.eligible_count:
             self.blockers = {}
@@ -252,6 +267,16 @@ class Scheduler:
 
     # ---- backfill -----------------------------------------------------------------------------
     def backfill_pass(self, now: float) -> int:
+        for queue in self.queues:
+            queue.frozen = True
+        try:
+            return self._backfill_pass(now)
+        finally:
+            for queue in self.queues:
+                queue.frozen = False
+                queue.maybe_compact()
+
+    def _backfill_pass(self, now: float) -> int:
         """One backfill pass. Written flat on purpose: it is the simulator's inner loop."""
         cfg = self.config
         self.backfill_passes += 1
@@ -320,7 +345,8 @@ class Scheduler:
         reservation. Starts within the pass only take resources away, so ruled-out jobs would
         fail anyway. Only the survivors, plus the ruled-out jobs that may still need one of the
         K reservations, are visited in priority order: the outcome is exactly the full loop's.
-        The bound is recomputed after each new reservation.
+        The bound is recomputed after each new reservation (recomputing it after each start
+        too was measured slower: 100 s against 91 s wall for 10 days of hpc2n at 0.9).
         """
         part = self.parts[0]
         queue = self.queues[0]
