@@ -53,6 +53,7 @@ class Runner:
         self._touched: set[int] = set()
         self._due: dict[int, float] = {}
         self._consulted: dict[int, tuple[tuple[tuple[str, str], int], ...]] = {}
+        self._fresh: list[int] = []  # adopted since the last learner prefetch
         self.load()
 
     @classmethod
@@ -73,12 +74,24 @@ class Runner:
         for wf in self.store.load_workflows(active_only=True, after_id=self._last_id):
             self._adopt(wf)
         self._last_id = max(self._last_id, self.store.max_workflow_id())
+        self._prefetch_learners()
+
+    def _prefetch_learners(self) -> None:
+        """The per-stage learners the engine will consult for newly tracked workflows, in one read."""
+        from asad.learned import RUNTIME_KIND, SIZING_KIND
+
+        keys = [self.ctx.runtime_key(self.active[i], name) for i in self._fresh for name in self.active[i].stages]
+        self._fresh.clear()
+        if keys:
+            self.store.prefetch_learners(RUNTIME_KIND, keys)
+            self.store.prefetch_learners(SIZING_KIND, keys)
 
     def _adopt(self, wf: WorkflowRun) -> None:
         """Track a workflow read from the store. A stage that claims a submission but has no intent
         row cannot have reached Slurm (the intent is always committed before sbatch): plan it again."""
         self.active[wf.id] = wf
         self._touched.add(wf.id)
+        self._fresh.append(wf.id)
         for run in wf.stages.values():
             if run.state in (StageState.SUBMITTED, StageState.RUNNING) and run.job_row is None:
                 run.state = StageState.WAITING
@@ -91,6 +104,7 @@ class Runner:
         for wf in self.store.load_workflows(active_only=True, after_id=self._last_id):
             self._adopt(wf)
         self._last_id = max(self._last_id, self.store.max_workflow_id())
+        self._prefetch_learners()
         for wf_id in self.store.cancel_requested_ids():
             if wf_id in self.active:
                 self.active[wf_id].cancel_requested = True

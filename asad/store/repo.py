@@ -39,6 +39,7 @@ class Store:
         self.url = url
         self.engine, self._factory, self.store_id = open_database(url)
         self.session: Session = self._factory()
+        self._prefetched: dict[tuple[str, str], dict | None] = {}
 
     def close(self) -> None:
         self.session.close()
@@ -170,8 +171,24 @@ class Store:
 
     # -- learning ---------------------------------------------------------------------------
     def load_learner(self, kind: str, key: str) -> dict | None:
-        row = self.session.get(LearnerRow, (kind, key))
-        return None if row is None else row.state
+        # Called inside the engine's decisions (a stage's first run-time estimate): served from
+        # prefetch_learners when it can, else a plain read without autoflush.
+        if (kind, key) in self._prefetched:
+            return self._prefetched.pop((kind, key))
+        q = select(LearnerRow.state).where(LearnerRow.kind == kind, LearnerRow.key == key)
+        with self.session.no_autoflush:
+            return self.session.execute(q).scalar_one_or_none()
+
+    def prefetch_learners(self, kind: str, keys: Iterable[str]) -> None:
+        """Read many learners' states in one query (absent ones as None) for the next load_learner
+        calls: a thousand new workflows would otherwise cost a thousand reads inside one tick."""
+        keys = [k for k in set(keys) if (kind, k) not in self._prefetched]
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            found = dict(self.session.execute(select(LearnerRow.key, LearnerRow.state).where(
+                LearnerRow.kind == kind, LearnerRow.key.in_(chunk))).all())
+            for k in chunk:
+                self._prefetched[(kind, k)] = found.get(k)
 
     def save_learner(self, kind: str, key: str, state: dict, n_observations: int, now: float) -> None:
         row = self.session.get(LearnerRow, (kind, key))
