@@ -93,3 +93,20 @@ def test_bf_reservations_for_first_k_jobs():
     assert [r.job_id for r in part.reservations] == ids[:3]
     finish(sim)
     assert all(s.state is JobState.COMPLETED for s in sim.poll(ids).values())
+
+
+def test_backfill_fast_path_gives_exactly_the_full_loops_schedule():
+    def schedule(fast, priority):
+        sim = make_simulator("small", load=1.1, seed=5, priority=priority, bf_reservations=2,
+                             bf_max_job_test=100,
+                             warmup_s=0)
+        sim.sched.fast_path = fast
+        burst = [sim.submit(job(nodes=1, cpus=1 + i % 5, runtime=300 + 17 * i, limit=900))
+                 for i in range(400)]  # hundreds of starts: queue compaction mid-run
+        sim.run_until(sim.now() + 2 * 86400)
+        assert all(s.state.is_final for s in sim.poll(burst).values())
+        assert sim.stats()["backfill_starts"] > 100
+        return [(j.job_id, j.start_time, j.state) for j in sim.jobs.values()]
+
+    for priority in ("fifo", "multifactor"):
+        assert schedule(True, priority) == schedule(False, priority)
