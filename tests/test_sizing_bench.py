@@ -90,3 +90,9 @@ def test_anchor_reproduces_the_measured_79_percent():
     assert sum(a["failed_pct"] for a in anchor) / 6 == pytest.approx(1.5, abs=0.05)
     assert sum(o["maq"] for o in own) / 6 == pytest.approx(0.417, abs=0.0005)
     assert anchor[list(traces).index("mag")]["maq"] == pytest.approx(0.546, abs=0.0005)
+
+
+def test_parallel_replay_gives_the_same_numbers(tiny):
+    one = run({"tiny": tiny, "again": tiny}, [0.5, 0.9], ["pc95", "bandit"], jobs=1)
+    two = run({"tiny": tiny, "again": tiny}, [0.5, 0.9], ["pc95", "bandit"], jobs=2)
+    assert one == two

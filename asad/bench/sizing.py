@@ -212,21 +212,51 @@ def bench_agents() -> list[str]:
     return list(BENCH_AGENTS)
 
 
-def run(traces: dict[str, list[TraceTask]], ttfs: list[float], agents: list[str],
-        retry_mode: str = "max-peak", seed: int = 0) -> dict:
+_SHARED: dict = {}  # the traces, inherited by forked workers
+
+
+def _one(job: tuple[float, str, str, str, int]) -> tuple[float, str, str, dict]:
+    """One (ttf, policy, workflow) replay; policy is "requests", the anchor, or an agent name."""
     from asad.sizing.registry import make_agent
 
-    results: dict = {"ttf": {}, "agents": ["requests", "anchor-maxpeak×1.1"] + agents,
-                     "workflows": list(traces), "retry_mode": retry_mode, "seed": seed}
+    ttf, name, wf, retry_mode, seed = job
+    tasks = _SHARED["traces"][wf]
+    if name == "requests":
+        tally = replay_requests(tasks, ttf)
+    elif name == ANCHOR:
+        tally = replay_anchor(tasks, ttf)
+    else:
+        tally = replay_agent(tasks, ttf, lambda s: make_agent(name, caps=BENCH_CAPS, seed=s),
+                             retry_mode=retry_mode, seed=seed)
+    return ttf, name, wf, tally.summary()
+
+
+ANCHOR = "anchor-maxpeak×1.1"
+
+
+def run(traces: dict[str, list[TraceTask]], ttfs: list[float], agents: list[str],
+        retry_mode: str = "max-peak", seed: int = 0, jobs: int = 1) -> dict:
+    """Every (ttf, policy, workflow) replay; ``jobs`` > 1 runs them in forked processes."""
+    names = ["requests", ANCHOR] + list(agents)
+    results: dict = {"ttf": {}, "agents": names, "workflows": list(traces), "retry_mode": retry_mode, "seed": seed}
+    work = [(ttf, name, wf, retry_mode, seed) for ttf in ttfs for name in names for wf in traces]
+    _SHARED["traces"] = traces
+    try:
+        if jobs > 1:
+            import multiprocessing
+
+            with multiprocessing.get_context("fork").Pool(jobs) as pool:
+                done = pool.map(_one, work, chunksize=1)
+        else:
+            done = [_one(job) for job in work]
+    finally:
+        _SHARED.clear()
     for ttf in ttfs:
-        per: dict[str, dict[str, dict]] = {}
-        for wf, tasks in traces.items():
-            per.setdefault("requests", {})[wf] = replay_requests(tasks, ttf).summary()
-            per.setdefault("anchor-maxpeak×1.1", {})[wf] = replay_anchor(tasks, ttf).summary()
-            for name in agents:
-                tally = replay_agent(tasks, ttf, lambda s, n=name: make_agent(n, caps=BENCH_CAPS, seed=s),
-                                     retry_mode=retry_mode, seed=seed)
-                per.setdefault(name, {})[wf] = tally.summary()
+        per: dict[str, dict[str, dict]] = {n: {} for n in names}
+        for t, name, wf, summary in done:
+            if t == ttf:
+                per[name][wf] = summary
+        per = {n: {wf: per[n][wf] for wf in traces} for n in names}
         results["ttf"][str(ttf)] = {"per_workflow": per, "totals": _totals(per)}
     return results
 
@@ -288,9 +318,9 @@ def main(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     traces = load_traces(traces_dir)
     agents = args.agents.split(",") if args.agents else bench_agents()
-    results = run(traces, args.ttf, agents, retry_mode=args.retry, seed=args.seed)
+    results = run(traces, args.ttf, agents, retry_mode=args.retry, seed=args.seed, jobs=args.jobs)
     results["elapsed_s"] = round(time.perf_counter() - started, 2)
-    results["command"] = "asad bench sizing " + " ".join(sys.argv[3:]) if len(sys.argv) > 3 else "asad bench sizing"
+    results["command"] = "asad bench sizing " + " ".join(sys.argv[3:])
     text = format_text(results) + f"replayed {sum(map(len, traces.values()))} tasks in {results['elapsed_s']} s\n"
     if args.out:
         out = Path(args.out)
@@ -309,6 +339,7 @@ def register(subparsers) -> None:
     p.add_argument("--agents", default="", help="comma list of agent names (default: all)")
     p.add_argument("--retry", default="max-peak", choices=["max-peak", "double"], help="OOM retry mode")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--jobs", type=int, default=1, help="replays in parallel (forked processes)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--out", default="", help="also write sizing.json and sizing.txt here")
     p.set_defaults(func=main)

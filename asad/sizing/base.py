@@ -198,9 +198,9 @@ class History:
         return len(self.samples)
 
     def columns(self) -> np.ndarray:
-        """(peak MB, input bytes or NaN, elapsed s, busy cores or NaN) × runs; a view, do not modify."""
+        """(peak MB, input bytes or NaN, elapsed s, busy cores or NaN, CPUs) × runs; a view, do not modify."""
         if self._cols is None:
-            self._cols = GrowingColumns(4)
+            self._cols = GrowingColumns(5)
             for s in self.samples:
                 self._cols.append(_sample_row(s))
         return self._cols.view()
@@ -213,6 +213,9 @@ class History:
 
     def usages(self) -> np.ndarray:
         return self.columns()[:, 3]
+
+    def cpus(self) -> np.ndarray:
+        return self.columns()[:, 4]
 
     def max_peak_mb(self) -> float | None:
         return float(np.max(self.peaks())) if self.samples else None
@@ -231,7 +234,7 @@ class History:
 def _sample_row(s: Sample) -> list[float]:
     u = s.cpu_usage
     return [s.peak_mb, np.nan if s.input_bytes is None else s.input_bytes, s.elapsed_s,
-            np.nan if u is None else u]
+            np.nan if u is None else u, float(s.cpus)]
 
 
 class GrowingColumns:

@@ -17,7 +17,8 @@ the chosen predictor's prediction times a learned safety factor.
 * Selection: the predictor with the lowest such cost (recomputed after every run).
 
 CPUs: the ``cpu_q`` quantile of the recent busy cores, rounded up, never above the
-user's (the tool is started with that many threads). Until ``min_runs`` completed runs,
+user's (the tool is started with that many threads); a run that kept ≥ 90% of its CPUs
+busy counts as needing one more (its usage was capped by them). Until ``min_runs`` completed runs,
 the user's values; then, until each predictor has ``min_ratios`` scored predictions,
 the largest peak × ``cold_margin``.
 """
@@ -158,9 +159,14 @@ class BestAgent(AgentBase):
 
     def _cpus(self, default: Request) -> int:
         usage = self.history.usages()[-self.window:]
-        usage = usage[~np.isnan(usage)]
+        ran = self.history.cpus()[-self.window:]
+        known = ~np.isnan(usage)
+        usage, ran = usage[known], ran[known]
         if len(usage) == 0:
             return default.cpus
+        # a run that kept (nearly) all its CPUs busy was capped by them: its need is a lower
+        # bound, so count it as one core more (this probes upward instead of ratcheting down)
+        usage = np.where(usage >= 0.9 * ran, np.maximum(usage, ran + 1.0), usage)
         need = float(np.quantile(usage, self.cpu_q))
         return int(max(1, min(default.cpus, math.ceil(need - 1e-9))))
 
