@@ -110,7 +110,7 @@ class Tally:
                 "failed_pct": 100.0 * self.failed_attempts / max(1, self.tasks),
                 "mem_alloc_gbh": self.alloc_mb_s / gbh, "mem_used_gbh": self.used_mb_s / gbh,
                 "cpu_alloc_coreh": self.cpu_alloc_s / 3600.0, "cpu_used_coreh": self.cpu_used_s / 3600.0,
-                "run_h": self.run_s / 3600.0,
+                "run_h": self.run_s / 3600.0, "limit_h": self.limit_s / 3600.0, "ok_run_h": self.ok_run_s / 3600.0,
                 "limit_over_run": self.limit_s / self.ok_run_s if self.ok_run_s else None}
 
 
@@ -280,6 +280,8 @@ def _totals(per: dict[str, dict[str, dict]]) -> dict[str, dict]:
             "run_change_pct": 100.0 * (run_h / base_run - 1.0),
             "unfit": sum(w["unfit"] for w in wfs.values()),
             "timeouts": sum(w["timeouts"] for w in wfs.values()),
+            "limit_over_run": (sum(w["limit_h"] for w in wfs.values())
+                               / max(1e-9, sum(w["ok_run_h"] for w in wfs.values()))),
         }
     return out
 
@@ -291,14 +293,15 @@ def format_text(results: dict) -> str:
         per, tot = block["per_workflow"], block["totals"]
         lines.append(f"ttf {ttf}: MAQ % per workflow (failed attempts % of tasks)")
         head = f"{'agent':<20}" + "".join(f"{w:>15}" for w in wfs) + f"{'mean':>15}"
-        head += f"{'mem GB·h':>10}{'Δmem':>7}{'core·h':>9}{'Δcpu':>7}{'Δrun':>6}{'TO':>4}"
+        head += f"{'mem GB·h':>10}{'Δmem':>7}{'core·h':>9}{'Δcpu':>7}{'Δrun':>6}{'TO':>4}{'limit/run':>10}"
         lines.append(head)
         for name in results["agents"]:
             cells = "".join(f"{100 * per[name][w]['maq']:>8.1f} ({per[name][w]['failed_pct']:>4.1f})" for w in wfs)
             t = tot[name]
             lines.append(f"{name:<20}{cells}{100 * t['maq_mean']:>8.1f} ({t['failed_pct_mean']:>4.1f})"
                          f"{t['mem_alloc_gbh']:>10.0f}{t['mem_change_pct']:>6.0f}%{t['cpu_alloc_coreh']:>9.0f}"
-                         f"{t['cpu_change_pct']:>6.0f}%{t['run_change_pct']:>5.0f}%{t['timeouts']:>4d}")
+                         f"{t['cpu_change_pct']:>6.0f}%{t['run_change_pct']:>5.0f}%{t['timeouts']:>4d}"
+                         f"{t['limit_over_run']:>10.1f}")
         lines.append("")
     return "\n".join(lines)
 
