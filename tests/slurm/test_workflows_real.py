@@ -157,6 +157,7 @@ class BackgroundLoad:
 BUSY_WORKFLOW = """\
 name: busy
 strategy: asa
+sizing: "off"  # keep the 28-core geometry: the waits learned in run 1 are for it
 defaults: {time: 5m, mem: 500M}
 stages:
   - {name: s1, cpus: 28, run: "sleep 8"}
@@ -307,7 +308,7 @@ def test_cancel_cancels_slurm_jobs(cluster, tmp_path):
     assert wait_for(lambda: workflow_state(env, wf_id) == "CANCELLED", 30, "workflow CANCELLED")
 
 
-@pytest.mark.parametrize("strategy", ["per-stage", "asa"])
+@pytest.mark.parametrize("strategy", ["asa"])  # the strategy that plans submissions ahead
 def test_daemon_sigkill_and_restart_submits_nothing_twice(cluster, tmp_path, strategy):
     if not cluster.accounting:
         pytest.skip("counts jobs in sacct")
