@@ -53,13 +53,28 @@ class Store:
             self.session.rollback()
             raise StoreError(_explain(self.url, exc)) from exc
 
+    def _flush(self) -> None:
+        self._guard(self.session.flush)
+
+    def _execute(self, statement, values: dict) -> None:  # noqa: ANN001
+        self._guard(lambda: self.session.connection().execute(statement, values))
+
+    def _guard(self, fn) -> None:  # noqa: ANN001
+        """A failed write (disk full, locked, read-only) rolls the transaction back, so the store
+        stays usable once the cause is gone, and says what happened as a StoreError."""
+        try:
+            fn()
+        except SQLAlchemyError as exc:
+            self.session.rollback()
+            raise StoreError(_explain(self.url, exc)) from exc
+
     # -- workflows ------------------------------------------------------------------------
     def add_workflow(self, spec: WorkflowSpec, now: float, *, strategy: str | None = None,
                      mode: str | None = None) -> WorkflowRun:
         row = WorkflowRow(name=spec.name, strategy=strategy or spec.strategy, mode=mode or spec.mode,
                           state=WorkflowState.ACTIVE.value, spec=spec.to_dict(), created_at=now, message="")
         self.session.add(row)
-        self.session.flush()
+        self._flush()
         wf = WorkflowRun(id=row.id, spec=spec, strategy=row.strategy, mode=row.mode, created_at=now)
         for stage in spec.stages:
             run = StageRun(workflow_id=row.id, name=stage.name)
@@ -78,7 +93,7 @@ class Store:
         values = {f: getattr(stage, f) for f in _STAGE_FIELDS}
         values["state"] = stage.state.value
         values["w_workflow_id"], values["w_name"] = stage.workflow_id, stage.name
-        self.session.connection().execute(_SAVE_STAGE, values)
+        self._execute(_SAVE_STAGE, values)
 
     def request_cancel(self, workflow_id: int) -> bool:
         res = self.session.execute(update(WorkflowRow).where(WorkflowRow.id == workflow_id,
@@ -153,7 +168,7 @@ class Store:
         for f in _JOB_FIELDS:
             setattr(row, f, getattr(job, f))
         self.session.add(row)
-        self.session.flush()
+        self._flush()
         job.row_id = row.id
         return row.id
 
@@ -162,7 +177,7 @@ class Store:
         values["phase"] = job.phase.value
         values["state"] = job.state.value
         values["w_id"] = job.row_id
-        self.session.connection().execute(_SAVE_JOB, values)
+        self._execute(_SAVE_JOB, values)
 
     def jobs_for(self, workflow_id: int) -> list[JobRecord]:
         q = select(JobRow).where(JobRow.workflow_id == workflow_id).order_by(JobRow.id).execution_options(
