@@ -12,12 +12,14 @@ import math
 from dataclasses import dataclass, field
 
 import structlog
+from sqlalchemy.exc import SQLAlchemyError
 
 from asad.engine import Context, Decisions, Engine
 from asad.learned import Learned
 from asad.metrics import summarize
 from asad.model import JobPhase, JobRecord, StageState, WorkflowRun, WorkflowState
 from asad.slurm.backend import Backend, JobState, SlurmUnavailable, SubmitRejected
+from asad.store.db import StoreError, _explain
 from asad.store.repo import Store
 
 log = structlog.get_logger("asad.runner")
@@ -122,6 +124,27 @@ class Runner:
 
     # -- one tick ------------------------------------------------------------------------------
     def tick(self) -> TickReport:
+        try:
+            return self._tick()
+        except (StoreError, SQLAlchemyError) as exc:
+            # The transaction is gone (disk full, locked): what is in memory may be ahead of the
+            # store. Forget it and read the store again; the write-ahead intents reconcile the rest.
+            self.store.session.rollback()
+            self.reload()
+            if isinstance(exc, StoreError):
+                raise
+            raise StoreError(_explain(self.store.url, exc)) from exc
+
+    def reload(self) -> None:
+        self.active.clear()
+        self._due.clear()
+        self._consulted.clear()
+        self._touched.clear()
+        self._last_id = 0
+        self.store.session.expire_all()
+        self.load()
+
+    def _tick(self) -> TickReport:
         now = self.backend.now()
         self.refresh()
         report = TickReport(now=now, wake_at=math.inf)
