@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 import structlog
 
 from asad.config import Settings
+from asad.store.db import StoreError
 
 log = structlog.get_logger("asad.daemon")
 
@@ -132,6 +133,9 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
         ticks += 1
         try:
             report = runner.tick()
+        except StoreError as exc:  # disk full, locked, ...: the message says what to do
+            log.error("the store cannot be written; nothing was submitted past it, retrying", error=str(exc))
+            report = None
         except Exception:  # never die on one bad tick: log it and try again later
             log.exception("tick failed; retrying")
             report = None
@@ -140,10 +144,14 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
                                  error=report is None or report.backend_error is not None, now=now,
                                  wake_at=report.wake_at if report else math.inf,
                                  next_end=runner.next_expected_end())
-        store.set_status("clock", {"now": now, "wall": time.time(), "speed": speed})
-        store.set_status("daemon", {"pid": os.getpid(), "paused": pacer.paused, "retry_s": pause,
-                                    "backend": backend.name, "active": len(runner.active)})
-        store.commit()
+        try:
+            store.set_status("clock", {"now": now, "wall": time.time(), "speed": speed})
+            store.set_status("daemon", {"pid": os.getpid(), "paused": pacer.paused, "retry_s": pause,
+                                        "backend": backend.name, "active": len(runner.active)})
+            store.commit()
+        except StoreError as exc:  # keep ticking: the next tick is scheduled below whatever happens
+            store.session.rollback()
+            log.error("cannot record the daemon's status in the store", error=str(exc))
         if max_ticks is not None and ticks >= max_ticks:
             scheduler.shutdown(wait=False)
             return
