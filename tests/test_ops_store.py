@@ -1,0 +1,165 @@
+"""Store trouble: a full disk, a database locked by another process, a corrupt file. Each gives a
+clear message and loses nothing; the documented backup and restore procedure works."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+
+import pytest
+from sqlalchemy import event
+
+from asad.app import make_runner, run_to_completion
+from asad.config import Settings
+from asad.slurm.sim import make_simulator
+from asad.spec import load_workflow
+from asad.store.db import StoreError
+from asad.store.repo import Store
+from tests.conftest import EXAMPLES
+from tests.test_cli import asad
+
+
+class DiskLimit:
+    """``PRAGMA max_page_count`` on every connection the store checks out: the database cannot
+    grow past ``pages``, which SQLite reports exactly as a full disk (SQLITE_FULL)."""
+
+    def __init__(self, store: Store):
+        self.store, self.pages = store, None
+        event.listen(store.engine, "checkout", self._apply)
+
+    def _apply(self, dbapi_conn, _record, _proxy) -> None:  # noqa: ANN001
+        dbapi_conn.execute(f"PRAGMA max_page_count = {self.pages or 1073741823}")
+
+    def fill(self) -> None:
+        with sqlite3.connect(self.store.url.removeprefix("sqlite:///")) as conn:
+            self.pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        self.store.session.rollback()  # the next transaction checks a connection out again
+
+    def free(self) -> None:
+        self.pages = None
+        self.store.session.rollback()
+
+
+def test_disk_full_on_submit_is_clear_and_stores_nothing_half(db_url):
+    store = Store(db_url)
+    spec = load_workflow(EXAMPLES / "montage.yaml")
+    store.add_workflow(spec, 0.0)
+    limit = DiskLimit(store)
+    limit.fill()
+    with pytest.raises(StoreError, match="disk is full"):
+        for _ in range(20):
+            store.add_workflow(spec, 0.0)
+    limit.free()
+    # still usable, and no workflow without its stages
+    rows = store.workflow_rows()
+    loaded = store.load_workflows()
+    assert all(len(wf.stages) == len(spec.stages) for wf in loaded)
+    store.add_workflow(spec, 0.0)
+    assert len(store.workflow_rows()) == len(rows) + 1
+    store.close()
+
+
+@pytest.mark.parametrize("fill_after_ticks", [0, 3, 8])
+def test_disk_full_in_the_daemon_loses_and_doubles_nothing(db_url, fill_after_ticks):
+    sim = make_simulator("small", load=0.3, seed=5)
+    store = Store(db_url)
+    runner = make_runner(Settings(), store, sim)
+    ids = [store.add_workflow(load_workflow(EXAMPLES / f), sim.now(), strategy=s).id
+           for f, s in (("montage.yaml", "asa"), ("dag.yaml", "chain"), ("statistics.yaml", "per-stage"))]
+    runner.load()
+    limit = DiskLimit(store)
+    for _ in range(fill_after_ticks):
+        runner.tick()
+        sim.run_until(sim.now() + 600, stop_on=runner.live_job_ids())
+    limit.fill()
+    errors = []
+    for _ in range(40):  # writes go on while they fit in the file's free space, then fail
+        try:
+            runner.tick()
+        except StoreError as exc:
+            errors.append(str(exc))
+            if len(errors) >= 3:
+                break
+        sim.run_until(sim.now() + 600)
+    assert errors and all("disk is full" in e for e in errors)
+    # write-ahead: every job Slurm has is known to the store (its intent was committed first)
+    other = Store(db_url)
+    known = {j.tag for wf in other.load_workflows(ids) for j in wf.jobs}
+    other.close()
+    assert {st.comment for st in sim.find(f"asad:{store.store_id}:").values()} <= known
+    limit.free()
+    run_to_completion(runner, sim, ids)
+    states = [r.state for r in store.workflow_rows(ids)]
+    tags = Counter(st.comment for st in sim.find(f"asad:{store.store_id}:").values())
+    store.close()
+    assert states == ["COMPLETED"] * 3
+    assert max(tags.values()) == 1
+
+
+@pytest.mark.slow
+def test_locked_database_is_a_clear_message_after_the_busy_timeout(tmp_path):
+    db = tmp_path / "asad.db"
+    Store(f"sqlite:///{db}").close()
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sqlite3, sys, time\n"
+        f"c = sqlite3.connect({str(db)!r}, isolation_level=None)\n"
+        "c.execute('BEGIN IMMEDIATE'); print('locked', flush=True); time.sleep(40)\n")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        t0 = time.monotonic()
+        proc = asad("submit", str(EXAMPLES / "blast.yaml"), "--db", f"sqlite:///{db}", check=False, timeout=60)
+        waited = time.monotonic() - t0
+        # readers are not blocked (WAL): status still answers at once
+        status = asad("status", "--db", f"sqlite:///{db}", check=False, timeout=30)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert proc.returncode == 4, proc.stderr
+    assert "locked by another process" in proc.stderr and "Traceback" not in proc.stderr
+    assert waited >= 9.5  # the busy timeout was honoured before giving up
+    assert status.returncode == 0
+    assert asad("status", "--all", "--json", "--db", f"sqlite:///{db}").stdout.count('"stage"') == 0
+
+
+def test_corrupt_pages_are_a_clear_message(tmp_path):
+    db = tmp_path / "asad.db"
+    store = Store(f"sqlite:///{db}")
+    for _ in range(30):
+        store.add_workflow(load_workflow(EXAMPLES / "montage.yaml"), 0.0)
+    store.close()
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(db.read_bytes())
+    page = 4096
+    data[page:page * 6] = b"\xa5" * (page * 5)  # the header survives; the schema and tables do not
+    db.write_bytes(bytes(data))
+    proc = asad("status", "--all", "--db", f"sqlite:///{db}", check=False)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert "corrupt" in proc.stderr and "restore" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.skipif(shutil.which("sqlite3") is None, reason="the sqlite3 command-line shell is not installed")
+def test_documented_backup_and_restore(tmp_path):
+    """docs/operations.md: `sqlite3 asad.db ".backup backup.db"` while asad runs, then restore."""
+    db = tmp_path / "asad.db"
+    store = Store(f"sqlite:///{db}")
+    ids = [store.add_workflow(load_workflow(EXAMPLES / "blast.yaml"), 0.0).id for _ in range(3)]
+    # the store is open (as under a running daemon) and its latest writes are still in the WAL
+    backup = tmp_path / "backup.db"
+    subprocess.run(["sqlite3", str(db), f".backup {backup}"], check=True)
+    store.close()
+    db.unlink()
+    for extra in tmp_path.glob("asad.db-*"):
+        extra.unlink()
+    shutil.copy(backup, db)
+    db.chmod(0o600)
+    out = asad("history", "--json", "--db", f"sqlite:///{db}").stdout
+    assert sorted(int(x.split(":")[1].strip().rstrip(",")) for x in out.splitlines()
+                  if x.strip().startswith('"id"')) == ids
+    check = subprocess.run(["sqlite3", str(db), "PRAGMA integrity_check"], capture_output=True, text=True)
+    assert check.stdout.strip() == "ok"
