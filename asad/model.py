@@ -132,14 +132,18 @@ class WorkflowRun:
     cancel_requested: bool = False
     stages: dict[str, StageRun] = field(default_factory=dict)
     jobs: list[JobRecord] = field(default_factory=list)
+    _job_index: dict[int, JobRecord] = field(default_factory=dict, repr=False, compare=False)
 
     def job(self, row_id: int | None) -> JobRecord | None:
         if row_id is None:
             return None
-        for j in self.jobs:
-            if j.row_id == row_id:
-                return j
-        return None
+        # An index rebuilt on a miss (a job that just got its row id): a scan of ``jobs`` per
+        # lookup made every tick quadratic in the stages of a huge workflow.
+        job = self._job_index.get(row_id)
+        if job is None or job.row_id != row_id:
+            self._job_index = {j.row_id: j for j in self.jobs if j.row_id is not None}
+            job = self._job_index.get(row_id)
+        return job
 
     def current_job(self, stage: str) -> JobRecord | None:
         return self.job(self.stages[stage].job_row)
