@@ -34,7 +34,9 @@ def guarded(fn):  # noqa: ANN001, ANN201
         except StoreError as exc:
             return _fail(str(exc), EXIT_STORE)
         except SubmitRejected as exc:
-            return _fail(f"Slurm refused the job: {exc.slurm_message}", EXIT_SLURM)
+            from asad.explain import refusal_text
+
+            return _fail(refusal_text(exc.slurm_message), EXIT_SLURM)
         except SlurmError as exc:
             return _fail(f"{exc}\nIs Slurm up? 'sinfo' should answer; see docs/local-cluster.md.", EXIT_SLURM)
     return wrapper

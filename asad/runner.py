@@ -15,6 +15,7 @@ import structlog
 from sqlalchemy.exc import SQLAlchemyError
 
 from asad.engine import Context, Decisions, Engine
+from asad.explain import refusal_text
 from asad.learned import Learned
 from asad.metrics import summarize
 from asad.model import JobPhase, JobRecord, StageState, WorkflowRun, WorkflowState
@@ -335,11 +336,11 @@ class Runner:
         log.error("slurm refused a job", workflow=wf.id, stage=job.stage, slurm=exc.slurm_message)
         stage = wf.stages.get(job.stage)
         if stage is not None:
-            stage.state, stage.message = StageState.FAILED, f"Slurm refused the job: {exc.slurm_message}"
+            stage.state, stage.message = StageState.FAILED, refusal_text(exc.slurm_message)
             d.dirty_stages.append(stage)
         tail = Decisions()
         self.engine._end_workflow(wf, WorkflowState.FAILED, now, tail,
-                                  f"Slurm refused stage {job.stage}: {exc.slurm_message}")
+                                  f"stage {job.stage}: {refusal_text(exc.slurm_message)}")
         if tail.cancel:
             ids = [j.job_id for j in tail.cancel if j.job_id is not None]
             if ids:
