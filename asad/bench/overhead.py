@@ -189,6 +189,88 @@ def _why(pause: float, backoff: float, now: float, wake_at: float, next_end: flo
     return "planned" if wake_at <= next_end else "expected-end"
 
 
+# -- one huge workflow -----------------------------------------------------------------------------------
+@dataclass
+class HugeResult:
+    stages: int
+    width: int  # parallel chains; each stage runs after the one ``width`` places before it
+    yaml_kb: float
+    validate_s: float
+    store_s: float
+    first_tick_s: float
+    first_tick_submitted: int
+    run_s: float | None  # the whole run, per-stage on an empty simulated cluster
+    ticks: int
+    state: str
+    store_mb: float
+
+
+def huge_yaml(stages: int, width: int) -> str:
+    lines = ["name: huge", "strategy: per-stage", "defaults: {time: 10m, mem: 1G}", "stages:"]
+    for i in range(stages):
+        after = f", after: [s{i - width}]" if i >= width else ", after: []"
+        lines.append(f"  - {{name: s{i}, cpus: 1, run: 'true'{after}, simulate: {{runtime: 60s}}}}")
+    return "\n".join(lines) + "\n"
+
+
+def measure_huge(stages: int = 10_000, width: int = 100, run: bool = True) -> HugeResult:
+    """Validate, store, plan and (``run``) run one workflow of ``stages`` stages: ``width`` parallel
+    chains of one-minute stages, per-stage, on an empty simulated cluster (hpc2n: room for all)."""
+    from asad.app import make_runner, run_to_completion
+    from asad.config import Settings
+    from asad.slurm.sim import make_simulator
+    from asad.spec import parse_workflow
+    from asad.store.repo import Store
+
+    text = huge_yaml(stages, width)
+    t0 = time.perf_counter()
+    spec = parse_workflow(text, "huge.yaml")
+    validate_s = time.perf_counter() - t0
+    sim = make_simulator("hpc2n", load=0.0, seed=1)
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "asad.db"
+        store = Store(f"sqlite:///{db}")
+        t0 = time.perf_counter()
+        wf = store.add_workflow(spec, sim.now())
+        store_s = time.perf_counter() - t0
+        runner = make_runner(Settings(), store, sim)
+        runner.load()
+        t0 = time.perf_counter()
+        report = runner.tick()
+        first_tick_s = time.perf_counter() - t0
+        run_s, ticks = None, 1
+        if run:
+            t0 = time.perf_counter()
+            calls = 0
+            original = runner.tick
+
+            def counted():  # noqa: ANN202
+                nonlocal calls
+                calls += 1
+                return original()
+
+            runner.tick = counted  # type: ignore[method-assign]
+            run_to_completion(runner, sim, [wf.id])
+            run_s, ticks = time.perf_counter() - t0, calls + 1
+        state = store.workflow_rows([wf.id])[0].state
+        store.close()
+        size = sum(p.stat().st_size for p in db.parent.glob("asad.db*"))
+    return HugeResult(stages=stages, width=width, yaml_kb=round(len(text) / 1024, 1), validate_s=round(validate_s, 2),
+                      store_s=round(store_s, 2), first_tick_s=round(first_tick_s, 2),
+                      first_tick_submitted=report.submitted, run_s=None if run_s is None else round(run_s, 1),
+                      ticks=ticks, state=state, store_mb=round(size / 2**20, 2))
+
+
+def render_huge(results: list[HugeResult]) -> str:
+    lines = ["| stages | chains | YAML KB | validate s | store s | first tick s (jobs submitted) | whole run s | "
+             "ticks | state | store MB |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        lines.append(f"| {r.stages} | {r.width} | {r.yaml_kb} | {r.validate_s} | {r.store_s} | {r.first_tick_s} "
+                     f"({r.first_tick_submitted}) | {r.run_s if r.run_s is not None else '-'} | {r.ticks} | {r.state} | "
+                     f"{r.store_mb} |")
+    return "\n".join(lines)
+
+
 # -- presentation -------------------------------------------------------------------------------------
 def render_table(results: list[OverheadResult]) -> str:
     head = ("| workflows | stages | ticks | poll/tick max | usage/tick max | find/tick max | submits | "
@@ -230,6 +312,10 @@ def main(args: argparse.Namespace) -> int:
     from asad.log import setup_logging
 
     setup_logging(-2)  # the runner logs every submission: thousands of lines would drown the numbers
+    if args.huge:
+        huge = [measure_huge(n, args.huge_width, run=not args.no_run) for n in args.huge]
+        print(json.dumps([asdict(h) for h in huge], indent=2) if args.json else render_huge(huge))
+        return 0 if all(h.state == "COMPLETED" or args.no_run for h in huge) else 1
     ns = args.workflows or list(DEFAULT_NS)
     results = []
     for n in ns:
@@ -264,6 +350,10 @@ def register(subparsers) -> None:  # noqa: ANN001
     p.add_argument("--load", type=float, default=0.5, help="background load of the simulated cluster")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--trace", action="store_true", help="also record the Pacer's pauses tick by tick")
+    p.add_argument("--huge", type=int, action="append", metavar="STAGES",
+                   help="instead: one workflow of this many stages (repeat for several sizes)")
+    p.add_argument("--huge-width", type=int, default=100, help="with --huge: parallel chains (default 100)")
+    p.add_argument("--no-run", action="store_true", help="with --huge: validate, store and plan only")
     p.add_argument("--json", action="store_true")
     p.add_argument("--inline", action="store_true", help="measure in this process (no fresh process per N)")
     p.add_argument("--isolate", action="store_true", help="a fresh process even for a single N")
