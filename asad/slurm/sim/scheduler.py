@@ -36,7 +36,7 @@ class JobQueue:
     rule out, in one vectorised step, every job that cannot fit anywhere in the partition now.
     """
 
-    _FIELDS = ("a_nodes", "a_cpn", "a_cpus", "a_mem", "a_limit", "a_live")
+    _FIELDS = ("a_nodes", "a_cpn", "a_cpus", "a_mem", "a_limit", "a_elig", "a_id", "a_live")
 
     def __init__(self) -> None:
         self.keys: list[object] = []
@@ -52,6 +52,8 @@ class JobQueue:
         self.a_cpus = np.zeros(cap, dtype=np.int64)
         self.a_mem = np.zeros(cap, dtype=np.int64)
         self.a_limit = np.zeros(cap, dtype=np.int64)
+        self.a_elig = np.zeros(cap, dtype=float)
+        self.a_id = np.zeros(cap, dtype=np.int64)
         self.a_live = np.zeros(cap, dtype=bool)
 
     def _grow(self) -> None:
@@ -68,6 +70,8 @@ class JobQueue:
         self.a_cpus[i] = job.cpus
         self.a_mem[i] = job.mem_per_node_mb
         self.a_limit[i] = job.time_limit_s
+        self.a_elig[i] = job.eligible_time
+        self.a_id[i] = job.job_id
         self.a_live[i] = True
 
     def add(self, job: SimJob) -> None:
@@ -109,6 +113,29 @@ class JobQueue:
         live = [j for j in self.jobs if j.queued]
         live.sort(key=lambda j: j.sort_key)  # type: ignore[arg-type, return-value]
         self._rebuild(live)
+
+    def reprioritise(self, priority_of: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> None:
+        """Recompute every live job's priority at once and re-sort (multifactor's periodic
+        recalculation), permuting the shape arrays instead of rebuilding them job by job."""
+        n = len(self.jobs)
+        live = np.flatnonzero(self.a_live[:n])
+        ids = self.a_id[live]
+        prio = priority_of(self.a_elig[live], self.a_cpus[live])
+        order = np.lexsort((ids, -prio))
+        sel = live[order]
+        old_jobs = self.jobs
+        self.jobs = [old_jobs[i] for i in sel.tolist()]
+        self.keys = list(zip((-prio[order]).tolist(), ids[order].tolist()))
+        for job, key in zip(self.jobs, self.keys):
+            job.sort_key = key
+        cap = max(256, 2 * len(sel))
+        for name in self._FIELDS:
+            old = getattr(self, name)
+            new = np.zeros(cap, dtype=old.dtype)
+            new[: len(sel)] = old[sel]
+            setattr(self, name, new)
+        self.dead = 0
+        self.head = 0
 
     def first_live(self) -> int:
         """Position of the highest-priority live job (started jobs pile up at the head)."""
@@ -169,14 +196,15 @@ class Scheduler:
             self.queues[part.index].remove(job)
 
     def recalc_priorities(self, now: float) -> None:
-        seen: set[int] = set()
+        cfg = self.config
+
+        def priority_of(elig: np.ndarray, cpus: np.ndarray) -> np.ndarray:
+            # the same arithmetic, in the same order, as priority() for one job
+            age = np.minimum(np.maximum(0.0, now - elig), cfg.max_age_s) / cfg.max_age_s
+            return cfg.weight_age * age + cfg.weight_size * cpus / self._size_norm
+
         for queue in self.queues:
-            for job in queue.jobs:
-                if job.queued and job.job_id not in seen:
-                    seen.add(job.job_id)
-                    job.sort_key = (-self.priority(job, now), job.job_id)
-        for queue in self.queues:
-            queue.resort()
+            queue.reprioritise(priority_of)
 
     def _in_order(self) -> Iterator[SimJob]:
         """Every eligible job once, in priority order across partitions.
