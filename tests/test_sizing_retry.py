@@ -16,7 +16,7 @@ def oom(mem_mb: int, peak: float | None = None, state: str = "OUT_OF_MEMORY", ti
 
 @settings(max_examples=300, deadline=None)
 @given(failed=st.integers(1, 200_000), seen=st.one_of(st.none(), st.floats(1, 400_000)),
-       cap=st.integers(1, 500_000), mode=st.sampled_from(["max-peak", "double"]),
+       cap=st.integers(1, 500_000), mode=st.sampled_from(["max-peak", "double", "smallest"]),
        default=st.one_of(st.none(), st.integers(1, 500_000)))
 def test_memory_retry_invariants(failed, seen, cap, mode, default):
     if failed >= cap:

@@ -340,7 +340,7 @@ def register(subparsers) -> None:
     p.add_argument("--ttf", type=parse_ttfs, default=[0.5],
                    help="time to failure of an OOM kill as a share of run time; a comma list, e.g. 0.1,0.5,0.9")
     p.add_argument("--agents", default="", help="comma list of agent names (default: all)")
-    p.add_argument("--retry", default="max-peak", choices=["max-peak", "double"], help="OOM retry mode")
+    p.add_argument("--retry", default="max-peak", choices=["max-peak", "double", "smallest"], help="OOM retry mode")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--jobs", type=int, default=1, help="replays in parallel (forked processes)")
     p.add_argument("--json", action="store_true")

@@ -44,7 +44,9 @@ def retry_memory_mb(failed_mem_mb: int, failed_peak_mb: float | None, history_ma
                     min_growth: float = DEFAULT_MIN_GROWTH, mode: str = "max-peak") -> int:
     """Memory for the retry of an attempt killed at ``failed_mem_mb``.
 
-    ``mode="max-peak"`` (default): the largest peak seen if it is above the lower bound,
+    ``mode="smallest"``: the smaller of double the failed request and the largest peak seen
+    (when that is above the lower bound), the cheapest retry the rule allows, at the price
+    of more second kills. ``mode="max-peak"`` (default): the largest peak seen if it is above the lower bound,
     else ``growth`` × the failed request; when the user's ``default_mem_mb`` is above that,
     the geometric mean of the failed request and the default if that is more (a task far
     above anything seen climbs toward the user's value in fewer kills than by doublings,
@@ -60,13 +62,15 @@ def retry_memory_mb(failed_mem_mb: int, failed_peak_mb: float | None, history_ma
     seen = float(history_max_peak_mb or 0.0)
     if mode == "double":
         new = max(doubled, seen)
+    elif mode == "smallest":  # the smaller of the two ways the rule allows
+        new = min(doubled, max(seen, min_growth * lower_mb)) if seen > lower_mb else doubled
     elif mode == "max-peak":
         new = max(seen, min_growth * lower_mb) if seen > lower_mb else doubled
         if default_mem_mb and seen <= lower_mb and default_mem_mb > doubled:
             # far below the user's value: climb geometrically toward it rather than by doublings
             new = max(doubled, math.sqrt(lower_mb * default_mem_mb))
     else:
-        raise ValueError(f"unknown retry mode {mode!r} (max-peak or double)")
+        raise ValueError(f"unknown retry mode {mode!r} (max-peak, double or smallest)")
     new_mb = int(math.ceil(max(new, failed_mem_mb + 1)))
     return min(new_mb, max_mem_mb)
 
