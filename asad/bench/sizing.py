@@ -215,18 +215,18 @@ def bench_agents() -> list[str]:
 _SHARED: dict = {}  # the traces, inherited by forked workers
 
 
-def _one(job: tuple[float, str, str, str, int]) -> tuple[float, str, str, dict]:
+def _one(job: tuple[float, str, str, str, int, dict]) -> tuple[float, str, str, dict]:
     """One (ttf, policy, workflow) replay; policy is "requests", the anchor, or an agent name."""
     from asad.sizing.registry import make_agent
 
-    ttf, name, wf, retry_mode, seed = job
+    ttf, name, wf, retry_mode, seed, params = job
     tasks = _SHARED["traces"][wf]
     if name == "requests":
         tally = replay_requests(tasks, ttf)
     elif name == ANCHOR:
         tally = replay_anchor(tasks, ttf)
     else:
-        tally = replay_agent(tasks, ttf, lambda s: make_agent(name, caps=BENCH_CAPS, seed=s),
+        tally = replay_agent(tasks, ttf, lambda s: make_agent(name, caps=BENCH_CAPS, seed=s, **params),
                              retry_mode=retry_mode, seed=seed)
     return ttf, name, wf, tally.summary()
 
@@ -235,11 +235,14 @@ ANCHOR = "anchor-maxpeak×1.1"
 
 
 def run(traces: dict[str, list[TraceTask]], ttfs: list[float], agents: list[str],
-        retry_mode: str = "max-peak", seed: int = 0, jobs: int = 1) -> dict:
-    """Every (ttf, policy, workflow) replay; ``jobs`` > 1 runs them in forked processes."""
+        retry_mode: str = "max-peak", seed: int = 0, jobs: int = 1, params: dict | None = None) -> dict:
+    """Every (ttf, policy, workflow) replay; ``jobs`` > 1 runs them in forked processes.
+    ``params`` go to every agent's constructor (meant for one agent at a time)."""
     names = ["requests", ANCHOR] + list(agents)
-    results: dict = {"ttf": {}, "agents": names, "workflows": list(traces), "retry_mode": retry_mode, "seed": seed}
-    work = [(ttf, name, wf, retry_mode, seed) for ttf in ttfs for name in names for wf in traces]
+    params = dict(params or {})
+    results: dict = {"ttf": {}, "agents": names, "workflows": list(traces), "retry_mode": retry_mode,
+                     "seed": seed, "params": params}
+    work = [(ttf, name, wf, retry_mode, seed, params) for ttf in ttfs for name in names for wf in traces]
     _SHARED["traces"] = traces
     try:
         if jobs > 1:
@@ -321,7 +324,11 @@ def main(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     traces = load_traces(traces_dir)
     agents = args.agents.split(",") if args.agents else bench_agents()
-    results = run(traces, args.ttf, agents, retry_mode=args.retry, seed=args.seed, jobs=args.jobs)
+    params = {}
+    for item in args.param:
+        key, _, value = item.partition("=")
+        params[key] = int(value) if value.lstrip("-").isdigit() else float(value)
+    results = run(traces, args.ttf, agents, retry_mode=args.retry, seed=args.seed, jobs=args.jobs, params=params)
     results["elapsed_s"] = round(time.perf_counter() - started, 2)
     results["command"] = "asad bench sizing " + " ".join(sys.argv[3:])
     text = format_text(results) + f"replayed {sum(map(len, traces.values()))} tasks in {results['elapsed_s']} s\n"
@@ -343,6 +350,8 @@ def register(subparsers) -> None:
     p.add_argument("--retry", default="max-peak", choices=["max-peak", "double", "smallest"], help="OOM retry mode")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--jobs", type=int, default=1, help="replays in parallel (forked processes)")
+    p.add_argument("--param", action="append", default=[], metavar="K=V",
+                   help="an agent constructor parameter, e.g. fail_penalty=3 (use with one --agents)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--out", default="", help="also write sizing.json and sizing.txt here")
     p.set_defaults(func=main)
