@@ -64,6 +64,9 @@ class OverheadResult:
     decide_ms_median: float
     decide_ms_p95: float
     decide_ms_max: float
+    decide_cpu_ms_median: float  # CPU time: what the engine costs, whatever else the machine runs
+    decide_cpu_ms_p95: float
+    decide_cpu_ms_max: float
     tick_ms_median: float
     tick_ms_p95: float
     tick_ms_max: float
@@ -96,9 +99,22 @@ def _pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else 0.0
 
 
+# For the Pacer trace: time limits close to the true run times, so the expected ends (start + limit
+# until a run time is learned) are near the real ones and the pauses visibly tighten to meet them.
+TRACE_WORKFLOW = """name: trace
+strategy: asa
+stages:
+  - {name: first, cpus: 8, time: 22m, run: 'true', simulate: {runtime: 20m}}
+  - {name: second, cpus: 8, time: 16m, run: 'true', simulate: {runtime: 15m}}
+  - {name: third, cpus: 4, time: 11m, run: 'true', simulate: {runtime: 10m}}
+"""
+
+
 def measure(n: int, *, strategy: str = "asa", preset: str = "hpc2n", load: float = 0.5, seed: int = 1,
-            db_dir: Path | None = None, trace: bool = False, max_virtual_s: float = 30 * 86400) -> OverheadResult:
-    """Run ``n`` workflows to the end the way the daemon would; return the measures."""
+            db_dir: Path | None = None, trace: bool = False, max_virtual_s: float = 30 * 86400,
+            workflow_text: str | None = None) -> OverheadResult:
+    """Run ``n`` workflows to the end the way the daemon would; return the measures. ``workflow_text``
+    replaces the generated ten-stage workflows (``n`` copies of it)."""
     from asad.app import make_runner
     from asad.config import Settings
     from asad.daemon import Pacer
@@ -107,7 +123,7 @@ def measure(n: int, *, strategy: str = "asa", preset: str = "hpc2n", load: float
     from asad.store.repo import Store
 
     rng = np.random.default_rng(seed)
-    specs = [parse_workflow(workflow_yaml(i, rng, strategy)) for i in range(n)]
+    specs = [parse_workflow(workflow_text or workflow_yaml(i, rng, strategy)) for i in range(n)]
     sim = make_simulator(preset, load=load, seed=seed)
     backend = CountingBackend(sim)
     tmp = tempfile.TemporaryDirectory(dir=db_dir)
@@ -116,14 +132,16 @@ def measure(n: int, *, strategy: str = "asa", preset: str = "hpc2n", load: float
     store = Store(settings.database_url)
     runner = make_runner(settings, store, backend)
     decide_s: list[float] = []
+    decide_cpu_s: list[float] = []
     original = runner.engine.decide
 
     def timed_decide(workflows, now):  # noqa: ANN001, ANN202
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         try:
             return original(workflows, now)
         finally:
             decide_s[-1] += time.perf_counter() - t0
+            decide_cpu_s[-1] += time.thread_time() - c0
 
     runner.engine.decide = timed_decide  # type: ignore[method-assign]
     for spec in specs:
@@ -134,16 +152,19 @@ def measure(n: int, *, strategy: str = "asa", preset: str = "hpc2n", load: float
     start_virtual, start_wall = sim.now(), time.perf_counter()
     per_tick_calls: list[dict[str, int]] = []
     decide_ms: list[float] = []
+    decide_cpu_ms: list[float] = []
     tick_ms: list[float] = []
     trace_steps: list[PacerStep] = []
     ids_per_poll_max = 0
     while runner.active:
         decide_s.append(0.0)
+        decide_cpu_s.append(0.0)
         polled_before = backend.ids_asked["poll"]
         t0 = time.perf_counter()
         report = runner.tick()
         tick_ms.append(1000 * (time.perf_counter() - t0))
         decide_ms.append(1000 * decide_s[-1])
+        decide_cpu_ms.append(1000 * decide_cpu_s[-1])
         calls = backend.take()
         per_tick_calls.append(dict(calls))
         ids_per_poll_max = max(ids_per_poll_max, backend.ids_asked["poll"] - polled_before)
@@ -172,7 +193,9 @@ def measure(n: int, *, strategy: str = "asa", preset: str = "hpc2n", load: float
         status_calls_total={c: backend.total[c] for c in STATUS_CALLS},
         submits=backend.total["submit"], cancels=backend.total["cancel"], ids_per_poll_max=ids_per_poll_max,
         decide_ms_median=round(statistics.median(decide_ms), 3), decide_ms_p95=round(_pct(decide_ms, 95), 3),
-        decide_ms_max=round(max(decide_ms), 3), tick_ms_median=round(statistics.median(tick_ms), 2),
+        decide_ms_max=round(max(decide_ms), 3), decide_cpu_ms_median=round(statistics.median(decide_cpu_ms), 3),
+        decide_cpu_ms_p95=round(_pct(decide_cpu_ms, 95), 3), decide_cpu_ms_max=round(max(decide_cpu_ms), 3),
+        tick_ms_median=round(statistics.median(tick_ms), 2),
         tick_ms_p95=round(_pct(tick_ms, 95), 2), tick_ms_max=round(max(tick_ms[1:] or tick_ms), 2),
         busy_tick_ms_max=round(tick_ms[0], 2), store_mb=round(size / 2**20, 2),
         peak_rss_mb=round(_rss_peak_mb(), 1), pacer_trace=trace_steps)
@@ -274,14 +297,15 @@ def render_huge(results: list[HugeResult]) -> str:
 # -- presentation -------------------------------------------------------------------------------------
 def render_table(results: list[OverheadResult]) -> str:
     head = ("| workflows | stages | ticks | poll/tick max | usage/tick max | find/tick max | submits | "
-            "engine ms/wake median | p95 | max | tick ms median | p95 | first tick ms | store MB | peak RSS MB | "
-            "completed | wall s |")
+            "engine CPU ms/wake median | p95 | max | engine wall ms median | p95 | tick wall ms median | p95 | "
+            "first tick ms | store MB | peak RSS MB | completed | wall s |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in results:
         m = r.status_calls_max_per_tick
         lines.append(f"| {r.workflows} | {r.workflows * r.stages_per_workflow} | {r.ticks} | {m['poll']} | "
-                     f"{m['usage']} | {m['find']} | {r.submits} | {r.decide_ms_median:.2f} | {r.decide_ms_p95:.2f} | "
-                     f"{r.decide_ms_max:.2f} | {r.tick_ms_median:.1f} | {r.tick_ms_p95:.1f} | "
+                     f"{m['usage']} | {m['find']} | {r.submits} | {r.decide_cpu_ms_median:.1f} | "
+                     f"{r.decide_cpu_ms_p95:.1f} | {r.decide_cpu_ms_max:.1f} | {r.decide_ms_median:.1f} | "
+                     f"{r.decide_ms_p95:.1f} | {r.tick_ms_median:.1f} | {r.tick_ms_p95:.1f} | "
                      f"{r.busy_tick_ms_max:.0f} | {r.store_mb:.2f} | {r.peak_rss_mb:.0f} | "
                      f"{r.completed}/{r.workflows} | {r.wall_s:.1f} |")
     return "\n".join(lines)
@@ -298,8 +322,6 @@ def _run_isolated(n: int, args: argparse.Namespace) -> OverheadResult:
     """Each N in a fresh interpreter, so the peak RSS is that N's alone."""
     cmd = [sys.executable, "-m", "asad", "bench", "overhead", "--workflows", str(n), "--inline", "--json",
            "--strategy", args.strategy, "--preset", args.preset, "--load", str(args.load), "--seed", str(args.seed)]
-    if args.trace:
-        cmd.append("--trace")
     proc = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
     if proc.returncode != 0:
         raise RuntimeError(f"overhead run for N={n} failed:\n{proc.stderr[-3000:]}")
@@ -320,8 +342,7 @@ def main(args: argparse.Namespace) -> int:
     results = []
     for n in ns:
         if args.inline or len(ns) == 1 and not args.isolate:
-            results.append(measure(n, strategy=args.strategy, preset=args.preset, load=args.load, seed=args.seed,
-                                   trace=args.trace))
+            results.append(measure(n, strategy=args.strategy, preset=args.preset, load=args.load, seed=args.seed))
         else:
             results.append(_run_isolated(n, args))
         if not args.json:
@@ -332,10 +353,12 @@ def main(args: argparse.Namespace) -> int:
     print(f"strategy {args.strategy}, simulator preset {args.preset}, load {args.load}, seed {args.seed}; "
           f"{STAGES} sequential stages per workflow; poll interval 30 s backing off to 300 s")
     print(render_table(results))
-    for r in results:
-        if r.pacer_trace:
-            print(f"\nPacer pauses, N={r.workflows} (first 40 ticks):")
-            print(render_trace(r.pacer_trace))
+    if args.trace:
+        traced = measure(1, strategy="asa", preset="small", load=0.6, seed=args.seed, trace=True,
+                         workflow_text=TRACE_WORKFLOW)
+        print("\nPacer pauses for one 3-stage ASA workflow (small preset, load 0.6; time limits near the run "
+              "times):")
+        print(render_trace(traced.pacer_trace, limit=80))
     worst = {c: max(r.status_calls_max_per_tick[c] for r in results) for c in STATUS_CALLS}
     print(f"\nstatus calls per tick, worst over all N: {worst} (target: at most 1 of each)")
     return 0 if all(v <= 1 for v in worst.values()) else 1
