@@ -96,3 +96,22 @@ def test_parallel_replay_gives_the_same_numbers(tiny):
     one = run({"tiny": tiny, "again": tiny}, [0.5, 0.9], ["pc95", "bandit"], jobs=1)
     two = run({"tiny": tiny, "again": tiny}, [0.5, 0.9], ["pc95", "bandit"], jobs=2)
     assert one == two
+
+
+def test_delayed_learning_sees_only_tasks_completed_before_a_submission(tmp_path):
+    # all three submitted at once (t = 100..102 ms) and completed much later: with --delayed no
+    # agent has seen anything, so every task runs at the user's request
+    rows = [dict(row(i, 100 + i, peak, 10), complete=10_000 + i) for i, peak in ((1, 300), (2, 100), (3, 200))]
+    path = tmp_path / "trace_burst.csv.gz"
+    with gzip.open(path, "wt", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=COLUMNS + ["complete"])
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+    tasks = load_trace(path)
+    own = replay_requests(tasks, 0.5).summary()["maq"]
+    assert replay_anchor(tasks, 0.5, delayed=True).summary()["maq"] == pytest.approx(own)
+    delayed = replay_agent(tasks, 0.5, lambda s: make_agent("pc95", seed=s), delayed=True).summary()
+    assert delayed["maq"] == pytest.approx(own) and delayed["oom"] == 0
+    at_once = replay_agent(tasks, 0.5, lambda s: make_agent("pc95", seed=s)).summary()
+    assert at_once["maq"] != pytest.approx(own)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import csv
 import gzip
+import heapq
 import json
 import math
 import sys
@@ -50,6 +51,8 @@ class TraceTask:
     realtime_s: float
     cpu_usage: float  # cores busy on average (%cpu / 100)
     input_bytes: float  # rchar: bytes read, the input-size proxy
+    submit_s: float = 0.0  # when the workflow submitted it (trace clock)
+    complete_s: float = 0.0  # when it completed in the trace
 
 
 def _num(v: str) -> float | None:
@@ -68,7 +71,9 @@ def load_trace(path: Path) -> list[TraceTask]:
                 task_id=int(r["task_id"]), process=r["process"], cpus=int(r["cpus"]),
                 mem_mb=float(r["memory"]) / MB, time_s=None if t is None else int(math.ceil(t / 1000)),
                 peak_mb=float(r["peak_rss"]) / MB, realtime_s=float(r["realtime"]) / 1000.0,
-                cpu_usage=(_num(r["%cpu"]) or 0.0) / 100.0, input_bytes=_num(r["rchar"]) or 0.0)))
+                cpu_usage=(_num(r["%cpu"]) or 0.0) / 100.0, input_bytes=_num(r["rchar"]) or 0.0,
+                submit_s=int(r["submit"]) / 1000.0,
+                complete_s=(_num(r.get("complete", "")) or int(r["submit"])) / 1000.0)))
     rows.sort(key=lambda x: (x[0], x[1]))
     return [t for *_, t in rows]
 
@@ -161,11 +166,16 @@ def replay_requests(tasks: list[TraceTask], ttf: float) -> Tally:
     return tally
 
 
-def replay_anchor(tasks: list[TraceTask], ttf: float, margin: float = 1.1) -> Tally:
-    """Largest peak so far × margin; first task of a process at its request; doubling on failure."""
+def replay_anchor(tasks: list[TraceTask], ttf: float, margin: float = 1.1, delayed: bool = False) -> Tally:
+    """Largest peak so far × margin; first task of a process at its request; doubling on failure.
+    ``delayed``: a task's peak is known only from the moment it completed in the trace."""
     tally = Tally()
     max_peak: dict[str, float] = {}
-    for task in tasks:
+    waiting: list[tuple[float, int, str, float]] = []  # (complete time, order, process, peak)
+    for order, task in enumerate(tasks):
+        while waiting and waiting[0][0] <= task.submit_s:
+            _, _, proc, peak = heapq.heappop(waiting)
+            max_peak[proc] = max(max_peak.get(proc, 0.0), peak)
         tally.tasks += 1
         d = default_request(task)
         mem = d.mem_mb if task.process not in max_peak else int(math.ceil(max_peak[task.process] * margin - 1e-6))
@@ -175,25 +185,43 @@ def replay_anchor(tasks: list[TraceTask], ttf: float, margin: float = 1.1) -> Ta
             if out.completed:
                 break
             req = Request(req.cpus, req.mem_mb * 2, req.time_s)
-        max_peak[task.process] = max(max_peak.get(task.process, 0.0), task.peak_mb)
+        if delayed:
+            heapq.heappush(waiting, (task.complete_s, order, task.process, task.peak_mb))
+        else:
+            max_peak[task.process] = max(max_peak.get(task.process, 0.0), task.peak_mb)
     return tally
 
 
 def replay_agent(tasks: list[TraceTask], ttf: float, make: Callable[[int], object],
-                 caps: Caps = BENCH_CAPS, retry_mode: str = "max-peak", seed: int = 0) -> Tally:
-    """Replay with one agent per process: ``propose`` for the first attempt, the retry rule after."""
+                 caps: Caps = BENCH_CAPS, retry_mode: str = "max-peak", seed: int = 0,
+                 delayed: bool = False) -> Tally:
+    """Replay with one agent per process: ``propose`` for the first attempt, the retry rule after.
+
+    ``delayed``: what a task's attempts measured reaches its agent only at the moment the task
+    completed in the trace (nf-core submits many tasks of a process before the first ends);
+    its retries still see their own kills at once.
+    """
     tally = Tally()
     agents: dict[str, object] = {}
-    for task in tasks:
+    waiting: list[tuple[float, int, str, list]] = []  # (complete time, order, process, outcomes)
+    for order, task in enumerate(tasks):
+        while waiting and waiting[0][0] <= task.submit_s:
+            _, _, proc, outs = heapq.heappop(waiting)
+            for o in outs:
+                agents[proc].observe(o)
         tally.tasks += 1
         agent = agents.get(task.process)
         if agent is None:
             agent = agents[task.process] = make(seed + zlib.crc32(task.process.encode()))
         default = default_request(task)
         req = agent.propose(default, task.input_bytes).request
+        outs = []
         for _ in range(MAX_ATTEMPTS):
             out = play_attempt(tally, task, req, ttf)
-            agent.observe(out)
+            if delayed:
+                outs.append(out)
+            else:
+                agent.observe(out)
             if out.completed:
                 break
             try:
@@ -203,6 +231,8 @@ def replay_agent(tasks: list[TraceTask], ttf: float, make: Callable[[int], objec
             except SizingError:
                 tally.unfit += 1
                 break
+        if outs:
+            heapq.heappush(waiting, (task.complete_s, order, task.process, outs))
     return tally
 
 
@@ -215,19 +245,19 @@ def bench_agents() -> list[str]:
 _SHARED: dict = {}  # the traces, inherited by forked workers
 
 
-def _one(job: tuple[float, str, str, str, int, dict]) -> tuple[float, str, str, dict]:
+def _one(job: tuple[float, str, str, str, int, dict, bool]) -> tuple[float, str, str, dict]:
     """One (ttf, policy, workflow) replay; policy is "requests", the anchor, or an agent name."""
     from asad.sizing.registry import make_agent
 
-    ttf, name, wf, retry_mode, seed, params = job
+    ttf, name, wf, retry_mode, seed, params, delayed = job
     tasks = _SHARED["traces"][wf]
     if name == "requests":
         tally = replay_requests(tasks, ttf)
     elif name == ANCHOR:
-        tally = replay_anchor(tasks, ttf)
+        tally = replay_anchor(tasks, ttf, delayed=delayed)
     else:
         tally = replay_agent(tasks, ttf, lambda s: make_agent(name, caps=BENCH_CAPS, seed=s, **params),
-                             retry_mode=retry_mode, seed=seed)
+                             retry_mode=retry_mode, seed=seed, delayed=delayed)
     return ttf, name, wf, tally.summary()
 
 
@@ -235,14 +265,15 @@ ANCHOR = "anchor-maxpeak×1.1"
 
 
 def run(traces: dict[str, list[TraceTask]], ttfs: list[float], agents: list[str],
-        retry_mode: str = "max-peak", seed: int = 0, jobs: int = 1, params: dict | None = None) -> dict:
+        retry_mode: str = "max-peak", seed: int = 0, jobs: int = 1, params: dict | None = None,
+        delayed: bool = False) -> dict:
     """Every (ttf, policy, workflow) replay; ``jobs`` > 1 runs them in forked processes.
     ``params`` go to every agent's constructor (meant for one agent at a time)."""
     names = ["requests", ANCHOR] + list(agents)
     params = dict(params or {})
     results: dict = {"ttf": {}, "agents": names, "workflows": list(traces), "retry_mode": retry_mode,
-                     "seed": seed, "params": params}
-    work = [(ttf, name, wf, retry_mode, seed, params) for ttf in ttfs for name in names for wf in traces]
+                     "seed": seed, "params": params, "delayed": delayed}
+    work = [(ttf, name, wf, retry_mode, seed, params, delayed) for ttf in ttfs for name in names for wf in traces]
     _SHARED["traces"] = traces
     try:
         if jobs > 1:
@@ -328,7 +359,8 @@ def main(args: argparse.Namespace) -> int:
     for item in args.param:
         key, _, value = item.partition("=")
         params[key] = int(value) if value.lstrip("-").isdigit() else float(value)
-    results = run(traces, args.ttf, agents, retry_mode=args.retry, seed=args.seed, jobs=args.jobs, params=params)
+    results = run(traces, args.ttf, agents, retry_mode=args.retry, seed=args.seed, jobs=args.jobs, params=params,
+                  delayed=args.delayed)
     results["elapsed_s"] = round(time.perf_counter() - started, 2)
     results["command"] = "asad bench sizing " + " ".join(sys.argv[3:])
     text = format_text(results) + f"replayed {sum(map(len, traces.values()))} tasks in {results['elapsed_s']} s\n"
@@ -352,6 +384,8 @@ def register(subparsers) -> None:
     p.add_argument("--jobs", type=int, default=1, help="replays in parallel (forked processes)")
     p.add_argument("--param", action="append", default=[], metavar="K=V",
                    help="an agent constructor parameter, e.g. fail_penalty=3 (use with one --agents)")
+    p.add_argument("--delayed", action="store_true",
+                   help="a task's measurements reach its agent only when it completed in the trace")
     p.add_argument("--json", action="store_true")
     p.add_argument("--out", default="", help="also write sizing.json and sizing.txt here")
     p.set_defaults(func=main)
