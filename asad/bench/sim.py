@@ -19,11 +19,24 @@ import numpy as np
 from asad.slurm.sim import make_simulator
 
 
-def run_once(preset: str, days: float, load: float, seed: int, priority: str, backfill: str) -> dict:
+def run_once(preset: str, days: float, load: float, seed: int, priority: str, backfill: str,
+             per_day: bool = False) -> dict:
     wall0, cpu0 = time.perf_counter(), time.process_time()
     sim = make_simulator(preset, load=load, seed=seed, priority=priority, backfill=backfill,
                          warmup_s=0.0)
-    sim.run_until(sim.now() + days * 86400)
+    days_log = []
+    end = sim.now() + days * 86400
+    if per_day:  # the same run, paused once a simulated day to read the clocks
+        day = 0
+        while sim.now() < end:
+            sim.run_until(min(end, sim.now() + 86400))
+            day += 1
+            st = sim.stats()
+            days_log.append({"day": day, "cpu_s": round(time.process_time() - cpu0, 2),
+                             "wall_s": round(time.perf_counter() - wall0, 2),
+                             "jobs": st["jobs_submitted"], "pending": st["jobs_pending_eligible"]})
+    else:
+        sim.run_until(end)
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
     stats = sim.stats()
     waits = np.array([j.start_time - j.eligible_time for j in sim.jobs.values()
@@ -45,6 +58,7 @@ def run_once(preset: str, days: float, load: float, seed: int, priority: str, ba
         "jobs_per_cpu_s": round(jobs / cpu, 1) if cpu > 0 else None,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "loadavg_1min": round(os.getloadavg()[0], 2),  # other processes share this machine
+        **({"per_day": days_log} if per_day else {}),
     }
 
 
@@ -55,7 +69,8 @@ def growth_exponent(jobs: list[int], seconds: list[float]) -> float:
 
 def main(args: argparse.Namespace) -> int:
     sizes = [args.days / 4, args.days / 2, args.days] if args.scaling else [args.days]
-    runs = [run_once(args.preset, d, args.load, args.seed, args.priority, args.backfill) for d in sizes]
+    runs = [run_once(args.preset, d, args.load, args.seed, args.priority, args.backfill,
+                     per_day=args.per_day and d == sizes[-1]) for d in sizes]
     result = dict(runs[-1])
     if args.scaling:
         jobs = [r["jobs"] for r in runs]
@@ -81,6 +96,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--backfill", choices=["easy", "none"], default="easy")
     parser.add_argument("--scaling", action="store_true",
                         help="also run a quarter and half of the days; report the growth exponent")
+    parser.add_argument("--per-day", action="store_true",
+                        help="also report cumulative CPU/wall seconds and queue length per simulated day")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.set_defaults(func=main)
 
