@@ -4,6 +4,10 @@
 ``-o`` format letters (``%i`` JOBID, ``%P`` PARTITION, ``%j`` NAME, ``%t`` ST, ``%M`` TIME,
 ``%D`` NODES, ``%C`` CPUS, ``%R`` NODELIST(REASON)), plus asad's own: ``%W`` WORKFLOW,
 ``%S`` STAGE, ``%p`` PLANNED, ``%e`` EST.WAIT, ``%T`` STATE (the stage's, spelled out).
+More of squeue's letters mean what they mean there: ``%A`` JOBID, ``%r`` REASON, ``%N`` NODELIST,
+``%l`` TIME_LIMIT, ``%L`` TIME_LEFT, ``%V`` SUBMIT_TIME, ``%a`` ACCOUNT, ``%q`` QOS, ``%k`` COMMENT
+(asad's tag), ``%m`` MIN_MEMORY. Four letters are asad's where squeue has another meaning: ``%S``
+(squeue: start time), ``%p`` (priority), ``%e`` (end time), ``%W`` (licenses).
 A width works as in squeue: ``%.10i`` right-aligns in 10 columns, ``%-10i`` or ``%10i`` left.
 """
 
@@ -24,6 +28,9 @@ _FIELDS = {
     "P": ("PARTITION", "partition"), "j": ("NAME", "name"), "t": ("ST", "st"), "T": ("STATE", "state"),
     "M": ("TIME", "time"), "D": ("NODES", "nodes"), "C": ("CPUS", "cpus"), "R": ("NODELIST(REASON)", "where"),
     "p": ("PLANNED", "planned"), "e": ("EST.WAIT", "est_wait"), "m": ("MIN_MEMORY", "mem"),
+    "A": ("JOBID", "job_id"), "r": ("REASON", "reason_only"), "N": ("NODELIST", "nodelist"),
+    "l": ("TIME_LIMIT", "time_limit"), "L": ("TIME_LEFT", "time_left"), "V": ("SUBMIT_TIME", "submitted"),
+    "a": ("ACCOUNT", "account"), "q": ("QOS", "qos"), "k": ("COMMENT", "tag"),
 }
 _STAGE_ST = {StageState.WAITING: "WT", StageState.PLANNED: "PL", StageState.COMPLETED: "CD",
              StageState.FAILED: "F", StageState.CANCELLED: "CA"}
@@ -81,10 +88,18 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
         elif run.state is StageState.PLANNED:
             reason = "(PlannedSubmission)"
         elif run.state is StageState.WAITING:
-            reason = "(Predecessors)" if wf.state.value == "ACTIVE" else f"({wf.state.value.title()})"
+            if wf.state.value != "ACTIVE":
+                reason = f"({wf.state.value.title()})"
+            elif all(wf.stages[p].state is StageState.COMPLETED for p in wf.spec.predecessors(name)):
+                reason = "(NotYetSubmitted)"  # free to go: the daemon submits it at its next wake
+            else:
+                reason = "(Predecessors)"
         elif run.message:
             reason = f"({run.message})"
         req = job.request if job else None
+        spec = wf.spec.stage(name)
+        limit = req.time_limit_s if req else (run.time_s or spec.time_s)
+        running = job is not None and job.state.value == "RUNNING"
         out.append({
             "workflow": wf.id, "workflow_name": wf.spec.name, "stage": name, "state": run.state.value,
             "job_id": job.job_id if job and job.job_id is not None else None,
@@ -95,6 +110,13 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
             "mem_mb": req.total_mem_mb() if req else wf.spec.stage(name).total_mem_mb(),
             "planned_at": run.planned_submit_at, "est_wait_s": run.est_wait_s, "reason": reason,
             "message": run.message,
+            "reason_only": (job.reason or "None") if job is not None and job.state.value == "PENDING" else "",
+            "nodelist": job.nodelist if job is not None and job.start_time is not None else "",
+            "time_limit_s": limit,
+            "time_left_s": max(0.0, limit - elapsed) if running and elapsed is not None else None,
+            "submitted_at": job.submitted_at if job is not None else None,
+            "account": (req.account if req else spec.account) or "", "qos": (req.qos if req else spec.qos) or "",
+            "tag": job.tag if job is not None else "",
         })
     return out
 
@@ -114,6 +136,14 @@ def _cell(row: dict, key: str) -> str:
         return format_mem(row["mem_mb"])
     if key == "partition":
         return row["partition"] or "-"
+    if key == "time_limit":
+        return format_duration(row["time_limit_s"]) if row["time_limit_s"] else "-"
+    if key == "time_left":
+        return format_duration(row["time_left_s"]) if row["time_left_s"] is not None else "-"
+    if key == "submitted":
+        return _clock(row["submitted_at"])
+    if key in ("reason_only", "nodelist", "account", "qos", "tag"):
+        return row[key] or "-"
     value = row[key]
     return "-" if value is None else str(value)
 

@@ -1,0 +1,80 @@
+"""``asad status`` against the issue's contract: squeue's columns and letters, asad's own, -o, --json."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import structlog
+
+from asad.app import make_runner
+from asad.cli import main
+from asad.config import Settings
+from asad.slurm.sim import make_simulator
+from asad.spec import parse_workflow
+from asad.status import DEFAULT_FORMAT, render_status, status_rows
+from asad.store.repo import Store
+
+
+
+@pytest.fixture(autouse=True)
+def _logging_back_to_defaults():
+    yield
+    structlog.reset_defaults()
+
+
+WF = """name: st
+strategy: asa
+stages:
+  - {name: first, cpus: 8, time: 2h, account: proj1, qos: normal, run: 'true', simulate: {runtime: 90m}}
+  - {name: second, cpus: 4, time: 1h, run: 'true', simulate: {runtime: 20m}}
+  - {name: third, cpus: 2, time: 30m, run: 'true', simulate: {runtime: 5m}}
+"""
+
+
+def _running_store(db_url):  # noqa: ANN001, ANN202
+    sim = make_simulator("small", load=0.0, seed=1)
+    store = Store(db_url)
+    runner = make_runner(Settings(), store, sim)
+    wf = store.add_workflow(parse_workflow(WF), sim.now(), strategy="asa")
+    runner.load()
+    runner.tick()
+    sim.run_until(sim.now() + 600)
+    runner.tick()
+    store.set_status("clock", {"now": sim.now(), "wall": time.time(), "speed": 1.0})  # the daemon's clock
+    store.commit()
+    return store, wf
+
+
+def test_default_columns_are_squeues_plus_asads(db_url):
+    store, _ = _running_store(db_url)
+    rows, notes = status_rows(store)
+    text = render_status(rows, None, notes).splitlines()
+    store.close()
+    assert text[0].split() == ["WORKFLOW", "STAGE", "JOBID", "PARTITION", "NAME", "ST", "TIME", "NODES", "CPUS",
+                               "PLANNED", "EST.WAIT", "NODELIST(REASON)"]
+    first, second, third = (line.split() for line in text[1:])
+    assert first[1] == "first" and first[5] == "R" and first[-1] == "main-0"
+    assert first[6] == "10:00"  # running for ten minutes, squeue's M:SS
+    assert second[5] in ("PD", "PL") and third[5] == "WT" and third[-1] == "(Predecessors)"
+    assert DEFAULT_FORMAT.count("%") == 12
+
+
+def test_more_squeue_letters_and_json(db_url, capsys):
+    store, wf = _running_store(db_url)
+    rows, _ = status_rows(store)
+    store.close()
+    out = render_status(rows, "%A|%r|%N|%l|%L|%a|%q|%k").splitlines()
+    assert out[0] == "JOBID|REASON|NODELIST|TIME_LIMIT|TIME_LEFT|ACCOUNT|QOS|COMMENT"
+    job_id, reason, nodes, limit, left, account, qos, tag = out[1].split("|")
+    assert job_id.isdigit() and reason == "-" and nodes == "main-0"
+    assert limit == "2:00:00" and left == "1:50:00" and account == "proj1" and qos == "normal"
+    assert tag.startswith("asad:") and tag.endswith(f":{wf.id}:first:1")
+    capsys.readouterr()  # the runner's log lines so far
+    assert main(["status", "--json", "--db", db_url]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [s["stage"] for s in data["stages"]] == ["first", "second", "third"]
+    for key in ("job_id", "partition", "name", "st", "time_s", "nodes", "cpus", "reason", "workflow", "stage",
+                "planned_at", "est_wait_s"):
+        assert key in data["stages"][0]
