@@ -61,6 +61,7 @@ def summarize(wf: WorkflowRun) -> dict:
             "est_wait_s": job.est_wait_s if job else None,
             "hit": hit,
             "message": run.message,
+            "after": list(preds),
         })
     core_s = sum(_job_core_s(j) for j in wf.jobs)
     ends = [r.end_time for r in wf.stages.values() if r.end_time is not None]
