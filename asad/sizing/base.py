@@ -276,17 +276,19 @@ class AgentBase:
     name: ClassVar[str] = "base"
     kind: ClassVar[str] = "base"
 
-    def __init__(self, caps: Caps | None = None, seed: int = 0, time_margin: float = 1.5,
-                 learn_time: bool = True, **params: Any) -> None:
+    def __init__(self, caps: Caps | None = None, seed: int = 0, time_margin: float = 2.0,
+                 learn_time: bool = True, time_min_runs: int = 10, time_slack_s: float = 600.0,
+                 **params: Any) -> None:
         from asad.sizing.timelimit import TimeLimitLearner  # local: timelimit imports base
 
         self.caps = caps
         self.seed = int(seed)
         self.rng = np.random.default_rng(self.seed)
         self.history = History()
-        self.params = dict(params, time_margin=time_margin, learn_time=learn_time)
+        self.params = dict(params, time_margin=time_margin, learn_time=learn_time, time_min_runs=time_min_runs,
+                           time_slack_s=time_slack_s)
         self.learn_time = bool(learn_time)
-        self.time = TimeLimitLearner(margin=time_margin)
+        self.time = TimeLimitLearner(margin=time_margin, min_samples=time_min_runs, slack_s=time_slack_s)
 
     # -- the protocol -------------------------------------------------------------------
     def propose(self, default: Request, input_bytes: float | None = None) -> Decision:

@@ -8,6 +8,11 @@ Run time is modelled as work-conserving: a sample that kept ``u`` cores busy for
 seconds on ``c_i`` CPUs would take ``e × max(1, u/c) / max(1, u/c_i)`` on ``c`` CPUs (fewer
 cores than it can use stretch it; more do not speed it up). A larger input than any seen
 stretches the prediction in proportion.
+
+The defaults (2 × the longest of the last 200 runs + 10 min, after 10 runs) are chosen for
+bursts: when many tasks of a stage are submitted before the first ends, the first to end
+are the shortest, and a limit learned from them alone times out the rest (measured with
+``asad bench sizing --delayed``: 1.5 × + 1 min after 3 runs caused 75 time-outs, these 2).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ def stretched_elapsed_s(elapsed_s: float, cpu_usage: float | None, ran_cpus: int
 class TimeLimitLearner:
     """Per stage: limit = margin × the longest (stretched) recent run + slack, rounded up to a minute."""
 
-    def __init__(self, margin: float = 1.5, slack_s: float = 60.0, min_samples: int = 3,
+    def __init__(self, margin: float = 2.0, slack_s: float = 600.0, min_samples: int = 10,
                  window: int = 200) -> None:
         self.margin, self.slack_s = float(margin), float(slack_s)
         self.min_samples = int(min_samples)
