@@ -10,9 +10,9 @@ import secrets
 import sqlite3
 from pathlib import Path
 
-from sqlalchemy import create_engine, event, inspect, select
+from sqlalchemy import create_engine, event, inspect, make_url, select
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DatabaseError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from asad.store.models import SCHEMA_VERSION, Base, Meta
@@ -83,14 +83,17 @@ def open_database(url: str, *, create: bool = True) -> tuple[Engine, sessionmake
         raise
     except (DatabaseError, sqlite3.DatabaseError) as exc:
         raise StoreError(_explain(url, exc)) from exc
+    except ImportError as exc:
+        raise StoreError(f"the store {shown_url(url)} needs the Python database driver {exc.name!r}, which is not "
+                         f"installed (pip install {exc.name}), or use the default SQLite store.") from exc
     except SQLAlchemyError as exc:
-        raise StoreError(f"cannot open the store {url}: {exc}. Check the URL (config 'db_url', "
+        raise StoreError(f"cannot open the store {shown_url(url)}: {exc}. Check the URL (config 'db_url', "
                          "env ASAD_DB_URL or --db).") from exc
     factory = sessionmaker(engine, expire_on_commit=False)
     try:
         if "meta" not in tables:
             if tables - {"meta"} and not create:
-                raise StoreError(f"{url} holds tables but no asad schema version: not an asad store.")
+                raise StoreError(f"{shown_url(url)} holds tables but no asad schema version: not an asad store.")
             Base.metadata.create_all(engine)
             with factory.begin() as s:
                 s.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
@@ -100,7 +103,7 @@ def open_database(url: str, *, create: bool = True) -> tuple[Engine, sessionmake
             store_id = s.get(Meta, "store_id").value
         if version > SCHEMA_VERSION:
             raise StoreError(
-                f"the store {url} was written by a newer asad (schema {version}; this asad knows up to "
+                f"the store {shown_url(url)} was written by a newer asad (schema {version}; this asad knows up to "
                 f"{SCHEMA_VERSION}). Nothing was changed. Fix: upgrade asad, or use another store (--db)."
             )
         if version < SCHEMA_VERSION:
@@ -115,7 +118,16 @@ def open_database(url: str, *, create: bool = True) -> tuple[Engine, sessionmake
     return engine, factory, store_id
 
 
+def shown_url(url: str) -> str:
+    """The store's URL as it may be printed or logged: a password in it becomes ``***``."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return url.split("@", 1)[-1] if "@" in url else url
+
+
 def _explain(url: str, exc: BaseException) -> str:
+    url = shown_url(url)
     text = str(getattr(exc, "orig", exc) or exc)
     low = text.lower()
     if "locked" in low:
