@@ -12,7 +12,7 @@ import time
 from asad.config import ConfigError, Settings, load_settings
 from asad.slurm.backend import SlurmError, SubmitRejected
 from asad.spec import SpecError
-from asad.store.db import StoreError
+from asad.store.db import StoreError, shown_url
 
 EXIT_FAILED, EXIT_INPUT, EXIT_STORE, EXIT_SLURM = 1, 3, 4, 5
 
@@ -136,7 +136,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     try:
         rows = store.workflow_rows([args.workflow])
         if not rows:
-            return _fail(f"no workflow {args.workflow} in the store ({store.url}); 'asad status --all' lists them",
+            return _fail(f"no workflow {args.workflow} in the store ({shown_url(store.url)}); 'asad status --all' lists them",
                          EXIT_INPUT)
         if not store.request_cancel(args.workflow):
             return _fail(f"workflow {args.workflow} already ended ({rows[0].state})", EXIT_FAILED)

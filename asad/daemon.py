@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 import structlog
 
 from asad.config import Settings
-from asad.store.db import StoreError
+from asad.store.db import StoreError, shown_url
 
 log = structlog.get_logger("asad.daemon")
 
@@ -166,7 +166,7 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     scheduler.add_job(tick, "date", run_date=datetime.now().astimezone(), id="tick", misfire_grace_time=None)
-    log.info("daemon started", backend=backend.name, store=settings.database_url, pid=os.getpid())
+    log.info("daemon started", backend=backend.name, store=shown_url(settings.database_url), pid=os.getpid())
     sd_notify("READY=1")
     try:
         scheduler.start()
