@@ -163,3 +163,17 @@ def test_documented_backup_and_restore(tmp_path):
                   if x.strip().startswith('"id"')) == ids
     check = subprocess.run(["sqlite3", str(db), "PRAGMA integrity_check"], capture_output=True, text=True)
     assert check.stdout.strip() == "ok"
+
+
+def test_a_password_in_the_store_url_is_never_shown(capsys):
+    """Messages and logs show the store's URL; a password in it becomes ***."""
+    from asad.cli import main
+    from asad.store.db import shown_url
+
+    assert shown_url("postgresql://alice:s3cret@db.example/asad") == "postgresql://alice:***@db.example/asad"
+    assert main(["status", "--db", "postgresql://alice:s3cret@127.0.0.1:1/asad"]) == 4
+    err = capsys.readouterr().err
+    assert "s3cret" not in err and "alice:***@" in err and "Traceback" not in err
+    import structlog
+
+    structlog.reset_defaults()
