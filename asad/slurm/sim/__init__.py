@@ -13,21 +13,22 @@ import dataclasses
 from asad.slurm.sim.clock.wallclock import WallClockSimulator
 from asad.slurm.sim.config import DEFAULT_START_TIME, PartitionSpec, SimConfig
 from asad.slurm.sim.errors import DependencyRejected
-from asad.slurm.sim.presets import PRESETS, preset
+from asad.slurm.sim.presets import PRESETS
+from asad.slurm.sim.presets import preset as preset_partitions
 from asad.slurm.sim.simulator import Simulator
 
 __all__ = ["Simulator", "SimConfig", "PartitionSpec", "WallClockSimulator", "DependencyRejected",
            "make_simulator", "PRESETS", "DEFAULT_START_TIME"]
 
 
-def make_simulator(preset_name: str = "small", load: float | dict[str, float] | None = None, seed: int = 0,
+def make_simulator(preset: str = "small", load: float | dict[str, float] | None = None, seed: int = 0,
                    priority: str = "fifo", backfill: str = "easy", start_time: float | None = None,
                    **overrides: object) -> Simulator:
     """A simulator of a named preset. ``load``: None = the preset's default per partition,
     0 = an empty cluster, x = every partition at offered load x, or a dict per partition name.
     ``overrides``: any
     :class:`SimConfig` field (e.g. ``bf_reservations=4``, ``load_steps=((86400, 1.3),)``)."""
-    parts = preset(preset_name)
+    parts = preset_partitions(preset)
     fields = {f.name for f in dataclasses.fields(SimConfig)}
     unknown = set(overrides) - fields
     if unknown:
