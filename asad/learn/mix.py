@@ -2,7 +2,7 @@
 
 On real queues a long memory wins (waits are noisy, the typical wait of a geometry
 drifts slowly); after a real step change a short memory wins. ``asa-mix`` runs both
-(by default ``asa-full``, infinite memory, and ``asa-full-fast``, weight floor) and plans
+(by default ``asa-full-cost``, infinite memory, and ``asa-full-fast``, weight floor) and plans
 with the one whose recent losses are lower: exponential weights over the two members,
 updated with each member's loss on every observed wait, with a weight floor so the
 choice can switch back within a few waits (the "tracking the best expert" idea on top of
@@ -24,7 +24,7 @@ from asad.learn.losses import LossConfig, alternative_losses
 
 @dataclass(frozen=True)
 class MixConfig:
-    members: tuple[str, ...] = ("asa-full", "asa-full-fast")
+    members: tuple[str, ...] = ("asa-full-cost", "asa-full-fast")
     meta_gamma: float = 2.0
     meta_log_weight_floor: float = 3.0
     loss: LossConfig = LossConfig(kind="cost")

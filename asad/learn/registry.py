@@ -6,8 +6,9 @@ Names (``make_predictor(kind, seed, **params)``; params override the preset):
     asa-tuned       ... tuned policy, R = 50 repetitions per observed wait
     asa-greedy      ... greedy policy
     asa-cost        tuned, with the cost-aware loss (asad.learn.losses)
-    asa-full        full-information updates with the cost-aware loss, plans with the median of p
-    asa-full-fast   ... plus a weight floor, so it follows step changes quickly
+    asa-full        full-information updates, log loss, log grid, plans with the median of p
+    asa-full-cost   full-information updates with the cost-aware loss (paper grid)
+    asa-full-fast   asa-full-cost plus a weight floor, so it follows step changes quickly
     asa-slurm       tuned, with Slurm's estimate as one more expert
     asa-mix         asa-full and asa-full-fast, planning with whichever has lost less lately
     last, median-k, median-all, qbets, slurm-estimate   the baselines (asad.learn.baselines)
@@ -43,9 +44,12 @@ ASA_PRESETS: dict[str, dict[str, Any]] = {
     "asa-tuned": {"policy": "tuned", "repetitions": 50, "gamma": BANDIT_GAMMA},
     "asa-greedy": {"policy": "greedy", "gamma": BANDIT_GAMMA},
     "asa-cost": {"policy": "tuned", "repetitions": 50, "loss": "cost", "gamma": BANDIT_GAMMA},
-    # full information + cost loss + median of p; infinite memory (best on the real jobs)
-    "asa-full": {"full_information": True, "loss": "cost", "point": "median", "gamma": 4.0},
-    # ... with a weight floor: follows step changes within ~4-10 waits, worse on real queues
+    # full information + log loss on the log grid + median of p, infinite memory: the
+    # recommended default (closest ASA variant to the best baseline on the real jobs)
+    "asa-full": {"full_information": True, "loss": "log", "grid": "log", "point": "median", "gamma": 8.0},
+    # ... with the cost-aware loss on the paper grid
+    "asa-full-cost": {"full_information": True, "loss": "cost", "point": "median", "gamma": 4.0},
+    # ... plus a weight floor, so it follows step changes within ~4-10 waits (worse on real queues)
     "asa-full-fast": {"full_information": True, "loss": "cost", "point": "median", "gamma": 2.0,
                       "log_weight_floor": 6.0},
     "asa-slurm": {"policy": "tuned", "repetitions": 50, "slurm_expert": True, "gamma": BANDIT_GAMMA},
