@@ -237,21 +237,37 @@ def sparkline(values: list[float]) -> str:
     return "".join(_BARS[min(8, int(round(8 * v / top)))] for v in values)
 
 
+def _distribution(pred, state: dict) -> tuple[list[float] | None, list[float] | None]:  # noqa: ANN001
+    """ASA's probabilities over its grid of waits (the grid points only, not Slurm's expert)."""
+    probs = state.get("p") or state.get("probabilities")
+    grid = getattr(pred, "_grid", None)
+    if probs is None and hasattr(pred, "p"):
+        probs = [float(x) for x in pred.p]
+    if probs is None:
+        return None, None
+    grid_list = [float(g) for g in grid] if grid is not None else None
+    if grid_list is not None:
+        probs = probs[: len(grid_list)]
+    return probs, grid_list
+
+
 def render_learners(rows: list[tuple[str, dict, int, float]], as_json: bool = False) -> str:
     from asad.learn.registry import predictor_from_state
 
     items = []
     for key, state, n, updated in rows:
         pred = predictor_from_state(state)
-        probs = state.get("p") or state.get("probabilities")
+        probs, grid = _distribution(pred, state)
         items.append({"key": key, "kind": state.get("kind"), "observations": n,
                       "estimate_s": pred.estimate(), "median_s": pred.quantiles([0.5])[0], "updated_at": updated,
-                      "p": probs})
+                      "p": probs, "grid_s": grid})
     if as_json:
         return json.dumps(items, indent=2)
-    lines = [f"{'GEOMETRY':<62} {'KIND':<10} {'OBS':>5} {'ESTIMATE':>9}  p over the grid (0 s … 28 h)"]
+    grids = [it["grid_s"] for it in items if it["grid_s"]]
+    span = f" ({format_duration(grids[0][0])} … {format_duration(grids[0][-1])}, log scale)" if grids else ""
+    lines = [f"{'GEOMETRY':<62} {'KIND':<10} {'OBS':>5} {'ESTIMATE':>9}  p over the grid{span}"]
     for it in items:
-        pic = sparkline([float(x) for x in it["p"]]) if it["p"] else ""
+        pic = sparkline([float(x) for x in it["p"]]) if it["p"] else "(no distribution: a baseline learner)"
         lines.append(f"{it['key'][:62]:<62} {str(it['kind'])[:10]:<10} {it['observations']:>5} "
                      f"{format_duration(it['estimate_s']):>9}  {pic}")
     if not items:

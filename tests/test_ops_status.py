@@ -17,7 +17,6 @@ from asad.status import DEFAULT_FORMAT, render_status, status_rows
 from asad.store.repo import Store
 
 
-
 @pytest.fixture(autouse=True)
 def _logging_back_to_defaults():
     yield
@@ -78,3 +77,17 @@ def test_more_squeue_letters_and_json(db_url, capsys):
     for key in ("job_id", "partition", "name", "st", "time_s", "nodes", "cpus", "reason", "workflow", "stage",
                 "planned_at", "est_wait_s"):
         assert key in data["stages"][0]
+
+
+def test_learners_show_a_picture_of_p():
+    from asad.learn.registry import make_predictor
+    from asad.status import render_learners
+
+    pred = make_predictor("asa-full", grid="log", log_weight_floor=8.0, seed=1)
+    for wait in (30, 40, 30, 35, 30, 30):
+        pred.observe(wait)
+    text = render_learners([("cluster=sim|cpus=1", pred.to_state(), 6, 0.0)]).splitlines()
+    assert "p over the grid" in text[0] and "log scale" in text[0]
+    assert "█" in text[1] and text[1].split()[2] == "6"
+    data = json.loads(render_learners([("k", pred.to_state(), 6, 0.0)], as_json=True))
+    assert abs(sum(data[0]["p"]) - 1.0) < 1e-6 and len(data[0]["p"]) == len(data[0]["grid_s"])
