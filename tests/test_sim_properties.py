@@ -126,3 +126,21 @@ def test_same_seed_same_schedule(seed):
     assert first == _schedule(seed)
     assert len(first) > 50
     assert first != _schedule(seed + 1)
+
+
+def test_big_preset_under_load_keeps_books_straight():
+    # hpc2n at 0.9 for two days: ~10,000 background jobs through the fast paths
+    sim = make_simulator("hpc2n", load=0.9, seed=11, warmup_s=0)
+    probe = sim.submit(JobRequest(name="probe", command="x", nodes=3, ntasks=3, cpus_per_task=28,
+                                  time_limit_s=7200, truth=SimTruth(runtime_s=3600)))
+    sim.run_until(sim.now() + 2 * 86400)
+    sim.check_invariants()
+    jobs = list(sim.jobs.values())
+    assert len(jobs) > 8000
+    for job in jobs:
+        if job.start_time is not None:
+            assert job.start_time >= job.eligible_time >= job.submit_time
+            end = job.end_time if job.end_time is not None else sim.now()
+            assert end - job.start_time <= job.time_limit_s + 1e-6
+    assert sim.poll([probe])[probe].state is JobState.COMPLETED
+    assert sim.stats()["backfill_starts"] > 1000
