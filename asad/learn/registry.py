@@ -37,7 +37,7 @@ from asad.learn.mix import AsaMixPredictor, MixConfig
 # gamma: the paper leaves gamma_t open (non-increasing, constant allowed). For the paper's
 # bandit policies a constant 16 is the smallest power of two with which `tuned` settles
 # within 5 iterations after every change of `asad bench convergence` on 10 of 10 seeds
-# (gamma 1: 14-17 iterations); see docs/results/learn.md.
+# (gamma 1: worst 9-26 iterations per seed); see docs/results/learn.md.
 BANDIT_GAMMA = 16.0
 ASA_PRESETS: dict[str, dict[str, Any]] = {
     "asa": {"policy": "default", "gamma": BANDIT_GAMMA},
