@@ -390,7 +390,18 @@ class Scheduler:
         max_free = part.max_free_cores()
         started = 0
         jobs = queue.jobs
-        pos = 0
+        # The head is usually the job the main pass just found blocked: test it exactly first,
+        # so that the bound is computed once per pass, with its reservation already in place.
+        head_job = jobs[int(live[0])]
+        cpn_h = head_job.cpus_per_node
+        if (cpn_h <= max_free and head_job.cpus <= part.free_cores_total
+                and self._try_start(head_job, part, 0,
+                                    (head_job.nodes, cpn_h, head_job.mem_per_node_mb, 0), failed)):
+            started += 1
+            max_free = part.max_free_cores()
+        elif k_max > 0:
+            self._reserve(head_job, now, res_count, res_starts)
+        pos = 1
         while pos < len(live):
             rest = live[pos:]
             cand = self._fits_bound(part, queue, rest, now)
