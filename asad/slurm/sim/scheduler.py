@@ -109,11 +109,6 @@ class JobQueue:
     def compact(self) -> None:
         self._rebuild([j for j in self.jobs if j.queued])
 
-    def resort(self) -> None:
-        live = [j for j in self.jobs if j.queued]
-        live.sort(key=lambda j: j.sort_key)  # type: ignore[arg-type, return-value]
-        self._rebuild(live)
-
     def reprioritise(self, priority_of: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> None:
         """Recompute every live job's priority at once and re-sort (multifactor's periodic
         recalculation), permuting the shape arrays instead of rebuilding them job by job."""
