@@ -152,6 +152,7 @@ class Runner:
         try:
             self._reconcile_intents(now)
             report.changed = self._poll(now)
+            self._cancel_strays()
         except SlurmUnavailable as exc:
             self._backend_down(str(exc), now)
             report.backend_error = str(exc)
@@ -257,6 +258,15 @@ class Runner:
             self.store.save_job(job)
         self.store.commit()
 
+    def _cancel_strays(self) -> None:
+        """Jobs asad decided to cancel that still live: the daemon died between recording that
+        decision and scancel. Cancel them again (one call for all)."""
+        ids = [j.job_id for wf in self.active.values() for j in wf.jobs
+               if j.phase is JobPhase.LIVE and j.cancelled_by_asad and not j.state.is_final and j.job_id is not None]
+        if ids:
+            log.info("cancelling jobs asad had decided to cancel before a restart", job_ids=ids)
+            self.backend.cancel(ids)
+
     def _poll(self, now: float) -> int:
         live = {j.job_id: j for wf in self.active.values() for j in wf.jobs
                 if j.phase is JobPhase.LIVE and j.job_id is not None}
@@ -289,6 +299,18 @@ class Runner:
 
     def _apply(self, d: Decisions, now: float, report: TickReport) -> None:
         if d.cancel:
+            own = [j for j in d.cancel if j.cancelled_by_asad and j.row_id is not None]
+            if own:
+                # Write-ahead, as for submissions: that asad itself cancels these jobs (an early
+                # allocation, a dead dependency) is durable before scancel runs, else a restart
+                # would read their CANCELLED state as a failure of the stage.
+                ending = {wf.id for wf in d.finished}
+                for job in own:
+                    self.store.save_job(job)
+                for run in d.dirty_stages:
+                    if run.workflow_id not in ending and not (run.state is StageState.SUBMITTED and run.job_row is None):
+                        self.store.save_stage(run)
+                self.store.commit()
             ids = [j.job_id for j in d.cancel if j.job_id is not None]
             if ids:
                 self.backend.cancel(ids)
