@@ -6,6 +6,7 @@ import math
 from collections import Counter
 
 import numpy as np
+import pytest
 import structlog
 
 from asad.bench.counting import CountingBackend
@@ -69,3 +70,12 @@ def test_counting_backend_counts_per_tick():
     b.poll([4])
     assert b.take() == {"poll": 2} and b.take() == {}
     assert b.ids_asked["poll"] == 4 and b.total["poll"] == 2 and b.now() == math.pi
+
+
+@pytest.mark.slow
+def test_faults_kill_after_an_own_cancel_is_not_a_failure():
+    """Seed 2 kills twice right after scancel of a naive-mode early allocation: before the cancel was
+    written ahead, the restart read that job's CANCELLED state as the stage failing."""
+    result = run_faults(workflows=50, kills=50, seed=2)
+    assert result.kills_by_kind["cancel-after"] >= 1
+    assert result.completed == 50 and result.stages_lost == 0 and result.stages_submitted_twice == 0
