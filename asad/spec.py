@@ -580,6 +580,8 @@ class _Parser:
         except (UnitError, OverflowError, ValueError) as exc:
             if "positive" in str(exc):
                 raise self.error(node, fld, f"must be more than zero, got '{node.value}'", "write e.g. 500M, 4G") from None
+            if "at least 1 MB" in str(exc):
+                raise self.error(node, fld, f"must be at least 1 MB, got '{node.value}'", "write e.g. 500M, 4G") from None
             raise self.error(node, fld, f"'{node.value}' is not a memory size",
                              "write e.g. 500M, 4G, 1.5T (a bare number is MB)") from None
         if mb <= 0:  # parse_mem_mb rounds a bare 0.4 (MB) down to 0

@@ -22,7 +22,9 @@ def parse_mem_mb(value: object) -> int:
     if isinstance(value, (int, float)):
         if value <= 0:
             raise UnitError(f"memory must be positive, got {value!r}")
-        return max(1, int(round(value)))
+        if round(value) < 1:
+            raise UnitError(f"memory must be at least 1 MB, got {value!r}")
+        return int(round(value))
     m = _MEM_RE.match(str(value))
     if not m:
         raise UnitError(f"not a memory size: {value!r} (write e.g. 500M, 4G, 1.5T)")
