@@ -127,7 +127,7 @@ def test_daemon_and_cli_in_separate_processes_share_the_store(tmp_path):
             hist = {h["id"]: h for h in json.loads(asad("history", "--json").stdout)}
             return all(hist[i]["state"] != "ACTIVE" for i in [*ids, doomed]) and hist
 
-        hist = wait_for(done, timeout_s=90)
+        hist = wait_for(done, timeout_s=300)
         assert [hist[i]["state"] for i in ids] == ["COMPLETED"] * 3
         assert hist[doomed]["state"] == "CANCELLED"
     finally:
