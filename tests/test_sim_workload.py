@@ -75,3 +75,25 @@ def test_bad_config_values():
         make_simulator("small", load={"nope": 0.5})
     sim = make_simulator("two-speed", load={"fast": 0.0, "slow": 0.0})
     assert sim.workload is None
+
+
+def test_derive_builds_a_loadable_table(tmp_path):
+    import gzip
+
+    from asad.slurm.sim.derive import derive
+
+    header = ("cluster,job_unique_id,cluster_id,submit_time,eligible_time,start_time,end_time,"
+              "req_cpus,req_mem_total,alloc_nodes,partition_id_x,account_id,time_limit_sec,state,req_tres\n")
+    rows = [
+        'c,1,1,2021-05-03 10:00:00,2021-05-03 10:00:00,2021-05-03 11:00:00,2021-05-03 12:00:00,4,8000,1,1,1,7200,COMPLETED,"cpu=4"',
+        'c,2,1,2021-05-04 10:00:00,2021-05-04 10:00:00,2021-05-04 11:00:00,2021-05-04 13:00:00,64,64000,2,1,1,7200,TIMEOUT,"cpu=64"',
+        'c,3,1,2021-05-04 10:00:00,2021-05-04 10:00:00,2021-05-04 11:00:00,2021-05-04 13:00:00,2,4000,1,1,1,7200,COMPLETED,"cpu=2,gres/gpu=1"',
+    ]
+    src = tmp_path / "jobs.csv.gz"
+    with gzip.open(src, "wt") as fh:
+        fh.write(header + "\n".join(rows) + "\n")
+    assert derive(src, tmp_path, rows=10) == {"kept": 2, "sampled": 2}  # the GPU job is left out
+    table = load_table(str(tmp_path / "load_table.csv"))
+    assert sorted(table.cpus.tolist()) == [4, 64]
+    assert sorted(table.runtime_s.tolist()) == [3600, 7200]  # capped at the limit
+    assert table.weekday_factor.mean() == pytest.approx(1.0)
