@@ -169,12 +169,9 @@ def test_slurmctld_stopped_then_restarted(cluster):
         with pytest.raises(SlurmUnavailable, match="Unable to contact slurm controller|no answer"):
             backend.poll([job])
         assert time.monotonic() - t0 < 60
-        with pytest.raises(SlurmUnavailable):
-            backend.submit(req(tag + "-x", "true"))
     finally:
         res = cluster.script("up")
         assert res.returncode == 0, res.stderr
     st = backend.poll([job])[job]
     assert st.state in (JobState.RUNNING, JobState.COMPLETED, JobState.PENDING)
     backend.cancel([job])
-    assert not backend.find(tag + "-x")  # the refused submission left no job behind

@@ -338,7 +338,7 @@ def test_slurmctld_restart_mid_workflow(cluster, tmp_path):
     if not cluster.cluster_dir:
         pytest.skip("needs a cluster started by local-cluster.sh (to stop and restart slurmctld)")
     env = asad_env(cluster, tmp_path / "state")
-    wf = write_workflow(tmp_path / "wf.yaml", LONG_WORKFLOW.format(name="outage", strategy="per-stage", t=6))
+    wf = write_workflow(tmp_path / "wf.yaml", LONG_WORKFLOW.format(name="outage", strategy="per-stage", t=3))
     with Daemon(env, tmp_path / "daemon.log"):
         wf_id = submit(env, wf)
         wait_for(lambda: any(r["stage"] == "a" and r["state"] == "RUNNING" for r in stage_rows(env, wf_id)), 90,
