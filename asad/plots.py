@@ -93,6 +93,7 @@ def plot_workflow(summary: dict, path: Path) -> None:
     if zoom:
         panels.append((axes[1][0], first_start, t_end - first_start, "zoom: from the first stage's start"))
     for ax, origin, span, what in panels:
+        span = max(span, 60.0)  # a workflow that just started has nothing on its axis yet
         unit_s, unit = _unit(span)
         _draw(ax, summary, t0, unit_s, labels=(what != "whole run" or not zoom))
         left = (origin - t0) / unit_s

@@ -91,3 +91,34 @@ def test_learners_show_a_picture_of_p():
     assert "█" in text[1] and text[1].split()[2] == "6"
     data = json.loads(render_learners([("k", pred.to_state(), 6, 0.0)], as_json=True))
     assert abs(sum(data[0]["p"]) - 1.0) < 1e-6 and len(data[0]["p"]) == len(data[0]["grid_s"])
+
+
+def test_watch_refreshes_until_interrupted(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import EXAMPLES, ROOT
+
+    db = f"sqlite:///{tmp_path / 'w.db'}"
+    Store(db).add_workflow(parse_workflow((EXAMPLES / "blast.yaml").read_text()), 0.0)
+    proc = subprocess.Popen([sys.executable, "-m", "asad", "status", "--db", db, "--watch", "0.2"],
+                            stdout=subprocess.PIPE, text=True, cwd=ROOT, env=os.environ.copy())
+    time.sleep(4.0)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert out.count("\033[2J\033[H") >= 2 and out.count("WORKFLOW") >= 2 and "blastn" in out
+
+
+def test_show_plot_draws_a_png_even_for_a_running_workflow(tmp_path, db_url, capsys):
+    from PIL import Image
+
+    store, wf = _running_store(db_url)
+    store.close()
+    out = tmp_path / "wf.png"
+    assert main(["show", str(wf.id), "--db", db_url, "--plot", str(out)]) == 0
+    with Image.open(out) as img:
+        assert img.format == "PNG" and img.size[0] > 800
+    capsys.readouterr()
