@@ -40,7 +40,8 @@ class EngineConfig:
     max_timeout_retries: int = 2
     default_partition: str = ""
     run_dir: str = ""  # real clusters: jobs' output files go to <run_dir>/<workflow id>/, not the workdir
-    default_sizing: str = "sizey-like"  # a stage's `sizing`, else the workflow's, else this; "off" = user's sizes
+    default_sizing: str = "sizey-like"
+    placement: str = "turnaround"  # a stage with several partitions: ReASSIGN variant, or "slurm" (-p a,b)  # a stage's `sizing`, else the workflow's, else this; "off" = user's sizes
 
 
 @dataclass
@@ -192,6 +193,23 @@ class Context:
                        peak_mem_mb=job.peak_rss_mb, cpu_s=job.cpu_s, elapsed_s=elapsed,
                        input_bytes=self.input_bytes(wf, stage), state=job.state.value)
 
+    # -- placement -------------------------------------------------------------------------------
+    def placement_agent(self, wf: WorkflowRun, stage: str):  # noqa: ANN201
+        parts = wf.spec.stage(stage).partitions
+        if len(parts) < 2 or self.config.placement == "slurm":
+            return None
+        return self.learned.placement_agent(self.runtime_key(wf, stage), parts, self.config.placement)
+
+    def place(self, wf: WorkflowRun, stage: str, run: StageRun, req: JobRequest) -> JobRequest:
+        """Pick one of the stage's partitions (or keep them all, as ``-p a,b``) by what paid off before."""
+        agent = self.placement_agent(wf, stage)
+        if agent is None:
+            return req
+        decision = agent.choose(req.comment, {p: None for p in req.partitions})
+        self.learned.placement_changed(self.runtime_key(wf, stage))
+        run.size_why = (run.size_why + "; " if run.size_why else "") + decision.why
+        return replace(req, partition=decision.partition)
+
     def tag(self, wf: WorkflowRun, stage: str, attempt: int) -> str:
         """The job's identity in Slurm (``--comment``): found again after a crash by ``find``."""
         return f"asad:{self.config.store_id}:{wf.id}:{stage}:{attempt}"
@@ -286,6 +304,10 @@ class Engine:
             if agent is not None:
                 self.ctx.learned.observe_size(self.ctx.runtime_key(wf, name), agent,
                                               self.ctx.outcome_of(wf, name, job))
+        placer = self.ctx.placement_agent(wf, name)
+        if placer is not None and job.start_time is not None and job.end_time is not None and job.wait_s is not None:
+            placer.observe(job.tag, job.wait_s, job.end_time - job.start_time)
+            self.ctx.learned.placement_changed(self.ctx.runtime_key(wf, name))
         if job.state is JobState.COMPLETED:
             run.state = StageState.COMPLETED
             run.start_time = self._work_start(wf, name, job)
@@ -398,6 +420,7 @@ class Engine:
         dep_ids = tuple(wf.current_job(p).job_id for p in plan.dependency_on)
         barrier_ids = tuple(wf.current_job(p).job_id for p in plan.barrier_on)
         req = self.ctx.request_for(wf, name, plan, dep_ids, barrier_ids)
+        req = self.ctx.place(wf, name, run, req)
         req = _with_command(req, self.ctx.build_command(wf, name, req))
         # Set only when the stage was planned against running predecessors; a plan overtaken by an
         # early end keeps the estimate it was made with (and is scored by it).

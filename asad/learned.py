@@ -13,6 +13,7 @@ from asad.learn.runtime import RuntimeEstimator
 WAIT_KIND = "wait"
 RUNTIME_KIND = "runtime"
 SIZING_KIND = "sizing"
+PLACEMENT_KIND = "placement"
 
 
 class Learned:
@@ -27,6 +28,7 @@ class Learned:
         self._waits: dict[str, object] = {}
         self._runtimes: dict[str, RuntimeEstimator] = {}
         self._sizers: dict[str, object] = {}
+        self._placers: dict[str, object] = {}
         self.dirty: set[tuple[str, str]] = set()
         self._wait_estimates: dict[str, float] = {}  # a learner's estimate only moves when it observes
         # For the runner's incremental decisions: a (kind, key)'s version grows whenever what it
@@ -104,6 +106,23 @@ class Learned:
         agent.observe(outcome)
         self.dirty.add((SIZING_KIND, key))
 
+    def placement_agent(self, key: str, partitions: list[str], variant: str):  # noqa: ANN201
+        """The partition chooser of one stage that may run in several partitions (ReASSIGN)."""
+        from asad.sizing.placement import PlacementAgent
+
+        agent = self._placers.get(key)
+        if agent is None:
+            state = self._load(PLACEMENT_KIND, key)
+            if state is not None and state.get("partitions") == partitions and state.get("variant") == variant:
+                agent = PlacementAgent.from_state(state)
+            else:
+                agent = PlacementAgent(partitions, variant=variant, seed=(self.seed + _stable_hash(key)) % (2**32))
+            self._placers[key] = agent
+        return agent
+
+    def placement_changed(self, key: str) -> None:
+        self.dirty.add((PLACEMENT_KIND, key))
+
     def drain_dirty(self) -> list[tuple[str, str, dict, int]]:
         """(kind, key, state, n_observations) for every learner changed since the last drain."""
         out = []
@@ -111,6 +130,8 @@ class Learned:
             if kind == WAIT_KIND:
                 pred = self._waits[key]
                 out.append((kind, key, pred.to_state(), int(pred.n_observations)))
+            elif kind == PLACEMENT_KIND:
+                out.append((kind, key, self._placers[key].to_state(), 0))
             elif kind == SIZING_KIND:
                 agent = self._sizers[key]
                 out.append((kind, key, agent.to_state(), int(agent.history.n)))
