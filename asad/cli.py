@@ -13,7 +13,8 @@ from asad import __version__
 
 # Each bench module exposes ``register(subparsers)``, adding its own subcommand with
 # ``set_defaults(func=callable(args) -> int)``.
-BENCH_MODULES = ["sim", "convergence", "predictors", "strategies", "sizing", "placement", "overhead", "faults"]
+BENCH_MODULES = ["sim", "convergence", "predictors", "strategies", "sizing", "placement", "overhead", "faults",
+                 "sim_vs_real"]
 
 EXIT_USAGE = 2
 EXIT_INPUT = 3  # the workflow file or a setting is wrong
