@@ -264,6 +264,10 @@ def _one(job: tuple[float, str, str, str, int, dict, bool]) -> tuple[float, str,
 ANCHOR = "anchor-maxpeak×1.1"
 
 
+def _init_shared(traces: dict) -> None:
+    _SHARED["traces"] = traces
+
+
 def run(traces: dict[str, list[TraceTask]], ttfs: list[float], agents: list[str],
         retry_mode: str = "max-peak", seed: int = 0, jobs: int = 1, params: dict | None = None,
         delayed: bool = False) -> dict:
@@ -279,7 +283,10 @@ def run(traces: dict[str, list[TraceTask]], ttfs: list[float], agents: list[str]
         if jobs > 1:
             import multiprocessing
 
-            with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            # spawn, not fork: forking a process that has threads (a test runner, a daemon) can
+            # deadlock the child on a lock some thread held at the fork (seen in CI).
+            with multiprocessing.get_context("spawn").Pool(jobs, initializer=_init_shared,
+                                                           initargs=(traces,)) as pool:
                 done = pool.map(_one, work, chunksize=1)
         else:
             done = [_one(job) for job in work]

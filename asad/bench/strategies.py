@@ -21,6 +21,7 @@ import argparse
 import dataclasses
 import json
 import math
+import multiprocessing
 import pickle
 import sys
 import tempfile
@@ -238,7 +239,7 @@ def main(args: argparse.Namespace) -> int:
     t0 = time.time()
     rows: list[dict] = []
     if args.jobs > 1:
-        with ProcessPoolExecutor(args.jobs) as pool:
+        with ProcessPoolExecutor(args.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
             for part in pool.map(_series, tasks):
                 rows.extend(part)
     else:
