@@ -102,3 +102,10 @@ def test_predictors_on_a_week_of_real_data():
     for label in ("median-all", "asa-full"):
         s = result["scores"][label]
         assert s["n"] > 100 and 0 < s["mean_abs_log10"] < 1.5
+
+
+def test_convergence_feeds_a_slurm_estimate():
+    with_estimate = run_convergence(seed=0, policies=("slurm-estimate",), slurm_sigma=0.1)
+    without = run_convergence(seed=0, policies=("slurm-estimate",))
+    assert with_estimate["predictors"]["slurm-estimate"]["mae_log10"] < 0.1
+    assert without["predictors"]["slurm-estimate"]["mae_log10"] > with_estimate["predictors"]["slurm-estimate"]["mae_log10"]

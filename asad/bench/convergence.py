@@ -8,6 +8,9 @@ wait is ``level * exp(SIGMA * N(0, 1))`` (log-normal, median = level) and a runn
 the ASA policies. Estimates are always scored against the
 level (what a perfect predictor would say).
 
+With ``--slurm-sigma SIGMA`` every predictor is also given a stand-in for Slurm's start
+estimate, ``level * exp(SIGMA * N(0, 1))`` (used by ``asa-slurm`` and ``slurm-estimate``).
+
 Per predictor and segment: mean absolute error (s), mean absolute error of log10(1 + s),
 the fraction of iterations within one grid step of the level, and ``settle``: iterations
 after the change until the estimate is within one grid step for ``--settle-run``
@@ -58,12 +61,22 @@ def observed_waits(levels: np.ndarray, noise_sigma: float, seed: int) -> np.ndar
     return levels * np.exp(noise_sigma * rng.standard_normal(len(levels)))
 
 
-def run_predictor(kind: str, observed: np.ndarray, seed: int, params: dict[str, Any]) -> np.ndarray:
+def slurm_estimates(levels: np.ndarray, slurm_sigma: float | None, seed: int) -> np.ndarray | None:
+    """A stand-in for Slurm's start estimate: the level times log-normal error (None: no estimate)."""
+    if slurm_sigma is None:
+        return None
+    rng = np.random.Generator(np.random.PCG64([seed, 104729]))
+    return levels * np.exp(slurm_sigma * rng.standard_normal(len(levels)))
+
+
+def run_predictor(kind: str, observed: np.ndarray, seed: int, params: dict[str, Any],
+                  slurm: np.ndarray | None = None) -> np.ndarray:
     predictor = make_predictor(kind, seed=seed, **params)
     estimates = np.empty(len(observed))
     for i, wait in enumerate(observed):
-        estimates[i] = predictor.estimate()
-        predictor.observe(float(wait))
+        slurm_s = None if slurm is None else float(slurm[i])
+        estimates[i] = predictor.estimate(slurm_estimate_s=slurm_s)
+        predictor.observe(float(wait), slurm_estimate_s=slurm_s)
     return estimates
 
 
@@ -90,10 +103,12 @@ def score(estimates: np.ndarray, levels: np.ndarray, changes: tuple[int, ...], s
 def run_convergence(*, policies: tuple[str, ...] = DEFAULT_POLICIES, levels_s: tuple[float, ...] = DEFAULT_LEVELS_S,
                     changes: tuple[int, ...] = DEFAULT_CHANGES, iterations: int = 1000,
                     noise_sigma: float = 0.0, seed: int = 0, settle_run: int = 5,
-                    params: dict[str, Any] | None = None, with_recommended: bool = True) -> dict[str, Any]:
+                    params: dict[str, Any] | None = None, with_recommended: bool = True,
+                    slurm_sigma: float | None = None) -> dict[str, Any]:
     bounds = [*changes, iterations]
     levels = np.concatenate([np.full(b - a, lv) for a, b, lv in zip(bounds[:-1], bounds[1:], levels_s)])
     observed = observed_waits(levels, noise_sigma, seed)
+    slurm = slurm_estimates(levels, slurm_sigma, seed)
     runs = [(kind, kind, dict(params or {}) if kind.startswith("asa") else {}) for kind in policies]
     if noise_sigma > 0:
         if "median-k" not in policies:
@@ -105,7 +120,7 @@ def run_convergence(*, policies: tuple[str, ...] = DEFAULT_POLICIES, levels_s: t
     results: dict[str, Any] = {}
     traces: dict[str, list[float]] = {}
     for kind, registry_kind, kind_params in runs:
-        estimates = run_predictor(registry_kind, observed, seed, kind_params)
+        estimates = run_predictor(registry_kind, observed, seed, kind_params, slurm)
         segments = score(estimates, levels, changes, settle_run, grid)
         settles = [s.settle for s in segments]
         results[kind] = {
@@ -117,7 +132,8 @@ def run_convergence(*, policies: tuple[str, ...] = DEFAULT_POLICIES, levels_s: t
         traces[kind] = estimates.tolist()
     return {
         "iterations": iterations, "changes": list(changes), "levels_s": list(levels_s),
-        "noise_sigma": noise_sigma, "seed": seed, "settle_run": settle_run, "params": params or {},
+        "noise_sigma": noise_sigma, "slurm_sigma": slurm_sigma, "seed": seed, "settle_run": settle_run,
+        "params": params or {},
         "predictors": results, "_levels": levels.tolist(), "_observed": observed.tolist(), "_traces": traces,
     }
 
@@ -222,7 +238,7 @@ def main(args: argparse.Namespace) -> int:
     params = json.loads(args.params) if args.params else {}
     if args.seeds > 1:
         summary = run_seeds(args.seeds, policies=tuple(args.predictors.split(",")), noise_sigma=args.noise,
-                            seed=args.seed, settle_run=args.settle_run, params=params)
+                            seed=args.seed, settle_run=args.settle_run, params=params, slurm_sigma=args.slurm_sigma)
         if args.json:
             print(json.dumps(summary, indent=2))
         else:
@@ -236,7 +252,7 @@ def main(args: argparse.Namespace) -> int:
                 print(f"seed {i} targets: " + ", ".join(f"{k}={'MET' if v else 'NOT MET'}" for k, v in met.items()))
         return 0
     result = run_convergence(policies=tuple(args.predictors.split(",")), noise_sigma=args.noise, seed=args.seed,
-                             settle_run=args.settle_run, params=params)
+                             settle_run=args.settle_run, params=params, slurm_sigma=args.slurm_sigma)
     if args.plot:
         plot(result, args.plot)
     public = {k: v for k, v in result.items() if not k.startswith("_")}
@@ -257,6 +273,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--noise", type=float, default=0.0, metavar="SIGMA",
                         help="log-normal noise on observed waits (sigma of ln)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--slurm-sigma", type=float, metavar="SIGMA",
+                        help="feed a stand-in Slurm estimate (level * exp(SIGMA * N(0,1))) to every predictor")
     parser.add_argument("--seeds", type=int, default=1, help="run this many seeds and print a summary")
     parser.add_argument("--settle-run", type=int, default=5, help="consecutive hits that count as settled")
     parser.add_argument("--predictors", default=",".join(DEFAULT_POLICIES),
