@@ -105,7 +105,7 @@ def test_predictors_on_a_week_of_real_data():
 
 
 def test_convergence_feeds_a_slurm_estimate():
-    with_estimate = run_convergence(seed=0, policies=("slurm-estimate",), slurm_sigma=0.1)
-    without = run_convergence(seed=0, policies=("slurm-estimate",))
+    with_estimate = run_convergence(seed=0, policies=("slurm-estimate",), slurm_sigma=0.1, noise_sigma=0.5)
+    without = run_convergence(seed=0, policies=("slurm-estimate",), noise_sigma=0.5)  # falls back to the last wait
     assert with_estimate["predictors"]["slurm-estimate"]["mae_log10"] < 0.1
     assert without["predictors"]["slurm-estimate"]["mae_log10"] > with_estimate["predictors"]["slurm-estimate"]["mae_log10"]
