@@ -194,18 +194,22 @@ def _history_item(row) -> dict:  # noqa: ANN001
             "overhead_core_hours": s.get("overhead_core_hours"), "message": row.message}
 
 
+def _load_workflow(args: argparse.Namespace) -> list:
+    store = open_store(settings_from(args))
+    try:
+        return store.load_workflows([args.workflow])
+    finally:
+        store.close()
+
+
 @guarded
 def cmd_show(args: argparse.Namespace) -> int:
     from asad.metrics import summarize
     from asad.status import render_summary
 
-    store = open_store(settings_from(args))
-    try:
-        wfs = store.load_workflows([args.workflow])
-    finally:
-        store.close()
+    wfs = _load_workflow(args)
     if not wfs:
-        return _fail(f"no workflow {args.workflow} in the store", EXIT_INPUT)
+        return _fail(f"no workflow {args.workflow} in the store; 'asad history' lists them", EXIT_INPUT)
     summary = summarize(wfs[0])
     if args.plot:
         from asad.plots import plot_workflow
@@ -293,12 +297,8 @@ def cmd_learners(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     from asad.status import render_explain
 
-    store = open_store(settings_from(args))
-    try:
-        wfs = store.load_workflows([args.workflow])
-    finally:
-        store.close()
+    wfs = _load_workflow(args)
     if not wfs:
-        return _fail(f"no workflow {args.workflow} in the store", EXIT_INPUT)
+        return _fail(f"no workflow {args.workflow} in the store; 'asad history' lists them", EXIT_INPUT)
     print(render_explain(wfs[0], args.stage, as_json=args.json))
     return 0
