@@ -14,10 +14,11 @@ from asad.store.repo import Store
 from tests.conftest import EXAMPLES
 
 
-def _run(db_url: str, strategy: str, mode: str, decide_all: bool) -> tuple[list[dict], list[tuple]]:
+def _run(db_url: str, strategy: str, mode: str, decide_all: bool,
+         timing: str = "daemon") -> tuple[list[dict], list[tuple]]:
     sim = make_simulator("small", load=0.8, seed=11)
     store = Store(db_url)
-    runner = make_runner(Settings(seed=3), store, sim)
+    runner = make_runner(Settings(seed=3, asa_timing=timing), store, sim)
     runner.decide_all = decide_all
     ids = []
     for name in ("montage.yaml", "statistics.yaml", "dag.yaml", "blast.yaml", "montage.yaml"):
@@ -35,11 +36,13 @@ def _run(db_url: str, strategy: str, mode: str, decide_all: bool) -> tuple[list[
     return summaries, [(c.split(":", 2)[2], *rest) for c, *rest in jobs]
 
 
-@pytest.mark.parametrize("strategy,mode", [("asa", "dependency"), ("asa", "naive"), ("chain", "dependency"),
-                                           ("per-stage", "dependency")])
-def test_incremental_decisions_equal_full_decisions(tmp_path, strategy, mode):
-    full = _run(f"sqlite:///{tmp_path / 'full.db'}", strategy, mode, decide_all=True)
-    incremental = _run(f"sqlite:///{tmp_path / 'inc.db'}", strategy, mode, decide_all=False)
+@pytest.mark.parametrize("strategy,mode,timing", [("asa", "dependency", "daemon"), ("asa", "naive", "daemon"),
+                                                  ("asa", "dependency", "begin"), ("chain", "dependency", "daemon"),
+                                                  ("per-stage", "dependency", "daemon"),
+                                                  ("big-job", "dependency", "daemon")])
+def test_incremental_decisions_equal_full_decisions(tmp_path, strategy, mode, timing):
+    full = _run(f"sqlite:///{tmp_path / 'full.db'}", strategy, mode, decide_all=True, timing=timing)
+    incremental = _run(f"sqlite:///{tmp_path / 'inc.db'}", strategy, mode, decide_all=False, timing=timing)
     assert [s["state"] for s in full[0]] == ["COMPLETED"] * 5
     assert incremental[1] == full[1]
     assert incremental[0] == full[0]

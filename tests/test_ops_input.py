@@ -35,7 +35,8 @@ NEW_USER_MISTAKES = {
     "cpus-as-word": ("name: x\nstages:\n  - name: a\n    cpus: four\n    run: 'true'\n", 4, ["stages[0].cpus", "four"]),
     "typo-key": ("name: x\nstages:\n  - name: a\n    cpu: 4\n    run: 'true'\n", 4, ["unknown key 'cpu'", "cpus"]),
     "memory-word": ("name: x\nstages:\n  - name: a\n    mem: lots\n    run: 'true'\n", 4, ["stages[0].mem", "4G"]),
-    "time-in-words": ("name: x\nstages:\n  - name: a\n    time: 1 hour\n    run: 'true'\n", 4, ["stages[0].time", "2h"]),
+    "time-in-words": ("name: x\nstages:\n  - name: a\n    time: 1 hour\n    run: 'true'\n", 4,
+                      ["stages[0].time", "2h"]),
     "unclosed-quote": ("name: x\nstages:\n  - name: a\n    run: \"echo hi\n", 4, ["quote"]),
     "no-stages": ("name: x\nstages: []\n", 2, ["no stages"]),
     "space-in-name": ("name: x\nstages:\n  - name: a b\n    run: 'true'\n", 3, ["stages[0].name", "whitespace"]),
@@ -148,8 +149,9 @@ def test_sbatch_gets_arguments_as_a_list_and_the_script_on_stdin(tmp_path):
 def test_stage_wrapper_runs_the_command_text_exactly(tmp_path):
     """End to end with the real stage wrapper: the command runs as written (a shell command is
     what the user wrote, run inside the allocation by the wrapper, not by asad on the login node)."""
-    spec = parse_workflow("name: w\nstages:\n  - name: s\n    run: " + json.dumps(
-        "printf '%s|' \"$GREETING\" 'a b' \"ü ✓\" > out.txt") + "\n    env: {GREETING: " + json.dumps(DANGEROUS_ENV) + "}\n")
+    command = "printf '%s|' \"$GREETING\" 'a b' \"ü ✓\" > out.txt"
+    spec = parse_workflow(f"name: w\nstages:\n  - name: s\n    run: {json.dumps(command)}\n"
+                          f"    env: {{GREETING: {json.dumps(DANGEROUS_ENV)}}}\n")
     store = Store(f"sqlite:///{tmp_path / 'a.db'}")
     wf = store.add_workflow(spec, 0.0, strategy="per-stage")
     store.close()

@@ -289,7 +289,7 @@ def render_huge(results: list[HugeResult]) -> str:
              "ticks | state | store MB |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         lines.append(f"| {r.stages} | {r.width} | {r.yaml_kb} | {r.validate_s} | {r.store_s} | {r.first_tick_s} "
-                     f"({r.first_tick_submitted}) | {r.run_s if r.run_s is not None else '-'} | {r.ticks} | {r.state} | "
+                     f"({r.first_tick_submitted}) | {'-' if r.run_s is None else r.run_s} | {r.ticks} | {r.state} | "
                      f"{r.store_mb} |")
     return "\n".join(lines)
 
