@@ -308,7 +308,8 @@ class Runner:
                 for job in own:
                     self.store.save_job(job)
                 for run in d.dirty_stages:
-                    if run.workflow_id not in ending and not (run.state is StageState.SUBMITTED and run.job_row is None):
+                    unsubmitted = run.state is StageState.SUBMITTED and run.job_row is None
+                    if run.workflow_id not in ending and not unsubmitted:
                         self.store.save_stage(run)
                 self.store.commit()
             ids = [j.job_id for j in d.cancel if j.job_id is not None]
