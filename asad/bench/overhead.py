@@ -11,8 +11,9 @@ advances by that pause; then one ``Runner.tick``). Per tick it measures:
   whole tick (which adds store reads/writes and the backend calls).
 - the store's size on disk and the process's peak RSS (each N runs in a fresh process).
 
-With ``--trace`` it also prints the pauses the Pacer chose for one workflow: they grow by
-half while nothing changes and shrink to meet a planned submission or an expected stage end.
+With ``--trace`` it also prints the pauses the Pacer chose for one 3-stage workflow whose expected
+ends are known: they grow by half while nothing changes and shrink to meet a planned submission or
+an expected stage end. ``--huge N`` measures one workflow of N stages instead.
 """
 
 from __future__ import annotations
@@ -372,7 +373,7 @@ def register(subparsers) -> None:  # noqa: ANN001
     p.add_argument("--preset", default="hpc2n", help="simulated cluster (default hpc2n: 602 x 28 cores)")
     p.add_argument("--load", type=float, default=0.5, help="background load of the simulated cluster")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--trace", action="store_true", help="also record the Pacer's pauses tick by tick")
+    p.add_argument("--trace", action="store_true", help="also print the Pacer's pauses, tick by tick, for one 3-stage workflow")
     p.add_argument("--huge", type=int, action="append", metavar="STAGES",
                    help="instead: one workflow of this many stages (repeat for several sizes)")
     p.add_argument("--huge-width", type=int, default=100, help="with --huge: parallel chains (default 100)")
