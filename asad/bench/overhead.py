@@ -373,7 +373,8 @@ def register(subparsers) -> None:  # noqa: ANN001
     p.add_argument("--preset", default="hpc2n", help="simulated cluster (default hpc2n: 602 x 28 cores)")
     p.add_argument("--load", type=float, default=0.5, help="background load of the simulated cluster")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--trace", action="store_true", help="also print the Pacer's pauses, tick by tick, for one 3-stage workflow")
+    p.add_argument("--trace", action="store_true",
+                   help="also print the Pacer's pauses, tick by tick, for one 3-stage workflow")
     p.add_argument("--huge", type=int, action="append", metavar="STAGES",
                    help="instead: one workflow of this many stages (repeat for several sizes)")
     p.add_argument("--huge-width", type=int, default=100, help="with --huge: parallel chains (default 100)")
