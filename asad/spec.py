@@ -898,7 +898,7 @@ class _Parser:
             script = self.base_dir / script
         script = Path(os.path.normpath(script))
         if not script.is_file():
-            raise self.error(node, fld, f"script not found: {script}",
+            raise self.error(node, fld, f"script not found: {_shown(str(script))}",
                              "a one-word run ending in .sh (or starting ./) is a script path relative to the "
                              "workflow file; fix the path, or write a command line")
         return str(script), True

@@ -374,7 +374,16 @@ class SlurmCLI:
             return {}
         if self.accounting:
             records = self._sacct(["--jobs=" + ",".join(map(str, ids))], self._sacct_starttime(ids, {}))
-            return {j: records[j].usage for j in ids if j in records}
+            out = {}
+            for j in ids:
+                if j not in records:
+                    continue
+                use, status = records[j].usage, records[j].status
+                if use.req_mem_mb is None and j in self._req_mem_per_node:
+                    # sacct's ReqMem can lag the job's end; the request asad sent is the same number
+                    use = replace(use, req_mem_mb=self._req_mem_per_node[j] * max(1, status.alloc_nodes))
+                out[j] = use
+            return out
         detail = self._scontrol_jobs()
         out = {}
         for jid in ids:
