@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import sys
-import time
 from pathlib import Path
 
 from asad import __version__
@@ -15,12 +13,6 @@ from asad import __version__
 # ``set_defaults(func=callable(args) -> int)``.
 BENCH_MODULES = ["sim", "convergence", "predictors", "strategies", "sizing", "placement", "overhead", "faults",
                  "sim_vs_real"]
-
-EXIT_USAGE = 2
-EXIT_INPUT = 3  # the workflow file or a setting is wrong
-EXIT_STORE = 4
-EXIT_SLURM = 5
-EXIT_FAILED = 1  # the workflow ran and failed / was cancelled
 
 
 def build_parser() -> argparse.ArgumentParser:

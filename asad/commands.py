@@ -14,6 +14,8 @@ from asad.slurm.backend import SlurmError, SubmitRejected
 from asad.spec import SpecError
 from asad.store.db import StoreError, shown_url
 
+# Exit codes: 1 the workflow failed or was cancelled, 2 usage (argparse), 3 the workflow file or a
+# setting is wrong, 4 the store cannot be used, 5 Slurm refused or is unreachable.
 EXIT_FAILED, EXIT_INPUT, EXIT_STORE, EXIT_SLURM = 1, 3, 4, 5
 
 
