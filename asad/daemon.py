@@ -110,6 +110,7 @@ class Pacer:
 
 
 def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
+    from apscheduler.schedulers import SchedulerNotRunningError
     from apscheduler.schedulers.blocking import BlockingScheduler
 
     from asad.app import make_backend, make_runner
@@ -161,7 +162,11 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
 
     def stop(signum, _frame) -> None:  # noqa: ANN001
         log.info("stopping", signal=signal.Signals(signum).name)
-        scheduler.shutdown(wait=False)
+        try:
+            # wait for a tick in progress: the store is closed only after it has finished
+            scheduler.shutdown(wait=True)
+        except SchedulerNotRunningError:
+            pass  # a second signal, or one that arrived while the scheduler was starting or stopping
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
