@@ -13,6 +13,7 @@ from asad.config import ConfigError, Settings, load_settings
 from asad.slurm.backend import SlurmError, SubmitRejected
 from asad.spec import SpecError
 from asad.store.db import StoreError, shown_url
+from asad.wake import wake_daemon
 
 # Exit codes: 1 the workflow failed or was cancelled, 2 usage (argparse), 3 the workflow file or a
 # setting is wrong, 4 the store cannot be used, 5 Slurm refused or is unreachable.
@@ -74,7 +75,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         wf = store.add_workflow(spec, backend.now(), strategy=args.strategy or spec.strategy,
                                 mode=args.mode or spec.mode)
         runner.load()
-        run_to_completion(runner, backend, [wf.id], poll_interval_s=settings.poll_interval_s)
+        run_to_completion(runner, backend, [wf.id], poll_interval_s=settings.poll_interval_s,
+                          run_dir=None if backend.name == "sim" else settings.run_dir)
         summary = store.workflow_rows([wf.id])[0].summary
     finally:
         store.close()
@@ -113,6 +115,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         wf = store.add_workflow(spec, now, strategy=args.strategy or spec.strategy, mode=args.mode or spec.mode)
     finally:
         store.close()
+    wake_daemon(settings.state_dir)
     print(wf.id)
     if not daemon_running(settings):
         print(f"asad: note: no daemon is running for this store, so workflow {wf.id} waits until one starts.\n"
@@ -134,7 +137,8 @@ def _partitions_for_validation(settings: Settings) -> list:
 
 @guarded
 def cmd_cancel(args: argparse.Namespace) -> int:
-    store = open_store(settings_from(args))
+    settings = settings_from(args)
+    store = open_store(settings)
     try:
         rows = store.workflow_rows([args.workflow])
         if not rows:
@@ -144,7 +148,8 @@ def cmd_cancel(args: argparse.Namespace) -> int:
             return _fail(f"workflow {args.workflow} already ended ({rows[0].state})", EXIT_FAILED)
     finally:
         store.close()
-    print(f"workflow {args.workflow}: cancel requested; the daemon cancels its Slurm jobs at its next wake")
+    wake_daemon(settings.state_dir)
+    print(f"workflow {args.workflow}: cancel requested; a running daemon cancels its Slurm jobs within seconds")
     return 0
 
 

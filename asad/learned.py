@@ -60,6 +60,12 @@ class Learned:
             est = self._wait_estimates[key] = float(self.wait_predictor(key).estimate())
         return est
 
+    def wait_quantiles(self, key: str, qs: list[float]) -> list[float]:
+        """Quantiles (s) of the learned wait distribution of one geometry."""
+        if self.consulted is not None:
+            self.consulted.add((WAIT_KIND, key))
+        return [max(0.0, float(v)) for v in self.wait_predictor(key).quantiles(qs)]
+
     def observe_wait(self, key: str, wait_s: float) -> None:
         before = self._wait_estimates.pop(key, None)
         self.wait_predictor(key).observe(wait_s)

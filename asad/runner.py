@@ -61,16 +61,19 @@ class Runner:
 
     @classmethod
     def create(cls, store: Store, backend: Backend, *, predictor: str, seed: int = 0, asa_timing: str = "daemon",
-               predictor_params: dict | None = None, build_command=None, run_dir: str = "") -> Runner:  # noqa: ANN001
-        from asad.engine import EngineConfig
+               predictor_params: dict | None = None, build_command=None, run_dir: str = "",
+               idle_price: float | None = None) -> Runner:  # noqa: ANN001
+        from asad.engine import DEFAULT_IDLE_PRICE, EngineConfig
+        from asad.slurm.priority_rules import rules_of
 
         cluster = getattr(backend, "cluster_name", backend.name)
         parts = backend.partitions()
         default = next((p.name for p in parts if p.default), parts[0].name if parts else "")
         config = EngineConfig(cluster=cluster, store_id=store.store_id, asa_timing=asa_timing,
-                              default_partition=default, run_dir=run_dir)
+                              default_partition=default, run_dir=run_dir,
+                              idle_price=DEFAULT_IDLE_PRICE if idle_price is None else idle_price)
         learned = Learned(store.load_learner, predictor, seed=seed, predictor_params=predictor_params)
-        return cls(store, backend, Context(config, learned, parts, build_command))
+        return cls(store, backend, Context(config, learned, parts, build_command, rules_of(backend)))
 
     # -- loading ------------------------------------------------------------------------------
     def load(self) -> None:

@@ -34,9 +34,9 @@ __all__ = [
     "parse_workflow",
 ]
 
-STRATEGIES = ("per-stage", "big-job", "chain", "asa")
+STRATEGIES = ("auto", "per-stage", "big-job", "chain", "asa")
 MODES = ("dependency", "naive")
-DEFAULT_STRATEGY = "asa"
+DEFAULT_STRATEGY = "auto"
 DEFAULT_MODE = "dependency"
 DEFAULT_TIME_S = 3600
 DEFAULT_MAX_OOM_RETRIES = 3
@@ -298,7 +298,7 @@ def _opt_int(value: Any) -> int | None:
 @dataclass(frozen=True)
 class WorkflowSpec:
     name: str
-    strategy: str  # per-stage | big-job | chain | asa
+    strategy: str  # auto | per-stage | big-job | chain | asa
     stages: tuple[StageSpec, ...]
     workdir: str  # absolute
     path: str  # the workflow file, absolute ("<string>" when parsed from text)

@@ -38,6 +38,7 @@ SCALES = {"hpc2n": (28, 56, 112), "uppmax": (160, 320, 640)}
 SERIAL_FRACTION = {"montage": 1.0, "blast": 0.07, "statistics": 0.57}
 BASE_CORES = 28
 VARIANTS = {
+    "auto": ("auto", "dependency", "daemon"),  # the default: chain or quantile, by the priority rules
     "big-job": ("big-job", "dependency", "daemon"),
     "per-stage": ("per-stage", "dependency", "daemon"),
     "chain": ("chain", "dependency", "daemon"),
@@ -62,6 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--warmup-days", type=float, default=4.0, help="background warm-up before each seed")
     p.add_argument("--predictor", default="", help="wait learner (default: the recommended one)")
     p.add_argument("--jobs", type=int, default=2, help="processes (one per cluster x priority series)")
+    p.add_argument("--idle-price", type=float, default=None,
+                   help="auto's makespan seconds per idle core-second (default: asad's)")
     p.add_argument("--quick", action="store_true", help="1 seed, no training, hpc2n only, 28/56 cores")
     p.set_defaults(func=main)
 
@@ -107,6 +110,8 @@ def _series(task: dict) -> list[dict]:
                     strategy, mode, timing = VARIANTS[variant]
                     sim = pickle.loads(snapshot)
                     settings = Settings(predictor=task["predictor"], asa_timing=timing, seed=seed)
+                    if task.get("idle_price") is not None:
+                        settings.idle_price = task["idle_price"]
                     (s,) = run_in_process(stores[variant], sim, [spec], settings=settings, strategy=strategy,
                                           mode=mode)
                     waits = [st["wait_s"] for st in s["stages"] if st["wait_s"] is not None]
@@ -234,7 +239,7 @@ def main(args: argparse.Namespace) -> int:
     tasks = [{"preset": p, "priority": prio, "out": str(db_dir), "seeds": seeds, "train": train,
               "cores": SCALES[p][:2] if args.quick else SCALES[p], "workflows": args.workflows.split(","),
               "variants": args.variants.split(","), "load": args.load, "warmup_days": args.warmup_days,
-              "predictor": args.predictor}
+              "predictor": args.predictor, "idle_price": args.idle_price}
              for p in presets for prio in args.priorities.split(",")]
     t0 = time.time()
     rows: list[dict] = []

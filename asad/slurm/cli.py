@@ -28,6 +28,7 @@ from asad.slurm.backend import (
     UnknownJob,
     Usage,
 )
+from asad.slurm.priority_rules import PriorityRules, rules_from_scontrol
 from asad.slurm.runner import CommandFailed, CommandResult, RetryPolicy, Runner, SlurmCommands
 from asad.slurm.slurm_text import (
     SEP,
@@ -193,6 +194,10 @@ class SlurmCLI:
     def cluster_name(self) -> str:
         """Slurm's ClusterName: learned queue waits are kept per cluster."""
         return self._config().get("ClusterName") or "slurm"
+
+    def priority_rules(self) -> PriorityRules:
+        """The site's priority plugin and weights (the default strategy's rule depends on them)."""
+        return rules_from_scontrol(self._config())
 
     @property
     def limitations(self) -> tuple[str, ...]:
