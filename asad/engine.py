@@ -95,12 +95,15 @@ class Context:
         req = self.request_for(wf, stage)
         return self.learned.estimate_wait(self.geometry_key(req))
 
-    def quantile_lead(self, wf: WorkflowRun, stage: str) -> tuple[float, float]:
-        """(lead in s, quantile level): the learned wait quantile that minimises the expected
-        cost of a submission without a dependency (``asad.strategies.auto``)."""
+    def quantile_lead(self, wf: WorkflowRun, stage: str) -> tuple[float, float, int]:
+        """(lead in s, quantile level, waits seen): the learned wait quantile that minimises the
+        expected cost of a submission without a dependency (``asad.strategies.auto``). A geometry
+        with no wait seen yet gets no lead: a prior's guess would only buy idle cores."""
         req = self.request_for(wf, stage)
         tau = quantile_level(self.config.idle_price, req.cpus)
-        return self.learned.wait_quantiles(self.geometry_key(req), [tau])[0], tau
+        key = self.geometry_key(req)
+        seen = self.learned.wait_observations(key)
+        return (self.learned.wait_quantiles(key, [tau])[0] if seen else 0.0), tau, seen
 
     def holds_at_barrier(self, wf: WorkflowRun) -> bool:
         """The workflow's early jobs carry no Slurm dependency and hold their allocation at a

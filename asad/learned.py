@@ -66,6 +66,12 @@ class Learned:
             self.consulted.add((WAIT_KIND, key))
         return [max(0.0, float(v)) for v in self.wait_predictor(key).quantiles(qs)]
 
+    def wait_observations(self, key: str) -> int:
+        """How many waits of this geometry have been learned."""
+        if self.consulted is not None:
+            self.consulted.add((WAIT_KIND, key))
+        return int(self.wait_predictor(key).n_observations)
+
     def observe_wait(self, key: str, wait_s: float) -> None:
         before = self._wait_estimates.pop(key, None)
         self.wait_predictor(key).observe(wait_s)

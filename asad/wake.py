@@ -75,14 +75,16 @@ class Watch:
 
 
 def end_markers(runner, run_dir: Path) -> list[tuple[Path, int]]:  # noqa: ANN001
-    """The end-marker path of every running stage's job that the stage wrapper will write."""
+    """The end-marker path of every submitted or running stage's job (the daemon may not have seen
+    a job start before it ends: a short stage between two polls)."""
     from asad.model import JobPhase, StageState
 
     out = []
     for wf in runner.active.values():
         last = wf.spec.stages[-1].name
         for name, run in wf.stages.items():
-            if run.state is not StageState.RUNNING or (wf.strategy == "big-job" and name != last):
+            if run.state not in (StageState.SUBMITTED, StageState.RUNNING) or (
+                    wf.strategy == "big-job" and name != last):
                 continue  # a big job's stages share one job: its last stage's marker is its end
             job = wf.current_job(name)
             if job is not None and job.phase is JobPhase.LIVE and job.job_id is not None:

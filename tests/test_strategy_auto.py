@@ -72,18 +72,85 @@ def test_auto_is_a_chain_where_a_dependent_job_keeps_its_place(db_url):
     assert "rule chain: priority/basic" in render_explain(wf, spec.stages[1].name)
 
 
-def test_auto_submits_without_dependency_where_age_counts(db_url):
-    spec, summary, wf, jobs = _run(db_url, "multifactor", load=0.9, seed=4, runs=2)
+def test_auto_under_multifactor_completes_in_order_and_says_why(db_url):
+    spec, summary, wf, jobs = _run(db_url, "multifactor", load=0.9, seed=4, runs=3)
     assert summary["state"] == "COMPLETED", summary["message"]
     stages = {s["name"]: s for s in summary["stages"]}
     for st_ in spec.stages[1:]:
-        job = jobs[st_.name]
-        assert job.request.dependency is None  # no afterok: the job accrues age while its predecessor runs
         assert "rule quantile" in wf.stages[st_.name].plan_why
         for pred in spec.predecessors(st_.name):
-            assert stages[st_.name]["start"] >= stages[pred]["end"] - 1e-6  # the barrier held
-    early = [s for s in spec.stages[1:] if jobs[s.name].submitted_at < max(
-        stages[p]["end"] for p in spec.predecessors(s.name))]
-    assert early, "no stage was submitted before its predecessors ended"
-    text = render_explain(wf, spec.stages[1].name)
-    assert "quantile" in text and "idle_price" in text
+            assert stages[st_.name]["start"] >= stages[pred]["end"] - 1e-6  # afterok or the barrier held
+    assert "rule quantile" in render_explain(wf, spec.stages[1].name)
+
+
+class _Runtime:
+    n_observations = 3
+
+
+class _Learned:
+    def runtime(self, key):
+        return _Runtime()
+
+
+class _Ctx:
+    """Just what Auto.plan consults: rules, run-time knowledge, expected ends and the lead."""
+
+    def __init__(self, rules, lead_s):
+        self.priority_rules = rules
+        self.learned = _Learned()
+        self.lead_s = lead_s
+        self.config = type("C", (), {"idle_price": 0.05})()
+
+    def runtime_key(self, wf, stage):
+        return stage
+
+    def expected_end(self, wf, stage):
+        return 1000.0
+
+    def quantile_lead(self, wf, stage):
+        return self.lead_s, 0.4, 10
+
+
+def _two_stage_running_first(now):
+    from asad.model import StageState, WorkflowRun
+    from asad.spec import parse_workflow
+
+    spec = parse_workflow("name: t\nstages:\n  - {name: a, cpus: 4, time: 1h, run: 'true'}\n"
+                          "  - {name: b, cpus: 4, time: 1h, run: 'true'}\n")
+    wf = WorkflowRun(id=1, spec=spec, strategy="auto", mode="dependency")
+    from asad.model import StageRun
+
+    wf.stages = {"a": StageRun(1, "a", state=StageState.RUNNING, start_time=now - 100), "b": StageRun(1, "b")}
+    return wf
+
+
+def test_auto_quantile_rule_hands_the_instant_to_slurm_without_dependency():
+    from asad.strategies.auto import Auto
+
+    rules = PriorityRules(type="multifactor", weight_age=1000)
+    wf = _two_stage_running_first(now=500.0)
+    plan = Auto().plan(wf, "b", 500.0, _Ctx(rules, lead_s=300.0))
+    assert plan.dependency_on == () and plan.barrier_on == ("a",)
+    assert plan.begin == pytest.approx(700.0) and plan.est_wait_s == 300.0
+    # a short lead wins no age: afterok, which starts the job the moment its predecessor ends
+    short = Auto().plan(wf, "b", 500.0, _Ctx(rules, lead_s=10.0))
+    assert short.dependency_on == ("a",) and short.begin is None and "afterok" in short.why
+    # the lead exceeds what is left: eligible at once, still without a dependency
+    now = Auto().plan(wf, "b", 500.0, _Ctx(rules, lead_s=900.0))
+    assert now.dependency_on == () and now.begin is None
+
+
+def test_auto_is_chain_whatever_the_lead_where_age_does_not_count():
+    from asad.strategies.auto import Auto
+
+    wf = _two_stage_running_first(now=500.0)
+    from asad.model import JobPhase, JobRecord
+    from asad.slurm.backend import JobRequest
+
+    job = JobRecord(row_id=7, workflow_id=1, stage="a", attempt=1, tag="t", phase=JobPhase.LIVE,
+                    request=JobRequest(name="a", command="true"), geometry_key="k", job_id=41)
+    wf.jobs.append(job)
+    wf.stages["a"].job_row = 7
+    for rules in (PriorityRules(type="basic"), PriorityRules(type="multifactor", weight_age=1000, accrue_always=True)):
+        plan = Auto().plan(wf, "b", 500.0, _Ctx(rules, lead_s=5000.0))
+        assert plan.dependency_on == ("a",) and plan.begin is None and "rule chain" in plan.why

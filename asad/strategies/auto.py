@@ -13,7 +13,9 @@
   ``tau = 1 / (1 + idle_price x cpus)`` (the newsvendor solution: raise the lead while the
   chance that the wait is shorter, times the price of idling, is below the chance that it is
   longer). The instant is handed to Slurm with ``--begin``, so a slow or restarted daemon cannot
-  delay it.
+  delay it. When that lead is short (under ``MIN_LEAD_S``) or the predecessors' run time is not
+  learned yet, the stage is submitted at once with ``afterok`` instead: it then starts the moment
+  they end, and nothing idles.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from asad.strategies.base import Plan, SubmitNow
 from asad.strategies.chain import Chain
 
 CHAIN = Chain()
+# Below this lead a submission without dependency wins no age worth an idle risk (about two of
+# Slurm's scheduling passes); afterok is used instead.
+MIN_LEAD_S = 60.0
 
 
 def quantile_level(idle_price: float, cpus: int) -> float:
@@ -44,21 +49,32 @@ class Auto:
             return plan
         running: list[str] = []
         expected_end = 0.0
+        runtime_known = True
         for p in wf.spec.predecessors(stage):
             ps = wf.stages[p]
             if ps.state is StageState.COMPLETED:
                 continue
-            job = wf.current_job(p)
-            if ps.state is not StageState.RUNNING or job is None or job.start_time is None:
-                return None  # a predecessor has not started: its end is unknown
+            if ps.state is not StageState.RUNNING or ps.start_time is None or ps.start_time > now:
+                return None  # a predecessor's work has not started (or idles at its barrier): its end is unknown
             running.append(p)
             expected_end = max(expected_end, ctx.expected_end(wf, p))
+            runtime_known &= ctx.learned.runtime(ctx.runtime_key(wf, p)).n_observations > 0
         if not running:
             return SubmitNow(why=f"rule quantile ({rules.describe()}): no predecessor running; submitted at once")
-        lead, tau = ctx.quantile_lead(wf, stage)
+        lead, tau, seen = ctx.quantile_lead(wf, stage)
+        if not runtime_known or lead < MIN_LEAD_S:
+            # Without a lead there is no age to win, and afterok starts the job the moment its
+            # predecessors end (no idle, no early or late --begin); without a learned run time the
+            # predecessors' end is only their time limit.
+            reason = ("a predecessor's run time is not learned yet" if not runtime_known else
+                      f"the learned wait's {tau:.0%} quantile is {lead:.0f} s (< {MIN_LEAD_S:.0f} s): "
+                      "no age worth winning" if seen else "no wait of this geometry seen yet")
+            return SubmitNow(dependency_on=tuple(running), est_wait_s=lead, planned_start=expected_end,
+                             why=f"rule quantile ({rules.describe()}): {reason}; submitted at once with afterok")
         at = expected_end - lead
         why = (f"rule quantile ({rules.describe()}): eligible at the predecessors' expected end "
-               f"minus the learned wait's {tau:.0%} quantile ({lead:.0f} s; idle_price "
-               f"{ctx.config.idle_price:g} per idle core-second), no dependency, held at a barrier")
+               f"({expected_end - now:+.0f} s) minus the learned wait's {tau:.0%} quantile ({lead:.0f} s over "
+               f"{seen} waits seen; idle_price {ctx.config.idle_price:g} per idle core-second); no dependency, "
+               "held at a barrier")
         return SubmitNow(barrier_on=tuple(running), begin=at if at > now else None, est_wait_s=lead,
                          planned_start=expected_end, why=why)
