@@ -119,6 +119,9 @@ def _series(task: dict) -> list[dict]:
                         "preset": preset, "priority": priority, "seed": seed, "measured": seed >= task["train"],
                         "workflow": wf_name, "cores": cores, "variant": variant, "state": s["state"],
                         "makespan_s": s["makespan_s"], "total_wait_s": s["total_wait_s"],
+                        # perceived waits of stages that follow another: what overlapping can hide
+                        "interstage_wait_s": sum(st["perceived_wait_s"] or 0.0 for st in s["stages"]
+                                                 if spec.predecessors(st["name"])),
                         "queue_wait_s": s["queue_wait_s"], "real_wait_s": float(np.mean(waits)) if waits else 0.0,
                         "core_hours": s["core_hours"], "overhead_core_hours": s["overhead_core_hours"],
                         "hit_ratio": s["hit_ratio"], "jobs": s["jobs"],
@@ -144,8 +147,9 @@ def aggregate(rows: list[dict]) -> dict:
             table.append({
                 "priority": priority, "workflow": wf, "preset": preset, "cores": cores, "variant": variant,
                 "runs": len(rs),
-                **{k: float(np.mean([r[k] for r in rs])) for k in
-                   ("makespan_s", "total_wait_s", "real_wait_s", "core_hours", "overhead_core_hours")},
+                **{k: float(np.mean([r.get(k, 0.0) for r in rs])) for k in
+                   ("makespan_s", "total_wait_s", "real_wait_s", "core_hours", "overhead_core_hours",
+                    "interstage_wait_s")},
                 "makespan_sd": float(np.std([r["makespan_s"] for r in rs])),
                 "hit_ratio": float(np.mean(hits)) if hits else None,
                 "resubmissions": float(np.mean([r["resubmissions"] for r in rs])),
@@ -172,11 +176,52 @@ def aggregate(rows: list[dict]) -> dict:
                   if v in g and "per-stage" in g]
             versus[priority][v] = {"makespan_vs_big_job": float(np.mean(ms)) if ms else None,
                                    "core_hours_vs_per_stage": float(np.mean(ch)) if ch else None}
-    return {"cells": table, "normalised": norm, "versus": versus}
+    return {"cells": table, "normalised": norm, "versus": versus, "targets": targets(table)}
+
+
+def targets(table: list[dict], default: str = "auto", budget: float = 0.01) -> dict:
+    """Issue 11's targets per priority, over every cell (workflow x geometry, seed means): the
+    default's makespan against the best variant whose core-hours stay within ``budget`` of
+    per-stage's, its own core-hours against per-stage's, and the share of per-stage's inter-stage
+    wait it hides."""
+    out: dict[str, dict] = {}
+    for priority in sorted({t["priority"] for t in table}):
+        groups: dict[tuple, dict[str, dict]] = {}
+        for t in table:
+            if t["priority"] == priority:
+                groups.setdefault((t["workflow"], t["preset"], t["cores"]), {})[t["variant"]] = t
+        ratios, over, hidden, worse = [], [], [], []
+        for key, cell in groups.items():
+            if default not in cell or "per-stage" not in cell:
+                continue
+            base_ch = cell["per-stage"]["core_hours"]
+            cheap = [c for v, c in cell.items() if c["core_hours"] <= base_ch * (1 + budget)]
+            best = min(c["makespan_s"] for c in cheap)
+            ratio = cell[default]["makespan_s"] / best
+            ratios.append(ratio)
+            if ratio > 1.0 + 1e-9:
+                worse.append("/".join(map(str, key)))
+            over.append(cell[default]["core_hours"] / base_ch - 1.0)
+            ps_wait = cell["per-stage"]["interstage_wait_s"]
+            if ps_wait > 0:
+                hidden.append(1.0 - cell[default]["interstage_wait_s"] / ps_wait)
+        if ratios:
+            out[priority] = {"makespan_vs_best_cheap": float(np.mean(ratios)), "max_ratio": float(max(ratios)),
+                             "cells_worse": worse, "core_hours_vs_per_stage": float(np.mean(over)),
+                             "hidden_interstage_wait": float(np.mean(hidden)) if hidden else None,
+                             "cells": len(ratios)}
+    return out
 
 
 def markdown(agg: dict) -> str:
-    lines = []
+    lines = ["### The default (`auto`) against the targets", "",
+             "| priority | makespan / best variant within +1% core-h (mean, max) | cells worse | "
+             "core-h vs per-stage | inter-stage wait hidden |", "|---|---:|---|---:|---:|"]
+    for priority, t in agg.get("targets", {}).items():
+        hidden = "-" if t["hidden_interstage_wait"] is None else f"{t['hidden_interstage_wait']:.0%}"
+        lines.append(f"| {priority} | {t['makespan_vs_best_cheap']:.3f}, {t['max_ratio']:.3f} | "
+                     f"{len(t['cells_worse'])} of {t['cells']} | {t['core_hours_vs_per_stage']:+.1%} | {hidden} |")
+    lines.append("")
     for priority, vs in agg["versus"].items():
         lines += [f"### Priority `{priority}`: averages over every workflow × geometry", "",
                   "| variant | makespan vs big-job | core-hours vs per-stage | norm. makespan | norm. wait | "
