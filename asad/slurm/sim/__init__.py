@@ -13,6 +13,7 @@ import dataclasses
 from asad.slurm.sim.clock.wallclock import WallClockSimulator
 from asad.slurm.sim.config import DEFAULT_START_TIME, PartitionSpec, SimConfig
 from asad.slurm.sim.errors import DependencyRejected
+from asad.slurm.sim.load_sim import ClosedLoopSimulator
 from asad.slurm.sim.presets import PRESETS
 from asad.slurm.sim.presets import preset as preset_partitions
 from asad.slurm.sim.simulator import Simulator
@@ -23,9 +24,10 @@ __all__ = ["Simulator", "SimConfig", "PartitionSpec", "WallClockSimulator", "Dep
 
 def make_simulator(preset: str = "small", load: float | dict[str, float] | None = None, seed: int = 0,
                    priority: str = "fifo", backfill: str = "easy", start_time: float | None = None,
-                   **overrides: object) -> Simulator:
-    """A simulator of a named preset (see :func:`simulator_config` for the arguments)."""
-    return Simulator(simulator_config(preset, load, seed, priority, backfill, start_time, **overrides))
+                   **overrides: object) -> ClosedLoopSimulator:
+    """A simulator of a named preset (see :func:`simulator_config` for the arguments), whose
+    background users stop submitting when their jobs pile up (``load_sim.py``)."""
+    return ClosedLoopSimulator(simulator_config(preset, load, seed, priority, backfill, start_time, **overrides))
 
 
 def simulator_config(preset: str = "small", load: float | dict[str, float] | None = None, seed: int = 0,

@@ -1,14 +1,15 @@
-"""A simulator whose background users stop submitting when their jobs pile up (the closed loop).
+"""The simulator with the background users' closed loop: users who stop submitting when their
+jobs pile up (``load_users.py``).
 
 The decision is taken when an arrival comes due, so it needs two calls from the simulator's
-arrival handler: ``workload.admit(arrival)`` before the job is created (False: drop it) and
-``workload.submitted(arrival, job)`` after. Until ``Simulator._background_arrival`` makes them
-itself, this subclass adds them; ``make_load_simulator`` is ``make_simulator`` with it.
+arrival handler: ``workload.admit(arrival)`` before the job is created (False: the user lets the
+submission go) and ``workload.submitted(arrival, job)`` after. Until
+``Simulator._background_arrival`` makes them itself, this subclass adds them;
+``make_simulator`` builds it. A bare ``Simulator`` queues every arrival (the open stream).
 """
 
 from __future__ import annotations
 
-from asad.slurm.sim import simulator_config
 from asad.slurm.sim.simulator import Simulator
 
 
@@ -22,11 +23,3 @@ class ClosedLoopSimulator(Simulator):
         super()._background_arrival(arrival)
         if load is not None:
             load.submitted(arrival, self.jobs[job_id])
-
-
-def make_load_simulator(preset: str = "small", load: float | dict[str, float] | None = None,
-                        seed: int = 0, priority: str = "fifo", backfill: str = "easy",
-                        start_time: float | None = None, **overrides: object) -> ClosedLoopSimulator:
-    """:func:`asad.slurm.sim.make_simulator`, with the background users' closed loop."""
-    return ClosedLoopSimulator(simulator_config(preset, load, seed, priority, backfill, start_time,
-                                                **overrides))
