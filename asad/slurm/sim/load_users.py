@@ -40,7 +40,7 @@ class UserModel:
     account_zipf: float = 1.1  # share of the k-th busiest account ~ k ** -account_zipf
     users_per_account_mean: float = 3.0  # 1 + Poisson(mean - 1) users in each account
     user_zipf: float = 1.0  # share of the k-th busiest user inside its account
-    pile_up_days: float = 0.25  # a user stops submitting at this many days of own submissions pending
+    pile_up_days: float = 0.35  # a user stops submitting at this many days of own submissions pending
     min_cap: int = 2  # ... but always tolerates this many pending jobs
     closed_loop: bool = True  # False: every arrival is queued (the open stream)
 
