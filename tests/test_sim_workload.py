@@ -92,7 +92,9 @@ def test_derive_builds_a_loadable_table(tmp_path):
     src = tmp_path / "jobs.csv.gz"
     with gzip.open(src, "wt") as fh:
         fh.write(header + "\n".join(rows) + "\n")
-    assert derive(src, tmp_path, rows=10) == {"kept": 2, "sampled": 2}  # the GPU job is left out
+    summary = derive(src, tmp_path, rows=10)
+    assert (summary["kept"], summary["sampled"]) == (2, 2)  # the GPU job is left out
+    assert summary["accounts"] == 1 and summary["account_job_share"]["top_1"] == 1.0
     table = load_table(str(tmp_path / "load_table.csv"))
     assert sorted(table.cpus.tolist()) == [4, 64]
     assert sorted(table.runtime_s.tolist()) == [3600, 7200]  # capped at the limit

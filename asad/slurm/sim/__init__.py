@@ -13,18 +13,27 @@ import dataclasses
 from asad.slurm.sim.clock.wallclock import WallClockSimulator
 from asad.slurm.sim.config import DEFAULT_START_TIME, PartitionSpec, SimConfig
 from asad.slurm.sim.errors import DependencyRejected
+from asad.slurm.sim.load_sim import ClosedLoopSimulator
 from asad.slurm.sim.presets import PRESETS
 from asad.slurm.sim.presets import preset as preset_partitions
 from asad.slurm.sim.simulator import Simulator
 
 __all__ = ["Simulator", "SimConfig", "PartitionSpec", "WallClockSimulator", "DependencyRejected",
-           "make_simulator", "PRESETS", "DEFAULT_START_TIME"]
+           "make_simulator", "simulator_config", "PRESETS", "DEFAULT_START_TIME"]
 
 
 def make_simulator(preset: str = "small", load: float | dict[str, float] | None = None, seed: int = 0,
                    priority: str = "fifo", backfill: str = "easy", start_time: float | None = None,
-                   **overrides: object) -> Simulator:
-    """A simulator of a named preset. ``load``: None = the preset's default per partition,
+                   **overrides: object) -> ClosedLoopSimulator:
+    """A simulator of a named preset (see :func:`simulator_config` for the arguments), whose
+    background users stop submitting when their jobs pile up (``load_sim.py``)."""
+    return ClosedLoopSimulator(simulator_config(preset, load, seed, priority, backfill, start_time, **overrides))
+
+
+def simulator_config(preset: str = "small", load: float | dict[str, float] | None = None, seed: int = 0,
+                     priority: str = "fifo", backfill: str = "easy", start_time: float | None = None,
+                     **overrides: object) -> SimConfig:
+    """The configuration of a named preset. ``load``: None = the preset's default per partition,
     0 = an empty cluster, x = every partition at offered load x, or a dict per partition name.
     ``overrides``: any
     :class:`SimConfig` field (e.g. ``bf_reservations=4``, ``load_steps=((86400, 1.3),)``)."""
@@ -40,4 +49,4 @@ def make_simulator(preset: str = "small", load: float | dict[str, float] | None 
     elif load is not None:
         kwargs["load"] = {p.name: float(load) for p in parts}
     kwargs.update(overrides)
-    return Simulator(SimConfig(**kwargs))  # type: ignore[arg-type]
+    return SimConfig(**kwargs)  # type: ignore[arg-type]

@@ -35,6 +35,7 @@ def derive(source: Path, out_dir: Path, rows: int = SAMPLE_ROWS, seed: int = 202
     table = []
     hours = np.zeros(24)
     weekdays = np.zeros(7)
+    per_account: dict[str, int] = {}
     with gzip.open(source, "rt", newline="") as fh:
         for row in csv.DictReader(fh):
             if "gpu" in row["req_tres"]:
@@ -49,6 +50,7 @@ def derive(source: Path, out_dir: Path, rows: int = SAMPLE_ROWS, seed: int = 202
             if cpus < 1 or limit < 60 or end < start:
                 continue
             hours[submit.hour] += 1
+            per_account[row.get("account_id", "")] = per_account.get(row.get("account_id", ""), 0) + 1
             weekdays[submit.weekday()] += 1
             mem_per_cpu = max(1, round(mem_total / cpus))
             runtime = max(1, min(int(end - start), limit))
@@ -78,7 +80,13 @@ def derive(source: Path, out_dir: Path, rows: int = SAMPLE_ROWS, seed: int = 202
             writer.writerow(["hour", h, f"{v:.4f}"])
         for d, v in enumerate(weekdays / weekdays.mean()):
             writer.writerow(["weekday", d, f"{v:.4f}"])
-    return {"kept": len(table), "sampled": int(len(pick))}
+    # How concentrated submissions are over accounts: what load_users.UserModel.account_zipf
+    # approximates (not written to a file; the simulator scales accounts to the cluster).
+    counts = np.sort(np.array(list(per_account.values()), dtype=float))[::-1]
+    cum = np.cumsum(counts) / max(1.0, counts.sum())
+    top = {f"top_{k}": round(float(cum[min(k, len(cum)) - 1]), 3) for k in (1, 10, 100)} if len(cum) else {}
+    return {"kept": len(table), "sampled": int(len(pick)), "accounts": len(per_account),
+            "account_job_share": top}
 
 
 def main(argv: list[str] | None = None) -> int:

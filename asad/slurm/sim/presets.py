@@ -15,20 +15,20 @@ PRESETS: dict[str, tuple[PartitionSpec, ...]] = {
     # HPC2N Kebnekaise's compute nodes as in the ASA paper: 602 x 28 cores, 128 GB.
     "hpc2n": (
         PartitionSpec("batch", nodes=602, cores_per_node=28, mem_per_node_mb=128000,
-                      max_time_s=7 * DAY, default=True, load=0.9),
+                      max_time_s=7 * DAY, default=True, load=1.2),
     ),
     # UPPMAX Rackham as in the ASA paper: 486 x 20 cores, 128 GB, 10-day limit.
     "uppmax": (
         PartitionSpec("core", nodes=486, cores_per_node=20, mem_per_node_mb=128000,
-                      max_time_s=10 * DAY, default=True, load=0.9),
+                      max_time_s=10 * DAY, default=True, load=1.2),
     ),
     # For placement: fast nodes (true run time halved) that everyone wants, and slower nodes
     # with a shorter queue.
     "two-speed": (
         PartitionSpec("fast", nodes=16, cores_per_node=28, mem_per_node_mb=128000,
-                      max_time_s=7 * DAY, default=True, speed=2.0, load=0.95),
+                      max_time_s=7 * DAY, default=True, speed=2.0, load=1.2),
         PartitionSpec("slow", nodes=32, cores_per_node=28, mem_per_node_mb=128000,
-                      max_time_s=7 * DAY, speed=1.0, load=0.6),
+                      max_time_s=7 * DAY, speed=1.0, load=0.8),
     ),
 }
 

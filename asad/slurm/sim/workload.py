@@ -5,6 +5,10 @@ Graham 2021): each arrival draws one row, so size, memory, time limit and run ti
 real joint distribution. Arrivals are Poisson, hour by hour, at the rate that offers the target
 load (core-seconds of work per core-second of capacity), shaped by a daily and weekly cycle and by
 scheduled steps in load.
+
+Every arrival belongs to a user in an account (``load_users.py``); with the closed loop (the
+default), a user with too many jobs pending lets a submission go, so the queue reaches a steady
+state even when the offered load is more than the scheduler can pack.
 """
 
 from __future__ import annotations
@@ -13,11 +17,32 @@ import csv
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from asad.slurm.sim.cluster import PartitionState
 from asad.slurm.sim.config import SimConfig
+from asad.slurm.sim.load_users import UserModel, UserPopulation
+
+
+class Arrival(NamedTuple):
+    """One background submission. A tuple, so the simulator may index it: ``[0]`` time, ``[1]``
+    partition index, ``[2:7]`` nodes, cpus, memory per node, time limit, true run time, ``[7]``
+    origin (an SWF job number, else None), ``[8]`` user index into the population (None for a
+    replayed trace job), then the user's and account's names."""
+
+    time: float
+    part: int
+    nodes: int
+    cpus: int
+    mem_per_node_mb: int
+    time_limit_s: int
+    runtime_s: float
+    origin: int | None = None
+    user_index: int | None = None
+    user: str | None = None
+    account: str | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +131,27 @@ class BackgroundLoad:
         self.loads = [map_to_partition(self.table, p, config.base_load(p.spec))
                       for p in parts if config.base_load(p.spec) > 0]
         self.steps = sorted((config.start_time + off, mult) for off, mult in config.load_steps)
+        model = config.extra.get("users", UserModel())
+        if isinstance(model, dict):
+            model = UserModel(**model)
+        jobs_per_day = sum(pl.rate_per_s * pl.base_load for pl in self.loads) * 86400.0
+        # Users draw from their own generator, so the stream of job shapes and times is the same
+        # with or without them (and the same as before users existed) for a seed.
+        self.user_rng = np.random.default_rng((config.seed, 0x75736572))
+        self.users = UserPopulation(model, sum(p.spec.total_cpus for p in parts), jobs_per_day,
+                                    self.user_rng)
+
+    def admit(self, arrival: tuple) -> bool:
+        """Asked by the simulator when an arrival comes due: does its user submit it? (Always yes
+        for replayed trace jobs, which carry no user.)"""
+        user = arrival[8] if len(arrival) > 8 else None
+        return user is None or self.users.admit(user)
+
+    def submitted(self, arrival: tuple, job: object) -> None:
+        """Told the job record of an admitted arrival, so the user's pending jobs can be counted."""
+        user = arrival[8] if len(arrival) > 8 else None
+        if user is not None:
+            self.users.track(user, job)
 
     def multiplier(self, t: float) -> float:
         mult = 1.0
@@ -124,11 +170,12 @@ class BackgroundLoad:
         weekday = (day + 3) % 7  # 1970-01-01 was a Thursday
         return float(self.table.hour_factor[hour] * self.table.weekday_factor[weekday])
 
-    def arrivals(self, t0: float, t1: float) -> list[tuple]:
-        """Arrivals in [t0, t1), hour by hour: (time, partition index, nodes, cpus, mem per node,
-        time limit, run time)."""
-        out: list[tuple] = []
+    def arrivals(self, t0: float, t1: float) -> list[Arrival]:
+        """Arrivals in [t0, t1), hour by hour, each with its user (offered, not yet admitted)."""
+        out: list[Arrival] = []
         rng = self.rng
+        users = self.users
+        names, accounts = users.user_names, users.user_accounts
         t = t0
         while t < t1:
             slot_end = min(t1, (t // 3600 + 1) * 3600)
@@ -141,10 +188,11 @@ class BackgroundLoad:
                     continue
                 times = np.sort(t + rng.random(count) * span)
                 rows = rng.integers(0, len(pl.cpus), size=count)
+                who = users.pick(self.user_rng, count)
                 idx = pl.part.index
-                for when, row in zip(times.tolist(), rows.tolist()):
-                    out.append((when, idx, int(pl.nodes[row]), int(pl.cpus[row]),
-                                int(pl.mem_per_node_mb[row]), int(pl.time_limit_s[row]),
-                                float(pl.runtime_s[row])))
+                for when, row, u in zip(times.tolist(), rows.tolist(), who.tolist()):
+                    out.append(Arrival(when, idx, int(pl.nodes[row]), int(pl.cpus[row]),
+                                       int(pl.mem_per_node_mb[row]), int(pl.time_limit_s[row]),
+                                       float(pl.runtime_s[row]), None, u, names[u], accounts[u]))
             t = slot_end
         return out

@@ -1,0 +1,283 @@
+"""``asad bench sim-load``: does the background load reach a steady state, and do its waits look
+like a real queue's?
+
+Plays a preset from an empty cluster for ``--days`` simulated days at its default (or the given)
+offered load and prints, per simulated day, the utilisation, the jobs started and their mean wait
+(start - eligible; all jobs, and jobs of at least one whole node), the eligible jobs pending at the
+end of the day and the submissions users let go (the closed loop). After ``--warmup-days`` it
+compares the mean wait of the first and the last whole week (target: within +-20 %).
+
+The calibration table compares median waits per size class (1, 2-8, 9-32, > 32 cores) with the
+real Cedar/Graham 2021 queues (``../shared/data/slurm-queue-cedar-graham-2021``). That sample
+holds only jobs that were pending at a daily noon snapshot, which favours long waits, so the
+simulated jobs are sampled the same way: jobs eligible after the warm-up that were pending at some
+noon (UTC, the simulator's clock) of the run. Target: every class within a factor of 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import json
+import os
+import sys
+import time
+from datetime import datetime, timezone
+
+import numpy as np
+
+from asad.slurm.sim import PRESETS, make_simulator
+
+DAY = 86400.0
+DEFAULT_REAL = "/work/shared/data/slurm-queue-cedar-graham-2021/jobs.csv.gz"
+SIZE_EDGES = (1.5, 8.5, 32.5)  # classes: 1 | 2-8 | 9-32 | > 32 cores
+SIZE_CLASSES = ("1", "2-8", "9-32", ">32")
+STEADY_TOLERANCE = 0.20
+CALIBRATION_FACTOR = 2.0
+
+
+def size_class(cpus: np.ndarray) -> np.ndarray:
+    return np.digitize(cpus, SIZE_EDGES)
+
+
+def pending_at_noon(eligible: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """True for jobs pending at some noon (UTC): eligible <= noon < start."""
+    next_noon = np.ceil((eligible - DAY / 2) / DAY) * DAY + DAY / 2  # first noon >= eligible
+    return next_noon < start
+
+
+def _ts(text: str) -> float:
+    return datetime.strptime(text, "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+
+
+def real_medians(path: str) -> dict[str, dict[str, object]]:
+    """Median wait (h) and job count per size class of the real CPU jobs, per cluster and both."""
+    rows: dict[str, list[tuple[int, float]]] = {}
+    with gzip.open(path, "rt", newline="") as fh:
+        for row in csv.DictReader(fh):
+            if "gpu" in row["req_tres"]:
+                continue
+            try:
+                wait = _ts(row["start_time"]) - _ts(row["eligible_time"])
+                cpus = int(row["req_cpus"])
+            except (ValueError, KeyError):
+                continue
+            rows.setdefault(row["cluster"], []).append((cpus, wait))
+    rows["both"] = [r for name in sorted(rows) for r in rows[name]]
+    out = {}
+    for name, pairs in rows.items():
+        arr = np.array(pairs, dtype=float)
+        out[name] = _class_medians(arr[:, 0], arr[:, 1])
+    return out
+
+
+def _class_medians(cpus: np.ndarray, wait_s: np.ndarray) -> dict[str, object]:
+    cls = size_class(cpus)
+    res: dict[str, object] = {}
+    for k, label in enumerate(SIZE_CLASSES):
+        w = wait_s[cls == k]
+        res[label] = {"jobs": int(len(w)),
+                      "median_h": round(float(np.median(w)) / 3600, 2) if len(w) else None}
+    return res
+
+
+def run(preset: str, days: int, warmup_days: int, load: float | None, seed: int, priority: str,
+        backfill: str, closed_loop: bool) -> dict:
+    extra = {} if closed_loop else {"users": {"closed_loop": False}}
+    wall0, cpu0 = time.perf_counter(), time.process_time()
+    sim = make_simulator(preset, load=load, seed=seed, priority=priority, backfill=backfill,
+                         warmup_s=0.0, extra=extra)
+    t0 = sim.now()
+    total_cpus = sum(p.spec.total_cpus for p in sim.parts)
+    busy_prev, dropped_prev = 0.0, 0
+    per_day = []
+    for day in range(days):
+        sim.run_until(t0 + (day + 1) * DAY)
+        st = sim.stats()
+        busy = float(st["utilisation"]) * total_cpus * float(st["sim_seconds"])
+        dropped = int(sim.counters.get("background_dropped", 0))
+        per_day.append({"day": day + 1, "utilisation": round((busy - busy_prev) / (total_cpus * DAY), 3),
+                        "pending_at_end": int(st["jobs_pending_eligible"]),
+                        "dropped": dropped - dropped_prev})
+        busy_prev, dropped_prev = busy, dropped
+    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+
+    jobs = [j for j in sim.jobs.values() if j.background and j.start_time is not None]
+    start = np.array([j.start_time for j in jobs])
+    elig = np.array([j.eligible_time for j in jobs])
+    cpus = np.array([j.cpus for j in jobs])
+    whole = np.array([j.cpus >= j.part.cores for j in jobs])
+    wait = start - elig
+    day_of = ((start - t0) // DAY).astype(int)
+    for row in per_day:
+        m = day_of == row["day"] - 1
+        row["started"] = int(m.sum())
+        row["wait_mean_h"] = round(float(wait[m].mean()) / 3600, 2) if m.any() else None
+        mw = m & whole
+        row["wait_mean_whole_node_h"] = round(float(wait[mw].mean()) / 3600, 2) if mw.any() else None
+
+    weeks = []
+    first = warmup_days
+    while first + 7 <= days:
+        m = (day_of >= first) & (day_of < first + 7)
+        weeks.append({"days": f"{first + 1}-{first + 7}", "started": int(m.sum()),
+                      "wait_sum_h": float(wait[m].sum()) / 3600,
+                      "wait_mean_h": round(float(wait[m].mean()) / 3600, 3) if m.any() else None,
+                      "utilisation": round(float(np.mean([d["utilisation"] for d in per_day[first:first + 7]])), 3)})
+        first += 7
+    steady = steadiness([weeks])
+
+    after = elig >= t0 + warmup_days * DAY
+    sampled = after & pending_at_noon(elig, start)
+    stats = sim.stats()
+    return {
+        "preset": preset, "load": load if load is not None else {p.name: sim.config.base_load(p.spec) for p in sim.parts},
+        "seed": seed, "priority": priority, "backfill": backfill, "closed_loop": closed_loop,
+        "days": days, "warmup_days": warmup_days,
+        "users": len(sim.workload.users) if sim.workload else 0,
+        "accounts": len(sim.workload.users.accounts) if sim.workload else 0,
+        "submitted": int(stats["background_jobs_submitted"]),
+        "dropped": int(sim.counters.get("background_dropped", 0)),
+        "utilisation_after_warmup": round(float(np.mean([d["utilisation"] for d in per_day[warmup_days:]])), 3)
+        if days > warmup_days else None,
+        "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "loadavg_1min": round(os.getloadavg()[0], 2),
+        "per_day": per_day, "weeks": weeks, "steady": steady,
+        "sim_noon_sampled": _class_medians(cpus[sampled], wait[sampled]),
+        "sim_all_after_warmup": _class_medians(cpus[after], wait[after]),
+    }
+
+
+def steadiness(runs_weeks: list[list[dict]]) -> dict | None:
+    """Last whole week's mean wait over the first's, pooling the jobs of every run (seed): a
+    steady state is a mean that does not drift, and on a small cluster one run's weekly mean is
+    too noisy to show it (a few hundred jobs, waits from seconds to days)."""
+    if not runs_weeks or len(runs_weeks[0]) < 2:
+        return None
+    first_n = sum(w[0]["started"] for w in runs_weeks)
+    last_n = sum(w[-1]["started"] for w in runs_weeks)
+    if not first_n or not last_n:
+        return None
+    first = sum(w[0]["wait_sum_h"] for w in runs_weeks) / first_n
+    last = sum(w[-1]["wait_sum_h"] for w in runs_weeks) / last_n
+    if first <= 0:
+        return None
+    ratio = last / first
+    return {"runs": len(runs_weeks), "first_week_wait_mean_h": round(first, 3),
+            "last_week_wait_mean_h": round(last, 3), "last_over_first": round(ratio, 3),
+            "met": bool(abs(ratio - 1.0) <= STEADY_TOLERANCE)}
+
+
+def calibration(result: dict, real: dict[str, dict[str, object]], against: str) -> list[dict]:
+    rows = []
+    for label in SIZE_CLASSES:
+        sim_c, real_c = result["sim_noon_sampled"][label], real[against][label]
+        ratio = (sim_c["median_h"] / real_c["median_h"]
+                 if sim_c["median_h"] is not None and real_c["median_h"] else None)
+        rows.append({"class": label, "sim_jobs": sim_c["jobs"], "sim_median_h": sim_c["median_h"],
+                     "real_jobs": real_c["jobs"], "real_median_h": real_c["median_h"],
+                     "ratio": round(ratio, 2) if ratio is not None else None,
+                     "within_2x": ratio is not None and 1 / CALIBRATION_FACTOR <= ratio <= CALIBRATION_FACTOR})
+    return rows
+
+
+def _print_text(result: dict, brief: bool = False) -> None:
+    print(f"preset {result['preset']}  load {result['load']}  seed {result['seed']}  "
+          f"{result['priority']}/{result['backfill']}  closed loop: {result['closed_loop']}  "
+          f"users {result['users']} in {result['accounts']} accounts")
+    print(f"submitted {result['submitted']}  let go {result['dropped']}  wall {result['wall_s']} s  "
+          f"CPU {result['cpu_s']} s  (load average {result['loadavg_1min']})")
+    if not brief:
+        print("day  util   started  wait_mean_h  whole_node_wait_h  pending  let_go")
+        for d in result["per_day"]:
+            mark = " (warm-up)" if d["day"] <= result["warmup_days"] else ""
+            print(f"{d['day']:3d}  {d['utilisation']:.3f}  {d['started']:7d}  {d['wait_mean_h']!s:>11}  "
+                  f"{d['wait_mean_whole_node_h']!s:>17}  {d['pending_at_end']:7d}  {d['dropped']:6d}{mark}")
+    _print_rest(result)
+
+
+def _print_rest(result: dict) -> None:
+    for w in result["weeks"]:
+        print(f"week days {w['days']}: utilisation {w['utilisation']}, started {w['started']}, "
+              f"mean wait {w['wait_mean_h']} h")
+    if result["steady"]:
+        s = result["steady"]
+        print(f"steady state: last week / first week = {s['last_over_first']} "
+              f"(target within +-{STEADY_TOLERANCE:.0%}): {'met' if s['met'] else 'not met'}")
+    if "calibration" in result:
+        print(f"median wait per size class, noon-sampled, vs real ({result['real_against']}):")
+        print("class  sim_jobs  sim_median_h  real_jobs  real_median_h  ratio  within_2x")
+        for r in result["calibration"]:
+            print(f"{r['class']:5s}  {r['sim_jobs']:8d}  {r['sim_median_h']!s:>12}  {r['real_jobs']:9d}  "
+                  f"{r['real_median_h']!s:>13}  {r['ratio']!s:>5}  {r['within_2x']}")
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.warmup_days < 0 or args.days < 1 or args.seeds < 1:
+        print("asad bench sim-load: --days and --seeds must be at least 1 and --warmup-days not negative",
+              file=sys.stderr)
+        return 2
+    presets = sorted(PRESETS) if args.preset == "all" else [args.preset]
+    unknown = [p for p in presets if p not in PRESETS]
+    if unknown:
+        print(f"asad bench sim-load: unknown preset {unknown[0]!r}; presets: {', '.join(sorted(PRESETS))}, all",
+              file=sys.stderr)
+        return 2
+    real = None
+    if not args.no_real:
+        if os.path.exists(args.real):
+            real = real_medians(args.real)
+        else:
+            print(f"asad bench sim-load: no real queue data at {args.real}; calibration table left out "
+                  "(give --real PATH, or --no-real)", file=sys.stderr)
+    results = []
+    for name in presets:
+        runs = []
+        for seed in range(args.seed, args.seed + args.seeds):
+            try:
+                result = run(name, args.days, args.warmup_days, args.load, seed, args.priority,
+                             args.backfill, not args.open)
+            except ValueError as exc:
+                print(f"asad bench sim-load: {exc}", file=sys.stderr)
+                return 2
+            if real is not None:
+                result["real_against"] = args.against
+                result["calibration"] = calibration(result, real, args.against)
+            if not args.json:
+                _print_text(result, brief=bool(runs))
+            runs.append(result)
+        pooled = steadiness([r["weeks"] for r in runs])
+        if not args.json and args.seeds > 1 and pooled:
+            print(f"{name}, {len(runs)} seeds pooled: first week mean wait {pooled['first_week_wait_mean_h']} h, "
+                  f"last week {pooled['last_week_wait_mean_h']} h, ratio {pooled['last_over_first']} "
+                  f"(target within +-{STEADY_TOLERANCE:.0%}): {'met' if pooled['met'] else 'not met'}")
+        if not args.json:
+            print()
+        results.append({"preset": name, "runs": runs, "steady_pooled": pooled})
+    if args.json:
+        print(json.dumps(results if len(results) > 1 else results[0]))
+    return 0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("sim-load", help="background load: steady state and waits per size class vs real queues",
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", default="hpc2n", help="a simulator preset, or 'all' (default hpc2n)")
+    parser.add_argument("--load", type=float, default=None,
+                        help="offered load for every partition (default: each preset's own)")
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--warmup-days", type=int, default=9,
+                        help="days left out of the week comparison and the calibration (default 9)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, default=1,
+                        help="runs with seeds --seed, --seed+1, ...; the week comparison pools their jobs")
+    parser.add_argument("--priority", choices=["fifo", "multifactor"], default="fifo")
+    parser.add_argument("--backfill", choices=["easy", "none"], default="easy")
+    parser.add_argument("--open", action="store_true",
+                        help="the open stream: users never stop submitting (the old background load)")
+    parser.add_argument("--real", default=DEFAULT_REAL, help="the real queue sample (jobs.csv.gz)")
+    parser.add_argument("--against", choices=["both", "cedar", "graham"], default="both",
+                        help="which real cluster's waits to compare with (default both)")
+    parser.add_argument("--no-real", action="store_true", help="leave out the calibration table")
+    parser.add_argument("--json", action="store_true", help="JSON on stdout")
+    parser.set_defaults(func=main)
