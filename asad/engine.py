@@ -274,6 +274,9 @@ class Engine:
         for name, run in wf.stages.items():
             if run.state not in (StageState.WAITING, StageState.PLANNED):
                 continue
+            if run.state is StageState.WAITING and run.planned_submit_at is not None and run.planned_submit_at > now:
+                out.wake_at = min(out.wake_at, run.planned_submit_at)  # held back (a site's submit limit)
+                continue
             plan = strategy.plan(wf, name, now, self.ctx)
             if isinstance(plan, SubmitAt):
                 if run.state is not StageState.PLANNED or run.planned_submit_at != plan.at:

@@ -191,6 +191,15 @@ class SubmitRejected(SlurmError):
         self.slurm_message = slurm_message or message
 
 
+class SubmitDeferred(SlurmError):
+    """Slurm refused the job for now (a site's limit on queued jobs per user or association):
+    submit it again later, when some of the user's jobs have left the queue."""
+
+    def __init__(self, message: str, slurm_message: str = ""):
+        super().__init__(message)
+        self.slurm_message = slurm_message or message
+
+
 class SlurmUnavailable(SlurmError):
     """slurmctld did not answer, timed out, or answered garbage; transient: back off and retry."""
 

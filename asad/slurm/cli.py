@@ -24,6 +24,7 @@ from asad.slurm.backend import (
     PartitionInfo,
     SlurmError,
     SlurmUnavailable,
+    SubmitDeferred,
     SubmitRejected,
     UnknownJob,
     Usage,
@@ -143,6 +144,7 @@ def sbatch_args(req: JobRequest) -> list[str]:
 
 # Slurm's refusals that mean "this job can never run as asked" (shown verbatim to the user).
 _DEPENDENCY_PROBLEM = "job dependency problem"
+_SUBMIT_LIMIT = "job submit limit"  # ESLURM_ACCOUNTING_POLICY, slurm_errno.c
 
 
 class SlurmCLI:
@@ -238,8 +240,7 @@ class SlurmCLI:
                 self._req_mem_per_node[job_id] = total / max(1, req.nodes)
         return job_id
 
-    @staticmethod
-    def _refusal(result: CommandResult, req: JobRequest) -> SlurmError:
+    def _refusal(self, result: CommandResult, req: JobRequest) -> SlurmError:
         message = result.output
         for line in message.splitlines():
             if "Batch job submission failed:" in line:
@@ -247,7 +248,19 @@ class SlurmCLI:
                 break
         if _DEPENDENCY_PROBLEM in result.output.lower():
             return UnknownJob(f"sbatch refused job {req.name!r}: {message}")
+        if _SUBMIT_LIMIT in result.output.lower() and self._queued_jobs_of_user():
+            # QOSMaxSubmitJobPerUserLimit / AssocMaxSubmitJobLimit at submission: Slurm says "job
+            # submit limit" in the same words as a size or time limit; with jobs of the user still
+            # queued, waiting can help, so it is a "later", not a "never".
+            return SubmitDeferred(f"sbatch deferred job {req.name!r}: {message}", slurm_message=result.output)
         return SubmitRejected(f"sbatch refused job {req.name!r}: {message}", slurm_message=result.output)
+
+    def _queued_jobs_of_user(self) -> int:
+        try:
+            out = self.cmd.run("squeue", ["--noheader", "--user=" + self.user, "--states=PD,R,CG", "-o", "%i"]).stdout
+        except (SlurmError, CommandFailed):
+            return 0
+        return len(out.split())
 
     def cancel(self, job_ids: list[int]) -> None:
         """One ``scancel`` for all ids; ids Slurm no longer knows are not an error."""
