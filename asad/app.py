@@ -62,10 +62,12 @@ class CommandBuilder:
     markers it waits for."""
 
     run_dir: Path
+    create: bool = True  # False: only write the script (``submit --dry-run`` creates no folder)
 
     def __call__(self, wf, stage: str, req: JobRequest, barrier: tuple[str, ...] = ()) -> str:  # noqa: ANN001
         run_dir = self.run_dir / str(wf.id)
-        run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if self.create:
+            run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         lines = ["#!/bin/bash", f"export ASAD_RUN_DIR={shlex.quote(str(run_dir))}"]
         if stage == BIG_JOB_STAGE:
             for s in wf.spec.topo_order():

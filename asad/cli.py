@@ -39,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strategy", choices=("auto", "per-stage", "big-job", "chain", "asa"))
     p.add_argument("--mode", choices=("dependency", "naive"))
     p.add_argument("--backend", choices=("sim", "slurm"), help="the daemon's backend, to validate against")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the sbatch commands and scripts asad would run now; submit and store nothing")
     p.set_defaults(func=_cmd("submit"))
 
     p = sub.add_parser("status", parents=[common], help="stages and their jobs, like squeue")

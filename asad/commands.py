@@ -103,6 +103,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
     settings = settings_from(args, backend=args.backend)
     spec = load_workflow(args.workflow, strategy=args.strategy)
+    if getattr(args, "dry_run", False):
+        return _dry_run(settings, spec, args)
     parts = _partitions_for_validation(settings)
     if parts:
         check_against_cluster(spec, parts, next((p.name for p in parts if p.default), None))
@@ -121,6 +123,22 @@ def cmd_submit(args: argparse.Namespace) -> int:
         print(f"asad: note: no daemon is running for this store, so workflow {wf.id} waits until one starts.\n"
               "  Start one with:  systemctl --user enable --now asad   (see docs/operations.md)\n"
               "  or in a terminal: asad daemon", file=sys.stderr)
+    return 0
+
+
+def _dry_run(settings: Settings, spec, args: argparse.Namespace) -> int:  # noqa: ANN001
+    from asad.app import make_backend
+    from asad.dryrun import dry_run
+    from asad.spec import check_against_cluster
+
+    backend = make_backend(settings)
+    parts = backend.partitions()
+    check_against_cluster(spec, parts, next((p.name for p in parts if p.default), None))
+    text = dry_run(spec, settings, backend, strategy=args.strategy or spec.strategy, mode=args.mode or spec.mode)
+    if backend.name == "sim":
+        text = text.replace("# Nothing was submitted", "# (against the simulated cluster: use --backend slurm for "
+                            "a real one)\n# Nothing was submitted", 1)
+    print(text, end="")
     return 0
 
 
