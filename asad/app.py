@@ -68,6 +68,9 @@ class CommandBuilder:
         run_dir = self.run_dir / str(wf.id)
         if self.create:
             run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            output = wf.spec.stage(stage).slurm.output if stage != BIG_JOB_STAGE else None
+            if output:  # Slurm does not create the folder of --output: the job would fail to launch
+                (Path(wf.spec.workdir or ".") / output).parent.mkdir(parents=True, exist_ok=True)
         lines = ["#!/bin/bash", f"export ASAD_RUN_DIR={shlex.quote(str(run_dir))}"]
         if stage == BIG_JOB_STAGE:
             for s in wf.spec.topo_order():
@@ -80,12 +83,15 @@ class CommandBuilder:
         s = wf.spec.stage(stage)
         env = [f"ASAD_STAGE={shlex.quote(stage)}", f"ASAD_COMMAND={shlex.quote(s.run)}",
                f"ASAD_WAIT_FOR={shlex.quote(' '.join(barrier))}"]
+        if s.slurm.output:  # the user named the log: the command's output goes to Slurm's --output file
+            env.append("ASAD_LOG=-")
+        setup = [f"# setup of stage {stage}", *s.slurm.setup] if s.slurm.setup else []
         env += [f"{k}={shlex.quote(str(v))}" for k, v in s.env_dict().items()]
         prefix = "env " + " ".join(env)
         if srun:
             size = f"--nodes={s.nodes} --ntasks={s.ntasks} --cpus-per-task={s.cpus_per_task} --exact"
-            return [f"{prefix} srun {size} {shlex.quote(str(WRAPPER))} || exit $?"]
-        return [f"exec {prefix} {shlex.quote(str(WRAPPER))}"]
+            return [*setup, f"{prefix} srun {size} {shlex.quote(str(WRAPPER))} || exit $?"]
+        return [*setup, f"exec {prefix} {shlex.quote(str(WRAPPER))}"]
 
 
 def run_to_completion(runner: Runner, backend: Backend, workflow_ids: list[int], *,

@@ -96,7 +96,8 @@ def dry_run(spec, settings, backend: Backend, *, strategy: str, mode: str) -> st
              f"{len(recorder.submitted)} of {len(spec.stages)} stages would be submitted now.",
              "# Nothing was submitted and nothing was stored. The workflow id, its run folder and the",
              "# --comment tag are those of a scratch store: the real submission gets its own.", "set -e"]
-    folders = sorted({str(Path(req.output).parent) for _, req in recorder.submitted if req.output})
+    folders = sorted({str((Path(req.workdir or ".") / req.output).parent) for _, req in recorder.submitted
+                      if req.output})
     if folders:  # the daemon creates the run folder; Slurm cannot open an output file in a missing one
         lines += ["", "mkdir -p -m 700 " + " ".join(shlex.quote(f) for f in folders)]
     for job_id, req in recorder.submitted:

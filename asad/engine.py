@@ -140,7 +140,9 @@ class Context:
             mem_mb=mem_mb, mem_per_cpu_mb=mem_per_cpu, time_limit_s=int(run.time_s or s.time_s),
             dependency=dependency, begin=plan.begin if plan else None,
             comment=self.tag(wf, stage, run.attempt + 1), workdir=wf.spec.workdir, env=s.env_dict(), truth=truth,
-            output=self._output(wf, stage),
+            output=s.slurm.output or self._output(wf, stage), constraint=s.slurm.constraint,
+            exclusive=s.slurm.exclusive, gpus=s.slurm.gpus, gres=s.slurm.gres, mail_type=s.slurm.mail_type,
+            mail_user=s.slurm.mail_user,
         )
 
     def big_job_request(self, wf: WorkflowRun) -> JobRequest:

@@ -104,6 +104,12 @@ class JobRequest:
     error: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     truth: SimTruth | None = None
+    constraint: str | None = None  # --constraint (node features)
+    exclusive: bool = False  # --exclusive (whole nodes)
+    gpus: int | None = None  # --gpus
+    gres: str | None = None  # --gres
+    mail_type: str | None = None  # --mail-type
+    mail_user: str | None = None  # --mail-user
 
     @property
     def cpus(self) -> int:

@@ -131,6 +131,18 @@ def sbatch_args(req: JobRequest) -> list[str]:
         args.append(f"--begin={format_begin(req.begin)}")
     if req.workdir:
         args.append(f"--chdir={req.workdir}")
+    if req.constraint:
+        args.append(f"--constraint={req.constraint}")
+    if req.exclusive:
+        args.append("--exclusive")
+    if req.gpus:
+        args.append(f"--gpus={req.gpus}")
+    if req.gres:
+        args.append(f"--gres={req.gres}")
+    if req.mail_type:
+        args.append(f"--mail-type={req.mail_type}")
+    if req.mail_user:
+        args.append(f"--mail-user={req.mail_user}")
     if req.output:
         args.append(f"--output={req.output}")
     if req.error:
