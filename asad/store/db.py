@@ -6,13 +6,15 @@ Every failure to open becomes a :class:`StoreError` that names the database and 
 from __future__ import annotations
 
 import os
+import random
 import secrets
 import sqlite3
+import time
 from pathlib import Path
 
 from sqlalchemy import create_engine, event, inspect, make_url, select
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from asad.store.models import SCHEMA_VERSION, Base, Meta
@@ -91,16 +93,7 @@ def open_database(url: str, *, create: bool = True) -> tuple[Engine, sessionmake
                          "env ASAD_DB_URL or --db).") from exc
     factory = sessionmaker(engine, expire_on_commit=False)
     try:
-        if "meta" not in tables:
-            if tables - {"meta"} and not create:
-                raise StoreError(f"{shown_url(url)} holds tables but no asad schema version: not an asad store.")
-            Base.metadata.create_all(engine)
-            with factory.begin() as s:
-                s.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
-                s.add(Meta(key="store_id", value=secrets.token_hex(3)))
-        with factory() as s:
-            version = int(s.get(Meta, "schema_version").value)
-            store_id = s.get(Meta, "store_id").value
+        version, store_id = _create_or_read_meta(engine, factory, url, tables, create)
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"the store {shown_url(url)} was written by a newer asad (schema {version}; this asad knows up to "
@@ -116,6 +109,46 @@ def open_database(url: str, *, create: bool = True) -> tuple[Engine, sessionmake
     except (DatabaseError, OperationalError) as exc:
         raise StoreError(_explain(url, exc)) from exc
     return engine, factory, store_id
+
+
+def _create_or_read_meta(engine: Engine, factory: sessionmaker[Session], url: str, tables: set[str],
+                         create: bool) -> tuple[int, str]:
+    """The store's schema version and id, creating the schema first if the store is new.
+
+    Idempotent under concurrency: several processes (a daemon and a submit) may open one fresh store
+    at the same moment. Each creates what is missing; a table or meta row another process created in
+    between (``already exists``, a duplicate key) or one not yet committed is simply read again.
+    """
+    deadline = time.monotonic() + 30.0
+    while True:
+        try:
+            if "meta" not in tables and tables and not create:
+                raise StoreError(f"{shown_url(url)} holds tables but no asad schema version: not an asad store.")
+            if "meta" not in tables or "workflows" not in tables:
+                Base.metadata.create_all(engine)  # checkfirst: creates only what is missing
+            with factory() as s:
+                version_row, id_row = s.get(Meta, "schema_version"), s.get(Meta, "store_id")
+                if version_row is not None and id_row is not None:
+                    return int(version_row.value), id_row.value
+            with factory.begin() as s:  # one transaction: another process sees both rows or neither
+                if version_row is None:
+                    s.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
+                if id_row is None:
+                    s.add(Meta(key="store_id", value=secrets.token_hex(3)))
+        except (IntegrityError, OperationalError) as exc:
+            # Lost the race: a table or the meta rows were created by another process. Read again.
+            if time.monotonic() > deadline or not _lost_creation_race(exc):
+                raise
+            time.sleep(random.uniform(0.01, 0.05))
+        with engine.connect() as conn:
+            tables = set(inspect(conn).get_table_names())
+
+
+def _lost_creation_race(exc: BaseException) -> bool:
+    if isinstance(exc, IntegrityError):
+        return True
+    low = str(getattr(exc, "orig", exc)).lower()
+    return "already exists" in low or "locked" in low or "unique" in low
 
 
 def shown_url(url: str) -> str:
