@@ -4,6 +4,7 @@ can fix are printed as one clear message (what is wrong, how to fix it), never a
 from __future__ import annotations
 
 import argparse
+import errno
 import functools
 import json
 import sys
@@ -12,7 +13,7 @@ import time
 from asad.config import ConfigError, Settings, load_settings
 from asad.slurm.backend import SlurmError, SubmitRejected
 from asad.spec import SpecError
-from asad.store.db import StoreError, shown_url
+from asad.store.db import StoreError, shown_url, unwritable_place_message
 from asad.wake import wake_daemon
 
 # Exit codes: 1 the workflow failed or was cancelled, 2 usage (argparse), 3 the workflow file or a
@@ -42,7 +43,15 @@ def guarded(fn):  # noqa: ANN001, ANN201
             return _fail(refusal_text(exc.slurm_message), EXIT_SLURM)
         except SlurmError as exc:
             return _fail(f"{exc}\nIs Slurm up? 'sinfo' should answer; see docs/local-cluster.md.", EXIT_SLURM)
+        except OSError as exc:
+            # asad's own files (state dir, daemon lock, run folders) on a read-only or foreign place
+            if exc.errno not in _UNWRITABLE:
+                raise
+            return _fail(unwritable_place_message("a file of asad's state", exc), EXIT_STORE)
     return wrapper
+
+
+_UNWRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.ENOTDIR, errno.EDQUOT}
 
 
 def settings_from(args: argparse.Namespace, **extra) -> Settings:  # noqa: ANN003
@@ -75,8 +84,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         wf = store.add_workflow(spec, backend.now(), strategy=args.strategy or spec.strategy,
                                 mode=args.mode or spec.mode)
         runner.load()
-        run_to_completion(runner, backend, [wf.id], poll_interval_s=settings.poll_interval_s,
-                          run_dir=None if backend.name == "sim" else settings.run_dir)
+        try:
+            run_to_completion(runner, backend, [wf.id], poll_interval_s=settings.poll_interval_s,
+                              run_dir=None if backend.name == "sim" else settings.run_dir)
+        except KeyboardInterrupt:
+            return _cancel_after_interrupt(store, runner, wf.id, backend.name)
         summary = store.workflow_rows([wf.id])[0].summary
     finally:
         store.close()
@@ -87,6 +99,33 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         print(render_summary(summary))
     return 0 if summary["state"] == "COMPLETED" else EXIT_FAILED
+
+
+def _cancel_after_interrupt(store, runner, wf_id: int, backend_name: str) -> int:  # noqa: ANN001
+    """Ctrl-C on ``asad run``: cancel the workflow and the jobs it submitted, and say so. The
+    interrupt may have landed mid-tick: read the store again (the write-ahead intents reconcile a
+    submission whose job id was not recorded yet), then let the engine cancel as for ``asad cancel``."""
+    import signal
+
+    from asad.model import JobPhase
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not leave jobs behind
+    try:
+        store.session.rollback()
+        store.request_cancel(wf_id)
+        runner.reload()
+        wf = runner.active.get(wf_id)
+        ids = [j.job_id for j in (wf.jobs if wf else []) if j.phase is JobPhase.LIVE and j.job_id is not None]
+        runner.tick()
+        if ids:
+            runner.backend.cancel(ids)  # again, harmless: the engine's tick cancelled them already
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    what = "Slurm jobs" if backend_name != "sim" else "simulated jobs"
+    print(f"asad: interrupted: workflow {wf_id} cancelled"
+          + (f", and its {what} {', '.join(map(str, ids))} with it" if ids else "; it had no job in the queue"),
+          file=sys.stderr)
+    return 130
 
 
 def _warmup_s(backend, load: float | None) -> float:  # noqa: ANN001
@@ -156,12 +195,20 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 # -- status / history / show ---------------------------------------------------------------------
 @guarded
 def cmd_status(args: argparse.Namespace) -> int:
-    from asad.status import render_status, status_rows
+    from asad.status import check_format, render_status, status_rows
 
+    if args.format:
+        try:
+            check_format(args.format)
+        except ValueError as exc:
+            return _fail(str(exc), EXIT_INPUT)
     settings = settings_from(args)
     while True:
         store = open_store(settings)
         try:
+            if args.workflow is not None and not store.workflow_rows([args.workflow]):
+                return _fail(f"no workflow {args.workflow} in the store ({shown_url(store.url)}); "
+                             "'asad status --all' lists them", EXIT_INPUT)
             rows, notes = status_rows(store, workflow_id=args.workflow, include_finished=args.all)
         finally:
             store.close()

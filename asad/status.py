@@ -151,6 +151,15 @@ def _cell(row: dict, key: str) -> str:
 _SPEC_RE = re.compile(r"%(-|\.)?(\d+)?([A-Za-z%])")
 
 
+def check_format(fmt: str) -> None:
+    """Refuse a ``-o`` format with a letter asad does not know, listing the ones it does."""
+    unknown = sorted({m.group(3) for m in _SPEC_RE.finditer(fmt) if m.group(3) != "%" and m.group(3) not in _FIELDS})
+    if unknown:
+        known = ", ".join(f"%{k} {h}" for k, (h, _) in _FIELDS.items())
+        raise ValueError(f"unknown format field{'s' if len(unknown) > 1 else ''} "
+                         f"{', '.join('%' + u for u in unknown)} in -o {fmt!r}; valid fields: {known}")
+
+
 def render_status(rows: list[dict], fmt: str | None = None, notes: list[str] | None = None) -> str:
     fmt = fmt or DEFAULT_FORMAT
 

@@ -37,13 +37,24 @@ def _sqlite_path(url: str) -> Path | None:
     return Path(raw)
 
 
+def unwritable_place_message(what: str, exc: OSError) -> str:
+    """A clear message for a file or folder asad cannot create or write (read-only file system,
+    permissions, a file where a folder should be), naming the path and the fix."""
+    where = exc.filename or what
+    return (f"{what} cannot be written: {where}: {exc.strerror or exc}. Fix: make that place writable, "
+            "or point asad at a writable one (ASAD_STATE_DIR, or --db for the store alone).")
+
+
 def _prepare_sqlite_file(path: Path) -> None:
     # The store holds commands and paths of the user's work: keep it private.
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if not path.exists():
-        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
-        os.close(fd)
-    else:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not path.exists():
+            fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+            os.close(fd)
+    except OSError as exc:
+        raise StoreError(unwritable_place_message(f"the store {path}", exc)) from exc
+    if path.stat().st_size:
         with open(path, "rb") as fh:
             head = fh.read(16)
         if head and not head.startswith(b"SQLite format 3\x00"):
@@ -171,9 +182,20 @@ def _explain(url: str, exc: BaseException) -> str:
                 "a backup (docs/operations.md, 'Back up and restore').")
     if "disk" in low and ("full" in low or "i/o" in low):
         return f"the store {url} cannot be written ({text}): the disk is full or failing. Free space and retry."
+    path = _sqlite_path(url)
+    if path is not None and ("unable to open" in low or "readonly" in low) and _read_only_fs(path.parent):
+        return (f"the store {url} is on a read-only file system ({text}). Fix: make it writable, or point asad "
+                "at a writable place (ASAD_STATE_DIR, or --db for the store alone).")
     if "readonly" in low or "read-only" in low or "permission" in low:
         return f"the store {url} cannot be written ({text}). Check the file's owner and mode (0600)."
     return f"the store {url} failed: {text}"
+
+
+def _read_only_fs(folder: Path) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def read_meta(factory: sessionmaker[Session]) -> dict[str, str]:
