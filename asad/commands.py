@@ -89,7 +89,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                               run_dir=None if backend.name == "sim" else settings.run_dir)
         except KeyboardInterrupt:
             return _cancel_after_interrupt(store, runner, wf.id, backend.name)
-        summary = store.workflow_rows([wf.id])[0].summary
+        summary = {**store.workflow_rows([wf.id])[0].summary, "simulated": backend.name == "sim"}
     finally:
         store.close()
     if args.json:
@@ -140,8 +140,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from asad.daemon import daemon_running
     from asad.spec import check_against_cluster, load_workflow
 
-    settings = settings_from(args, backend=args.backend)
+    settings = settings_from(args)
     spec = load_workflow(args.workflow, strategy=args.strategy)
+    settings.backend = daemon_backend(settings, args.backend)
     parts = _partitions_for_validation(settings)
     if parts:
         check_against_cluster(spec, parts, next((p.name for p in parts if p.default), None))
@@ -159,8 +160,29 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if not daemon_running(settings):
         print(f"asad: note: no daemon is running for this store, so workflow {wf.id} waits until one starts.\n"
               "  Start one with:  systemctl --user enable --now asad   (see docs/operations.md)\n"
-              "  or in a terminal: asad daemon", file=sys.stderr)
+              f"  or in a terminal: asad daemon{' --backend sim' if settings.backend == 'sim' else ''}",
+              file=sys.stderr)
     return 0
+
+
+def daemon_backend(settings: Settings, flag: str | None = None) -> str:
+    """The backend ``submit`` and ``predict`` check against: the flag's, else the running daemon's
+    (as it recorded it in the store), else the configured one (``auto``: Slurm when it answers, else
+    an error). Never the simulator unless asked for."""
+    from asad.backend_choice import resolve_backend
+    from asad.daemon import daemon_running
+
+    if flag:
+        return flag
+    if daemon_running(settings):
+        store = open_store(settings)
+        try:
+            recorded = (store.get_status("daemon") or {}).get("backend")
+        finally:
+            store.close()
+        if recorded in ("sim", "slurm"):
+            return recorded
+    return resolve_backend(settings.backend)
 
 
 def _partitions_for_validation(settings: Settings) -> list:
@@ -230,7 +252,8 @@ def cmd_history(args: argparse.Namespace) -> int:
     store = open_store(settings_from(args))
     try:
         rows = store.workflow_rows(limit=args.limit)
-        items = [_history_item(r) for r in rows]
+        simulated = store.simulated_workflow_ids([r.id for r in rows])
+        items = [{**_history_item(r), "simulated": r.id in simulated} for r in rows]
     finally:
         store.close()
     if args.json:
@@ -248,10 +271,13 @@ def _history_item(row) -> dict:  # noqa: ANN001
             "overhead_core_hours": s.get("overhead_core_hours"), "message": row.message}
 
 
-def _load_workflow(args: argparse.Namespace) -> list:
+def _load_workflow(args: argparse.Namespace, simulated: list | None = None) -> list:
     store = open_store(settings_from(args))
     try:
-        return store.load_workflows([args.workflow])
+        wfs = store.load_workflows([args.workflow])
+        if simulated is not None:
+            simulated.append(bool(store.simulated_workflow_ids([args.workflow])))
+        return wfs
     finally:
         store.close()
 
@@ -261,10 +287,11 @@ def cmd_show(args: argparse.Namespace) -> int:
     from asad.metrics import summarize
     from asad.status import render_summary
 
-    wfs = _load_workflow(args)
+    simulated: list = []
+    wfs = _load_workflow(args, simulated)
     if not wfs:
         return _fail(f"no workflow {args.workflow} in the store; 'asad history' lists them", EXIT_INPUT)
-    summary = summarize(wfs[0])
+    summary = {**summarize(wfs[0]), "simulated": simulated[0]}
     if args.plot:
         from asad.plots import plot_workflow
 
@@ -293,7 +320,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from asad.units import parse_duration_s
 
     settings = settings_from(args)
-    cluster = args.cluster or ("sim" if settings.backend == "sim" else "")
+    cluster = args.cluster or _cluster_name(settings)
     store = open_store(settings)
     try:
         if not args.partition:
@@ -322,6 +349,18 @@ def cmd_predict(args: argparse.Namespace) -> int:
         print(f"observations {n_obs}" + ("" if state else "  (nothing learned for this geometry yet: "
                                                          "the estimate is the learner's prior)"))
     return 0
+
+
+def _cluster_name(settings: Settings) -> str:
+    """The cluster part of the learners' keys for the backend the daemon drives (the runner keys
+    them by the backend's ``cluster_name``: Slurm's ClusterName, or ``sim``)."""
+    from asad.app import make_backend
+
+    name = daemon_backend(settings)
+    if name == "sim":
+        return "sim"
+    backend = make_backend(settings, name=name)
+    return getattr(backend, "cluster_name", backend.name)
 
 
 def _default_partition(store, cluster: str) -> str:  # noqa: ANN001

@@ -58,9 +58,18 @@ def status_rows(store, workflow_id: int | None = None, include_finished: bool = 
     else:
         wfs = store.load_workflows(active_only=not include_finished)
     rows = []
+    simulated = store.simulated_workflow_ids([wf.id for wf in wfs])
     for wf in wfs:
-        rows.extend(_stage_rows(wf, now))
+        for row in _stage_rows(wf, now):
+            row["simulated"] = wf.id in simulated or (daemon.get("backend") == "sim" and not wf.jobs)
+            rows.append(row)
+    if daemon.get("backend") == "sim" or any(r["simulated"] for r in rows):
+        notes.append(SIMULATED_NOTE)
     return rows, notes
+
+
+SIMULATED_NOTE = ("SIMULATED: these jobs are asad's simulator's (virtual time, simulated nodes), not Slurm's; "
+                  "squeue does not show them")
 
 
 def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
@@ -204,6 +213,8 @@ def render_summary(s: dict) -> str:
             + (f" mode={s['mode']}" if s["strategy"] == "asa" else "") + f"  state={s['state']}")
     if s.get("message"):
         head += f"\n  {s['message']}"
+    if s.get("simulated"):
+        head += f"\n  {SIMULATED_NOTE}"
     lines = [head,
              f"  makespan {d(s['makespan_s'])}   total perceived wait {d(s['total_wait_s'])}   "
              f"queue wait {d(s['queue_wait_s'])}",
@@ -224,7 +235,7 @@ def render_summary(s: dict) -> str:
 
 def render_history(items: list[dict]) -> str:
     lines = [f"{'ID':>5} {'WORKFLOW':<16} {'STRATEGY':<10} {'STATE':<10} {'SUBMITTED':>12} {'MAKESPAN':>10} "
-             f"{'WAIT':>9} {'CORE-H':>8} {'OVERHEAD':>8}"]
+             f"{'WAIT':>9} {'CORE-H':>8} {'OVERHEAD':>8} BACKEND"]
     for it in items:
         def d(x: float | None) -> str:
             return format_duration(x) if x is not None else "-"
@@ -232,7 +243,7 @@ def render_history(items: list[dict]) -> str:
         oh = f"{it['overhead_core_hours']:.2f}" if it["overhead_core_hours"] is not None else "-"
         lines.append(f"{it['id']:>5} {it['workflow'][:16]:<16} {it['strategy']:<10} {it['state']:<10} "
                      f"{_clock(it['created_at']):>12} {d(it['makespan_s']):>10} {d(it['total_wait_s']):>9} "
-                     f"{ch:>8} {oh:>8}")
+                     f"{ch:>8} {oh:>8} {'SIMULATED' if it.get('simulated') else '-'}")
     return "\n".join(lines)
 
 

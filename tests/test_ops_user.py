@@ -100,3 +100,82 @@ def test_ctrl_c_on_run_cancels_the_jobs_it_submitted_and_says_so(monkeypatch, ca
     finally:
         store.close()
     assert f"workflow {wf.id} cancelled" in err and str(jobs[0].job_id) in err
+
+
+# -- defects 2 and 3: the backend is chosen visibly; simulated output is marked -------------------
+@pytest.fixture
+def no_slurm(tmp_path, monkeypatch):
+    """A machine where no Slurm answers: no SLURM_CONF, a 'sinfo' that fails as Debian's does without
+    a configuration, and asad's own default backend."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "sinfo"
+    fake.write_text("#!/bin/sh\necho 'sinfo: fatal: Could not establish a configuration source' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    monkeypatch.delenv("ASAD_BACKEND")
+    from asad.backend_choice import slurm_answers
+
+    slurm_answers.cache_clear()
+    yield bin_dir
+    slurm_answers.cache_clear()
+
+
+def test_daemon_never_falls_into_the_simulator_by_default(no_slurm):
+    for args in (["daemon"], ["submit", str(EXAMPLES / "blast.yaml")], ["run", str(EXAMPLES / "blast.yaml")]):
+        proc = asad(*args, check=False, timeout=60)
+        assert proc.returncode == 3, (args, proc.stdout, proc.stderr)
+        assert "no Slurm cluster answers" in proc.stderr and "--backend sim" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert json.loads(asad("status", "--all", "--json").stdout)["stages"] == []  # nothing was submitted
+    # the simulator, asked for by name, still works (the README's first command)
+    out = json.loads(asad("run", str(EXAMPLES / "blast.yaml"), "--backend", "sim", "--load", "0", "--json").stdout)
+    assert out["state"] == "COMPLETED" and out["simulated"] is True
+
+
+def test_auto_is_slurm_when_slurm_answers(no_slurm, monkeypatch):
+    from asad.backend_choice import resolve_backend, slurm_answers
+
+    (no_slurm / "sinfo").write_text("#!/bin/sh\necho main\n")
+    assert resolve_backend("auto") == "slurm"
+    slurm_answers.cache_clear()
+    (no_slurm / "sinfo").write_text("#!/bin/sh\nexit 1\n")
+    monkeypatch.setenv("SLURM_CONF", "/etc/slurm/slurm.conf")  # set: Slurm is meant, even if down now
+    assert resolve_backend("auto") == "slurm"
+    assert resolve_backend("sim") == "sim"
+
+
+def test_submit_validates_against_the_running_daemons_backend(no_slurm, tmp_path):
+    """With no flag and no Slurm here, the daemon that holds the store decides: it records its backend."""
+    from asad.config import load_settings
+    from asad.daemon import acquire_lock
+
+    settings = load_settings()
+    store = Store(settings.database_url)
+    store.set_status("daemon", {"pid": 1, "backend": "sim"})
+    store.commit()
+    store.close()
+    lock = acquire_lock(settings)
+    try:
+        proc = asad("submit", str(EXAMPLES / "blast.yaml"), check=False)
+    finally:
+        import os
+
+        os.close(lock)
+    assert proc.returncode == 0, proc.stderr
+    status = asad("status").stdout.splitlines()
+    assert status[0].startswith("# SIMULATED")  # the daemon drives the simulator: said on top
+
+
+def test_simulated_output_is_marked_and_real_output_is_not(tmp_path):
+    asad("run", str(EXAMPLES / "blast.yaml"), "--backend", "sim", "--load", "0")
+    assert "SIMULATED" in asad("show", "1").stdout.splitlines()[1]
+    assert asad("history").stdout.splitlines()[1].split()[-1] == "SIMULATED"
+    assert json.loads(asad("history", "--json").stdout)[0]["simulated"] is True
+    assert asad("status", "--all").stdout.startswith("# SIMULATED")
+    # a workflow no simulator touched (submitted, no daemon yet) is not marked
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    asad("submit", str(EXAMPLES / "blast.yaml"), "--db", other)
+    assert "SIMULATED" not in asad("status", "--db", other).stdout
+    assert "SIMULATED" not in asad("history", "--db", other).stdout
