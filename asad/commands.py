@@ -7,6 +7,7 @@ import argparse
 import errno
 import functools
 import json
+import os
 import sys
 import time
 
@@ -43,6 +44,8 @@ def guarded(fn):  # noqa: ANN001, ANN201
             return _fail(refusal_text(exc.slurm_message), EXIT_SLURM)
         except SlurmError as exc:
             return _fail(f"{exc}\nIs Slurm up? 'sinfo' should answer; see docs/local-cluster.md.", EXIT_SLURM)
+        except StoreBusy as exc:
+            return _fail(str(exc), EXIT_INPUT)
         except OSError as exc:
             # asad's own files (state dir, daemon lock, run folders) on a read-only or foreign place
             if exc.errno not in _UNWRITABLE:
@@ -76,6 +79,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     backend = make_backend(settings, preset=args.preset, load=args.load, priority=args.priority)
     parts = backend.partitions()
     check_against_cluster(spec, parts, next((p.name for p in parts if p.default), None))
+    lock_fd = _run_lock(settings)
     store = open_store(settings)
     try:
         runner = make_runner(settings, store, backend)
@@ -92,6 +96,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         summary = {**store.workflow_rows([wf.id])[0].summary, "simulated": backend.name == "sim"}
     finally:
         store.close()
+        os.close(lock_fd)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -99,6 +104,26 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         print(render_summary(summary))
     return 0 if summary["state"] == "COMPLETED" else EXIT_FAILED
+
+
+class StoreBusy(Exception):
+    pass
+
+
+def _run_lock(settings: Settings) -> int:
+    """``asad run`` drives the store's workflows itself, as the daemon does: two drivers on one store
+    would submit the same stages (the daemon's tick failing on ``UNIQUE constraint failed:
+    jobs.tag``). So it holds the daemon's lock while it runs, and refuses when a daemon holds it."""
+    from asad.daemon import AlreadyRunning, acquire_lock
+
+    try:
+        return acquire_lock(settings)
+    except AlreadyRunning:
+        raise StoreBusy(
+            f"a daemon (or another 'asad run') is driving this store ({shown_url(settings.database_url)}; lock "
+            f"{settings.lock_file}). Nothing was submitted. Fix: hand the workflow to it with "
+            f"'asad submit', or run beside it on a store of its own: ASAD_STATE_DIR=$(mktemp -d) asad run ..."
+        ) from None
 
 
 def _cancel_after_interrupt(store, runner, wf_id: int, backend_name: str) -> int:  # noqa: ANN001

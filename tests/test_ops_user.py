@@ -179,3 +179,32 @@ def test_simulated_output_is_marked_and_real_output_is_not(tmp_path):
     asad("submit", str(EXAMPLES / "blast.yaml"), "--db", other)
     assert "SIMULATED" not in asad("status", "--db", other).stdout
     assert "SIMULATED" not in asad("history", "--db", other).stdout
+
+
+# -- defect 6: asad run beside a daemon on the same store ----------------------------------------
+def test_run_refuses_clearly_while_a_daemon_drives_the_store():
+    """Two drivers on one store submit the same stages (the daemon's ticks then fail on
+    ``UNIQUE constraint failed: jobs.tag``): asad run refuses and submits nothing."""
+    import os
+
+    from asad.config import load_settings
+    from asad.daemon import acquire_lock
+
+    settings = load_settings()
+    lock = acquire_lock(settings)  # what a running daemon holds
+    try:
+        proc = asad("run", str(EXAMPLES / "blast.yaml"), "--backend", "sim", "--load", "0", check=False)
+    finally:
+        os.close(lock)
+    assert proc.returncode == 3, proc.stderr
+    assert "asad submit" in proc.stderr and "Nothing was submitted" in proc.stderr
+    assert json.loads(asad("history", "--json").stdout) == []
+    # and while asad run drives the store (it holds the same lock), a daemon refuses to start beside it
+    from asad.commands import _run_lock
+
+    lock = _run_lock(settings)
+    try:
+        daemon = asad("daemon", "--backend", "sim", check=False, timeout=60)
+    finally:
+        os.close(lock)
+    assert daemon.returncode == 1 and "asad run" in daemon.stdout, daemon.stdout
