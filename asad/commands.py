@@ -94,6 +94,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             return _cancel_after_interrupt(store, runner, wf.id, backend.name)
         summary = {**store.workflow_rows([wf.id])[0].summary, "simulated": backend.name == "sim"}
+        _add_output_paths(summary, store.load_workflows([wf.id])[0])
     finally:
         store.close()
         os.close(lock_fd)
@@ -307,6 +308,14 @@ def _load_workflow(args: argparse.Namespace, simulated: list | None = None) -> l
         store.close()
 
 
+def _add_output_paths(summary: dict, wf) -> None:  # noqa: ANN001
+    from asad.status import output_paths
+
+    for st in summary["stages"]:
+        if st["name"] in wf.stages:
+            st.update(output_paths(wf, st["name"]))
+
+
 @guarded
 def cmd_show(args: argparse.Namespace) -> int:
     from asad.metrics import summarize
@@ -317,6 +326,7 @@ def cmd_show(args: argparse.Namespace) -> int:
     if not wfs:
         return _fail(f"no workflow {args.workflow} in the store; 'asad history' lists them", EXIT_INPUT)
     summary = {**summarize(wfs[0]), "simulated": simulated[0]}
+    _add_output_paths(summary, wfs[0])
     if args.plot:
         from asad.plots import plot_workflow
 

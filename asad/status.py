@@ -14,6 +14,7 @@ A width works as in squeue: ``%.10i`` right-aligns in 10 columns, ``%-10i`` or `
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from datetime import datetime, timezone
@@ -63,6 +64,9 @@ def status_rows(store, workflow_id: int | None = None, include_finished: bool = 
         for row in _stage_rows(wf, now):
             row["simulated"] = wf.id in simulated or (daemon.get("backend") == "sim" and not wf.jobs)
             rows.append(row)
+            if row["state"] == StageState.FAILED.value and row.get("log"):
+                notes.append(f"workflow {wf.id} stage {row['stage']} failed: its output is in {row['log']}"
+                             + (f" (Slurm's: {row['slurm_output']})" if row.get("slurm_output") else ""))
     if daemon.get("backend") == "sim" or any(r["simulated"] for r in rows):
         notes.append(SIMULATED_NOTE)
     return rows, notes
@@ -70,6 +74,19 @@ def status_rows(store, workflow_id: int | None = None, include_finished: bool = 
 
 SIMULATED_NOTE = ("SIMULATED: these jobs are asad's simulator's (virtual time, simulated nodes), not Slurm's; "
                   "squeue does not show them")
+
+
+def output_paths(wf: WorkflowRun, stage: str) -> dict[str, str]:
+    """Where a stage's output is on a real cluster: ``log``, the command's stdout and stderr (the
+    stage wrapper's ``<run dir>/<workflow id>/<stage>.log``), and ``slurm_output``, the job's own
+    ``--output`` (``<stage>-<job id>.out``: the wrapper's messages, Slurm's errors). None on the simulator."""
+    job = wf.current_job(stage) if wf.strategy != "big-job" else (wf.jobs[-1] if wf.jobs else None)
+    if job is None or not job.request.output:
+        return {}
+    out = {"log": f"{os.path.dirname(job.request.output)}/{stage}.log"}
+    if job.job_id is not None:
+        out["slurm_output"] = job.request.output.replace("%j", str(job.job_id))
+    return out
 
 
 def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
@@ -126,6 +143,7 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
             "submitted_at": job.submitted_at if job is not None else None,
             "account": (req.account if req else spec.account) or "", "qos": (req.qos if req else spec.qos) or "",
             "tag": job.tag if job is not None else "",
+            **output_paths(wf, name),
         })
     return out
 
@@ -230,6 +248,9 @@ def render_summary(s: dict) -> str:
             f"{d(st['perceived_wait_s']):>9} {d(st['est_wait_s']):>9} {d(st['idle_s']):>7}")
         if st.get("message") and st["state"] != "COMPLETED":
             lines.append(f"      {st['message']}")
+        if st.get("log"):
+            lines.append(f"      log {st['log']}" + (f"   Slurm output {st['slurm_output']}"
+                                                     if st.get("slurm_output") else ""))
     return "\n".join(lines)
 
 

@@ -208,3 +208,47 @@ def test_run_refuses_clearly_while_a_daemon_drives_the_store():
     finally:
         os.close(lock)
     assert daemon.returncode == 1 and "asad run" in daemon.stdout, daemon.stdout
+
+
+# -- defect 5: where a stage's output is -------------------------------------------------------------
+class _RealLike:
+    """The simulator under another name: the runner then writes batch scripts and output paths as
+    for a real cluster (<run dir>/<workflow id>/<stage>-%j.out), on virtual time."""
+
+    name = "slurm-like"
+
+    def __init__(self, sim):
+        self._sim = sim
+
+    def __getattr__(self, attr):
+        return getattr(self._sim, attr)
+
+
+def test_show_and_status_print_each_stages_log_path():
+    import sqlite3
+
+    from asad.app import run_in_process
+    from asad.config import load_settings
+    from asad.slurm.sim import make_simulator
+    from asad.spec import load_workflow
+
+    settings = load_settings()
+    store = Store(settings.database_url)
+    try:
+        run_in_process(store, _RealLike(make_simulator("small", load=0.0)),
+                       [load_workflow(EXAMPLES / "blast.yaml")], settings=settings)
+        job_ids = {j.stage: j.job_id for j in store.jobs_for(1)}
+    finally:
+        store.close()
+    run_dir = settings.run_dir / "1"
+    show = asad("show", "1").stdout
+    for stage, job_id in job_ids.items():
+        assert f"log {run_dir}/{stage}.log   Slurm output {run_dir}/{stage}-{job_id}.out" in show, show
+    data = json.loads(asad("show", "1", "--json").stdout)
+    assert {st["name"]: st["log"] for st in data["stages"]} == {s: f"{run_dir}/{s}.log" for s in job_ids}
+    # a failed stage: asad status says where to look, without being asked
+    with sqlite3.connect(settings.database_url.removeprefix("sqlite:///")) as db:
+        db.execute("update stages set state = 'FAILED' where name = 'blastn'")
+    status = asad("status", "--all").stdout
+    assert (f"# workflow 1 stage blastn failed: its output is in {run_dir}/blastn.log "
+            f"(Slurm's: {run_dir}/blastn-{job_ids['blastn']}.out)") in status, status
