@@ -21,7 +21,9 @@ WRAPPER = Path(__file__).resolve().parent.parent / "slurm-scripts" / "asad-stage
 def make_backend(settings: Settings, *, name: str | None = None, preset: str | None = None,
                  load: float | None = None, seed: int | None = None, priority: str | None = None,
                  wall_clock: bool = False) -> Backend:
-    name = name or settings.backend
+    from asad.backend_choice import resolve_backend
+
+    name = resolve_backend(name or settings.backend)
     if name == "sim":
         from asad.slurm.sim import make_simulator
 

@@ -38,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("workflow", type=Path)
     p.add_argument("--strategy", choices=("auto", "per-stage", "big-job", "chain", "asa"))
     p.add_argument("--mode", choices=("dependency", "naive"))
-    p.add_argument("--backend", choices=("sim", "slurm"), help="the daemon's backend, to validate against")
+    p.add_argument("--backend", choices=("sim", "slurm"), help="the cluster to validate against (default: the "
+                   "running daemon's, else the configured backend: Slurm when it answers)")
     p.add_argument("--dry-run", action="store_true",
                    help="print the sbatch commands and scripts asad would run now; submit and store nothing")
     p.set_defaults(func=_cmd("submit"))
@@ -67,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd("show"))
 
     p = sub.add_parser("daemon", parents=[common], help="run the daemon in the foreground (for systemd)")
-    p.add_argument("--backend", choices=("sim", "slurm"))
+    p.add_argument("--backend", choices=("sim", "slurm"), help="slurm, or sim for the simulator "
+                   "(default: Slurm when it answers, else an error)")
     p.add_argument("--speed", type=float, help="with --backend sim: virtual seconds per wall second")
     p.add_argument("--preset", help="with --backend sim: the simulated cluster")
     p.add_argument("--load", type=float, help="with --backend sim: background load")
@@ -108,7 +110,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _backend_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--backend", choices=("sim", "slurm"), default=None, help="default: sim")
+    p.add_argument("--backend", choices=("sim", "slurm"), default=None,
+                   help="slurm, or sim for the simulator (default: Slurm when it answers, else an error)")
     p.add_argument("--preset", help="simulated cluster: small, hpc2n, uppmax, ... (default small)")
     p.add_argument("--load", type=float, help="simulated background load (0 = empty cluster)")
     p.add_argument("--priority", choices=("fifo", "multifactor"), help="simulated priority policy")

@@ -4,15 +4,17 @@ can fix are printed as one clear message (what is wrong, how to fix it), never a
 from __future__ import annotations
 
 import argparse
+import errno
 import functools
 import json
+import os
 import sys
 import time
 
 from asad.config import ConfigError, Settings, load_settings
 from asad.slurm.backend import SlurmError, SubmitRejected
 from asad.spec import SpecError
-from asad.store.db import StoreError, shown_url
+from asad.store.db import StoreError, shown_url, unwritable_place_message
 from asad.wake import wake_daemon
 
 # Exit codes: 1 the workflow failed or was cancelled, 2 usage (argparse), 3 the workflow file or a
@@ -42,7 +44,17 @@ def guarded(fn):  # noqa: ANN001, ANN201
             return _fail(refusal_text(exc.slurm_message), EXIT_SLURM)
         except SlurmError as exc:
             return _fail(f"{exc}\nIs Slurm up? 'sinfo' should answer; see docs/local-cluster.md.", EXIT_SLURM)
+        except StoreBusy as exc:
+            return _fail(str(exc), EXIT_INPUT)
+        except OSError as exc:
+            # asad's own files (state dir, daemon lock, run folders) on a read-only or foreign place
+            if exc.errno not in _UNWRITABLE:
+                raise
+            return _fail(unwritable_place_message("a file of asad's state", exc), EXIT_STORE)
     return wrapper
+
+
+_UNWRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.ENOTDIR, errno.EDQUOT}
 
 
 def settings_from(args: argparse.Namespace, **extra) -> Settings:  # noqa: ANN003
@@ -67,6 +79,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     backend = make_backend(settings, preset=args.preset, load=args.load, priority=args.priority)
     parts = backend.partitions()
     check_against_cluster(spec, parts, next((p.name for p in parts if p.default), None))
+    lock_fd = _run_lock(settings)
     store = open_store(settings)
     try:
         runner = make_runner(settings, store, backend)
@@ -75,11 +88,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         wf = store.add_workflow(spec, backend.now(), strategy=args.strategy or spec.strategy,
                                 mode=args.mode or spec.mode)
         runner.load()
-        run_to_completion(runner, backend, [wf.id], poll_interval_s=settings.poll_interval_s,
-                          run_dir=None if backend.name == "sim" else settings.run_dir)
-        summary = store.workflow_rows([wf.id])[0].summary
+        try:
+            run_to_completion(runner, backend, [wf.id], poll_interval_s=settings.poll_interval_s,
+                              run_dir=None if backend.name == "sim" else settings.run_dir)
+        except KeyboardInterrupt:
+            return _cancel_after_interrupt(store, runner, wf.id, backend.name)
+        summary = {**store.workflow_rows([wf.id])[0].summary, "simulated": backend.name == "sim"}
+        _add_output_paths(summary, store.load_workflows([wf.id])[0])
     finally:
         store.close()
+        os.close(lock_fd)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -87,6 +105,53 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         print(render_summary(summary))
     return 0 if summary["state"] == "COMPLETED" else EXIT_FAILED
+
+
+class StoreBusy(Exception):
+    pass
+
+
+def _run_lock(settings: Settings) -> int:
+    """``asad run`` drives the store's workflows itself, as the daemon does: two drivers on one store
+    would submit the same stages (the daemon's tick failing on ``UNIQUE constraint failed:
+    jobs.tag``). So it holds the daemon's lock while it runs, and refuses when a daemon holds it."""
+    from asad.daemon import AlreadyRunning, acquire_lock
+
+    try:
+        return acquire_lock(settings)
+    except AlreadyRunning:
+        raise StoreBusy(
+            f"a daemon (or another 'asad run') is driving this store ({shown_url(settings.database_url)}; lock "
+            f"{settings.lock_file}). Nothing was submitted. Fix: hand the workflow to it with "
+            f"'asad submit', or run beside it on a store of its own: ASAD_STATE_DIR=$(mktemp -d) asad run ..."
+        ) from None
+
+
+def _cancel_after_interrupt(store, runner, wf_id: int, backend_name: str) -> int:  # noqa: ANN001
+    """Ctrl-C on ``asad run``: cancel the workflow and the jobs it submitted, and say so. The
+    interrupt may have landed mid-tick: read the store again (the write-ahead intents reconcile a
+    submission whose job id was not recorded yet), then let the engine cancel as for ``asad cancel``."""
+    import signal
+
+    from asad.model import JobPhase
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not leave jobs behind
+    try:
+        store.session.rollback()
+        store.request_cancel(wf_id)
+        runner.reload()
+        wf = runner.active.get(wf_id)
+        ids = [j.job_id for j in (wf.jobs if wf else []) if j.phase is JobPhase.LIVE and j.job_id is not None]
+        runner.tick()
+        if ids:
+            runner.backend.cancel(ids)  # again, harmless: the engine's tick cancelled them already
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    what = "Slurm jobs" if backend_name != "sim" else "simulated jobs"
+    print(f"asad: interrupted: workflow {wf_id} cancelled"
+          + (f", and its {what} {', '.join(map(str, ids))} with it" if ids else "; it had no job in the queue"),
+          file=sys.stderr)
+    return 130
 
 
 def _warmup_s(backend, load: float | None) -> float:  # noqa: ANN001
@@ -101,8 +166,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from asad.daemon import daemon_running
     from asad.spec import check_against_cluster, load_workflow
 
-    settings = settings_from(args, backend=args.backend)
+    settings = settings_from(args)
     spec = load_workflow(args.workflow, strategy=args.strategy)
+    settings.backend = daemon_backend(settings, args.backend)
     if getattr(args, "dry_run", False):
         return _dry_run(settings, spec, args)
     parts = _partitions_for_validation(settings)
@@ -122,7 +188,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if not daemon_running(settings):
         print(f"asad: note: no daemon is running for this store, so workflow {wf.id} waits until one starts.\n"
               "  Start one with:  systemctl --user enable --now asad   (see docs/operations.md)\n"
-              "  or in a terminal: asad daemon", file=sys.stderr)
+              f"  or in a terminal: asad daemon{' --backend sim' if settings.backend == 'sim' else ''}",
+              file=sys.stderr)
     return 0
 
 
@@ -140,6 +207,26 @@ def _dry_run(settings: Settings, spec, args: argparse.Namespace) -> int:  # noqa
                             "a real one)\n# Nothing was submitted", 1)
     print(text, end="")
     return 0
+
+
+def daemon_backend(settings: Settings, flag: str | None = None) -> str:
+    """The backend ``submit`` and ``predict`` check against: the flag's, else the running daemon's
+    (as it recorded it in the store), else the configured one (``auto``: Slurm when it answers, else
+    an error). Never the simulator unless asked for."""
+    from asad.backend_choice import resolve_backend
+    from asad.daemon import daemon_running
+
+    if flag:
+        return flag
+    if daemon_running(settings):
+        store = open_store(settings)
+        try:
+            recorded = (store.get_status("daemon") or {}).get("backend")
+        finally:
+            store.close()
+        if recorded in ("sim", "slurm"):
+            return recorded
+    return resolve_backend(settings.backend)
 
 
 def _partitions_for_validation(settings: Settings) -> list:
@@ -174,12 +261,20 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 # -- status / history / show ---------------------------------------------------------------------
 @guarded
 def cmd_status(args: argparse.Namespace) -> int:
-    from asad.status import render_status, status_rows
+    from asad.status import check_format, render_status, status_rows
 
+    if args.format:
+        try:
+            check_format(args.format)
+        except ValueError as exc:
+            return _fail(str(exc), EXIT_INPUT)
     settings = settings_from(args)
     while True:
         store = open_store(settings)
         try:
+            if args.workflow is not None and not store.workflow_rows([args.workflow]):
+                return _fail(f"no workflow {args.workflow} in the store ({shown_url(store.url)}); "
+                             "'asad status --all' lists them", EXIT_INPUT)
             rows, notes = status_rows(store, workflow_id=args.workflow, include_finished=args.all)
         finally:
             store.close()
@@ -201,7 +296,8 @@ def cmd_history(args: argparse.Namespace) -> int:
     store = open_store(settings_from(args))
     try:
         rows = store.workflow_rows(limit=args.limit)
-        items = [_history_item(r) for r in rows]
+        simulated = store.simulated_workflow_ids([r.id for r in rows])
+        items = [{**_history_item(r), "simulated": r.id in simulated} for r in rows]
     finally:
         store.close()
     if args.json:
@@ -219,12 +315,23 @@ def _history_item(row) -> dict:  # noqa: ANN001
             "overhead_core_hours": s.get("overhead_core_hours"), "message": row.message}
 
 
-def _load_workflow(args: argparse.Namespace) -> list:
+def _load_workflow(args: argparse.Namespace, simulated: list | None = None) -> list:
     store = open_store(settings_from(args))
     try:
-        return store.load_workflows([args.workflow])
+        wfs = store.load_workflows([args.workflow])
+        if simulated is not None:
+            simulated.append(bool(store.simulated_workflow_ids([args.workflow])))
+        return wfs
     finally:
         store.close()
+
+
+def _add_output_paths(summary: dict, wf) -> None:  # noqa: ANN001
+    from asad.status import output_paths
+
+    for st in summary["stages"]:
+        if st["name"] in wf.stages:
+            st.update(output_paths(wf, st["name"]))
 
 
 @guarded
@@ -232,10 +339,12 @@ def cmd_show(args: argparse.Namespace) -> int:
     from asad.metrics import summarize
     from asad.status import render_summary
 
-    wfs = _load_workflow(args)
+    simulated: list = []
+    wfs = _load_workflow(args, simulated)
     if not wfs:
         return _fail(f"no workflow {args.workflow} in the store; 'asad history' lists them", EXIT_INPUT)
-    summary = summarize(wfs[0])
+    summary = {**summarize(wfs[0]), "simulated": simulated[0]}
+    _add_output_paths(summary, wfs[0])
     if args.plot:
         from asad.plots import plot_workflow
 
@@ -264,7 +373,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from asad.units import parse_duration_s
 
     settings = settings_from(args)
-    cluster = args.cluster or ("sim" if settings.backend == "sim" else "")
+    cluster = args.cluster or _cluster_name(settings)
     store = open_store(settings)
     try:
         if not args.partition:
@@ -293,6 +402,18 @@ def cmd_predict(args: argparse.Namespace) -> int:
         print(f"observations {n_obs}" + ("" if state else "  (nothing learned for this geometry yet: "
                                                          "the estimate is the learner's prior)"))
     return 0
+
+
+def _cluster_name(settings: Settings) -> str:
+    """The cluster part of the learners' keys for the backend the daemon drives (the runner keys
+    them by the backend's ``cluster_name``: Slurm's ClusterName, or ``sim``)."""
+    from asad.app import make_backend
+
+    name = daemon_backend(settings)
+    if name == "sim":
+        return "sim"
+    backend = make_backend(settings, name=name)
+    return getattr(backend, "cluster_name", backend.name)
 
 
 def _default_partition(store, cluster: str) -> str:  # noqa: ANN001

@@ -22,7 +22,7 @@ class Settings:
     state_dir: Path = field(default_factory=lambda: _xdg("XDG_STATE_HOME", ".local/state") / "asad")
     config_file: Path = field(default_factory=lambda: _xdg("XDG_CONFIG_HOME", ".config") / "asad" / "config.toml")
     db_url: str = ""  # default: sqlite:///<state_dir>/asad.db
-    backend: str = "sim"  # sim | slurm
+    backend: str = "auto"  # auto (Slurm when it answers, else refuse) | slurm | sim (asad.backend_choice)
     poll_interval_s: float = 30.0  # the shortest pause between two polls of Slurm
     max_poll_interval_s: float = 300.0  # backed off to this when nothing changes
     predictor: str = ""  # wait learner kind; "" = the measured recommendation

@@ -48,7 +48,7 @@ def acquire_lock(settings: Settings) -> int:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise AlreadyRunning(f"another asad daemon holds {settings.lock_file}; one daemon per user and store. "
+        raise AlreadyRunning(f"another asad daemon (or an 'asad run') holds {settings.lock_file}; one per user and store. "
                              "Stop it first (systemctl --user stop asad) or use another state dir.") from None
     os.ftruncate(fd, 0)
     os.write(fd, str(os.getpid()).encode())

@@ -14,6 +14,7 @@ A width works as in squeue: ``%.10i`` right-aligns in 10 columns, ``%-10i`` or `
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from datetime import datetime, timezone
@@ -58,9 +59,34 @@ def status_rows(store, workflow_id: int | None = None, include_finished: bool = 
     else:
         wfs = store.load_workflows(active_only=not include_finished)
     rows = []
+    simulated = store.simulated_workflow_ids([wf.id for wf in wfs])
     for wf in wfs:
-        rows.extend(_stage_rows(wf, now))
+        for row in _stage_rows(wf, now):
+            row["simulated"] = wf.id in simulated or (daemon.get("backend") == "sim" and not wf.jobs)
+            rows.append(row)
+            if row["state"] == StageState.FAILED.value and row.get("log"):
+                notes.append(f"workflow {wf.id} stage {row['stage']} failed: its output is in {row['log']}"
+                             + (f" (Slurm's: {row['slurm_output']})" if row.get("slurm_output") else ""))
+    if daemon.get("backend") == "sim" or any(r["simulated"] for r in rows):
+        notes.append(SIMULATED_NOTE)
     return rows, notes
+
+
+SIMULATED_NOTE = ("SIMULATED: these jobs are asad's simulator's (virtual time, simulated nodes), not Slurm's; "
+                  "squeue does not show them")
+
+
+def output_paths(wf: WorkflowRun, stage: str) -> dict[str, str]:
+    """Where a stage's output is on a real cluster: ``log``, the command's stdout and stderr (the
+    stage wrapper's ``<run dir>/<workflow id>/<stage>.log``), and ``slurm_output``, the job's own
+    ``--output`` (``<stage>-<job id>.out``: the wrapper's messages, Slurm's errors). None on the simulator."""
+    job = wf.current_job(stage) if wf.strategy != "big-job" else (wf.jobs[-1] if wf.jobs else None)
+    if job is None or not job.request.output:
+        return {}
+    out = {"log": f"{os.path.dirname(job.request.output)}/{stage}.log"}
+    if job.job_id is not None:
+        out["slurm_output"] = job.request.output.replace("%j", str(job.job_id))
+    return out
 
 
 def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
@@ -117,6 +143,7 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
             "submitted_at": job.submitted_at if job is not None else None,
             "account": (req.account if req else spec.account) or "", "qos": (req.qos if req else spec.qos) or "",
             "tag": job.tag if job is not None else "",
+            **output_paths(wf, name),
         })
     return out
 
@@ -149,6 +176,15 @@ def _cell(row: dict, key: str) -> str:
 
 
 _SPEC_RE = re.compile(r"%(-|\.)?(\d+)?([A-Za-z%])")
+
+
+def check_format(fmt: str) -> None:
+    """Refuse a ``-o`` format with a letter asad does not know, listing the ones it does."""
+    unknown = sorted({m.group(3) for m in _SPEC_RE.finditer(fmt) if m.group(3) != "%" and m.group(3) not in _FIELDS})
+    if unknown:
+        known = ", ".join(f"%{k} {h}" for k, (h, _) in _FIELDS.items())
+        raise ValueError(f"unknown format field{'s' if len(unknown) > 1 else ''} "
+                         f"{', '.join('%' + u for u in unknown)} in -o {fmt!r}; valid fields: {known}")
 
 
 def render_status(rows: list[dict], fmt: str | None = None, notes: list[str] | None = None) -> str:
@@ -195,6 +231,8 @@ def render_summary(s: dict) -> str:
             + (f" mode={s['mode']}" if s["strategy"] == "asa" else "") + f"  state={s['state']}")
     if s.get("message"):
         head += f"\n  {s['message']}"
+    if s.get("simulated"):
+        head += f"\n  {SIMULATED_NOTE}"
     lines = [head,
              f"  makespan {d(s['makespan_s'])}   total perceived wait {d(s['total_wait_s'])}   "
              f"queue wait {d(s['queue_wait_s'])}",
@@ -210,12 +248,15 @@ def render_summary(s: dict) -> str:
             f"{d(st['perceived_wait_s']):>9} {d(st['est_wait_s']):>9} {d(st['idle_s']):>7}")
         if st.get("message") and st["state"] != "COMPLETED":
             lines.append(f"      {st['message']}")
+        if st.get("log"):
+            lines.append(f"      log {st['log']}" + (f"   Slurm output {st['slurm_output']}"
+                                                     if st.get("slurm_output") else ""))
     return "\n".join(lines)
 
 
 def render_history(items: list[dict]) -> str:
     lines = [f"{'ID':>5} {'WORKFLOW':<16} {'STRATEGY':<10} {'STATE':<10} {'SUBMITTED':>12} {'MAKESPAN':>10} "
-             f"{'WAIT':>9} {'CORE-H':>8} {'OVERHEAD':>8}"]
+             f"{'WAIT':>9} {'CORE-H':>8} {'OVERHEAD':>8} BACKEND"]
     for it in items:
         def d(x: float | None) -> str:
             return format_duration(x) if x is not None else "-"
@@ -223,7 +264,7 @@ def render_history(items: list[dict]) -> str:
         oh = f"{it['overhead_core_hours']:.2f}" if it["overhead_core_hours"] is not None else "-"
         lines.append(f"{it['id']:>5} {it['workflow'][:16]:<16} {it['strategy']:<10} {it['state']:<10} "
                      f"{_clock(it['created_at']):>12} {d(it['makespan_s']):>10} {d(it['total_wait_s']):>9} "
-                     f"{ch:>8} {oh:>8}")
+                     f"{ch:>8} {oh:>8} {'SIMULATED' if it.get('simulated') else '-'}")
     return "\n".join(lines)
 
 

@@ -17,6 +17,9 @@ def _private_xdg(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     for var in ("ASAD_DB_URL", "ASAD_BACKEND", "ASAD_CONFIG", "ASAD_STATE_DIR", "ASAD_PREDICTOR"):
         monkeypatch.delenv(var, raising=False)
+    # The fast suite runs on the simulator, chosen explicitly: asad's own default ("auto") drives a
+    # real Slurm when one answers and refuses otherwise (tests/test_ops_user.py checks it).
+    monkeypatch.setenv("ASAD_BACKEND", "sim")
 
 
 @pytest.fixture

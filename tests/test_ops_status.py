@@ -51,6 +51,7 @@ def test_default_columns_are_squeues_plus_asads(db_url):
     rows, notes = status_rows(store)
     text = render_status(rows, None, notes).splitlines()
     store.close()
+    assert text.pop(0).startswith("# SIMULATED")  # the simulator's jobs are marked as such
     assert text[0].split() == ["WORKFLOW", "STAGE", "JOBID", "PARTITION", "NAME", "ST", "TIME", "NODES", "CPUS",
                                "PLANNED", "EST.WAIT", "NODELIST(REASON)"]
     first, second, third = (line.split() for line in text[1:])

@@ -177,3 +177,33 @@ def test_a_password_in_the_store_url_is_never_shown(capsys):
     import structlog
 
     structlog.reset_defaults()
+
+
+def _open_fresh_store(path: str, start_at: float) -> str:
+    """One process of the creation race: wait for the common start, then open the store."""
+    while time.time() < start_at:
+        pass
+    try:
+        store = Store(f"sqlite:///{path}")
+        return store.store_id
+    except BaseException as exc:  # noqa: BLE001 - reported back to the parent
+        return f"error {type(exc).__name__}: {exc}"
+
+
+def test_processes_opening_one_fresh_store_at_once_all_succeed(tmp_path):
+    """Issue 13 defect 1: a daemon and a submit creating one store at the same moment must both open
+    it, with one schema version and one store id (not AttributeError on a half-written meta)."""
+    import multiprocessing
+
+    path = str(tmp_path / "race" / "asad.db")
+    ctx = multiprocessing.get_context("forkserver")
+    with ctx.Pool(6) as pool:
+        pool.map(time.sleep, [0] * 6)  # the workers are up and have imported asad
+        start_at = time.time() + 0.5
+        ids = pool.starmap(_open_fresh_store, [(path, start_at)] * 6)
+    errors = [i for i in ids if i.startswith("error")]
+    assert not errors, errors
+    assert len(set(ids)) == 1, ids
+    with sqlite3.connect(path) as conn:
+        rows = dict(conn.execute("select key, value from meta").fetchall())
+    assert rows["store_id"] == ids[0]

@@ -6,13 +6,15 @@ Every failure to open becomes a :class:`StoreError` that names the database and 
 from __future__ import annotations
 
 import os
+import random
 import secrets
 import sqlite3
+import time
 from pathlib import Path
 
 from sqlalchemy import create_engine, event, inspect, make_url, select
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import ArgumentError, DatabaseError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from asad.store.models import SCHEMA_VERSION, Base, Meta
@@ -35,13 +37,24 @@ def _sqlite_path(url: str) -> Path | None:
     return Path(raw)
 
 
+def unwritable_place_message(what: str, exc: OSError) -> str:
+    """A clear message for a file or folder asad cannot create or write (read-only file system,
+    permissions, a file where a folder should be), naming the path and the fix."""
+    where = exc.filename or what
+    return (f"{what} cannot be written: {where}: {exc.strerror or exc}. Fix: make that place writable, "
+            "or point asad at a writable one (ASAD_STATE_DIR, or --db for the store alone).")
+
+
 def _prepare_sqlite_file(path: Path) -> None:
     # The store holds commands and paths of the user's work: keep it private.
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if not path.exists():
-        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
-        os.close(fd)
-    else:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not path.exists():
+            fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o600)
+            os.close(fd)
+    except OSError as exc:
+        raise StoreError(unwritable_place_message(f"the store {path}", exc)) from exc
+    if path.stat().st_size:
         with open(path, "rb") as fh:
             head = fh.read(16)
         if head and not head.startswith(b"SQLite format 3\x00"):
@@ -91,16 +104,7 @@ def open_database(url: str, *, create: bool = True) -> tuple[Engine, sessionmake
                          "env ASAD_DB_URL or --db).") from exc
     factory = sessionmaker(engine, expire_on_commit=False)
     try:
-        if "meta" not in tables:
-            if tables - {"meta"} and not create:
-                raise StoreError(f"{shown_url(url)} holds tables but no asad schema version: not an asad store.")
-            Base.metadata.create_all(engine)
-            with factory.begin() as s:
-                s.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
-                s.add(Meta(key="store_id", value=secrets.token_hex(3)))
-        with factory() as s:
-            version = int(s.get(Meta, "schema_version").value)
-            store_id = s.get(Meta, "store_id").value
+        version, store_id = _create_or_read_meta(engine, factory, url, tables, create)
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"the store {shown_url(url)} was written by a newer asad (schema {version}; this asad knows up to "
@@ -116,6 +120,46 @@ def open_database(url: str, *, create: bool = True) -> tuple[Engine, sessionmake
     except (DatabaseError, OperationalError) as exc:
         raise StoreError(_explain(url, exc)) from exc
     return engine, factory, store_id
+
+
+def _create_or_read_meta(engine: Engine, factory: sessionmaker[Session], url: str, tables: set[str],
+                         create: bool) -> tuple[int, str]:
+    """The store's schema version and id, creating the schema first if the store is new.
+
+    Idempotent under concurrency: several processes (a daemon and a submit) may open one fresh store
+    at the same moment. Each creates what is missing; a table or meta row another process created in
+    between (``already exists``, a duplicate key) or one not yet committed is simply read again.
+    """
+    deadline = time.monotonic() + 30.0
+    while True:
+        try:
+            if "meta" not in tables and tables and not create:
+                raise StoreError(f"{shown_url(url)} holds tables but no asad schema version: not an asad store.")
+            if "meta" not in tables or "workflows" not in tables:
+                Base.metadata.create_all(engine)  # checkfirst: creates only what is missing
+            with factory() as s:
+                version_row, id_row = s.get(Meta, "schema_version"), s.get(Meta, "store_id")
+                if version_row is not None and id_row is not None:
+                    return int(version_row.value), id_row.value
+            with factory.begin() as s:  # one transaction: another process sees both rows or neither
+                if version_row is None:
+                    s.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
+                if id_row is None:
+                    s.add(Meta(key="store_id", value=secrets.token_hex(3)))
+        except (IntegrityError, OperationalError) as exc:
+            # Lost the race: a table or the meta rows were created by another process. Read again.
+            if time.monotonic() > deadline or not _lost_creation_race(exc):
+                raise
+            time.sleep(random.uniform(0.01, 0.05))
+        with engine.connect() as conn:
+            tables = set(inspect(conn).get_table_names())
+
+
+def _lost_creation_race(exc: BaseException) -> bool:
+    if isinstance(exc, IntegrityError):
+        return True
+    low = str(getattr(exc, "orig", exc)).lower()
+    return "already exists" in low or "locked" in low or "unique" in low
 
 
 def shown_url(url: str) -> str:
@@ -138,9 +182,20 @@ def _explain(url: str, exc: BaseException) -> str:
                 "a backup (docs/operations.md, 'Back up and restore').")
     if "disk" in low and ("full" in low or "i/o" in low):
         return f"the store {url} cannot be written ({text}): the disk is full or failing. Free space and retry."
+    path = _sqlite_path(url)
+    if path is not None and ("unable to open" in low or "readonly" in low) and _read_only_fs(path.parent):
+        return (f"the store {url} is on a read-only file system ({text}). Fix: make it writable, or point asad "
+                "at a writable place (ASAD_STATE_DIR, or --db for the store alone).")
     if "readonly" in low or "read-only" in low or "permission" in low:
         return f"the store {url} cannot be written ({text}). Check the file's owner and mode (0600)."
     return f"the store {url} failed: {text}"
+
+
+def _read_only_fs(folder: Path) -> bool:
+    try:
+        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
 
 
 def read_meta(factory: sessionmaker[Session]) -> dict[str, str]:

@@ -187,6 +187,13 @@ class Store:
             populate_existing=True)
         return [_job_from_row(j) for j in self.session.scalars(q)]
 
+    def simulated_workflow_ids(self, ids: Iterable[int] | None = None) -> set[int]:
+        """Workflows whose jobs went to the simulator (their geometry keys name the cluster ``sim``)."""
+        q = select(JobRow.workflow_id).where(JobRow.geometry_key.like("cluster=sim|%")).distinct()
+        if ids is not None:
+            q = q.where(JobRow.workflow_id.in_(list(ids)))
+        return set(self.session.scalars(q))
+
     # -- learning ---------------------------------------------------------------------------
     def load_learner(self, kind: str, key: str) -> dict | None:
         # Called inside the engine's decisions (a stage's first run-time estimate): served from

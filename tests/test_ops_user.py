@@ -1,0 +1,254 @@
+"""Issue 13, "a real user's first hour": what tripped a new user, each with a test that failed
+before its fix (the store creation race is in test_ops_store.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from asad import app, cli
+from asad.model import JobPhase
+from asad.slurm.backend import JobState
+from asad.store.repo import Store
+from tests.conftest import EXAMPLES
+from tests.test_cli import asad
+
+
+# -- defect 8: read-only store, unknown workflow, unknown format letter, Ctrl-C on run ---------------
+@pytest.fixture
+def read_only_dir(tmp_path):
+    """A read-only file system (a read-only bind mount): the errno 30 a user sees, which root's
+    permission checks would not give."""
+    src, mnt = tmp_path / "src", tmp_path / "ro"
+    (src / "asad").mkdir(parents=True)
+    mnt.mkdir()
+    proc = subprocess.run(["mount", "--bind", "-o", "ro", str(src), str(mnt)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.skip(f"cannot make a read-only bind mount here: {proc.stderr.strip()}")
+    try:
+        yield src, mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_read_only_store_is_a_clear_message_and_exit_4(read_only_dir, monkeypatch):
+    src, mnt = read_only_dir
+    monkeypatch.setenv("ASAD_STATE_DIR", str(mnt / "fresh"))  # no store yet: the folder cannot be made
+    for args in (["status"], ["submit", str(EXAMPLES / "blast.yaml")], ["daemon", "--backend", "sim"]):
+        proc = asad(*args, check=False)
+        assert proc.returncode == 4, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
+        assert "Read-only file system" in proc.stderr and "ASAD_STATE_DIR" in proc.stderr, proc.stderr
+    # an existing store on a file system that became read-only
+    Store(f"sqlite:///{src / 'asad' / 'asad.db'}").close()
+    monkeypatch.setenv("ASAD_STATE_DIR", str(mnt / "asad"))
+    for args in (["status"], ["daemon", "--backend", "sim"]):
+        proc = asad(*args, check=False)
+        assert proc.returncode == 4, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr and "read-only file system" in proc.stderr.lower(), proc.stderr
+
+
+def test_status_of_an_unknown_workflow_exits_non_zero():
+    proc = asad("status", "999", check=False)
+    assert proc.returncode == 3 and "no workflow 999" in proc.stderr
+
+
+def test_status_refuses_an_unknown_format_letter_and_lists_the_valid_ones():
+    proc = asad("status", "-o", "%i %Z", check=False)
+    assert proc.returncode == 3
+    assert "%Z" in proc.stderr and "%i JOBID" in proc.stderr and "%t ST" in proc.stderr
+    assert proc.stdout == ""
+
+
+class _InterruptedSim:
+    """The simulator, with a Ctrl-C arriving once the workflow has a job in the queue."""
+
+    def __init__(self, sim):
+        self._sim = sim
+
+    def __getattr__(self, name):
+        return getattr(self._sim, name)
+
+    def run_until(self, t, stop_on=()):
+        if list(stop_on):
+            raise KeyboardInterrupt
+        return self._sim.run_until(t, stop_on)
+
+
+def test_ctrl_c_on_run_cancels_the_jobs_it_submitted_and_says_so(monkeypatch, capsys):
+    real = app.make_backend
+    made = []
+
+    def make_backend(*args, **kwargs):
+        made.append(_InterruptedSim(real(*args, **kwargs)))
+        return made[-1]
+
+    monkeypatch.setattr(app, "make_backend", make_backend)
+    code = cli.main(["run", str(EXAMPLES / "blast.yaml"), "--backend", "sim", "--load", "0"])
+    err = capsys.readouterr().err
+    assert code == 130
+    store = Store(app.Settings().database_url)
+    try:
+        wf = store.load_workflows()[0]
+        jobs = [j for j in wf.jobs if j.job_id is not None]
+        assert wf.state.value == "CANCELLED" and jobs
+        statuses = made[0].poll([j.job_id for j in jobs])
+        assert all(s.state is JobState.CANCELLED for s in statuses.values()), statuses
+        assert all(j.phase is not JobPhase.LIVE or j.state.is_final for j in wf.jobs)
+    finally:
+        store.close()
+    assert f"workflow {wf.id} cancelled" in err and str(jobs[0].job_id) in err
+
+
+# -- defects 2 and 3: the backend is chosen visibly; simulated output is marked -------------------
+@pytest.fixture
+def no_slurm(tmp_path, monkeypatch):
+    """A machine where no Slurm answers: no SLURM_CONF, a 'sinfo' that fails as Debian's does without
+    a configuration, and asad's own default backend."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "sinfo"
+    fake.write_text("#!/bin/sh\necho 'sinfo: fatal: Could not establish a configuration source' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    monkeypatch.delenv("SLURM_CONF", raising=False)
+    monkeypatch.delenv("ASAD_BACKEND")
+    from asad.backend_choice import slurm_answers
+
+    slurm_answers.cache_clear()
+    yield bin_dir
+    slurm_answers.cache_clear()
+
+
+def test_daemon_never_falls_into_the_simulator_by_default(no_slurm):
+    for args in (["daemon"], ["submit", str(EXAMPLES / "blast.yaml")], ["run", str(EXAMPLES / "blast.yaml")]):
+        proc = asad(*args, check=False, timeout=60)
+        assert proc.returncode == 3, (args, proc.stdout, proc.stderr)
+        assert "no Slurm cluster answers" in proc.stderr and "--backend sim" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert json.loads(asad("status", "--all", "--json").stdout)["stages"] == []  # nothing was submitted
+    # the simulator, asked for by name, still works (the README's first command)
+    out = json.loads(asad("run", str(EXAMPLES / "blast.yaml"), "--backend", "sim", "--load", "0", "--json").stdout)
+    assert out["state"] == "COMPLETED" and out["simulated"] is True
+
+
+def test_auto_is_slurm_when_slurm_answers(no_slurm, monkeypatch):
+    from asad.backend_choice import resolve_backend, slurm_answers
+
+    (no_slurm / "sinfo").write_text("#!/bin/sh\necho main\n")
+    assert resolve_backend("auto") == "slurm"
+    slurm_answers.cache_clear()
+    (no_slurm / "sinfo").write_text("#!/bin/sh\nexit 1\n")
+    monkeypatch.setenv("SLURM_CONF", "/etc/slurm/slurm.conf")  # set: Slurm is meant, even if down now
+    assert resolve_backend("auto") == "slurm"
+    assert resolve_backend("sim") == "sim"
+
+
+def test_submit_validates_against_the_running_daemons_backend(no_slurm, tmp_path):
+    """With no flag and no Slurm here, the daemon that holds the store decides: it records its backend."""
+    from asad.config import load_settings
+    from asad.daemon import acquire_lock
+
+    settings = load_settings()
+    store = Store(settings.database_url)
+    store.set_status("daemon", {"pid": 1, "backend": "sim"})
+    store.commit()
+    store.close()
+    lock = acquire_lock(settings)
+    try:
+        proc = asad("submit", str(EXAMPLES / "blast.yaml"), check=False)
+    finally:
+        import os
+
+        os.close(lock)
+    assert proc.returncode == 0, proc.stderr
+    status = asad("status").stdout.splitlines()
+    assert status[0].startswith("# SIMULATED")  # the daemon drives the simulator: said on top
+
+
+def test_simulated_output_is_marked_and_real_output_is_not(tmp_path):
+    asad("run", str(EXAMPLES / "blast.yaml"), "--backend", "sim", "--load", "0")
+    assert "SIMULATED" in asad("show", "1").stdout.splitlines()[1]
+    assert asad("history").stdout.splitlines()[1].split()[-1] == "SIMULATED"
+    assert json.loads(asad("history", "--json").stdout)[0]["simulated"] is True
+    assert asad("status", "--all").stdout.startswith("# SIMULATED")
+    # a workflow no simulator touched (submitted, no daemon yet) is not marked
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    asad("submit", str(EXAMPLES / "blast.yaml"), "--db", other)
+    assert "SIMULATED" not in asad("status", "--db", other).stdout
+    assert "SIMULATED" not in asad("history", "--db", other).stdout
+
+
+# -- defect 6: asad run beside a daemon on the same store ----------------------------------------
+def test_run_refuses_clearly_while_a_daemon_drives_the_store():
+    """Two drivers on one store submit the same stages (the daemon's ticks then fail on
+    ``UNIQUE constraint failed: jobs.tag``): asad run refuses and submits nothing."""
+    import os
+
+    from asad.config import load_settings
+    from asad.daemon import acquire_lock
+
+    settings = load_settings()
+    lock = acquire_lock(settings)  # what a running daemon holds
+    try:
+        proc = asad("run", str(EXAMPLES / "blast.yaml"), "--backend", "sim", "--load", "0", check=False)
+    finally:
+        os.close(lock)
+    assert proc.returncode == 3, proc.stderr
+    assert "asad submit" in proc.stderr and "Nothing was submitted" in proc.stderr
+    assert json.loads(asad("history", "--json").stdout) == []
+    # and while asad run drives the store (it holds the same lock), a daemon refuses to start beside it
+    from asad.commands import _run_lock
+
+    lock = _run_lock(settings)
+    try:
+        daemon = asad("daemon", "--backend", "sim", check=False, timeout=60)
+    finally:
+        os.close(lock)
+    assert daemon.returncode == 1 and "asad run" in daemon.stdout, daemon.stdout
+
+
+# -- defect 5: where a stage's output is -------------------------------------------------------------
+class _RealLike:
+    """The simulator under another name: the runner then writes batch scripts and output paths as
+    for a real cluster (<run dir>/<workflow id>/<stage>-%j.out), on virtual time."""
+
+    name = "slurm-like"
+
+    def __init__(self, sim):
+        self._sim = sim
+
+    def __getattr__(self, attr):
+        return getattr(self._sim, attr)
+
+
+def test_show_and_status_print_each_stages_log_path():
+    import sqlite3
+
+    from asad.app import run_in_process
+    from asad.config import load_settings
+    from asad.slurm.sim import make_simulator
+    from asad.spec import load_workflow
+
+    settings = load_settings()
+    store = Store(settings.database_url)
+    try:
+        run_in_process(store, _RealLike(make_simulator("small", load=0.0)),
+                       [load_workflow(EXAMPLES / "blast.yaml")], settings=settings)
+        job_ids = {j.stage: j.job_id for j in store.jobs_for(1)}
+    finally:
+        store.close()
+    run_dir = settings.run_dir / "1"
+    show = asad("show", "1").stdout
+    for stage, job_id in job_ids.items():
+        assert f"log {run_dir}/{stage}.log   Slurm output {run_dir}/{stage}-{job_id}.out" in show, show
+    data = json.loads(asad("show", "1", "--json").stdout)
+    assert {st["name"]: st["log"] for st in data["stages"]} == {s: f"{run_dir}/{s}.log" for s in job_ids}
+    # a failed stage: asad status says where to look, without being asked
+    with sqlite3.connect(settings.database_url.removeprefix("sqlite:///")) as db:
+        db.execute("update stages set state = 'FAILED' where name = 'blastn'")
+    status = asad("status", "--all").stdout
+    assert (f"# workflow 1 stage blastn failed: its output is in {run_dir}/blastn.log "
+            f"(Slurm's: {run_dir}/blastn-{job_ids['blastn']}.out)") in status, status
