@@ -8,6 +8,17 @@ import sys
 import structlog
 
 
+class _CurrentStderr:
+    """Whatever ``sys.stderr`` is when a line is written, not when logging was set up: a stream
+    replaced since (pytest's capture, a daemon's redirection) must not receive writes once closed."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def setup_logging(verbosity: int = 0, *, json_lines: bool | None = None) -> None:
     level = logging.WARNING - 10 * verbosity  # -v: INFO, -vv: DEBUG; -q: ERROR
     level = max(logging.DEBUG, min(logging.CRITICAL, level))
@@ -21,6 +32,6 @@ def setup_logging(verbosity: int = 0, *, json_lines: bool | None = None) -> None
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),
         cache_logger_on_first_use=False,
     )
