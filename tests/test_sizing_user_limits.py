@@ -123,3 +123,62 @@ def test_the_raised_limit_stays_within_the_partition(db_url):
     assert limit == 6000
     back = TimeLimitLearner.from_dict(t.to_dict())
     assert back.timeout_floor_s == 6000 and back.timed_out_at_s == 3000
+
+
+OOM_WF = """
+name: oomy
+strategy: per-stage
+sizing: off
+stages:
+  - name: grow
+    cpus: 2
+    mem: 1G
+    time: 1h
+    run: grow --big
+    simulate: {runtime: 20m, peak_mem: 3G}
+"""
+
+
+def test_show_and_explain_list_every_attempt_and_why(db_url):
+    from asad.status import render_summary
+
+    (summary,), wfs = _run(db_url, OOM_WF)
+    (stage,) = summary["stages"]
+    tries = stage["attempt_list"]
+    assert [t["state"] for t in tries] == ["OUT_OF_MEMORY", "OUT_OF_MEMORY", "COMPLETED"]
+    assert [t["mem_mb"] for t in tries] == [1024, 2048, 4096]
+    assert tries[0]["why"] == "first attempt"
+    assert tries[1]["why"].startswith("after OUT_OF_MEMORY with 1G")
+    assert tries[2]["why"].startswith("after OUT_OF_MEMORY with 2G")
+    text = render_summary(summary)
+    header = next(line for line in text.splitlines() if "STAGE" in line)
+    row = next(line for line in text.splitlines() if line.strip().startswith("grow"))
+    assert header.split()[3] == "TRY" and row.split()[3] == "3"
+    assert "attempt 3 (after OUT_OF_MEMORY with 2G" in text and "job" in text and "4G" in text
+    explain = render_explain(wfs[-1], "grow")
+    assert "attempt 2 (after OUT_OF_MEMORY with 1G" in explain
+
+
+def test_status_shows_the_attempt_and_why_it_was_retried(db_url):
+    from asad.app import make_runner
+    from asad.config import Settings
+    from asad.status import render_status, status_rows
+
+    sim = make_simulator("small", load=0.0, seed=1)
+    store = Store(db_url)
+    try:
+        runner = make_runner(Settings(), store, sim)
+        store.add_workflow(parse_workflow(TIMEOUT_WF), sim.now(), strategy="per-stage")
+        runner.load()
+        for _ in range(6):  # 10 min: the first attempt times out and the retry is running
+            runner.tick()
+            sim.run_until(sim.now() + 180)
+        runner.tick()
+        rows, notes = status_rows(store)
+    finally:
+        store.close()
+    out = render_status(rows, None, notes).splitlines()
+    assert "# workflow 1 stage crunch: attempt 2 after TIMEOUT at 10:00: now 2 CPU(s), 2G, limit 20:00" in out, out
+    header = out[[i for i, line in enumerate(out) if not line.startswith("#")][0]].split()
+    (row,) = [line.split() for line in out if " crunch " in line and not line.startswith("#")]
+    assert row[header.index("TRY")] == "2" and row[header.index("ST")] in ("PD", "R"), out
