@@ -26,6 +26,8 @@ class Attempt:
     peak_mem_mb: float | None
     elapsed_s: float | None
     why: str  # why this attempt was submitted ("first attempt", "after TIMEOUT at 10:00", ...)
+    start_time: float | None = None
+    end_time: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -59,7 +61,7 @@ def stage_attempts(wf: WorkflowRun, stage: str) -> list[Attempt]:
         out.append(Attempt(attempt=i + 1, job_id=job.job_id, state=job.state.value,
                            cpus=job.alloc_cpus or req.cpus, mem_mb=req.total_mem_mb(),
                            time_s=int(req.time_limit_s), peak_mem_mb=job.peak_rss_mb, elapsed_s=elapsed,
-                           why=why))
+                           why=why, start_time=job.start_time, end_time=job.end_time))
     return out
 
 

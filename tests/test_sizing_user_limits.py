@@ -182,3 +182,15 @@ def test_status_shows_the_attempt_and_why_it_was_retried(db_url):
     header = out[[i for i, line in enumerate(out) if not line.startswith("#")][0]].split()
     (row,) = [line.split() for line in out if " crunch " in line and not line.startswith("#")]
     assert row[header.index("TRY")] == "2" and row[header.index("ST")] in ("PD", "R"), out
+
+
+def test_the_gantt_draws_the_earlier_attempts(db_url, tmp_path):
+    pytest.importorskip("matplotlib")
+    from asad.plots import plot_workflow
+
+    (summary,), _ = _run(db_url, OOM_WF)
+    tries = summary["stages"][0]["attempt_list"]
+    assert all(t["start_time"] is not None and t["end_time"] is not None for t in tries)
+    assert tries[0]["end_time"] <= tries[1]["start_time"]
+    plot_workflow(summary, tmp_path / "g.png")
+    assert (tmp_path / "g.png").stat().st_size > 0
