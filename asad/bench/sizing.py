@@ -12,6 +12,23 @@ CPUs change run time, work-conserving: a task that kept ``u`` cores busy takes
 
 Rows: the traces' own requests (the users' defaults), the anchor "largest peak so far
 × 1.1, first task at the request, doubling on failure", then every agent.
+
+Input size (``--input-feature``), only what is known when the task is submitted:
+
+* ``upstream`` (default): the traces record no input file sizes, so the stand-in is the
+  bytes written (``wchar``) by the tasks of the same sample (the trace's ``tag``) that had
+  completed when the task was submitted: the outputs upstream of it, which are its
+  inputs or contain them. None when no such task had completed.
+* ``none``: no per-task feature at all (input-based predictors fall back to the others).
+* ``rchar``: the bytes the task itself read. Known only after the task ends: it lets an
+  agent see the future, so it is for comparison with earlier results only.
+
+Retry rules (``--retry``): ``paper`` (default) replays each paper's agent with its own
+rule (:func:`paper_retry`): Witt et al. (pc50, pc95, lr-*) double the failed memory;
+Tovar et al. retry at the largest peak seen so far and, if that fails too, at the whole
+node; the others (asad's agents, Zunker's bandit and Q-learning) use asad's rule
+(:func:`asad.sizing.retry.retry_request`, ``max-peak``). ``max-peak``, ``double`` and
+``smallest`` apply asad's rule in that mode to every agent.
 """
 
 from __future__ import annotations
@@ -50,7 +67,7 @@ class TraceTask:
     peak_mb: float
     realtime_s: float
     cpu_usage: float  # cores busy on average (%cpu / 100)
-    input_bytes: float  # rchar: bytes read, the input-size proxy
+    input_bytes: float | None  # the input-size feature (see ``--input-feature``); None = unknown
     submit_s: float = 0.0  # when the workflow submitted it (trace clock)
     complete_s: float = 0.0  # when it completed in the trace
 
@@ -59,30 +76,67 @@ def _num(v: str) -> float | None:
     return None if v in ("", "-") else float(v)
 
 
-def load_trace(path: Path) -> list[TraceTask]:
-    """COMPLETED rows only (the only real samples), in submission order."""
-    rows = []
+INPUT_FEATURES = ("upstream", "none", "rchar")
+
+
+def _upstream_bytes(rows: list[tuple[int, int, dict]]) -> dict[int, float | None]:
+    """Per task id: ``wchar`` summed over the same-tag tasks completed before its submission."""
+    out: dict[int, float | None] = {}
+    pending: dict[str, list[tuple[float, float]]] = {}  # tag -> heap of (complete ms, wchar)
+    done: dict[str, float] = {}
+    for submit, task_id, r in sorted(rows, key=lambda x: (x[0], x[1])):
+        tag = r.get("tag") or ""
+        if tag in ("", "-"):
+            out[task_id] = None
+            continue
+        heap = pending.setdefault(tag, [])
+        while heap and heap[0][0] <= submit:
+            done[tag] = done.get(tag, 0.0) + heapq.heappop(heap)[1]
+        out[task_id] = done.get(tag) or None
+        complete = _num(r.get("complete", "")) or submit
+        heapq.heappush(heap, (complete, _num(r.get("wchar", "")) or 0.0))
+    return out
+
+
+def load_trace(path: Path, input_feature: str = "upstream") -> list[TraceTask]:
+    """COMPLETED rows only (the only real samples), in submission order.
+
+    ``input_feature`` is what a task's input size is taken to be (see the module's doc);
+    the upstream stand-in counts every row that completed, failed ones included.
+    """
+    if input_feature not in INPUT_FEATURES:
+        raise ValueError(f"unknown input feature {input_feature!r} ({', '.join(INPUT_FEATURES)})")
+    raw = []
     with gzip.open(path, "rt", newline="") as fh:
         for r in csv.DictReader(fh):
-            if r["status"] != "COMPLETED":
-                continue
-            t = _num(r["time"])
-            rows.append((int(r["submit"]), int(r["task_id"]), TraceTask(
+            raw.append((int(r["submit"]), int(r["task_id"]), {k: r.get(k, "") for k in (
+                "status", "time", "process", "cpus", "memory", "peak_rss", "realtime", "%cpu", "rchar",
+                "complete", "tag", "wchar", "task_id", "submit")}))
+    upstream = _upstream_bytes([x for x in raw if x[2]["complete"] not in ("", "-")]) \
+        if input_feature == "upstream" else {}
+    rows = []
+    for submit, task_id, r in raw:
+        if r["status"] != "COMPLETED":
+            continue
+        t = _num(r["time"])
+        feature = {"upstream": upstream.get(task_id), "none": None,
+                   "rchar": _num(r["rchar"]) or 0.0}[input_feature]
+        rows.append((submit, task_id, TraceTask(
                 task_id=int(r["task_id"]), process=r["process"], cpus=int(r["cpus"]),
                 mem_mb=float(r["memory"]) / MB, time_s=None if t is None else int(math.ceil(t / 1000)),
                 peak_mb=float(r["peak_rss"]) / MB, realtime_s=float(r["realtime"]) / 1000.0,
-                cpu_usage=(_num(r["%cpu"]) or 0.0) / 100.0, input_bytes=_num(r["rchar"]) or 0.0,
+                cpu_usage=(_num(r["%cpu"]) or 0.0) / 100.0, input_bytes=feature,
                 submit_s=int(r["submit"]) / 1000.0,
                 complete_s=(_num(r.get("complete", "")) or int(r["submit"])) / 1000.0)))
     rows.sort(key=lambda x: (x[0], x[1]))
     return [t for *_, t in rows]
 
 
-def load_traces(directory: Path) -> dict[str, list[TraceTask]]:
+def load_traces(directory: Path, input_feature: str = "upstream") -> dict[str, list[TraceTask]]:
     files = sorted(Path(directory).glob("trace_*.csv.gz"))
     if not files:
         raise FileNotFoundError(f"no trace_*.csv.gz in {directory}")
-    return {f.name[len("trace_"):-len(".csv.gz")]: load_trace(f) for f in files}
+    return {f.name[len("trace_"):-len(".csv.gz")]: load_trace(f, input_feature) for f in files}
 
 
 @dataclass
@@ -192,6 +246,45 @@ def replay_anchor(tasks: list[TraceTask], ttf: float, margin: float = 1.1, delay
     return tally
 
 
+WITT_AGENTS = ("pc50", "pc95", "lr-mean±", "lr-mean-", "lr-max-")
+TOVAR_AGENTS = ("tovar-min-waste", "tovar-max-throughput")
+RETRY_MODES = ("paper", "max-peak", "double", "smallest")
+
+
+def paper_rule(agent: str) -> str:
+    """The retry rule of the paper an agent comes from: ``witt``, ``tovar`` or asad's ``max-peak``."""
+    if agent in WITT_AGENTS:
+        return "witt"
+    if agent in TOVAR_AGENTS:
+        return "tovar"
+    return "max-peak"
+
+
+def paper_retry(rule: str, failed: Outcome, n_failed: int, history_max_peak_mb: float | None,
+                caps: Caps, *, learned_time_s: int | None = None) -> Request:
+    """The retry after ``n_failed`` failed attempts of a task under a paper's rule.
+
+    * ``witt`` (Witt et al. 2019, feedback-based allocation): a failed task is retried with
+      double the failed memory, capped at the node.
+    * ``tovar`` (Tovar et al. 2018, CCTools): the first retry is at the largest peak seen
+      for the category (``a_m``), the next ones at the whole node (the user's maximum).
+    Time-outs use asad's rule in both. Raises :class:`SizingError` when nothing bigger fits.
+    """
+    req = failed.request
+    if failed.timed_out:
+        return retry_request(failed, history_max_peak_mb, caps, learned_time_s=learned_time_s)
+    if req.mem_mb >= caps.max_mem_mb:
+        raise SizingError(f"out of memory at the node's {caps.max_mem_mb} MB")
+    if rule == "witt":
+        mem = 2 * req.mem_mb
+    elif rule == "tovar":
+        seen = float(history_max_peak_mb or 0.0)
+        mem = int(math.ceil(seen)) if n_failed == 1 and seen > req.mem_mb else caps.max_mem_mb
+    else:
+        raise ValueError(f"unknown paper retry rule {rule!r}")
+    return Request(cpus=req.cpus, mem_mb=min(int(mem), caps.max_mem_mb), time_s=req.time_s)
+
+
 def replay_agent(tasks: list[TraceTask], ttf: float, make: Callable[[int], object],
                  caps: Caps = BENCH_CAPS, retry_mode: str = "max-peak", seed: int = 0,
                  delayed: bool = False) -> Tally:
@@ -216,7 +309,7 @@ def replay_agent(tasks: list[TraceTask], ttf: float, make: Callable[[int], objec
         default = default_request(task)
         req = agent.propose(default, task.input_bytes).request
         outs = []
-        for _ in range(MAX_ATTEMPTS):
+        for n_try in range(MAX_ATTEMPTS):
             out = play_attempt(tally, task, req, ttf)
             if delayed:
                 outs.append(out)
@@ -226,8 +319,13 @@ def replay_agent(tasks: list[TraceTask], ttf: float, make: Callable[[int], objec
                 break
             try:
                 learned = agent.time.predict_s(req.cpus, task.input_bytes)
-                req = retry_request(out, agent.history.max_peak_mb(), caps, mode=retry_mode, default=default,
-                                    learned_time_s=None if learned is None else int(learned * 1.5))
+                learned_s = None if learned is None else int(learned * 1.5)
+                if retry_mode in ("witt", "tovar"):
+                    req = paper_retry(retry_mode, out, n_try + 1, agent.history.max_peak_mb(), caps,
+                                      learned_time_s=learned_s)
+                else:
+                    req = retry_request(out, agent.history.max_peak_mb(), caps, mode=retry_mode, default=default,
+                                        learned_time_s=learned_s)
             except SizingError:
                 tally.unfit += 1
                 break
@@ -256,8 +354,9 @@ def _one(job: tuple[float, str, str, str, int, dict, bool]) -> tuple[float, str,
     elif name == ANCHOR:
         tally = replay_anchor(tasks, ttf, delayed=delayed)
     else:
+        rule = paper_rule(name) if retry_mode == "paper" else retry_mode
         tally = replay_agent(tasks, ttf, lambda s: make_agent(name, caps=BENCH_CAPS, seed=s, **params),
-                             retry_mode=retry_mode, seed=seed, delayed=delayed)
+                             retry_mode=rule, seed=seed, delayed=delayed)
     return ttf, name, wf, tally.summary()
 
 
@@ -269,7 +368,7 @@ def _init_shared(traces: dict) -> None:
 
 
 def run(traces: dict[str, list[TraceTask]], ttfs: list[float], agents: list[str],
-        retry_mode: str = "max-peak", seed: int = 0, jobs: int = 1, params: dict | None = None,
+        retry_mode: str = "paper", seed: int = 0, jobs: int = 1, params: dict | None = None,
         delayed: bool = False) -> dict:
     """Every (ttf, policy, workflow) replay; ``jobs`` > 1 runs them in forked processes.
     ``params`` go to every agent's constructor (meant for one agent at a time)."""
@@ -360,7 +459,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"asad bench sizing: no traces at {traces_dir} (see shared/data/README.md)", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    traces = load_traces(traces_dir)
+    traces = load_traces(traces_dir, args.input_feature)
     agents = args.agents.split(",") if args.agents else bench_agents()
     params = {}
     for item in args.param:
@@ -368,6 +467,7 @@ def main(args: argparse.Namespace) -> int:
         params[key] = int(value) if value.lstrip("-").isdigit() else float(value)
     results = run(traces, args.ttf, agents, retry_mode=args.retry, seed=args.seed, jobs=args.jobs, params=params,
                   delayed=args.delayed)
+    results["input_feature"] = args.input_feature
     results["elapsed_s"] = round(time.perf_counter() - started, 2)
     results["command"] = "asad bench sizing " + " ".join(sys.argv[3:])
     text = format_text(results) + f"replayed {sum(map(len, traces.values()))} tasks in {results['elapsed_s']} s\n"
@@ -386,7 +486,11 @@ def register(subparsers) -> None:
     p.add_argument("--ttf", type=parse_ttfs, default=[0.5],
                    help="time to failure of an OOM kill as a share of run time; a comma list, e.g. 0.1,0.5,0.9")
     p.add_argument("--agents", default="", help="comma list of agent names (default: all)")
-    p.add_argument("--retry", default="max-peak", choices=["max-peak", "double", "smallest"], help="OOM retry mode")
+    p.add_argument("--retry", default="paper", choices=list(RETRY_MODES),
+                   help="OOM retry rule: each paper's own (default), or asad's rule in one mode for all agents")
+    p.add_argument("--input-feature", default="upstream", choices=list(INPUT_FEATURES),
+                   help="the per-task input size agents see: upstream outputs of the same sample known at "
+                        "submission (default), none, or rchar (known only after the task: comparison only)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--jobs", type=int, default=1, help="replays in parallel (forked processes)")
     p.add_argument("--param", action="append", default=[], metavar="K=V",
