@@ -6,9 +6,13 @@ peak is killed (OUT_OF_MEMORY) at ``ttf`` × its run time and retried by the ret
 its whole allocation counts as waste (Witt eq. 4). An attempt whose time limit is below
 its run time ends in TIMEOUT at the limit and is retried with a longer one.
 
-CPUs change run time, work-conserving: a task that kept ``u`` cores busy takes
+CPUs: by default (``--cpus keep``) never fewer than the trace's request, as asad does for a
+stage without ``sizing_cpus: shrink``. With ``--cpus shrink`` the agents' CPU proposals stand
+and run time is stretched work-conservingly: a task that kept ``u`` cores busy takes
 ``realtime × max(1, u/c) / max(1, u/c_trace)`` on ``c`` CPUs (see
-:func:`asad.sizing.timelimit.stretched_elapsed_s`); the CPU work (core·s used) is fixed.
+:func:`asad.sizing.timelimit.stretched_elapsed_s`). That is an assumption, not a measurement
+(the traces hold each task at one CPU count only), and it makes cutting CPUs to the average
+busy cores free by construction: core·h savings under ``shrink`` are not evidence.
 
 Rows: the traces' own requests (the users' defaults), the anchor "largest peak so far
 × 1.1, first task at the request, doubling on failure", then every agent.
@@ -47,6 +51,7 @@ from pathlib import Path
 from typing import Callable
 
 from asad.sizing.base import Caps, Outcome, Request, SizingError
+from asad.sizing.cpus import keep_user_cpus
 from asad.sizing.retry import retry_request
 from asad.sizing.timelimit import stretched_elapsed_s
 
@@ -287,7 +292,7 @@ def paper_retry(rule: str, failed: Outcome, n_failed: int, history_max_peak_mb: 
 
 def replay_agent(tasks: list[TraceTask], ttf: float, make: Callable[[int], object],
                  caps: Caps = BENCH_CAPS, retry_mode: str = "max-peak", seed: int = 0,
-                 delayed: bool = False) -> Tally:
+                 delayed: bool = False, cpus_mode: str = "keep") -> Tally:
     """Replay with one agent per process: ``propose`` for the first attempt, the retry rule after.
 
     ``delayed``: what a task's attempts measured reaches its agent only at the moment the task
@@ -308,6 +313,7 @@ def replay_agent(tasks: list[TraceTask], ttf: float, make: Callable[[int], objec
             agent = agents[task.process] = make(seed + zlib.crc32(task.process.encode()))
         default = default_request(task)
         req = agent.propose(default, task.input_bytes).request
+        req, _ = keep_user_cpus(req, default.cpus, cpus_mode)
         outs = []
         for n_try in range(MAX_ATTEMPTS):
             out = play_attempt(tally, task, req, ttf)
@@ -347,7 +353,7 @@ def _one(job: tuple[float, str, str, str, int, dict, bool]) -> tuple[float, str,
     """One (ttf, policy, workflow) replay; policy is "requests", the anchor, or an agent name."""
     from asad.sizing.registry import make_agent
 
-    ttf, name, wf, retry_mode, seed, params, delayed = job
+    ttf, name, wf, retry_mode, seed, params, delayed, cpus_mode = job
     tasks = _SHARED["traces"][wf]
     if name == "requests":
         tally = replay_requests(tasks, ttf)
@@ -356,7 +362,7 @@ def _one(job: tuple[float, str, str, str, int, dict, bool]) -> tuple[float, str,
     else:
         rule = paper_rule(name) if retry_mode == "paper" else retry_mode
         tally = replay_agent(tasks, ttf, lambda s: make_agent(name, caps=BENCH_CAPS, seed=s, **params),
-                             retry_mode=rule, seed=seed, delayed=delayed)
+                             retry_mode=rule, seed=seed, delayed=delayed, cpus_mode=cpus_mode)
     return ttf, name, wf, tally.summary()
 
 
@@ -369,14 +375,15 @@ def _init_shared(traces: dict) -> None:
 
 def run(traces: dict[str, list[TraceTask]], ttfs: list[float], agents: list[str],
         retry_mode: str = "paper", seed: int = 0, jobs: int = 1, params: dict | None = None,
-        delayed: bool = False) -> dict:
+        delayed: bool = False, cpus_mode: str = "keep") -> dict:
     """Every (ttf, policy, workflow) replay; ``jobs`` > 1 runs them in forked processes.
     ``params`` go to every agent's constructor (meant for one agent at a time)."""
     names = ["requests", ANCHOR] + list(agents)
     params = dict(params or {})
     results: dict = {"ttf": {}, "agents": names, "workflows": list(traces), "retry_mode": retry_mode,
-                     "seed": seed, "params": params, "delayed": delayed}
-    work = [(ttf, name, wf, retry_mode, seed, params, delayed) for ttf in ttfs for name in names for wf in traces]
+                     "seed": seed, "params": params, "delayed": delayed, "cpus_mode": cpus_mode}
+    work = [(ttf, name, wf, retry_mode, seed, params, delayed, cpus_mode)
+            for ttf in ttfs for name in names for wf in traces]
     _SHARED["traces"] = traces
     try:
         if jobs > 1:
@@ -466,7 +473,7 @@ def main(args: argparse.Namespace) -> int:
         key, _, value = item.partition("=")
         params[key] = int(value) if value.lstrip("-").isdigit() else float(value)
     results = run(traces, args.ttf, agents, retry_mode=args.retry, seed=args.seed, jobs=args.jobs, params=params,
-                  delayed=args.delayed)
+                  delayed=args.delayed, cpus_mode=args.cpus)
     results["input_feature"] = args.input_feature
     results["elapsed_s"] = round(time.perf_counter() - started, 2)
     results["command"] = "asad bench sizing " + " ".join(sys.argv[3:])
@@ -497,6 +504,10 @@ def register(subparsers) -> None:
                    help="an agent constructor parameter, e.g. fail_penalty=3 (use with one --agents)")
     p.add_argument("--delayed", action="store_true",
                    help="a task's measurements reach its agent only when it completed in the trace")
+    p.add_argument("--cpus", default="keep", choices=["keep", "shrink"],
+                   help="keep: never fewer CPUs than the trace's request (asad's default, sizing_cpus: keep); "
+                        "shrink: the agents' CPU proposals stand (run time stretched work-conservingly, "
+                        "an assumption, not measured)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--out", default="", help="also write sizing.json and sizing.txt here")
     p.set_defaults(func=main)
