@@ -152,8 +152,10 @@ def test_paper_retry_rules():
     assert paper_rule("sizey-like") == "max-peak" and paper_rule("bandit") == "max-peak"
     assert paper_retry("witt", killed, 1, 5000.0, caps).mem_mb == 2000  # doubling, not the largest peak
     assert paper_retry("tovar", killed, 1, 5000.0, caps).mem_mb == 5000  # the largest peak seen (a_m)
+    user = Request(1, 3000, 600)
+    assert paper_retry("tovar", killed, 2, 5000.0, caps, default=user).mem_mb == 3000  # the user's maximum
+    assert paper_retry("tovar", killed, 1, 800.0, caps, default=user).mem_mb == 3000  # a_m no bigger
     assert paper_retry("tovar", killed, 2, 5000.0, caps).mem_mb == 10_000  # then the whole node
-    assert paper_retry("tovar", killed, 1, 800.0, caps).mem_mb == 10_000  # a_m no bigger: the node
     timed_out = Outcome(request=Request(1, 1000, 600), peak_mem_mb=None, cpu_s=1.0, elapsed_s=600.0,
                         input_bytes=None, state="TIMEOUT")
     assert paper_retry("witt", timed_out, 1, None, caps).time_s == 1200

@@ -266,13 +266,14 @@ def paper_rule(agent: str) -> str:
 
 
 def paper_retry(rule: str, failed: Outcome, n_failed: int, history_max_peak_mb: float | None,
-                caps: Caps, *, learned_time_s: int | None = None) -> Request:
+                caps: Caps, *, learned_time_s: int | None = None, default: Request | None = None) -> Request:
     """The retry after ``n_failed`` failed attempts of a task under a paper's rule.
 
     * ``witt`` (Witt et al. 2019, feedback-based allocation): a failed task is retried with
       double the failed memory, capped at the node.
     * ``tovar`` (Tovar et al. 2018, CCTools): the first retry is at the largest peak seen
-      for the category (``a_m``), the next ones at the whole node (the user's maximum).
+      for the category (``a_m``), the next at the category's maximum (the user's request,
+      ``default``), then the whole node.
     Time-outs use asad's rule in both. Raises :class:`SizingError` when nothing bigger fits.
     """
     req = failed.request
@@ -284,7 +285,13 @@ def paper_retry(rule: str, failed: Outcome, n_failed: int, history_max_peak_mb: 
         mem = 2 * req.mem_mb
     elif rule == "tovar":
         seen = float(history_max_peak_mb or 0.0)
-        mem = int(math.ceil(seen)) if n_failed == 1 and seen > req.mem_mb else caps.max_mem_mb
+        user = default.mem_mb if default is not None else 0
+        if n_failed == 1 and seen > req.mem_mb:
+            mem = int(math.ceil(seen))
+        elif user > req.mem_mb:
+            mem = user
+        else:
+            mem = caps.max_mem_mb
     else:
         raise ValueError(f"unknown paper retry rule {rule!r}")
     return Request(cpus=req.cpus, mem_mb=min(int(mem), caps.max_mem_mb), time_s=req.time_s)
@@ -328,7 +335,7 @@ def replay_agent(tasks: list[TraceTask], ttf: float, make: Callable[[int], objec
                 learned_s = None if learned is None else int(learned * 1.5)
                 if retry_mode in ("witt", "tovar"):
                     req = paper_retry(retry_mode, out, n_try + 1, agent.history.max_peak_mb(), caps,
-                                      learned_time_s=learned_s)
+                                      learned_time_s=learned_s, default=default)
                 else:
                     req = retry_request(out, agent.history.max_peak_mb(), caps, mode=retry_mode, default=default,
                                         learned_time_s=learned_s)
