@@ -208,7 +208,8 @@ def render_summary(s: dict) -> str:
              f"  core-hours {s['core_hours']:.2f}   overhead {s['overhead_core_hours']:.2f}   jobs {s['jobs']}"
              + (f"   hit ratio {s['hit_ratio']:.0%}" if s.get("hit_ratio") is not None else ""),
              "",
-             f"  {'STAGE':<16} {'JOBID':>8} {'STATE':<10} {'TRY':>3} {'CPUS':>5} {'SUBMIT':>10} {'START':>10} {'END':>10} "
+             f"  {'STAGE':<16} {'JOBID':>8} {'STATE':<10} {'TRY':>3} {'CPUS':>5} {'SUBMIT':>10} {'START':>10} "
+             f"{'END':>10} "
              f"{'WAIT':>9} {'PERCEIVED':>9} {'EST.WAIT':>9} {'IDLE':>7}"]
     for st in s["stages"]:
         lines.append(
