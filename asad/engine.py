@@ -18,6 +18,7 @@ from asad.learned import Learned
 from asad.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun, WorkflowState
 from asad.sizing.base import Caps, Outcome, SizingError
 from asad.sizing.base import Request as SizeRequest
+from asad.sizing.cpus import keep_user_cpus
 from asad.sizing.retry import retry_memory_mb, retry_time_s
 from asad.slurm.backend import Dependency, DependencyType, JobRequest, JobState, PartitionInfo, SimTruth
 from asad.slurm.priority_rules import PriorityRules
@@ -212,8 +213,10 @@ class Context:
         if agent is None:
             return
         decision = agent.propose(self.user_request(wf, stage), self.input_bytes(wf, stage))
-        run.cpus, run.mem_mb, run.time_s = decision.request.cpus, decision.request.mem_mb, decision.request.time_s
-        run.size_why = f"{decision.agent}: {decision.why}"
+        s = wf.spec.stage(stage)
+        req, cpu_why = keep_user_cpus(decision.request, s.cpus, s.sizing_cpus)
+        run.cpus, run.mem_mb, run.time_s = req.cpus, req.mem_mb, req.time_s
+        run.size_why = f"{decision.agent}: {decision.why}" + (f" {cpu_why}." if cpu_why else "")
 
     def outcome_of(self, wf: WorkflowRun, stage: str, job: JobRecord) -> Outcome:
         elapsed = (job.end_time - job.start_time) if job.end_time and job.start_time else None

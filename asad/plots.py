@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-COLORS = {"held": "#e6e6e6", "queue": "#9e9e9e", "idle": "#f5a623", "run": "#3b6fb6"}
+COLORS = {"held": "#e6e6e6", "queue": "#9e9e9e", "idle": "#f5a623", "run": "#3b6fb6", "failed": "#d9534f"}
 
 
 def _pyplot():  # noqa: ANN202
@@ -59,6 +59,13 @@ def _draw(ax, summary: dict, t0: float, unit_s: float, *, labels: bool) -> None:
                     label="idle allocation (overhead)")
         if start is not None and end is not None:
             ax.barh(y, max(end - start, 1e-9), left=start, color=COLORS["run"], height=0.55, label="run")
+        for tried in (st.get("attempt_list") or [])[:-1]:  # earlier attempts: killed, timed out, failed
+            t_start, t_end = h(tried.get("start_time")), h(tried.get("end_time"))
+            if t_start is not None and t_end is not None:
+                ax.barh(y, max(t_end - t_start, 1e-9), left=t_start, color=COLORS["failed"], height=0.55,
+                        edgecolor="white", label="earlier attempt (retried)")
+                ax.annotate(tried["state"].replace("OUT_OF_MEMORY", "OOM"), ((t_start + t_end) / 2, y),
+                            ha="center", va="center", fontsize=7, color="white")
         if submit is not None:
             ax.plot([submit], [y], marker="|", color="black", markersize=16, markeredgewidth=2,
                     linestyle="none", label="job submitted")

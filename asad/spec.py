@@ -71,7 +71,7 @@ DEFAULT_KEYS = ("partition", "account", "qos", "time", "mem", "mem_per_cpu", "cp
                 "max_oom_retries", "env", *SLURM_OPTION_KEYS)
 STAGE_KEYS = ("name", "run", "cpus", "nodes", "ntasks", "cpus_per_task", "mem", "mem_per_cpu",
               "time", "after", "env", "simulate", "retries", "max_oom_retries", "inputs", "sizing",
-              "partition", "account", "qos", *SLURM_OPTION_KEYS)
+              "sizing_cpus", "partition", "account", "qos", *SLURM_OPTION_KEYS)
 SIMULATE_KEYS = ("runtime", "peak_mem", "cpu_efficiency")
 
 # Words people reach for from sbatch, Snakemake, Nextflow or CWL, mapped to our key.
@@ -223,6 +223,7 @@ class StageSpec:
     inputs: tuple[str, ...] = ()
     sizing: str | None = None
     slurm: SlurmOptions = field(default_factory=SlurmOptions)  # setup, output, mail, constraint, gpus, ...
+    sizing_cpus: str = "keep"  # "shrink": a sizing agent may give fewer CPUs than asked (ntasks == 1 only)
     line: int = 0
 
     def __post_init__(self) -> None:
@@ -281,8 +282,8 @@ class StageSpec:
             "after": list(self.after), "env": self.env_dict(),
             "simulate": None if self.simulate is None else self.simulate.to_dict(),
             "retries": self.retries, "max_oom_retries": self.max_oom_retries,
-            "inputs": list(self.inputs), "sizing": self.sizing, "line": self.line,
-            "slurm": self.slurm.to_dict(),
+            "inputs": list(self.inputs), "sizing": self.sizing, "sizing_cpus": self.sizing_cpus,
+            "line": self.line, "slurm": self.slurm.to_dict(),
         }
 
     @classmethod
@@ -299,7 +300,8 @@ class StageSpec:
             simulate=None if sim is None else SimulateSpec.from_dict(sim),
             retries=int(data.get("retries", 0)),
             max_oom_retries=int(data.get("max_oom_retries", DEFAULT_MAX_OOM_RETRIES)),
-            inputs=tuple(data.get("inputs") or ()), sizing=data.get("sizing"), line=int(data.get("line", 0)),
+            inputs=tuple(data.get("inputs") or ()), sizing=data.get("sizing"),
+            sizing_cpus=str(data.get("sizing_cpus") or "keep"), line=int(data.get("line", 0)),
             slurm=SlurmOptions.from_dict(data.get("slurm")),
         )
 
@@ -777,6 +779,21 @@ class _Parser:
                              "write the agent's name, e.g. sizing: pc95 (see docs/workflow.md)")
         return value
 
+    def sizing_cpus(self, pair: tuple[Node, Node] | None, fld: str, ntasks: int) -> str:
+        """``keep`` (default: never fewer CPUs than ``cpus``) or ``shrink`` (single-task stages only)."""
+        if pair is None:
+            return "keep"
+        node = pair[1]
+        value = self.text(node, fld, "keep or shrink")
+        if value not in ("keep", "shrink"):
+            raise self.error(node, fld, f"must be keep or shrink, got {value!r}",
+                             "write sizing_cpus: shrink to let sizing give fewer CPUs than cpus, "
+                             "or leave it out to keep them (see docs/workflow.md)")
+        if value == "shrink" and ntasks > 1:
+            raise self.error(node, fld, f"cannot shrink the CPUs of a stage with ntasks: {ntasks}",
+                             "an MPI stage needs every task's CPUs; remove sizing_cpus or set ntasks: 1")
+        return value
+
     def defaults(self, pair: tuple[Node, Node] | None) -> dict[str, Any]:
         if pair is None:
             return {}
@@ -917,6 +934,7 @@ class _Parser:
         simulate = self.simulate(m["simulate"][1], f"{where}.simulate") if "simulate" in m else None
         inputs = self.inputs(m["inputs"][1], f"{where}.inputs", workdir) if "inputs" in m else ()
         sizing = self.sizing(m.get("sizing"), f"{where}.sizing")
+        sizing_cpus = self.sizing_cpus(m.get("sizing_cpus"), f"{where}.sizing_cpus", ntasks)
 
         stage = StageSpec(
             name=name, run=run, run_is_script=run_is_script, nodes=nodes, ntasks=ntasks,
@@ -927,7 +945,8 @@ class _Parser:
             qos=values.get("qos", defaults.get("qos")), after=after, env=FrozenMap(env),
             simulate=simulate, retries=values.get("retries", defaults.get("retries", 0)),
             max_oom_retries=values.get("max_oom_retries", defaults.get("max_oom_retries", DEFAULT_MAX_OOM_RETRIES)),
-            inputs=inputs, sizing=sizing, line=line, slurm=self.slurm_options(values, defaults),
+            inputs=inputs, sizing=sizing, sizing_cpus=sizing_cpus, line=line,
+            slurm=self.slurm_options(values, defaults),
         )
         return stage, after_node
 

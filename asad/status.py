@@ -7,7 +7,9 @@
 More of squeue's letters mean what they mean there: ``%A`` JOBID, ``%r`` REASON, ``%N`` NODELIST,
 ``%l`` TIME_LIMIT, ``%L`` TIME_LEFT, ``%V`` SUBMIT_TIME, ``%a`` ACCOUNT, ``%q`` QOS, ``%k`` COMMENT
 (asad's tag), ``%m`` MIN_MEMORY. Four letters are asad's where squeue has another meaning: ``%S``
-(squeue: start time), ``%p`` (priority), ``%e`` (end time), ``%W`` (licenses).
+(squeue: start time), ``%p`` (priority), ``%e`` (end time), ``%W`` (licenses); ``%X`` TRY is asad's
+attempt number of the stage (squeue: cores per socket), and a stage on its second or later attempt
+adds a ``#`` line saying why it was retried and with what.
 A width works as in squeue: ``%.10i`` right-aligns in 10 columns, ``%-10i`` or ``%10i`` left.
 """
 
@@ -19,10 +21,11 @@ import re
 import time
 from datetime import datetime, timezone
 
+from asad.attempts import describe, retry_note, stage_attempts
 from asad.model import JobPhase, StageState, WorkflowRun
 from asad.units import format_duration, format_mem
 
-DEFAULT_FORMAT = "%.8W %.12S %.8i %.9P %.18j %.3t %.10M %.5D %.5C %.11p %.8e %R"
+DEFAULT_FORMAT = "%.8W %.12S %.8i %.9P %.18j %.3t %.10M %.5D %.5C %.11p %.8e %.3X %R"
 
 _FIELDS = {
     "W": ("WORKFLOW", "workflow"), "S": ("STAGE", "stage"), "i": ("JOBID", "job_id"),
@@ -31,8 +34,9 @@ _FIELDS = {
     "p": ("PLANNED", "planned"), "e": ("EST.WAIT", "est_wait"), "m": ("MIN_MEMORY", "mem"),
     "A": ("JOBID", "job_id"), "r": ("REASON", "reason_only"), "N": ("NODELIST", "nodelist"),
     "l": ("TIME_LIMIT", "time_limit"), "L": ("TIME_LEFT", "time_left"), "V": ("SUBMIT_TIME", "submitted"),
-    "a": ("ACCOUNT", "account"), "q": ("QOS", "qos"), "k": ("COMMENT", "tag"),
+    "a": ("ACCOUNT", "account"), "q": ("QOS", "qos"), "k": ("COMMENT", "tag"), "X": ("TRY", "attempts"),
 }
+_FINAL_STAGE = {StageState.COMPLETED.value, StageState.FAILED.value, StageState.CANCELLED.value}
 _STAGE_ST = {StageState.WAITING: "WT", StageState.PLANNED: "PL", StageState.COMPLETED: "CD",
              StageState.FAILED: "F", StageState.CANCELLED: "CA"}
 
@@ -69,6 +73,8 @@ def status_rows(store, workflow_id: int | None = None, include_finished: bool = 
                              + (f" (Slurm's: {row['slurm_output']})" if row.get("slurm_output") else ""))
     if daemon.get("backend") == "sim" or any(r["simulated"] for r in rows):
         notes.append(SIMULATED_NOTE)
+    notes.extend(f"workflow {r['workflow']} stage {r['stage']}: {r['retry']}" for r in rows
+                 if r.get("retry") and r["state"] not in _FINAL_STAGE)
     return rows, notes
 
 
@@ -144,6 +150,7 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
             "account": (req.account if req else spec.account) or "", "qos": (req.qos if req else spec.qos) or "",
             "tag": job.tag if job is not None else "",
             **output_paths(wf, name),
+            "attempts": run.attempt, "retry": retry_note(wf, name),
         })
     return out
 
@@ -239,11 +246,13 @@ def render_summary(s: dict) -> str:
              f"  core-hours {s['core_hours']:.2f}   overhead {s['overhead_core_hours']:.2f}   jobs {s['jobs']}"
              + (f"   hit ratio {s['hit_ratio']:.0%}" if s.get("hit_ratio") is not None else ""),
              "",
-             f"  {'STAGE':<16} {'JOBID':>8} {'STATE':<10} {'CPUS':>5} {'SUBMIT':>10} {'START':>10} {'END':>10} "
+             f"  {'STAGE':<16} {'JOBID':>8} {'STATE':<10} {'TRY':>3} {'CPUS':>5} {'SUBMIT':>10} {'START':>10} "
+             f"{'END':>10} "
              f"{'WAIT':>9} {'PERCEIVED':>9} {'EST.WAIT':>9} {'IDLE':>7}"]
     for st in s["stages"]:
         lines.append(
-            f"  {st['name'][:16]:<16} {str(st['job_id'] or '-'):>8} {st['state'][:10]:<10} {st['cpus']:>5} "
+            f"  {st['name'][:16]:<16} {str(st['job_id'] or '-'):>8} {st['state'][:10]:<10} "
+            f"{st.get('attempts', 1):>3} {st['cpus']:>5} "
             f"{rel(st['submit']):>10} {rel(st['start']):>10} {rel(st['end']):>10} {d(st['wait_s']):>9} "
             f"{d(st['perceived_wait_s']):>9} {d(st['est_wait_s']):>9} {d(st['idle_s']):>7}")
         if st.get("message") and st["state"] != "COMPLETED":
@@ -251,6 +260,9 @@ def render_summary(s: dict) -> str:
         if st.get("log"):
             lines.append(f"      log {st['log']}" + (f"   Slurm output {st['slurm_output']}"
                                                      if st.get("slurm_output") else ""))
+        tries = st.get("attempt_list") or []
+        if len(tries) > 1:  # every attempt, why it was made, and with what
+            lines.extend(f"      {t['text']}" for t in tries)
     return "\n".join(lines)
 
 
@@ -329,7 +341,9 @@ def render_explain(wf: WorkflowRun, stage: str | None, as_json: bool = False) ->
                       "time_s": req.time_limit_s if req else spec.time_s,
                       "user_cpus": spec.cpus, "user_mem_mb": spec.total_mem_mb(), "user_time_s": spec.time_s,
                       "why": run.size_why or "the workflow file's values (no sizing agent has decided yet)",
-                      "when": run.plan_why, "message": run.message})
+                      "when": run.plan_why, "message": run.message,
+                      "attempts": [a.to_dict() for a in stage_attempts(wf, name)],
+                      "attempt_lines": [describe(a) for a in stage_attempts(wf, name)]})
     if as_json:
         return json.dumps(items, indent=2)
     lines = []
@@ -342,4 +356,6 @@ def render_explain(wf: WorkflowRun, stage: str | None, as_json: bool = False) ->
             lines.append(f"    when: {it['when']}")
         if it["message"]:
             lines.append(f"    last event: {it['message']}")
+        if len(it["attempts"]) > 1:
+            lines.extend(f"    {line}" for line in it["attempt_lines"])
     return "\n".join(lines) or f"no stage {stage!r} in workflow {wf.id}"

@@ -53,12 +53,12 @@ def test_default_columns_are_squeues_plus_asads(db_url):
     store.close()
     assert text.pop(0).startswith("# SIMULATED")  # the simulator's jobs are marked as such
     assert text[0].split() == ["WORKFLOW", "STAGE", "JOBID", "PARTITION", "NAME", "ST", "TIME", "NODES", "CPUS",
-                               "PLANNED", "EST.WAIT", "NODELIST(REASON)"]
+                               "PLANNED", "EST.WAIT", "TRY", "NODELIST(REASON)"]
     first, second, third = (line.split() for line in text[1:])
     assert first[1] == "first" and first[5] == "R" and first[-1] == "main-0"
     assert first[6] == "10:00"  # running for ten minutes, squeue's M:SS
     assert second[5] in ("PD", "PL") and third[5] == "WT" and third[-1] == "(Predecessors)"
-    assert DEFAULT_FORMAT.count("%") == 12
+    assert DEFAULT_FORMAT.count("%") == 13
 
 
 def test_more_squeue_letters_and_json(db_url, capsys):

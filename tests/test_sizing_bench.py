@@ -115,3 +115,47 @@ def test_delayed_learning_sees_only_tasks_completed_before_a_submission(tmp_path
     assert delayed["maq"] == pytest.approx(own) and delayed["oom"] == 0
     at_once = replay_agent(tasks, 0.5, lambda s: make_agent("pc95", seed=s)).summary()
     assert at_once["maq"] != pytest.approx(own)
+
+
+def test_the_input_feature_is_only_what_was_known_at_submission(tmp_path):
+    from asad.bench.sizing import load_trace
+
+    cols = COLUMNS + ["complete", "tag", "wchar"]
+    # sample A: task 1 ends at 5 s writing 700 B; task 2 (submitted at 6 s) sees 700 B; task 3
+    # (submitted at 2 s, before task 1 ended) sees nothing; sample B's task 4 sees nothing either
+    rows = [dict(row(1, 1000, 100, 4), complete=5000, tag="A", wchar=700),
+            dict(row(2, 6000, 100, 4), complete=10_000, tag="A", wchar=50),
+            dict(row(3, 2000, 100, 4), complete=9000, tag="A", wchar=10),
+            dict(row(4, 7000, 100, 4), complete=12_000, tag="B", wchar=10)]
+    path = tmp_path / "trace_up.csv.gz"
+    with gzip.open(path, "wt", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=cols)
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
+    up = {t.task_id: t.input_bytes for t in load_trace(path)}
+    assert up == {1: None, 3: None, 2: 700.0, 4: None}
+    assert all(t.input_bytes is None for t in load_trace(path, "none"))
+    assert {t.input_bytes for t in load_trace(path, "rchar")} == {1000.0}  # the task's own reads
+    with pytest.raises(ValueError):
+        load_trace(path, "future")
+
+
+def test_paper_retry_rules():
+    from asad.bench.sizing import paper_retry, paper_rule
+    from asad.sizing.base import Caps, Outcome, Request
+
+    caps = Caps(max_cpus=8, max_mem_mb=10_000, max_time_s=None)
+    killed = Outcome(request=Request(1, 1000, 600), peak_mem_mb=1000.0, cpu_s=1.0, elapsed_s=5.0,
+                     input_bytes=None, state="OUT_OF_MEMORY")
+    assert paper_rule("pc95") == "witt" and paper_rule("tovar-min-waste") == "tovar"
+    assert paper_rule("sizey-like") == "max-peak" and paper_rule("bandit") == "max-peak"
+    assert paper_retry("witt", killed, 1, 5000.0, caps).mem_mb == 2000  # doubling, not the largest peak
+    assert paper_retry("tovar", killed, 1, 5000.0, caps).mem_mb == 5000  # the largest peak seen (a_m)
+    user = Request(1, 3000, 600)
+    assert paper_retry("tovar", killed, 2, 5000.0, caps, default=user).mem_mb == 3000  # the user's maximum
+    assert paper_retry("tovar", killed, 1, 800.0, caps, default=user).mem_mb == 3000  # a_m no bigger
+    assert paper_retry("tovar", killed, 2, 5000.0, caps).mem_mb == 10_000  # then the whole node
+    timed_out = Outcome(request=Request(1, 1000, 600), peak_mem_mb=None, cpu_s=1.0, elapsed_s=600.0,
+                        input_bytes=None, state="TIMEOUT")
+    assert paper_retry("witt", timed_out, 1, None, caps).time_s == 1200

@@ -6,12 +6,33 @@ peak is killed (OUT_OF_MEMORY) at ``ttf`` × its run time and retried by the ret
 its whole allocation counts as waste (Witt eq. 4). An attempt whose time limit is below
 its run time ends in TIMEOUT at the limit and is retried with a longer one.
 
-CPUs change run time, work-conserving: a task that kept ``u`` cores busy takes
+CPUs: by default (``--cpus keep``) never fewer than the trace's request, as asad does for a
+stage without ``sizing_cpus: shrink``. With ``--cpus shrink`` the agents' CPU proposals stand
+and run time is stretched work-conservingly: a task that kept ``u`` cores busy takes
 ``realtime × max(1, u/c) / max(1, u/c_trace)`` on ``c`` CPUs (see
-:func:`asad.sizing.timelimit.stretched_elapsed_s`); the CPU work (core·s used) is fixed.
+:func:`asad.sizing.timelimit.stretched_elapsed_s`). That is an assumption, not a measurement
+(the traces hold each task at one CPU count only), and it makes cutting CPUs to the average
+busy cores free by construction: core·h savings under ``shrink`` are not evidence.
 
 Rows: the traces' own requests (the users' defaults), the anchor "largest peak so far
 × 1.1, first task at the request, doubling on failure", then every agent.
+
+Input size (``--input-feature``), only what is known when the task is submitted:
+
+* ``upstream`` (default): the traces record no input file sizes, so the stand-in is the
+  bytes written (``wchar``) by the tasks of the same sample (the trace's ``tag``) that had
+  completed when the task was submitted: the outputs upstream of it, which are its
+  inputs or contain them. None when no such task had completed.
+* ``none``: no per-task feature at all (input-based predictors fall back to the others).
+* ``rchar``: the bytes the task itself read. Known only after the task ends: it lets an
+  agent see the future, so it is for comparison with earlier results only.
+
+Retry rules (``--retry``): ``paper`` (default) replays each paper's agent with its own
+rule (:func:`paper_retry`): Witt et al. (pc50, pc95, lr-*) double the failed memory;
+Tovar et al. retry at the largest peak seen so far and, if that fails too, at the whole
+node; the others (asad's agents, Zunker's bandit and Q-learning) use asad's rule
+(:func:`asad.sizing.retry.retry_request`, ``max-peak``). ``max-peak``, ``double`` and
+``smallest`` apply asad's rule in that mode to every agent.
 """
 
 from __future__ import annotations
@@ -30,6 +51,7 @@ from pathlib import Path
 from typing import Callable
 
 from asad.sizing.base import Caps, Outcome, Request, SizingError
+from asad.sizing.cpus import keep_user_cpus
 from asad.sizing.retry import retry_request
 from asad.sizing.timelimit import stretched_elapsed_s
 
@@ -50,7 +72,7 @@ class TraceTask:
     peak_mb: float
     realtime_s: float
     cpu_usage: float  # cores busy on average (%cpu / 100)
-    input_bytes: float  # rchar: bytes read, the input-size proxy
+    input_bytes: float | None  # the input-size feature (see ``--input-feature``); None = unknown
     submit_s: float = 0.0  # when the workflow submitted it (trace clock)
     complete_s: float = 0.0  # when it completed in the trace
 
@@ -59,30 +81,67 @@ def _num(v: str) -> float | None:
     return None if v in ("", "-") else float(v)
 
 
-def load_trace(path: Path) -> list[TraceTask]:
-    """COMPLETED rows only (the only real samples), in submission order."""
-    rows = []
+INPUT_FEATURES = ("upstream", "none", "rchar")
+
+
+def _upstream_bytes(rows: list[tuple[int, int, dict]]) -> dict[int, float | None]:
+    """Per task id: ``wchar`` summed over the same-tag tasks completed before its submission."""
+    out: dict[int, float | None] = {}
+    pending: dict[str, list[tuple[float, float]]] = {}  # tag -> heap of (complete ms, wchar)
+    done: dict[str, float] = {}
+    for submit, task_id, r in sorted(rows, key=lambda x: (x[0], x[1])):
+        tag = r.get("tag") or ""
+        if tag in ("", "-"):
+            out[task_id] = None
+            continue
+        heap = pending.setdefault(tag, [])
+        while heap and heap[0][0] <= submit:
+            done[tag] = done.get(tag, 0.0) + heapq.heappop(heap)[1]
+        out[task_id] = done.get(tag) or None
+        complete = _num(r.get("complete", "")) or submit
+        heapq.heappush(heap, (complete, _num(r.get("wchar", "")) or 0.0))
+    return out
+
+
+def load_trace(path: Path, input_feature: str = "upstream") -> list[TraceTask]:
+    """COMPLETED rows only (the only real samples), in submission order.
+
+    ``input_feature`` is what a task's input size is taken to be (see the module's doc);
+    the upstream stand-in counts every row that completed, failed ones included.
+    """
+    if input_feature not in INPUT_FEATURES:
+        raise ValueError(f"unknown input feature {input_feature!r} ({', '.join(INPUT_FEATURES)})")
+    raw = []
     with gzip.open(path, "rt", newline="") as fh:
         for r in csv.DictReader(fh):
-            if r["status"] != "COMPLETED":
-                continue
-            t = _num(r["time"])
-            rows.append((int(r["submit"]), int(r["task_id"]), TraceTask(
+            raw.append((int(r["submit"]), int(r["task_id"]), {k: r.get(k, "") for k in (
+                "status", "time", "process", "cpus", "memory", "peak_rss", "realtime", "%cpu", "rchar",
+                "complete", "tag", "wchar", "task_id", "submit")}))
+    upstream = _upstream_bytes([x for x in raw if x[2]["complete"] not in ("", "-")]) \
+        if input_feature == "upstream" else {}
+    rows = []
+    for submit, task_id, r in raw:
+        if r["status"] != "COMPLETED":
+            continue
+        t = _num(r["time"])
+        feature = {"upstream": upstream.get(task_id), "none": None,
+                   "rchar": _num(r["rchar"]) or 0.0}[input_feature]
+        rows.append((submit, task_id, TraceTask(
                 task_id=int(r["task_id"]), process=r["process"], cpus=int(r["cpus"]),
                 mem_mb=float(r["memory"]) / MB, time_s=None if t is None else int(math.ceil(t / 1000)),
                 peak_mb=float(r["peak_rss"]) / MB, realtime_s=float(r["realtime"]) / 1000.0,
-                cpu_usage=(_num(r["%cpu"]) or 0.0) / 100.0, input_bytes=_num(r["rchar"]) or 0.0,
+                cpu_usage=(_num(r["%cpu"]) or 0.0) / 100.0, input_bytes=feature,
                 submit_s=int(r["submit"]) / 1000.0,
                 complete_s=(_num(r.get("complete", "")) or int(r["submit"])) / 1000.0)))
     rows.sort(key=lambda x: (x[0], x[1]))
     return [t for *_, t in rows]
 
 
-def load_traces(directory: Path) -> dict[str, list[TraceTask]]:
+def load_traces(directory: Path, input_feature: str = "upstream") -> dict[str, list[TraceTask]]:
     files = sorted(Path(directory).glob("trace_*.csv.gz"))
     if not files:
         raise FileNotFoundError(f"no trace_*.csv.gz in {directory}")
-    return {f.name[len("trace_"):-len(".csv.gz")]: load_trace(f) for f in files}
+    return {f.name[len("trace_"):-len(".csv.gz")]: load_trace(f, input_feature) for f in files}
 
 
 @dataclass
@@ -192,9 +251,55 @@ def replay_anchor(tasks: list[TraceTask], ttf: float, margin: float = 1.1, delay
     return tally
 
 
+WITT_AGENTS = ("pc50", "pc95", "lr-mean±", "lr-mean-", "lr-max-")
+TOVAR_AGENTS = ("tovar-min-waste", "tovar-max-throughput")
+RETRY_MODES = ("paper", "max-peak", "double", "smallest")
+
+
+def paper_rule(agent: str) -> str:
+    """The retry rule of the paper an agent comes from: ``witt``, ``tovar`` or asad's ``max-peak``."""
+    if agent in WITT_AGENTS:
+        return "witt"
+    if agent in TOVAR_AGENTS:
+        return "tovar"
+    return "max-peak"
+
+
+def paper_retry(rule: str, failed: Outcome, n_failed: int, history_max_peak_mb: float | None,
+                caps: Caps, *, learned_time_s: int | None = None, default: Request | None = None) -> Request:
+    """The retry after ``n_failed`` failed attempts of a task under a paper's rule.
+
+    * ``witt`` (Witt et al. 2019, feedback-based allocation): a failed task is retried with
+      double the failed memory, capped at the node.
+    * ``tovar`` (Tovar et al. 2018, CCTools): the first retry is at the largest peak seen
+      for the category (``a_m``), the next at the category's maximum (the user's request,
+      ``default``), then the whole node.
+    Time-outs use asad's rule in both. Raises :class:`SizingError` when nothing bigger fits.
+    """
+    req = failed.request
+    if failed.timed_out:
+        return retry_request(failed, history_max_peak_mb, caps, learned_time_s=learned_time_s)
+    if req.mem_mb >= caps.max_mem_mb:
+        raise SizingError(f"out of memory at the node's {caps.max_mem_mb} MB")
+    if rule == "witt":
+        mem = 2 * req.mem_mb
+    elif rule == "tovar":
+        seen = float(history_max_peak_mb or 0.0)
+        user = default.mem_mb if default is not None else 0
+        if n_failed == 1 and seen > req.mem_mb:
+            mem = int(math.ceil(seen))
+        elif user > req.mem_mb:
+            mem = user
+        else:
+            mem = caps.max_mem_mb
+    else:
+        raise ValueError(f"unknown paper retry rule {rule!r}")
+    return Request(cpus=req.cpus, mem_mb=min(int(mem), caps.max_mem_mb), time_s=req.time_s)
+
+
 def replay_agent(tasks: list[TraceTask], ttf: float, make: Callable[[int], object],
                  caps: Caps = BENCH_CAPS, retry_mode: str = "max-peak", seed: int = 0,
-                 delayed: bool = False) -> Tally:
+                 delayed: bool = False, cpus_mode: str = "keep") -> Tally:
     """Replay with one agent per process: ``propose`` for the first attempt, the retry rule after.
 
     ``delayed``: what a task's attempts measured reaches its agent only at the moment the task
@@ -215,8 +320,9 @@ def replay_agent(tasks: list[TraceTask], ttf: float, make: Callable[[int], objec
             agent = agents[task.process] = make(seed + zlib.crc32(task.process.encode()))
         default = default_request(task)
         req = agent.propose(default, task.input_bytes).request
+        req, _ = keep_user_cpus(req, default.cpus, cpus_mode)
         outs = []
-        for _ in range(MAX_ATTEMPTS):
+        for n_try in range(MAX_ATTEMPTS):
             out = play_attempt(tally, task, req, ttf)
             if delayed:
                 outs.append(out)
@@ -226,8 +332,13 @@ def replay_agent(tasks: list[TraceTask], ttf: float, make: Callable[[int], objec
                 break
             try:
                 learned = agent.time.predict_s(req.cpus, task.input_bytes)
-                req = retry_request(out, agent.history.max_peak_mb(), caps, mode=retry_mode, default=default,
-                                    learned_time_s=None if learned is None else int(learned * 1.5))
+                learned_s = None if learned is None else int(learned * 1.5)
+                if retry_mode in ("witt", "tovar"):
+                    req = paper_retry(retry_mode, out, n_try + 1, agent.history.max_peak_mb(), caps,
+                                      learned_time_s=learned_s, default=default)
+                else:
+                    req = retry_request(out, agent.history.max_peak_mb(), caps, mode=retry_mode, default=default,
+                                        learned_time_s=learned_s)
             except SizingError:
                 tally.unfit += 1
                 break
@@ -249,15 +360,16 @@ def _one(job: tuple[float, str, str, str, int, dict, bool]) -> tuple[float, str,
     """One (ttf, policy, workflow) replay; policy is "requests", the anchor, or an agent name."""
     from asad.sizing.registry import make_agent
 
-    ttf, name, wf, retry_mode, seed, params, delayed = job
+    ttf, name, wf, retry_mode, seed, params, delayed, cpus_mode = job
     tasks = _SHARED["traces"][wf]
     if name == "requests":
         tally = replay_requests(tasks, ttf)
     elif name == ANCHOR:
         tally = replay_anchor(tasks, ttf, delayed=delayed)
     else:
+        rule = paper_rule(name) if retry_mode == "paper" else retry_mode
         tally = replay_agent(tasks, ttf, lambda s: make_agent(name, caps=BENCH_CAPS, seed=s, **params),
-                             retry_mode=retry_mode, seed=seed, delayed=delayed)
+                             retry_mode=rule, seed=seed, delayed=delayed, cpus_mode=cpus_mode)
     return ttf, name, wf, tally.summary()
 
 
@@ -269,15 +381,16 @@ def _init_shared(traces: dict) -> None:
 
 
 def run(traces: dict[str, list[TraceTask]], ttfs: list[float], agents: list[str],
-        retry_mode: str = "max-peak", seed: int = 0, jobs: int = 1, params: dict | None = None,
-        delayed: bool = False) -> dict:
+        retry_mode: str = "paper", seed: int = 0, jobs: int = 1, params: dict | None = None,
+        delayed: bool = False, cpus_mode: str = "keep") -> dict:
     """Every (ttf, policy, workflow) replay; ``jobs`` > 1 runs them in forked processes.
     ``params`` go to every agent's constructor (meant for one agent at a time)."""
     names = ["requests", ANCHOR] + list(agents)
     params = dict(params or {})
     results: dict = {"ttf": {}, "agents": names, "workflows": list(traces), "retry_mode": retry_mode,
-                     "seed": seed, "params": params, "delayed": delayed}
-    work = [(ttf, name, wf, retry_mode, seed, params, delayed) for ttf in ttfs for name in names for wf in traces]
+                     "seed": seed, "params": params, "delayed": delayed, "cpus_mode": cpus_mode}
+    work = [(ttf, name, wf, retry_mode, seed, params, delayed, cpus_mode)
+            for ttf in ttfs for name in names for wf in traces]
     _SHARED["traces"] = traces
     try:
         if jobs > 1:
@@ -360,14 +473,15 @@ def main(args: argparse.Namespace) -> int:
         print(f"asad bench sizing: no traces at {traces_dir} (see shared/data/README.md)", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    traces = load_traces(traces_dir)
+    traces = load_traces(traces_dir, args.input_feature)
     agents = args.agents.split(",") if args.agents else bench_agents()
     params = {}
     for item in args.param:
         key, _, value = item.partition("=")
         params[key] = int(value) if value.lstrip("-").isdigit() else float(value)
     results = run(traces, args.ttf, agents, retry_mode=args.retry, seed=args.seed, jobs=args.jobs, params=params,
-                  delayed=args.delayed)
+                  delayed=args.delayed, cpus_mode=args.cpus)
+    results["input_feature"] = args.input_feature
     results["elapsed_s"] = round(time.perf_counter() - started, 2)
     results["command"] = "asad bench sizing " + " ".join(sys.argv[3:])
     text = format_text(results) + f"replayed {sum(map(len, traces.values()))} tasks in {results['elapsed_s']} s\n"
@@ -386,13 +500,21 @@ def register(subparsers) -> None:
     p.add_argument("--ttf", type=parse_ttfs, default=[0.5],
                    help="time to failure of an OOM kill as a share of run time; a comma list, e.g. 0.1,0.5,0.9")
     p.add_argument("--agents", default="", help="comma list of agent names (default: all)")
-    p.add_argument("--retry", default="max-peak", choices=["max-peak", "double", "smallest"], help="OOM retry mode")
+    p.add_argument("--retry", default="paper", choices=list(RETRY_MODES),
+                   help="OOM retry rule: each paper's own (default), or asad's rule in one mode for all agents")
+    p.add_argument("--input-feature", default="upstream", choices=list(INPUT_FEATURES),
+                   help="the per-task input size agents see: upstream outputs of the same sample known at "
+                        "submission (default), none, or rchar (known only after the task: comparison only)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--jobs", type=int, default=1, help="replays in parallel (forked processes)")
     p.add_argument("--param", action="append", default=[], metavar="K=V",
                    help="an agent constructor parameter, e.g. fail_penalty=3 (use with one --agents)")
     p.add_argument("--delayed", action="store_true",
                    help="a task's measurements reach its agent only when it completed in the trace")
+    p.add_argument("--cpus", default="keep", choices=["keep", "shrink"],
+                   help="keep: never fewer CPUs than the trace's request (asad's default, sizing_cpus: keep); "
+                        "shrink: the agents' CPU proposals stand (run time stretched work-conservingly, "
+                        "an assumption, not measured)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--out", default="", help="also write sizing.json and sizing.txt here")
     p.set_defaults(func=main)

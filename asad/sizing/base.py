@@ -315,6 +315,8 @@ class AgentBase:
         sample = self.history.add(outcome)
         if sample is not None:
             self.time.observe(sample)
+        elif outcome.timed_out:
+            self.time.observe_timeout(outcome.request.time_s)
         self._learn(outcome, sample)
 
     def to_state(self) -> dict:

@@ -13,6 +13,12 @@ The defaults (2 × the longest of the last 200 runs + 10 min, after 10 runs) are
 bursts: when many tasks of a stage are submitted before the first ends, the first to end
 are the shortest, and a limit learned from them alone times out the rest (measured with
 ``asad bench sizing --delayed``: 1.5 × + 1 min after 3 runs caused 75 time-outs, these 2).
+
+A ``TIMEOUT`` proves the stage needs more than the limit it had: the learner keeps a floor,
+the limit the retry asks for (:func:`asad.sizing.retry.retry_time_s`: 2 × the failed limit,
+at least one minute more), and never proposes less on later runs, so a workflow that
+timed out once does not time out again for the same reason. The partition's maximum
+still caps the limit.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import math
 import numpy as np
 
 from asad.sizing.base import Caps, GrowingColumns, Sample
+from asad.sizing.retry import DEFAULT_GROWTH
 
 MIN_LIMIT_S = 60
 
@@ -41,6 +48,8 @@ class TimeLimitLearner:
         self.min_samples = int(min_samples)
         self.window = int(window)  # the most recent runs only: a stage's run time drifts with its inputs
         self._runs = GrowingColumns(4)  # elapsed s, busy cores (0 = unknown), cpus, input bytes (0 = unknown)
+        self.timeout_floor_s = 0  # after a TIMEOUT: the retry's limit, the least any later run gets
+        self.timed_out_at_s = 0  # the longest limit that ended in TIMEOUT
 
     @property
     def n_runs(self) -> int:
@@ -48,6 +57,12 @@ class TimeLimitLearner:
 
     def observe(self, sample: Sample) -> None:
         self._runs.append([sample.elapsed_s, sample.cpu_usage or 0.0, sample.cpus, sample.input_bytes or 0.0])
+
+    def observe_timeout(self, limit_s: int) -> None:
+        """An attempt with ``limit_s`` timed out: later runs get at least what its retry asks for."""
+        self.timed_out_at_s = max(self.timed_out_at_s, int(limit_s))
+        floor = int(math.ceil(max(DEFAULT_GROWTH * limit_s, limit_s + 60)))
+        self.timeout_floor_s = max(self.timeout_floor_s, floor)
 
     def predict_s(self, cpus: int, input_bytes: float | None = None) -> float | None:
         """The longest recent run, stretched to ``cpus`` and to the input size; None if too few."""
@@ -73,6 +88,10 @@ class TimeLimitLearner:
             limit_s = max(MIN_LIMIT_S, limit_s)
             why = (f"time limit {limit_s} s = {self.margin:g} × longest run {longest:.0f} s "
                    f"+ {self.slack_s:.0f} s over {min(self._runs.n, self.window)} runs")
+        if self.timeout_floor_s > limit_s:
+            limit_s = self.timeout_floor_s
+            why += (f", raised to {limit_s} s because an earlier attempt timed out at "
+                    f"{self.timed_out_at_s} s")
         if caps is not None and caps.max_time_s is not None and limit_s > caps.max_time_s:
             limit_s = caps.max_time_s
             why += f", capped at the partition's {caps.max_time_s} s"
@@ -80,11 +99,14 @@ class TimeLimitLearner:
 
     def to_dict(self) -> dict:
         return {"margin": self.margin, "slack_s": self.slack_s, "min_samples": self.min_samples,
-                "window": self.window, "runs": self._runs.view()[-self.window:].tolist()}
+                "window": self.window, "runs": self._runs.view()[-self.window:].tolist(),
+                "timeout_floor_s": self.timeout_floor_s, "timed_out_at_s": self.timed_out_at_s}
 
     @classmethod
     def from_dict(cls, d: dict) -> "TimeLimitLearner":
         t = cls(margin=d["margin"], slack_s=d["slack_s"], min_samples=d["min_samples"], window=d["window"])
         for row in d["runs"]:
             t._runs.append(row)
+        t.timeout_floor_s = int(d.get("timeout_floor_s", 0))
+        t.timed_out_at_s = int(d.get("timed_out_at_s", 0))
         return t

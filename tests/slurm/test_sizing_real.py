@@ -1,0 +1,92 @@
+"""Sizing on the real local cluster: a ``cpus: 28`` stage keeps its 28 CPUs over runs (the
+agent sees them idle, but the stage did not opt in to fewer), and a stage that timed out
+once does not time out on the next run of the workflow (the learned limit sticks).
+
+Run alone: ``slurm-scripts/local-cluster.sh up --accounting && .venv/bin/pytest -m slurm tests/slurm/test_sizing_real.py``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from asad.slurm.backend import JobState
+from asad.slurm.cli import SlurmCLI
+
+from test_workflows_real import asad, asad_env, store_id, write_workflow
+
+pytestmark = [pytest.mark.slurm, pytest.mark.timeout(900)]
+
+CPU_WORKFLOW = """\
+name: threads
+strategy: per-stage
+sizing: sizey-like
+stages:
+  - name: omp
+    cpus: {cpus}
+    mem: 200M
+    time: 5m
+    run: "sleep 2"
+"""
+
+
+def _run(env, wf, timeout=400):
+    res = asad(env, "run", str(wf), "--backend", "slurm", "--json", timeout=timeout)
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout)
+
+
+def test_a_28_cpu_stage_keeps_28_cpus_over_runs(cluster, tmp_path):
+    cpus = min(28, cluster.cpus_per_node)
+    if cpus < 2:
+        pytest.skip("needs nodes with at least 2 CPUs")
+    wf = write_workflow(tmp_path / "threads.yaml", CPU_WORKFLOW.format(cpus=cpus))
+    state = tmp_path / "state"
+    env = asad_env(cluster, state)
+    runs = [_run(env, wf) for _ in range(2)]
+    assert [r["state"] for r in runs] == ["COMPLETED", "COMPLETED"]
+    # sleep keeps no core busy: an agent free to shrink would have asked for 1 CPU the second time
+    backend = SlurmCLI(slurm_conf=cluster.slurm_conf)
+    for r in runs:
+        (stage,) = r["stages"]
+        assert stage["cpus"] == cpus, stage
+        found = backend.find(f"asad:{store_id(state)}:{r['id']}:omp:")
+        assert [st.state for st in found.values()] == [JobState.COMPLETED]
+    why = asad(env, "explain", str(runs[1]["id"]), "omp")
+    assert why.returncode == 0, why.stderr
+    assert f"CPUs kept at the file's {cpus}" in why.stdout, why.stdout
+
+
+TIMEOUT_WORKFLOW = """\
+name: slowone
+strategy: per-stage
+sizing: sizey-like
+stages:
+  - name: slow
+    cpus: 1
+    mem: 200M
+    time: 1m
+    run: "sleep 90"
+"""
+
+
+def test_a_stage_that_timed_out_once_does_not_time_out_on_the_next_run(cluster, tmp_path):
+    wf = write_workflow(tmp_path / "slow.yaml", TIMEOUT_WORKFLOW)
+    state = tmp_path / "state"
+    env = asad_env(cluster, state)
+    first = _run(env, wf)
+    second = _run(env, wf)
+    backend = SlurmCLI(slurm_conf=cluster.slurm_conf)
+    states = []
+    for r in (first, second):
+        assert r["state"] == "COMPLETED", r["message"]
+        found = backend.find(f"asad:{store_id(state)}:{r['id']}:slow:")
+        states.append([found[j].state for j in sorted(found)])
+    # the first run: Slurm ends the 1 min attempt with TIMEOUT, the 2 min retry completes
+    assert states[0] == [JobState.TIMEOUT, JobState.COMPLETED], states
+    # the next run starts with the raised limit and does not time out again
+    assert states[1] == [JobState.COMPLETED], states
+    assert second["stages"][0]["attempts"] == 1
+    why = asad(env, "explain", str(second["id"]), "slow")
+    assert "timed out at 60 s" in why.stdout, why.stdout
