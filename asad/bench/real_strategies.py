@@ -68,7 +68,7 @@ class BackgroundLoad:
 
     def _run(self) -> None:
         while not self.stop.is_set():
-            out = subprocess.run(["squeue", "-h", "-A", "bg", "-t", "PD", "-o", "%i"], capture_output=True,
+            out = subprocess.run(["squeue", "-h", "--name=bg", "-t", "PD", "-o", "%i"], capture_output=True,
                                  text=True, check=False).stdout
             for _ in range(min(4, self.target - len(out.split()))):
                 cpus = self.rng.choice([1, 2, 4, 8, 14, 28, self.max_cpus])
@@ -88,7 +88,7 @@ class BackgroundLoad:
         self.stop.set()
         if self.thread.is_alive():
             self.thread.join()
-        subprocess.run(["scancel", "-A", "bg"], capture_output=True, check=False)
+        subprocess.run(["scancel", "--name=bg"], capture_output=True, check=False)
 
 
 def _asad(env: dict, *args: str, check: bool = True) -> subprocess.CompletedProcess:
