@@ -252,3 +252,109 @@ def test_show_and_status_print_each_stages_log_path():
     status = asad("status", "--all").stdout
     assert (f"# workflow 1 stage blastn failed: its output is in {run_dir}/blastn.log "
             f"(Slurm's: {run_dir}/blastn-{job_ids['blastn']}.out)") in status, status
+
+
+# -- defect 4: status between two polls of the daemon ---------------------------------------------------
+TWO_WIDE = """name: wide
+strategy: per-stage
+stages:
+  - {name: a, nodes: 4, ntasks: 112, time: 2h, run: 'true', simulate: {runtime: 90m}}
+  - {name: b, after: [], nodes: 4, ntasks: 112, time: 2h, run: 'true', simulate: {runtime: 90m}}
+"""
+
+
+def _rows_at(store, now: float) -> dict[str, dict]:
+    import time
+
+    from asad.status import status_rows
+
+    store.set_status("clock", {"now": now, "wall": time.time(), "speed": 1.0})
+    store.commit()
+    return {r["stage"]: r for r in status_rows(store, include_finished=True)[0]}
+
+
+def test_time_counts_only_while_running_and_stops_at_cancel():
+    from asad.app import make_runner
+    from asad.config import load_settings
+    from asad.metrics import summarize
+    from asad.slurm.sim import make_simulator
+    from asad.spec import parse_workflow
+
+    settings = load_settings()
+    sim = make_simulator("small", load=0.0, seed=1)
+    store = Store(settings.database_url)
+    try:
+        runner = make_runner(settings, store, sim)
+        wf = store.add_workflow(parse_workflow(TWO_WIDE), sim.now(), strategy="per-stage")
+        runner.load()
+        runner.tick()
+        sim.run_until(sim.now() + 600)
+        runner.tick()
+        t = sim.now()
+        rows = _rows_at(store, t)
+        running, pending = sorted(rows.values(), key=lambda r: r["st"] != "R")
+        assert running["st"] == "R" and pending["st"] == "PD"
+        assert pending["time_s"] is None  # squeue: a pending job has run 0:00, whatever its age
+        assert running["time_s"] == pytest.approx(600, abs=5)
+        assert _rows_at(store, t + 3600)[pending["stage"]]["time_s"] is None
+        # cancelled: the running job's TIME stops at the cancel, and show gives it an END
+        store.request_cancel(wf.id)
+        runner.tick()
+        later = _rows_at(store, t + 7200)
+        assert later[running["stage"]]["st"] == "CA"
+        assert later[running["stage"]]["time_s"] == pytest.approx(600, abs=5)
+        assert later[pending["stage"]]["time_s"] is None
+        summary = summarize(store.load_workflows([wf.id])[0])
+        ends = {s["name"]: s["end"] for s in summary["stages"]}
+        assert ends[running["stage"]] == pytest.approx(t, abs=5), summary
+    finally:
+        store.close()
+
+
+def test_a_started_job_shows_r_before_the_daemons_next_poll():
+    """The stage wrapper's allocation marker says the job started: R, its host and its TIME."""
+    from asad.app import make_runner
+    from asad.config import load_settings
+    from asad.slurm.sim import make_simulator
+    from asad.spec import parse_workflow
+
+    settings = load_settings()
+    sim = _RealLike(make_simulator("small", load=0.0, seed=1))
+    store = Store(settings.database_url)
+    try:
+        runner = make_runner(settings, store, sim)
+        store.add_workflow(parse_workflow(TWO_WIDE), sim.now(), strategy="per-stage")
+        runner.load()
+        runner.tick()  # both submitted; no poll since
+        t = sim.now()
+        rows = _rows_at(store, t + 120)
+        assert [r["st"] for r in rows.values()] == ["PD", "PD"]
+        job_id = rows["a"]["job_id"]
+        (settings.run_dir / "1" / "a.alloc").write_text(f"{t + 60} node7 {job_id}\n")
+        (settings.run_dir / "1" / "b.alloc").write_text(f"{t + 60} node7 999999\n")  # another job's: ignored
+        rows = _rows_at(store, t + 120)
+        assert rows["a"]["st"] == "R" and rows["a"]["reason"] == "node7"
+        assert rows["a"]["time_s"] == pytest.approx(60, abs=2)
+        assert rows["b"]["st"] == "PD" and rows["b"]["time_s"] is None
+    finally:
+        store.close()
+
+
+def test_status_says_how_old_the_daemons_last_poll_is():
+    import time
+
+    from asad.config import load_settings
+    from asad.status import status_rows
+
+    store = Store(load_settings().database_url)
+    try:
+        store.set_status("daemon", {"pid": 1, "backend": "slurm"})
+        store.set_status("clock", {"now": time.time() - 200, "wall": time.time() - 200, "speed": 1.0})
+        store.commit()
+        notes = status_rows(store)[1]
+        assert any(n.startswith("states as of the daemon's last poll of Slurm, 3:") for n in notes), notes
+        store.set_status("clock", {"now": time.time(), "wall": time.time(), "speed": 1.0})
+        store.commit()
+        assert status_rows(store)[1] == []
+    finally:
+        store.close()
