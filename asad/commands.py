@@ -346,6 +346,31 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     return run_daemon(settings)
 
 
+@guarded
+def cmd_service(args: argparse.Namespace) -> int:
+    from asad.backend_choice import resolve_backend
+    from asad.service import default_unit_path, unit_text
+
+    settings = settings_from(args)
+    backend = resolve_backend(args.backend or settings.backend)
+    daemon_args = ["--backend", backend] + (["--db", args.db_url] if args.db_url else []) + \
+        (["--config", str(args.config.resolve())] if args.config else [])
+    text = unit_text(daemon_args)
+    if str(args.output) == "-":
+        print(text, end="")
+        return 0
+    path = args.output or default_unit_path()
+    if path.exists() and not args.force:
+        return _fail(f"{path} exists; nothing was written. Fix: --force to replace it, or --output elsewhere",
+                     EXIT_INPUT)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    print(f"wrote {path} (ExecStart: this asad, --backend {backend}; Environment: this shell's PATH"
+          f"{', SLURM_CONF' if os.environ.get('SLURM_CONF') else ''}). Start it with:\n"
+          "  systemctl --user daemon-reload && systemctl --user enable --now asad")
+    return 0
+
+
 # -- learners -----------------------------------------------------------------------------------------
 @guarded
 def cmd_predict(args: argparse.Namespace) -> int:

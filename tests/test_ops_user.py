@@ -4,6 +4,7 @@ before its fix (the store creation race is in test_ops_store.py)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -160,8 +161,6 @@ def test_submit_validates_against_the_running_daemons_backend(no_slurm, tmp_path
     try:
         proc = asad("submit", str(EXAMPLES / "blast.yaml"), check=False)
     finally:
-        import os
-
         os.close(lock)
     assert proc.returncode == 0, proc.stderr
     status = asad("status").stdout.splitlines()
@@ -358,3 +357,31 @@ def test_status_says_how_old_the_daemons_last_poll_is():
         assert status_rows(store)[1] == []
     finally:
         store.close()
+
+
+# -- defect 9: a systemd unit with the right paths and environment -------------------------------------
+def test_service_writes_a_unit_that_runs_this_asad_with_this_shells_slurm(tmp_path, monkeypatch):
+    import shlex
+    import shutil
+
+    monkeypatch.setenv("SLURM_CONF", "/etc/slurm/site's slurm.conf")
+    monkeypatch.setenv("PATH", f"/opt/slurm 100%/bin:{os.environ['PATH']}")
+    unit = tmp_path / "asad.service"
+    res = asad("service", "--backend", "slurm", "--output", str(unit))
+    assert res.returncode == 0 and str(unit) in res.stdout, res.stderr
+    text = unit.read_text()
+    lines = dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
+    words = shlex.split(lines["ExecStart"].replace("$$", "$"))
+    assert words[words.index("daemon"):] == ["daemon", "--backend", "slurm"]
+    version = subprocess.run([*words[:words.index("daemon")], "--version"], capture_output=True, text=True)
+    assert version.returncode == 0 and version.stdout.startswith("asad "), version  # this very asad
+    env = [shlex.split(line.split("=", 1)[1])[0].replace("%%", "%")
+           for line in text.splitlines() if line.startswith("Environment=")]
+    assert "SLURM_CONF=/etc/slurm/site's slurm.conf" in env and f"PATH={os.environ['PATH']}" in env
+    again = asad("service", "--output", str(unit), check=False)
+    assert again.returncode == 3 and "--force" in again.stderr
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze is not installed: the unit's syntax was not checked by systemd")
+    verify = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True, timeout=60)
+    assert verify.returncode == 0, verify.stderr
