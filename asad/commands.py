@@ -168,8 +168,16 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
     settings = settings_from(args)
     spec = load_workflow(args.workflow, strategy=args.strategy)
-    settings.backend = daemon_backend(settings, args.backend)
-    parts = _partitions_for_validation(settings)
+    from asad.backend_choice import BackendChoiceError
+
+    try:
+        settings.backend = daemon_backend(settings, args.backend)
+        parts = _partitions_for_validation(settings)
+    except BackendChoiceError as exc:
+        # No daemon yet and no Slurm here: store it unchecked, as when Slurm is down; the daemon
+        # checks the sizes against its own cluster when it submits. Never check against a simulator.
+        print(f"asad: warning: the stage sizes were not checked against a cluster: {exc}", file=sys.stderr)
+        parts = []
     if parts:
         check_against_cluster(spec, parts, next((p.name for p in parts if p.default), None))
     store = open_store(settings)
@@ -186,7 +194,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if not daemon_running(settings):
         print(f"asad: note: no daemon is running for this store, so workflow {wf.id} waits until one starts.\n"
               "  Start one with:  systemctl --user enable --now asad   (see docs/operations.md)\n"
-              f"  or in a terminal: asad daemon{' --backend sim' if settings.backend == 'sim' else ''}",
+              f"  or in a terminal: asad daemon{' --backend sim' if settings.backend != 'slurm' else ''}",
               file=sys.stderr)
     return 0
 
@@ -201,13 +209,22 @@ def daemon_backend(settings: Settings, flag: str | None = None) -> str:
     if flag:
         return flag
     if daemon_running(settings):
+        try:
+            pid = int(settings.lock_file.read_text().strip() or 0)
+        except (OSError, ValueError):
+            pid = 0
         store = open_store(settings)
         try:
-            recorded = (store.get_status("daemon") or {}).get("backend")
+            deadline = time.monotonic() + 5.0  # a daemon just started records its backend within a tick
+            while True:
+                recorded = store.get_status("daemon") or {}
+                if recorded.get("pid") == pid or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
         finally:
             store.close()
-        if recorded in ("sim", "slurm"):
-            return recorded
+        if recorded.get("backend") in ("sim", "slurm"):
+            return recorded["backend"]
     return resolve_backend(settings.backend)
 
 

@@ -124,12 +124,20 @@ def no_slurm(tmp_path, monkeypatch):
 
 
 def test_daemon_never_falls_into_the_simulator_by_default(no_slurm):
-    for args in (["daemon"], ["submit", str(EXAMPLES / "blast.yaml")], ["run", str(EXAMPLES / "blast.yaml")]):
+    for args in (["daemon"], ["run", str(EXAMPLES / "blast.yaml")]):
         proc = asad(*args, check=False, timeout=60)
         assert proc.returncode == 3, (args, proc.stdout, proc.stderr)
         assert "no Slurm cluster answers" in proc.stderr and "--backend sim" in proc.stderr, proc.stderr
         assert "Traceback" not in proc.stderr
-    assert json.loads(asad("status", "--all", "--json").stdout)["stages"] == []  # nothing was submitted
+    assert json.loads(asad("status", "--all", "--json").stdout)["stages"] == []  # nothing was run
+    # submit stores the workflow for a daemon to come, unchecked (as when Slurm is down), and says so:
+    # never checked against the simulator
+    big = no_slurm.parent / "big.yaml"
+    big.write_text("name: big\nstages:\n  - {name: a, cpus: 2, mem: 64G, time: 1h, run: 'true'}\n")
+    proc = asad("submit", str(big), check=False)
+    assert proc.returncode == 0 and "not checked against a cluster" in proc.stderr, proc.stderr
+    assert "asad daemon --backend sim" in proc.stderr
+    assert "SIMULATED" not in asad("status").stdout
     # the simulator, asked for by name, still works (the README's first command)
     out = json.loads(asad("run", str(EXAMPLES / "blast.yaml"), "--backend", "sim", "--load", "0", "--json").stdout)
     assert out["state"] == "COMPLETED" and out["simulated"] is True
@@ -154,7 +162,7 @@ def test_submit_validates_against_the_running_daemons_backend(no_slurm, tmp_path
 
     settings = load_settings()
     store = Store(settings.database_url)
-    store.set_status("daemon", {"pid": 1, "backend": "sim"})
+    store.set_status("daemon", {"pid": os.getpid(), "backend": "sim"})
     store.commit()
     store.close()
     lock = acquire_lock(settings)
