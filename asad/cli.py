@@ -76,6 +76,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--poll", type=float, dest="poll_interval_s", help="shortest poll interval (s)")
     p.set_defaults(func=_cmd("daemon"))
 
+    p = sub.add_parser("service", parents=[common], help="write a systemd user unit that runs this asad's daemon")
+    p.add_argument("--backend", choices=("sim", "slurm"), help="the daemon's backend (default: Slurm when it "
+                   "answers, else an error)")
+    p.add_argument("--output", type=Path, metavar="FILE", help="where to write the unit, '-' for stdout "
+                   "(default ~/.config/systemd/user/asad.service)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing unit file")
+    p.set_defaults(func=_cmd("service"))
+
     p = sub.add_parser("predict", parents=[common], help="the learned queue wait for a job geometry")
     p.add_argument("--cpus", type=int, required=True)
     p.add_argument("--nodes", type=int, default=1)

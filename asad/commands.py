@@ -168,10 +168,21 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
     settings = settings_from(args)
     spec = load_workflow(args.workflow, strategy=args.strategy)
-    settings.backend = daemon_backend(settings, args.backend)
+    from asad.backend_choice import BackendChoiceError
+
     if getattr(args, "dry_run", False):
+        # A dry run prints what a backend would be asked; with none to ask it stops (BackendChoiceError
+        # is a user error with its fix), never falling through to a real submission.
+        settings.backend = daemon_backend(settings, args.backend)
         return _dry_run(settings, spec, args)
-    parts = _partitions_for_validation(settings)
+    try:
+        settings.backend = daemon_backend(settings, args.backend)
+        parts = _partitions_for_validation(settings)
+    except BackendChoiceError as exc:
+        # No daemon yet and no Slurm here: store it unchecked, as when Slurm is down; the daemon
+        # checks the sizes against its own cluster when it submits. Never check against a simulator.
+        print(f"asad: warning: the stage sizes were not checked against a cluster: {exc}", file=sys.stderr)
+        parts = []
     if parts:
         check_against_cluster(spec, parts, next((p.name for p in parts if p.default), None))
     store = open_store(settings)
@@ -188,7 +199,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     if not daemon_running(settings):
         print(f"asad: note: no daemon is running for this store, so workflow {wf.id} waits until one starts.\n"
               "  Start one with:  systemctl --user enable --now asad   (see docs/operations.md)\n"
-              f"  or in a terminal: asad daemon{' --backend sim' if settings.backend == 'sim' else ''}",
+              f"  or in a terminal: asad daemon{' --backend sim' if settings.backend != 'slurm' else ''}",
               file=sys.stderr)
     return 0
 
@@ -219,13 +230,22 @@ def daemon_backend(settings: Settings, flag: str | None = None) -> str:
     if flag:
         return flag
     if daemon_running(settings):
+        try:
+            pid = int(settings.lock_file.read_text().strip() or 0)
+        except (OSError, ValueError):
+            pid = 0
         store = open_store(settings)
         try:
-            recorded = (store.get_status("daemon") or {}).get("backend")
+            deadline = time.monotonic() + 5.0  # a daemon just started records its backend within a tick
+            while True:
+                recorded = store.get_status("daemon") or {}
+                if recorded.get("pid") == pid or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
         finally:
             store.close()
-        if recorded in ("sim", "slurm"):
-            return recorded
+        if recorded.get("backend") in ("sim", "slurm"):
+            return recorded["backend"]
     return resolve_backend(settings.backend)
 
 
@@ -362,6 +382,31 @@ def cmd_daemon(args: argparse.Namespace) -> int:
     settings = settings_from(args, backend=args.backend, sim_speed=args.speed, sim_preset=args.preset,
                              sim_load=args.load, poll_interval_s=args.poll_interval_s)
     return run_daemon(settings)
+
+
+@guarded
+def cmd_service(args: argparse.Namespace) -> int:
+    from asad.backend_choice import resolve_backend
+    from asad.service import default_unit_path, unit_text
+
+    settings = settings_from(args)
+    backend = resolve_backend(args.backend or settings.backend)
+    daemon_args = ["--backend", backend] + (["--db", args.db_url] if args.db_url else []) + \
+        (["--config", str(args.config.resolve())] if args.config else [])
+    text = unit_text(daemon_args)
+    if str(args.output) == "-":
+        print(text, end="")
+        return 0
+    path = args.output or default_unit_path()
+    if path.exists() and not args.force:
+        return _fail(f"{path} exists; nothing was written. Fix: --force to replace it, or --output elsewhere",
+                     EXIT_INPUT)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    print(f"wrote {path} (ExecStart: this asad, --backend {backend}; Environment: this shell's PATH"
+          f"{', SLURM_CONF' if os.environ.get('SLURM_CONF') else ''}). Start it with:\n"
+          "  systemctl --user daemon-reload && systemctl --user enable --now asad")
+    return 0
 
 
 # -- learners -----------------------------------------------------------------------------------------

@@ -56,7 +56,9 @@ def summarize(wf: WorkflowRun) -> dict:
             "eligible": job.eligible_time if job else None,
             "start": run.start_time,
             "job_start": job.start_time if job else None,
-            "end": run.end_time,
+            # a stage cancelled with the workflow ended then (its job is no longer polled)
+            "end": run.end_time if run.end_time is not None or run.state is not StageState.CANCELLED or job is None
+            else (job.end_time or wf.ended_at),
             "wait_s": (job.wait_s if job and (not big or not preds) else 0.0) if job else None,
             "perceived_wait_s": perceived,
             "idle_s": idle_s,

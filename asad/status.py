@@ -37,6 +37,7 @@ _FIELDS = {
     "a": ("ACCOUNT", "account"), "q": ("QOS", "qos"), "k": ("COMMENT", "tag"), "X": ("TRY", "attempts"),
 }
 _FINAL_STAGE = {StageState.COMPLETED.value, StageState.FAILED.value, StageState.CANCELLED.value}
+STALE_AFTER_S = 60.0  # past this, asad status says how old the daemon's last poll is
 _STAGE_ST = {StageState.WAITING: "WT", StageState.PLANNED: "PL", StageState.COMPLETED: "CD",
              StageState.FAILED: "F", StageState.CANCELLED: "CA"}
 
@@ -54,6 +55,10 @@ def status_rows(store, workflow_id: int | None = None, include_finished: bool = 
         now += (time.time() - clock["wall"]) * clock.get("speed", 1.0)
     if now is None:
         now = time.time()
+    age_s = time.time() - clock["wall"] if clock.get("wall") is not None else None
+    if age_s is not None and age_s > STALE_AFTER_S and daemon.get("backend") not in (None, "sim"):
+        notes.append(f"states as of the daemon's last poll of Slurm, {format_duration(age_s)} ago "
+                     "(a stage whose job has started shows R from its wrapper's marker)")
     if daemon.get("paused"):
         notes.append(f"daemon paused after repeated Slurm failures; it retries every {daemon.get('retry_s')} s")
     if workflow_id is not None:
@@ -95,6 +100,20 @@ def output_paths(wf: WorkflowRun, stage: str) -> dict[str, str]:
     return out
 
 
+def _alloc_marker(job, stage: str) -> tuple[float, str] | None:  # noqa: ANN001
+    """(start epoch, host) from the stage wrapper's allocation marker of this very job, if written."""
+    if not job.request.output or job.job_id is None:
+        return None
+    try:
+        with open(f"{os.path.dirname(job.request.output)}/{stage}.alloc") as fh:
+            fields = fh.read().split()
+        if len(fields) >= 3 and fields[2] == str(job.job_id):
+            return float(fields[0]), fields[1]
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
     out = []
     for name, run in wf.stages.items():
@@ -105,17 +124,29 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
             else job.state.short
         if job is not None and run.state.is_final and not job.state.is_final:
             st = _STAGE_ST[run.state]
-        since = None
-        if job is not None:
-            since = job.start_time if job.start_time is not None else job.submitted_at
-            if job.state.is_final:
-                since = None
-        elapsed = (job.end_time - job.start_time) if job and job.end_time and job.start_time else \
-            (now - since if since is not None else None)
+        # The daemon's polls may be minutes apart: a pending job whose allocation marker the stage
+        # wrapper wrote (``<stage>.alloc``: "<epoch> <host> <job id>") runs, whatever the last poll said.
+        started = _alloc_marker(job, name) if job is not None and job.state.value == "PENDING" \
+            and not run.state.is_final else None
+        if started is not None:
+            st = "R"
+        # squeue's TIME: how long the job has run; 0:00 while it pends, frozen once it (or its stage) ended
+        start = job.start_time if job is not None and job.start_time is not None else (started or (None,))[0]
+        end = (job.end_time or run.end_time or (wf.ended_at if run.state.is_final else None)) if job else None
+        if start is None:
+            elapsed = None
+        elif end is not None:
+            elapsed = max(0.0, end - start)
+        elif job.state.is_final or run.state.is_final:
+            elapsed = None
+        else:
+            elapsed = max(0.0, now - start)
         reason = ""
-        if job is not None and job.state.value == "PENDING":
+        if started is not None:
+            reason = started[1]
+        elif job is not None and job.state.value == "PENDING" and not run.state.is_final:
             reason = f"({job.reason or 'None'})"
-        elif job is not None and job.state.value == "RUNNING":
+        elif job is not None and job.state.value == "RUNNING" and not run.state.is_final:
             reason = job.nodelist or "-"
         elif run.state is StageState.PLANNED:
             reason = "(PlannedSubmission)"
@@ -131,7 +162,7 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
         req = job.request if job else None
         spec = wf.spec.stage(name)
         limit = req.time_limit_s if req else (run.time_s or spec.time_s)
-        running = job is not None and job.state.value == "RUNNING"
+        running = st == "R"
         out.append({
             "workflow": wf.id, "workflow_name": wf.spec.name, "stage": name, "state": run.state.value,
             "job_id": job.job_id if job and job.job_id is not None else None,

@@ -92,7 +92,7 @@ need_packages() {
             || { apt-get update -q >>"$DIR/log/apt.log" 2>&1 && apt-get install -y -q "${missing[@]}" >>"$DIR/log/apt.log" 2>&1; } \
             || die "apt-get install ${missing[*]} failed; see $DIR/log/apt.log"
     else
-        die "missing packages: ${missing[*]} (install with: sudo apt-get install ${missing[*]})"
+        die "missing packages: ${missing[*]} (install them as root: apt-get install ${missing[*]})"
     fi
 }
 
@@ -328,7 +328,7 @@ preflight_ports() {  # fail before starting anything when a port a stopped daemo
 
 # ---------------------------------------------------------------- commands ---------------------
 cmd_up() {
-    [[ $EUID -eq 0 ]] || die "must run as root (slurmd starts jobs and needs root): sudo $0 up ..."
+    [[ $EUID -eq 0 ]] || die "must run as root (slurmd starts jobs and needs root): run $0 up ... as root"
     local was_running=0
     for f in "$DIR"/run/*.pid; do
         [[ -e $f ]] && pid_alive "$f" && was_running=1

@@ -4,6 +4,7 @@ before its fix (the store creation race is in test_ops_store.py)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -123,12 +124,20 @@ def no_slurm(tmp_path, monkeypatch):
 
 
 def test_daemon_never_falls_into_the_simulator_by_default(no_slurm):
-    for args in (["daemon"], ["submit", str(EXAMPLES / "blast.yaml")], ["run", str(EXAMPLES / "blast.yaml")]):
+    for args in (["daemon"], ["run", str(EXAMPLES / "blast.yaml")]):
         proc = asad(*args, check=False, timeout=60)
         assert proc.returncode == 3, (args, proc.stdout, proc.stderr)
         assert "no Slurm cluster answers" in proc.stderr and "--backend sim" in proc.stderr, proc.stderr
         assert "Traceback" not in proc.stderr
-    assert json.loads(asad("status", "--all", "--json").stdout)["stages"] == []  # nothing was submitted
+    assert json.loads(asad("status", "--all", "--json").stdout)["stages"] == []  # nothing was run
+    # submit stores the workflow for a daemon to come, unchecked (as when Slurm is down), and says so:
+    # never checked against the simulator
+    big = no_slurm.parent / "big.yaml"
+    big.write_text("name: big\nstages:\n  - {name: a, cpus: 2, mem: 64G, time: 1h, run: 'true'}\n")
+    proc = asad("submit", str(big), check=False)
+    assert proc.returncode == 0 and "not checked against a cluster" in proc.stderr, proc.stderr
+    assert "asad daemon --backend sim" in proc.stderr
+    assert "SIMULATED" not in asad("status").stdout
     # the simulator, asked for by name, still works (the README's first command)
     out = json.loads(asad("run", str(EXAMPLES / "blast.yaml"), "--backend", "sim", "--load", "0", "--json").stdout)
     assert out["state"] == "COMPLETED" and out["simulated"] is True
@@ -153,15 +162,13 @@ def test_submit_validates_against_the_running_daemons_backend(no_slurm, tmp_path
 
     settings = load_settings()
     store = Store(settings.database_url)
-    store.set_status("daemon", {"pid": 1, "backend": "sim"})
+    store.set_status("daemon", {"pid": os.getpid(), "backend": "sim"})
     store.commit()
     store.close()
     lock = acquire_lock(settings)
     try:
         proc = asad("submit", str(EXAMPLES / "blast.yaml"), check=False)
     finally:
-        import os
-
         os.close(lock)
     assert proc.returncode == 0, proc.stderr
     status = asad("status").stdout.splitlines()
@@ -252,3 +259,137 @@ def test_show_and_status_print_each_stages_log_path():
     status = asad("status", "--all").stdout
     assert (f"# workflow 1 stage blastn failed: its output is in {run_dir}/blastn.log "
             f"(Slurm's: {run_dir}/blastn-{job_ids['blastn']}.out)") in status, status
+
+
+# -- defect 4: status between two polls of the daemon ---------------------------------------------------
+TWO_WIDE = """name: wide
+strategy: per-stage
+stages:
+  - {name: a, nodes: 4, ntasks: 112, time: 2h, run: 'true', simulate: {runtime: 90m}}
+  - {name: b, after: [], nodes: 4, ntasks: 112, time: 2h, run: 'true', simulate: {runtime: 90m}}
+"""
+
+
+def _rows_at(store, now: float) -> dict[str, dict]:
+    import time
+
+    from asad.status import status_rows
+
+    store.set_status("clock", {"now": now, "wall": time.time(), "speed": 1.0})
+    store.commit()
+    return {r["stage"]: r for r in status_rows(store, include_finished=True)[0]}
+
+
+def test_time_counts_only_while_running_and_stops_at_cancel():
+    from asad.app import make_runner
+    from asad.config import load_settings
+    from asad.metrics import summarize
+    from asad.slurm.sim import make_simulator
+    from asad.spec import parse_workflow
+
+    settings = load_settings()
+    sim = make_simulator("small", load=0.0, seed=1)
+    store = Store(settings.database_url)
+    try:
+        runner = make_runner(settings, store, sim)
+        wf = store.add_workflow(parse_workflow(TWO_WIDE), sim.now(), strategy="per-stage")
+        runner.load()
+        runner.tick()
+        sim.run_until(sim.now() + 600)
+        runner.tick()
+        t = sim.now()
+        rows = _rows_at(store, t)
+        running, pending = sorted(rows.values(), key=lambda r: r["st"] != "R")
+        assert running["st"] == "R" and pending["st"] == "PD"
+        assert pending["time_s"] is None  # squeue: a pending job has run 0:00, whatever its age
+        assert running["time_s"] == pytest.approx(600, abs=5)
+        assert _rows_at(store, t + 3600)[pending["stage"]]["time_s"] is None
+        # cancelled: the running job's TIME stops at the cancel, and show gives it an END
+        store.request_cancel(wf.id)
+        runner.tick()
+        later = _rows_at(store, t + 7200)
+        assert later[running["stage"]]["st"] == "CA"
+        assert later[running["stage"]]["time_s"] == pytest.approx(600, abs=5)
+        assert later[pending["stage"]]["time_s"] is None
+        summary = summarize(store.load_workflows([wf.id])[0])
+        ends = {s["name"]: s["end"] for s in summary["stages"]}
+        assert ends[running["stage"]] == pytest.approx(t, abs=5), summary
+    finally:
+        store.close()
+
+
+def test_a_started_job_shows_r_before_the_daemons_next_poll():
+    """The stage wrapper's allocation marker says the job started: R, its host and its TIME."""
+    from asad.app import make_runner
+    from asad.config import load_settings
+    from asad.slurm.sim import make_simulator
+    from asad.spec import parse_workflow
+
+    settings = load_settings()
+    sim = _RealLike(make_simulator("small", load=0.0, seed=1))
+    store = Store(settings.database_url)
+    try:
+        runner = make_runner(settings, store, sim)
+        store.add_workflow(parse_workflow(TWO_WIDE), sim.now(), strategy="per-stage")
+        runner.load()
+        runner.tick()  # both submitted; no poll since
+        t = sim.now()
+        rows = _rows_at(store, t + 120)
+        assert [r["st"] for r in rows.values()] == ["PD", "PD"]
+        job_id = rows["a"]["job_id"]
+        (settings.run_dir / "1" / "a.alloc").write_text(f"{t + 60} node7 {job_id}\n")
+        (settings.run_dir / "1" / "b.alloc").write_text(f"{t + 60} node7 999999\n")  # another job's: ignored
+        rows = _rows_at(store, t + 120)
+        assert rows["a"]["st"] == "R" and rows["a"]["reason"] == "node7"
+        assert rows["a"]["time_s"] == pytest.approx(60, abs=2)
+        assert rows["b"]["st"] == "PD" and rows["b"]["time_s"] is None
+    finally:
+        store.close()
+
+
+def test_status_says_how_old_the_daemons_last_poll_is():
+    import time
+
+    from asad.config import load_settings
+    from asad.status import status_rows
+
+    store = Store(load_settings().database_url)
+    try:
+        store.set_status("daemon", {"pid": 1, "backend": "slurm"})
+        store.set_status("clock", {"now": time.time() - 200, "wall": time.time() - 200, "speed": 1.0})
+        store.commit()
+        notes = status_rows(store)[1]
+        assert any(n.startswith("states as of the daemon's last poll of Slurm, 3:") for n in notes), notes
+        store.set_status("clock", {"now": time.time(), "wall": time.time(), "speed": 1.0})
+        store.commit()
+        assert status_rows(store)[1] == []
+    finally:
+        store.close()
+
+
+# -- defect 9: a systemd unit with the right paths and environment -------------------------------------
+def test_service_writes_a_unit_that_runs_this_asad_with_this_shells_slurm(tmp_path, monkeypatch):
+    import shlex
+    import shutil
+
+    monkeypatch.setenv("SLURM_CONF", "/etc/slurm/site's slurm.conf")
+    monkeypatch.setenv("PATH", f"/opt/slurm 100%/bin:{os.environ['PATH']}")
+    unit = tmp_path / "asad.service"
+    res = asad("service", "--backend", "slurm", "--output", str(unit))
+    assert res.returncode == 0 and str(unit) in res.stdout, res.stderr
+    text = unit.read_text()
+    lines = dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
+    words = shlex.split(lines["ExecStart"].replace("$$", "$"))
+    assert words[words.index("daemon"):] == ["daemon", "--backend", "slurm"]
+    version = subprocess.run([*words[:words.index("daemon")], "--version"], capture_output=True, text=True)
+    assert version.returncode == 0 and version.stdout.startswith("asad "), version  # this very asad
+    env = [shlex.split(line.split("=", 1)[1])[0].replace("%%", "%")
+           for line in text.splitlines() if line.startswith("Environment=")]
+    assert "SLURM_CONF=/etc/slurm/site's slurm.conf" in env and f"PATH={os.environ['PATH']}" in env
+    again = asad("service", "--output", str(unit), check=False)
+    assert again.returncode == 3 and "--force" in again.stderr
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze is not installed: the unit's syntax was not checked by systemd")
+    verify = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True, timeout=60)
+    assert verify.returncode == 0, verify.stderr

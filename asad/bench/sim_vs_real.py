@@ -2,7 +2,7 @@
 times, then a 3-stage afterok chain) on the local cluster and in ``asad.slurm.sim``, FIFO priority
 with EASY backfill on both; prints start order and start times side by side.
 
-Run (needs the local cluster: ``sudo slurm-scripts/local-cluster.sh up``, 4 nodes x 28 cores)::
+Run (needs the local cluster, started as root: ``slurm-scripts/local-cluster.sh up``, 4 nodes x 28 cores)::
 
     eval "$(slurm-scripts/local-cluster.sh env)"
     python -m asad.bench.sim_vs_real --out out/sim_vs_real

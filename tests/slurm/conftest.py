@@ -1,5 +1,5 @@
 """Fixtures for tests against a real slurmctld: the private cluster of
-``slurm-scripts/local-cluster.sh`` (start it with ``sudo slurm-scripts/local-cluster.sh up
+``slurm-scripts/local-cluster.sh`` (start it as root with ``slurm-scripts/local-cluster.sh up
 --accounting``). Every test here is marked ``slurm`` and skips, saying why, when no cluster answers.
 """
 
@@ -18,7 +18,7 @@ from asad.slurm.cli import SlurmCLI
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER_SCRIPT = REPO / "slurm-scripts" / "local-cluster.sh"
-NOT_UP = ("no local Slurm cluster answers; start one with `sudo slurm-scripts/local-cluster.sh up "
+NOT_UP = ("no local Slurm cluster answers; start one as root with `slurm-scripts/local-cluster.sh up "
           "--accounting` (or export SLURM_CONF for another test cluster)")
 
 

@@ -1,5 +1,5 @@
 """The CLI backend against a real slurmctld (the local cluster). Run alone:
-``sudo slurm-scripts/local-cluster.sh up --accounting && .venv/bin/pytest -m slurm tests/slurm``."""
+as root: ``slurm-scripts/local-cluster.sh up --accounting && .venv/bin/pytest -m slurm tests/slurm``."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 example, learned waits and an ASA pre-submission on a busy cluster, an out-of-memory retry,
 ``asad cancel``, the daemon killed with SIGKILL and restarted, and slurmctld restarted mid-workflow.
 
-Run alone: ``sudo slurm-scripts/local-cluster.sh up --accounting && .venv/bin/pytest -m slurm tests/slurm``.
+Run alone, as root: ``slurm-scripts/local-cluster.sh up --accounting && .venv/bin/pytest -m slurm tests/slurm``.
 """
 
 from __future__ import annotations
