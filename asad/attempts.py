@@ -49,10 +49,22 @@ def _ended(job: JobRecord) -> str:
     return f"{state}{exit_code}"
 
 
+def attempts_by_stage(wf: WorkflowRun) -> dict[str, list[Attempt]]:
+    """Every stage's attempts in one pass over the workflow's jobs (big workflows: not per stage)."""
+    jobs: dict[str, list[JobRecord]] = {}
+    for j in wf.jobs:
+        if j.phase is not JobPhase.ABANDONED:
+            jobs.setdefault(j.stage, []).append(j)
+    return {stage: _attempts(js) for stage, js in jobs.items()}
+
+
 def stage_attempts(wf: WorkflowRun, stage: str) -> list[Attempt]:
     """The stage's attempts, oldest first (intents that never reached Slurm are left out)."""
-    jobs = sorted((j for j in wf.jobs if j.stage == stage and j.phase is not JobPhase.ABANDONED),
-                  key=lambda j: (j.attempt, j.row_id or 0))
+    return _attempts([j for j in wf.jobs if j.stage == stage and j.phase is not JobPhase.ABANDONED])
+
+
+def _attempts(jobs: list[JobRecord]) -> list[Attempt]:
+    jobs = sorted(jobs, key=lambda j: (j.attempt, j.row_id or 0))
     out: list[Attempt] = []
     for i, job in enumerate(jobs):
         req = job.request
@@ -77,9 +89,8 @@ def describe(a: Attempt) -> str:
     return f"attempt {a.attempt} ({a.why}): {job} {a.state}, {', '.join(parts)}"
 
 
-def retry_note(wf: WorkflowRun, stage: str) -> str | None:
+def retry_note(attempts: list[Attempt]) -> str | None:
     """For a stage with retries: ``attempt 2 after TIMEOUT at 1:00, now 1 CPU, 200M, 2:00``; else None."""
-    attempts = stage_attempts(wf, stage)
     if len(attempts) < 2:
         return None
     last = attempts[-1]

@@ -9,7 +9,7 @@ A pre-submitted stage is a *hit* when it neither waited nor idled more than the 
 
 from __future__ import annotations
 
-from asad.attempts import describe, stage_attempts
+from asad.attempts import attempts_by_stage, describe
 from asad.model import JobRecord, StageState, WorkflowRun
 
 HIT_TOLERANCE_S = 60.0
@@ -26,6 +26,7 @@ def summarize(wf: WorkflowRun) -> dict:
     stages = []
     used_core_s = 0.0
     big = wf.strategy == "big-job"
+    tries = attempts_by_stage(wf)
     for name, run in wf.stages.items():
         spec = wf.spec.stage(name)
         job = wf.current_job(name) if not big else (wf.jobs[-1] if wf.jobs else None)
@@ -49,7 +50,7 @@ def summarize(wf: WorkflowRun) -> dict:
             "job_id": job.job_id if job else None,
             "state": run.state.value,
             "attempts": run.attempt,
-            "attempt_list": [dict(a.to_dict(), text=describe(a)) for a in stage_attempts(wf, name)],
+            "attempt_list": [dict(a.to_dict(), text=describe(a)) for a in tries.get(name, [])],
             "cpus": job.alloc_cpus or job.request.cpus if job else spec.cpus,
             "mem_mb": job.request.total_mem_mb() if job else spec.total_mem_mb(),
             "submit": job.submitted_at if job else None,

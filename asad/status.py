@@ -21,7 +21,7 @@ import re
 import time
 from datetime import datetime, timezone
 
-from asad.attempts import describe, retry_note, stage_attempts
+from asad.attempts import attempts_by_stage, describe, retry_note
 from asad.model import JobPhase, StageState, WorkflowRun
 from asad.units import format_duration, format_mem
 
@@ -116,6 +116,7 @@ def _alloc_marker(job, stage: str) -> tuple[float, str] | None:  # noqa: ANN001
 
 def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
     out = []
+    tries = attempts_by_stage(wf)
     for name, run in wf.stages.items():
         job = wf.current_job(name) if wf.strategy != "big-job" else (wf.jobs[-1] if wf.jobs else None)
         if job is not None and job.phase is JobPhase.ABANDONED:
@@ -181,7 +182,7 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
             "account": (req.account if req else spec.account) or "", "qos": (req.qos if req else spec.qos) or "",
             "tag": job.tag if job is not None else "",
             **output_paths(wf, name),
-            "attempts": run.attempt, "retry": retry_note(wf, name),
+            "attempts": run.attempt, "retry": retry_note(tries.get(name, [])),
         })
     return out
 
@@ -361,6 +362,7 @@ def render_learners(rows: list[tuple[str, dict, int, float]], as_json: bool = Fa
 
 def render_explain(wf: WorkflowRun, stage: str | None, as_json: bool = False) -> str:
     items = []
+    tries = attempts_by_stage(wf)
     for name, run in wf.stages.items():
         if stage and name != stage:
             continue
@@ -373,8 +375,8 @@ def render_explain(wf: WorkflowRun, stage: str | None, as_json: bool = False) ->
                       "user_cpus": spec.cpus, "user_mem_mb": spec.total_mem_mb(), "user_time_s": spec.time_s,
                       "why": run.size_why or "the workflow file's values (no sizing agent has decided yet)",
                       "when": run.plan_why, "message": run.message,
-                      "attempts": [a.to_dict() for a in stage_attempts(wf, name)],
-                      "attempt_lines": [describe(a) for a in stage_attempts(wf, name)]})
+                      "attempts": [a.to_dict() for a in tries.get(name, [])],
+                      "attempt_lines": [describe(a) for a in tries.get(name, [])]})
     if as_json:
         return json.dumps(items, indent=2)
     lines = []

@@ -88,5 +88,11 @@ def test_a_stage_that_timed_out_once_does_not_time_out_on_the_next_run(cluster, 
     # the next run starts with the raised limit and does not time out again
     assert states[1] == [JobState.COMPLETED], states
     assert second["stages"][0]["attempts"] == 1
+    # the retry is visible: why it happened and with what limit
+    tries = first["stages"][0]["attempt_list"]
+    assert [t["state"] for t in tries] == ["TIMEOUT", "COMPLETED"]
+    assert tries[1]["why"] == "after TIMEOUT at 1:00" and tries[1]["time_s"] == 120
+    show = asad(env, "show", str(first["id"]))
+    assert "attempt 2 (after TIMEOUT at 1:00)" in show.stdout, show.stdout
     why = asad(env, "explain", str(second["id"]), "slow")
     assert "timed out at 60 s" in why.stdout, why.stdout
