@@ -18,7 +18,7 @@ from asad.slurm.sim.load_sim import ClosedLoopSimulator
 from asad.slurm.sim.load_users import UserModel, UserPopulation
 
 DAY = 86400.0
-MID = (PartitionSpec("batch", nodes=24, cores_per_node=28, mem_per_node_mb=128000, default=True, load=1.0),)
+MID = (PartitionSpec("batch", nodes=12, cores_per_node=28, mem_per_node_mb=128000, default=True, load=1.0),)
 
 
 def user_pending_counts(sim) -> list[int]:
@@ -57,7 +57,7 @@ def test_closed_loop_bounds_the_queue_and_open_stream_does_not():
                                             extra={"users": {"closed_loop": loop}}))
         caps = int(sim.workload.users.cap.sum())
         worst = 0
-        for day in range(1, 8):
+        for day in range(1, 9):
             sim.run_until(T0 + day * DAY)
             worst = max(worst, sim.stats()["jobs_pending_eligible"])
             if loop:
@@ -67,10 +67,10 @@ def test_closed_loop_bounds_the_queue_and_open_stream_does_not():
     worst, caps, dropped = results[True]
     assert worst <= caps and dropped > 0
     open_worst, _, open_dropped = results[False]
-    assert open_dropped == 0 and open_worst > 1.3 * caps  # twice the capacity offered: it piles up
+    assert open_dropped == 0 and open_worst > 2 * caps  # twice the capacity offered: it piles up
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), load=st.floats(0.5, 3.0), min_cap=st.integers(1, 5),
        pile_up_days=st.floats(0.05, 1.0))
 def test_no_user_ever_exceeds_the_cap(seed, load, min_cap, pile_up_days):
@@ -79,7 +79,7 @@ def test_no_user_ever_exceeds_the_cap(seed, load, min_cap, pile_up_days):
     users = sim.workload.users
     assert (users.cap >= min_cap).all()
     t = sim.now()
-    while sim.now() < t + 3 * DAY:
+    while sim.now() < t + 2 * DAY:
         if sim.advance() is None:
             break
         counts = user_pending_counts(sim)
