@@ -145,11 +145,14 @@ def test_real_medians_from_a_sample(tmp_path):
 
     header = ("cluster,job_unique_id,cluster_id,submit_time,eligible_time,start_time,end_time,"
               "req_cpus,req_mem_total,alloc_nodes,partition_id_x,account_id,time_limit_sec,state,req_tres\n")
-    rows = [
-        "cedar,1,1,2021-05-03 10:00:00,2021-05-03 10:00:00,2021-05-03 12:00:00,2021-05-03 13:00:00,1,100,1,1,1,7200,COMPLETED,cpu=1",
-        "cedar,2,1,2021-05-03 10:00:00,2021-05-03 10:00:00,2021-05-03 14:00:00,2021-05-03 15:00:00,1,100,1,1,1,7200,COMPLETED,cpu=1",
-        "graham,3,1,2021-05-03 10:00:00,2021-05-03 11:00:00,2021-05-04 11:00:00,2021-05-04 12:00:00,64,100,2,1,1,7200,COMPLETED,cpu=64",
-        'graham,4,1,2021-05-03 10:00:00,2021-05-03 10:00:00,2021-05-05 10:00:00,2021-05-05 12:00:00,1,100,1,1,1,7200,COMPLETED,"cpu=1,gres/gpu=1"',
+    day = "2021-05-03"
+    rows = [  # cluster, id, cluster id, submit, eligible, start, end, cpus, mem, nodes, ...
+        f"cedar,1,1,{day} 10:00:00,{day} 10:00:00,{day} 12:00:00,{day} 13:00:00,1,100,1,1,1,7200,COMPLETED,cpu=1",
+        f"cedar,2,1,{day} 10:00:00,{day} 10:00:00,{day} 14:00:00,{day} 15:00:00,1,100,1,1,1,7200,COMPLETED,cpu=1",
+        f"graham,3,1,{day} 10:00:00,{day} 11:00:00,2021-05-04 11:00:00,2021-05-04 12:00:00,64,100,2,1,1,7200,"
+        "COMPLETED,cpu=64",
+        f"graham,4,1,{day} 10:00:00,{day} 10:00:00,2021-05-05 10:00:00,2021-05-05 12:00:00,1,100,1,1,1,7200,"
+        'COMPLETED,"cpu=1,gres/gpu=1"',
     ]
     src = tmp_path / "jobs.csv.gz"
     with gzip.open(src, "wt") as fh:
