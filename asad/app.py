@@ -51,26 +51,31 @@ def make_runner(settings: Settings, store: Store, backend: Backend) -> Runner:
     kind, params = predictor_choice(settings)
     builder = None if backend.name == "sim" else CommandBuilder(settings.run_dir)
     return Runner.create(store, backend, predictor=kind, predictor_params=params, seed=settings.seed,
-                         asa_timing=settings.asa_timing, build_command=builder,
+                         asa_timing=settings.asa_timing, build_command=builder, idle_price=settings.idle_price,
                          run_dir="" if backend.name == "sim" else str(settings.run_dir))
 
 
 @dataclass
 class CommandBuilder:
     """The batch script of a stage's job on a real cluster: the stage wrapper with the stage's
-    command, run folder and (naive mode) the predecessors whose end markers it waits for."""
+    command, run folder and (a job submitted without a dependency) the predecessors whose end
+    markers it waits for."""
 
     run_dir: Path
+    create: bool = True  # False: only write the script (``submit --dry-run`` creates no folder)
 
-    def __call__(self, wf, stage: str, req: JobRequest) -> str:  # noqa: ANN001
+    def __call__(self, wf, stage: str, req: JobRequest, barrier: tuple[str, ...] = ()) -> str:  # noqa: ANN001
         run_dir = self.run_dir / str(wf.id)
-        run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if self.create:
+            run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            output = wf.spec.stage(stage).slurm.output if stage != BIG_JOB_STAGE else None
+            if output:  # Slurm does not create the folder of --output: the job would fail to launch
+                (Path(wf.spec.workdir or ".") / output).parent.mkdir(parents=True, exist_ok=True)
         lines = ["#!/bin/bash", f"export ASAD_RUN_DIR={shlex.quote(str(run_dir))}"]
         if stage == BIG_JOB_STAGE:
             for s in wf.spec.topo_order():
                 lines += self._stage_lines(wf, s, srun=True, barrier=())
             return "\n".join(lines) + "\n"
-        barrier = tuple(wf.spec.predecessors(stage)) if wf.mode == "naive" and wf.strategy == "asa" else ()
         lines += self._stage_lines(wf, stage, srun=False, barrier=barrier)
         return "\n".join(lines) + "\n"
 
@@ -78,23 +83,33 @@ class CommandBuilder:
         s = wf.spec.stage(stage)
         env = [f"ASAD_STAGE={shlex.quote(stage)}", f"ASAD_COMMAND={shlex.quote(s.run)}",
                f"ASAD_WAIT_FOR={shlex.quote(' '.join(barrier))}"]
+        if s.slurm.output:  # the user named the log: the command's output goes to Slurm's --output file
+            env.append("ASAD_LOG=-")
+        setup = [f"# setup of stage {stage}", *s.slurm.setup] if s.slurm.setup else []
         env += [f"{k}={shlex.quote(str(v))}" for k, v in s.env_dict().items()]
         prefix = "env " + " ".join(env)
         if srun:
             size = f"--nodes={s.nodes} --ntasks={s.ntasks} --cpus-per-task={s.cpus_per_task} --exact"
-            return [f"{prefix} srun {size} {shlex.quote(str(WRAPPER))} || exit $?"]
-        return [f"exec {prefix} {shlex.quote(str(WRAPPER))}"]
+            return [*setup, f"{prefix} srun {size} {shlex.quote(str(WRAPPER))} || exit $?"]
+        return [*setup, f"exec {prefix} {shlex.quote(str(WRAPPER))}"]
 
 
 def run_to_completion(runner: Runner, backend: Backend, workflow_ids: list[int], *,
                       poll_interval_s: float = 30.0, max_virtual_s: float = 90 * 86400,
-                      sleep=None) -> None:  # noqa: ANN001
+                      sleep=None, run_dir: Path | None = None) -> None:  # noqa: ANN001
     """Drive the runner until the given workflows end. On the simulator this runs on virtual time,
-    waking exactly when a tracked job changes state or a planned submission is due."""
+    waking exactly when a tracked job changes state or a planned submission is due. On a real
+    cluster with ``run_dir`` it also wakes when a running stage's end marker appears."""
     import time as _time
+
+    from asad.wake import BRISK_FOR_S, BRISK_POLL_S, WATCH_INTERVAL_S, Watch, end_markers
 
     start = backend.now()
     sim = hasattr(backend, "run_until")
+    sleep = sleep or _time.sleep
+    watch = Watch(None) if run_dir is not None else None
+    ended: set[int] = set()
+    brisk_until = 0.0
     while True:
         report = runner.tick()
         pending = [i for i in workflow_ids if i in runner.active]
@@ -113,7 +128,21 @@ def run_to_completion(runner: Runner, backend: Backend, workflow_ids: list[int],
             backend.run_until(min(wake, now + 86400.0), stop_on=live)
         else:
             pause = max(0.5, min(poll_interval_s, wake - now)) if not math.isinf(wake) else poll_interval_s
-            (sleep or _time.sleep)(pause)
+            if watch is None:
+                sleep(pause)
+                continue
+            ended &= set(runner.live_job_ids())
+            if ended and _time.monotonic() < brisk_until:
+                pause = min(pause, BRISK_POLL_S)  # a marker announced an end Slurm has not recorded yet
+            watch.set_markers(end_markers(runner, run_dir))
+            deadline = _time.monotonic() + pause
+            while (left := deadline - _time.monotonic()) > 0:
+                sleep(min(WATCH_INTERVAL_S, left))
+                due = [j for j in watch.due() if j]
+                if due:
+                    ended |= set(due)
+                    brisk_until = _time.monotonic() + BRISK_FOR_S
+                    break
 
 
 def workflow_active(runner: Runner, wf_id: int) -> bool:

@@ -12,7 +12,7 @@ from asad import __version__
 # Each bench module exposes ``register(subparsers)``, adding its own subcommand with
 # ``set_defaults(func=callable(args) -> int)``.
 BENCH_MODULES = ["sim", "convergence", "predictors", "strategies", "sizing", "placement", "overhead", "faults",
-                 "sim_vs_real", "sim_load"]
+                 "sim_vs_real", "sim_load", "real_strategies"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,16 +29,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", parents=[common], help="run a workflow in-process to completion (no daemon)")
     p.add_argument("workflow", type=Path)
     _backend_args(p)
-    p.add_argument("--strategy", choices=("per-stage", "big-job", "chain", "asa"))
+    p.add_argument("--strategy", choices=("auto", "per-stage", "big-job", "chain", "asa"))
     p.add_argument("--mode", choices=("dependency", "naive"), help="asa mode (default: the file's, else dependency)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=_cmd("run"))
 
     p = sub.add_parser("submit", parents=[common], help="validate a workflow and hand it to the daemon")
     p.add_argument("workflow", type=Path)
-    p.add_argument("--strategy", choices=("per-stage", "big-job", "chain", "asa"))
+    p.add_argument("--strategy", choices=("auto", "per-stage", "big-job", "chain", "asa"))
     p.add_argument("--mode", choices=("dependency", "naive"))
     p.add_argument("--backend", choices=("sim", "slurm"), help="the daemon's backend, to validate against")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the sbatch commands and scripts asad would run now; submit and store nothing")
     p.set_defaults(func=_cmd("submit"))
 
     p = sub.add_parser("status", parents=[common], help="stages and their jobs, like squeue")

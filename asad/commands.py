@@ -13,6 +13,7 @@ from asad.config import ConfigError, Settings, load_settings
 from asad.slurm.backend import SlurmError, SubmitRejected
 from asad.spec import SpecError
 from asad.store.db import StoreError, shown_url
+from asad.wake import wake_daemon
 
 # Exit codes: 1 the workflow failed or was cancelled, 2 usage (argparse), 3 the workflow file or a
 # setting is wrong, 4 the store cannot be used, 5 Slurm refused or is unreachable.
@@ -74,7 +75,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         wf = store.add_workflow(spec, backend.now(), strategy=args.strategy or spec.strategy,
                                 mode=args.mode or spec.mode)
         runner.load()
-        run_to_completion(runner, backend, [wf.id], poll_interval_s=settings.poll_interval_s)
+        run_to_completion(runner, backend, [wf.id], poll_interval_s=settings.poll_interval_s,
+                          run_dir=None if backend.name == "sim" else settings.run_dir)
         summary = store.workflow_rows([wf.id])[0].summary
     finally:
         store.close()
@@ -101,6 +103,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
     settings = settings_from(args, backend=args.backend)
     spec = load_workflow(args.workflow, strategy=args.strategy)
+    if getattr(args, "dry_run", False):
+        return _dry_run(settings, spec, args)
     parts = _partitions_for_validation(settings)
     if parts:
         check_against_cluster(spec, parts, next((p.name for p in parts if p.default), None))
@@ -113,11 +117,28 @@ def cmd_submit(args: argparse.Namespace) -> int:
         wf = store.add_workflow(spec, now, strategy=args.strategy or spec.strategy, mode=args.mode or spec.mode)
     finally:
         store.close()
+    wake_daemon(settings.state_dir)
     print(wf.id)
     if not daemon_running(settings):
         print(f"asad: note: no daemon is running for this store, so workflow {wf.id} waits until one starts.\n"
               "  Start one with:  systemctl --user enable --now asad   (see docs/operations.md)\n"
               "  or in a terminal: asad daemon", file=sys.stderr)
+    return 0
+
+
+def _dry_run(settings: Settings, spec, args: argparse.Namespace) -> int:  # noqa: ANN001
+    from asad.app import make_backend
+    from asad.dryrun import dry_run
+    from asad.spec import check_against_cluster
+
+    backend = make_backend(settings)
+    parts = backend.partitions()
+    check_against_cluster(spec, parts, next((p.name for p in parts if p.default), None))
+    text = dry_run(spec, settings, backend, strategy=args.strategy or spec.strategy, mode=args.mode or spec.mode)
+    if backend.name == "sim":
+        text = text.replace("# Nothing was submitted", "# (against the simulated cluster: use --backend slurm for "
+                            "a real one)\n# Nothing was submitted", 1)
+    print(text, end="")
     return 0
 
 
@@ -134,7 +155,8 @@ def _partitions_for_validation(settings: Settings) -> list:
 
 @guarded
 def cmd_cancel(args: argparse.Namespace) -> int:
-    store = open_store(settings_from(args))
+    settings = settings_from(args)
+    store = open_store(settings)
     try:
         rows = store.workflow_rows([args.workflow])
         if not rows:
@@ -144,7 +166,8 @@ def cmd_cancel(args: argparse.Namespace) -> int:
             return _fail(f"workflow {args.workflow} already ended ({rows[0].state})", EXIT_FAILED)
     finally:
         store.close()
-    print(f"workflow {args.workflow}: cancel requested; the daemon cancels its Slurm jobs at its next wake")
+    wake_daemon(settings.state_dir)
+    print(f"workflow {args.workflow}: cancel requested; a running daemon cancels its Slurm jobs within seconds")
     return 0
 
 

@@ -27,6 +27,8 @@ class Settings:
     max_poll_interval_s: float = 300.0  # backed off to this when nothing changes
     predictor: str = ""  # wait learner kind; "" = the measured recommendation
     asa_timing: str = "daemon"  # daemon | begin
+    # auto strategy, where age counts: makespan seconds one idle core-second costs (docs/asa.md)
+    idle_price: float = 0.05
     seed: int = 0
     sim_preset: str = "small"
     sim_load: float | None = None
@@ -51,6 +53,7 @@ _ENV = {
     "ASAD_STATE_DIR": "state_dir", "ASAD_DB_URL": "db_url", "ASAD_BACKEND": "backend",
     "ASAD_POLL_INTERVAL": "poll_interval_s", "ASAD_PREDICTOR": "predictor", "ASAD_SEED": "seed",
     "ASAD_SIM_PRESET": "sim_preset", "ASAD_SIM_SPEED": "sim_speed", "ASAD_ASA_TIMING": "asa_timing",
+    "ASAD_IDLE_PRICE": "idle_price",
 }
 
 

@@ -2,26 +2,31 @@
 
 The pause between two ticks adapts (polite to slurmctld): it starts at ``poll_interval_s``,
 grows by half each time nothing changed up to ``max_poll_interval_s``, and shrinks again to
-reach a planned submission or an expected stage end on time. When Slurm fails, pauses grow
+reach a planned submission or an expected stage end on time. Between ticks a watcher looks
+every second at the wake file (``asad submit``/``cancel``) and the running stages' end markers
+(``asad.wake``), and brings the next tick forward when one changed. When Slurm fails, pauses grow
 exponentially; after ``PAUSE_AFTER`` failures in a row the daemon says it is paused (``asad
 status`` shows it) and keeps retrying at the longest interval, resuming on its own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
+import logging
 import math
 import os
 import signal
 import socket
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import structlog
 
 from asad.config import Settings
 from asad.store.db import StoreError, shown_url
+from asad.wake import BRISK_FOR_S, BRISK_POLL_S, WATCH_INTERVAL_S, Watch, end_markers
 
 log = structlog.get_logger("asad.daemon")
 
@@ -111,7 +116,7 @@ class Pacer:
 
 def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
     from apscheduler.schedulers import SchedulerNotRunningError
-    from apscheduler.schedulers.blocking import BlockingScheduler
+    from apscheduler.schedulers.background import BackgroundScheduler
 
     from asad.app import make_backend, make_runner
     from asad.store.repo import Store
@@ -126,12 +131,28 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
     speed = float(getattr(backend, "speed", 1.0))
     runner = make_runner(settings, store, backend)
     pacer = Pacer(settings.poll_interval_s, settings.max_poll_interval_s)
-    scheduler = BlockingScheduler(timezone="UTC")
-    ticks = 0
+    watch = Watch(settings.state_dir)
+    markers = backend.name != "sim"  # the stage wrapper writes end markers on a real cluster only
+    # One periodic job (never a job that reschedules itself: APScheduler 3 can lose such a job when it
+    # ends before the scheduler's loop has removed it). Every beat looks at the wake file and the end
+    # markers; a tick runs when its pause is over or something woke it.
+    beat_s = WATCH_INTERVAL_S if speed <= 1 else min(WATCH_INTERVAL_S, max(0.02, settings.poll_interval_s / speed))
+    state = {"ticks": 0, "next_tick": 0.0, "brisk_until": 0.0, "ended": set()}
+    scheduler = BackgroundScheduler(timezone="UTC")
+    # A beat skipped or late while a long tick runs is expected, not worth a warning per beat.
+    logging.getLogger("apscheduler").setLevel(logging.ERROR)
 
-    def tick() -> None:
-        nonlocal ticks
-        ticks += 1
+    def beat() -> None:
+        due = watch.due()
+        if any(due):
+            state["brisk_until"] = time.monotonic() + BRISK_FOR_S
+            state["ended"] |= {j for j in due if j}
+        if due or time.monotonic() >= state["next_tick"]:
+            state["next_tick"] = time.monotonic() + tick() / speed
+
+    def tick() -> float:
+        """One tick of the runner; returns the pause (backend seconds) before the next one."""
+        state["ticks"] += 1
         try:
             report = runner.tick()
         except StoreError as exc:  # disk full, locked, ...: the message says what to do
@@ -145,36 +166,44 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
                                  error=report is None or report.backend_error is not None, now=now,
                                  wake_at=report.wake_at if report else math.inf,
                                  next_end=runner.next_expected_end())
+        state["ended"] &= set(runner.live_job_ids())  # announced by a marker, not yet ended in Slurm's view
+        if state["ended"] and time.monotonic() < state["brisk_until"] and report is not None:
+            pause = min(pause, BRISK_POLL_S)
+        if markers:
+            watch.set_markers(end_markers(runner, settings.run_dir))
         try:
             store.set_status("clock", {"now": now, "wall": time.time(), "speed": speed})
             store.set_status("daemon", {"pid": os.getpid(), "paused": pacer.paused, "retry_s": pause,
                                         "backend": backend.name, "active": len(runner.active)})
             store.commit()
-        except StoreError as exc:  # keep ticking: the next tick is scheduled below whatever happens
+        except StoreError as exc:  # keep ticking whatever happens
             store.session.rollback()
             log.error("cannot record the daemon's status in the store", error=str(exc))
-        if max_ticks is not None and ticks >= max_ticks:
+        if max_ticks is not None and state["ticks"] >= max_ticks:
             scheduler.shutdown(wait=False)
-            return
-        run_at = datetime.now().astimezone() + timedelta(seconds=pause / speed)
-        scheduler.add_job(tick, "date", run_date=run_at, id="tick", replace_existing=True,
-                          misfire_grace_time=None)
+        return pause
+
+    stop_signal: list[int] = []
 
     def stop(signum, _frame) -> None:  # noqa: ANN001
-        log.info("stopping", signal=signal.Signals(signum).name)
-        try:
-            # wait for a tick in progress: the store is closed only after it has finished
-            scheduler.shutdown(wait=True)
-        except SchedulerNotRunningError:
-            pass  # a second signal, or one that arrived while the scheduler was starting or stopping
+        # Only note it: a handler that called into the scheduler could interrupt the main thread
+        # inside the scheduler's own locks (a deadlock), and one that came before start() was lost.
+        stop_signal.append(signum)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    scheduler.add_job(tick, "date", run_date=datetime.now().astimezone(), id="tick", misfire_grace_time=None)
+    scheduler.add_job(beat, "interval", seconds=beat_s, id="beat", next_run_time=datetime.now().astimezone(),
+                      coalesce=True, max_instances=1, misfire_grace_time=None)
     log.info("daemon started", backend=backend.name, store=shown_url(settings.database_url), pid=os.getpid())
-    sd_notify("READY=1")
     try:
         scheduler.start()
+        sd_notify("READY=1")
+        while not stop_signal and scheduler.running:
+            time.sleep(0.2)
+        if stop_signal:
+            log.info("stopping", signal=signal.Signals(stop_signal[0]).name)
+        with contextlib.suppress(SchedulerNotRunningError):
+            scheduler.shutdown(wait=True)  # waits for a tick in progress: the store closes after it
     finally:
         store.close()
         os.close(lock_fd)

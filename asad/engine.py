@@ -20,12 +20,15 @@ from asad.sizing.base import Caps, Outcome, SizingError
 from asad.sizing.base import Request as SizeRequest
 from asad.sizing.retry import retry_memory_mb, retry_time_s
 from asad.slurm.backend import Dependency, DependencyType, JobRequest, JobState, PartitionInfo, SimTruth
+from asad.slurm.priority_rules import PriorityRules
 from asad.strategies import STRATEGIES
 from asad.strategies.asa import too_early
+from asad.strategies.auto import quantile_level
 from asad.strategies.base import SubmitAt, SubmitNow
 from asad.strategies.big_job import big_job_shape
 
 BIG_JOB_STAGE = "*"
+DEFAULT_IDLE_PRICE = 0.05
 FAILED_STATES = (JobState.FAILED, JobState.TIMEOUT, JobState.OUT_OF_MEMORY, JobState.NODE_FAIL,
                  JobState.CANCELLED)
 
@@ -41,7 +44,10 @@ class EngineConfig:
     default_partition: str = ""
     run_dir: str = ""  # real clusters: jobs' output files go to <run_dir>/<workflow id>/, not the workdir
     default_sizing: str = "sizey-like"
-    placement: str = "turnaround"  # a stage with several partitions: ReASSIGN variant, or "slurm" (-p a,b)  # a stage's `sizing`, else the workflow's, else this; "off" = user's sizes
+    placement: str = "turnaround"  # a stage with several partitions: ReASSIGN variant, or "slurm" (-p a,b)
+    # The default strategy's price of idling: makespan seconds one idle core-second costs (see
+    # asad.strategies.auto). Chosen on training seeds to keep idle overhead near 2% of core-hours.
+    idle_price: float = DEFAULT_IDLE_PRICE
 
 
 @dataclass
@@ -59,11 +65,12 @@ class Context:
     """What strategies may consult: learned estimates, the config, the cluster's partitions."""
 
     def __init__(self, config: EngineConfig, learned: Learned, partitions: list[PartitionInfo],
-                 build_command=None):  # noqa: ANN001
+                 build_command=None, priority_rules: PriorityRules | None = None):  # noqa: ANN001
         self.config = config
         self.learned = learned
         self.partitions = {p.name: p for p in partitions}
-        self.build_command = build_command or (lambda wf, stage, req: wf.spec.stage(stage).run
+        self.priority_rules = priority_rules or PriorityRules()
+        self.build_command = build_command or (lambda wf, stage, req, barrier=(): wf.spec.stage(stage).run
                                                if stage != BIG_JOB_STAGE else "true")
 
     # -- estimates -----------------------------------------------------------------------
@@ -87,6 +94,27 @@ class Context:
     def estimate_wait(self, wf: WorkflowRun, stage: str) -> float:
         req = self.request_for(wf, stage)
         return self.learned.estimate_wait(self.geometry_key(req))
+
+    def quantile_lead(self, wf: WorkflowRun, stage: str) -> tuple[float, float, int]:
+        """(lead in s, quantile level, waits seen): the learned wait quantile that minimises the
+        expected cost of a submission without a dependency (``asad.strategies.auto``). A geometry
+        with no wait seen yet gets no lead: a prior's guess would only buy idle cores."""
+        req = self.request_for(wf, stage)
+        tau = quantile_level(self.config.idle_price, req.cpus)
+        key = self.geometry_key(req)
+        seen = self.learned.wait_observations(key)
+        return (self.learned.wait_quantiles(key, [tau])[0] if seen else 0.0), tau, seen
+
+    def holds_at_barrier(self, wf: WorkflowRun) -> bool:
+        """The workflow's early jobs carry no Slurm dependency and hold their allocation at a
+        barrier until the predecessors end (asa's naive mode, auto's quantile rule)."""
+        if wf.strategy == "asa":
+            return wf.mode == "naive"
+        return wf.strategy == "auto" and self.priority_rules.age_counts
+
+    def barrier_lead(self, wf: WorkflowRun, stage: str) -> float:
+        """How far ahead of the predecessors' end a fresh submission of ``stage`` would be made."""
+        return self.quantile_lead(wf, stage)[0] if wf.strategy == "auto" else self.estimate_wait(wf, stage)
 
     # -- requests ------------------------------------------------------------------------
     def request_for(self, wf: WorkflowRun, stage: str, plan: SubmitNow | None = None,
@@ -112,7 +140,9 @@ class Context:
             mem_mb=mem_mb, mem_per_cpu_mb=mem_per_cpu, time_limit_s=int(run.time_s or s.time_s),
             dependency=dependency, begin=plan.begin if plan else None,
             comment=self.tag(wf, stage, run.attempt + 1), workdir=wf.spec.workdir, env=s.env_dict(), truth=truth,
-            output=self._output(wf, stage),
+            output=s.slurm.output or self._output(wf, stage), constraint=s.slurm.constraint,
+            exclusive=s.slurm.exclusive, gpus=s.slurm.gpus, gres=s.slurm.gres, mail_type=s.slurm.mail_type,
+            mail_user=s.slurm.mail_user,
         )
 
     def big_job_request(self, wf: WorkflowRun) -> JobRequest:
@@ -246,10 +276,14 @@ class Engine:
         for name, run in wf.stages.items():
             if run.state not in (StageState.WAITING, StageState.PLANNED):
                 continue
+            if run.state is StageState.WAITING and run.planned_submit_at is not None and run.planned_submit_at > now:
+                out.wake_at = min(out.wake_at, run.planned_submit_at)  # held back (a site's submit limit)
+                continue
             plan = strategy.plan(wf, name, now, self.ctx)
             if isinstance(plan, SubmitAt):
                 if run.state is not StageState.PLANNED or run.planned_submit_at != plan.at:
                     run.state, run.planned_submit_at, run.est_wait_s = StageState.PLANNED, plan.at, plan.est_wait_s
+                    run.plan_why = plan.why
                     out.dirty_stages.append(run)
                 out.wake_at = min(out.wake_at, plan.at)
             elif isinstance(plan, SubmitNow):
@@ -289,8 +323,8 @@ class Engine:
                 out.dirty_stages.append(run)
             elif run.start_time is None or run.start_time > now:
                 run.start_time = self._work_start(wf, name, job)
-            if self._naive(wf) and not self._preds_done(wf, name):
-                if too_early(wf, name, now, self.ctx):
+            if self.ctx.holds_at_barrier(wf) and not self._preds_done(wf, name):
+                if too_early(wf, name, now, self.ctx, self.ctx.barrier_lead(wf, name)):
                     out.cancel.append(job)
                     job.cancelled_by_asad = True
                     run.state, run.job_row, run.start_time = StageState.WAITING, None, None
@@ -384,11 +418,6 @@ class Engine:
         out.finished.append(wf)
 
     # -- helpers ---------------------------------------------------------------------------
-    @staticmethod
-    def _naive(wf: WorkflowRun) -> bool:
-        """Naive ASA: jobs carry no Slurm dependency and hold their allocation at a barrier."""
-        return wf.strategy == "asa" and wf.mode == "naive"
-
     def _preds_done(self, wf: WorkflowRun, name: str) -> bool:
         return all(wf.stages[p].state is StageState.COMPLETED for p in wf.spec.predecessors(name))
 
@@ -396,7 +425,7 @@ class Engine:
         """When the stage's work began: its job's start, or later if it idled at a barrier."""
         if job.start_time is None:
             return None
-        if not self._naive(wf):
+        if not self.ctx.holds_at_barrier(wf):
             return job.start_time
         ends = [wf.stages[p].end_time for p in wf.spec.predecessors(name)]
         if any(e is None for e in ends):
@@ -421,7 +450,7 @@ class Engine:
         barrier_ids = tuple(wf.current_job(p).job_id for p in plan.barrier_on)
         req = self.ctx.request_for(wf, name, plan, dep_ids, barrier_ids)
         req = self.ctx.place(wf, name, run, req)
-        req = _with_command(req, self.ctx.build_command(wf, name, req))
+        req = _with_command(req, self.ctx.build_command(wf, name, req, barrier=plan.barrier_on))
         # Set only when the stage was planned against running predecessors; a plan overtaken by an
         # early end keeps the estimate it was made with (and is scored by it).
         est = plan.est_wait_s if plan.est_wait_s is not None else (
@@ -434,6 +463,7 @@ class Engine:
         run.state = StageState.SUBMITTED
         run.planned_submit_at = None
         run.est_wait_s = est
+        run.plan_why = plan.why
         out.submit.append(job)
         out.dirty_stages.append(run)
 

@@ -60,6 +60,18 @@ class Learned:
             est = self._wait_estimates[key] = float(self.wait_predictor(key).estimate())
         return est
 
+    def wait_quantiles(self, key: str, qs: list[float]) -> list[float]:
+        """Quantiles (s) of the learned wait distribution of one geometry."""
+        if self.consulted is not None:
+            self.consulted.add((WAIT_KIND, key))
+        return [max(0.0, float(v)) for v in self.wait_predictor(key).quantiles(qs)]
+
+    def wait_observations(self, key: str) -> int:
+        """How many waits of this geometry have been learned."""
+        if self.consulted is not None:
+            self.consulted.add((WAIT_KIND, key))
+        return int(self.wait_predictor(key).n_observations)
+
     def observe_wait(self, key: str, wait_s: float) -> None:
         before = self._wait_estimates.pop(key, None)
         self.wait_predictor(key).observe(wait_s)

@@ -114,6 +114,7 @@ class StageRun:
     mem_mb: int | None = None
     time_s: int | None = None
     size_why: str = ""
+    plan_why: str = ""  # the strategy's rule and numbers for the current attempt (``asad explain``)
     start_time: float | None = None  # when the stage's work began (after any barrier)
     end_time: float | None = None
     message: str = ""

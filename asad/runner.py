@@ -19,13 +19,14 @@ from asad.explain import refusal_text
 from asad.learned import Learned
 from asad.metrics import summarize
 from asad.model import JobPhase, JobRecord, StageState, WorkflowRun, WorkflowState
-from asad.slurm.backend import Backend, JobState, SlurmUnavailable, SubmitRejected
+from asad.slurm.backend import Backend, JobState, SlurmUnavailable, SubmitDeferred, SubmitRejected
 from asad.store.db import StoreError, _explain
 from asad.store.repo import Store
 
 log = structlog.get_logger("asad.runner")
 
 MAX_WAVES = 64  # chain submits a DAG level by level inside one tick
+SUBMIT_LIMIT_RETRY_S = 120.0  # after a site's submit limit, try that stage again this much later
 
 
 @dataclass
@@ -61,16 +62,19 @@ class Runner:
 
     @classmethod
     def create(cls, store: Store, backend: Backend, *, predictor: str, seed: int = 0, asa_timing: str = "daemon",
-               predictor_params: dict | None = None, build_command=None, run_dir: str = "") -> Runner:  # noqa: ANN001
-        from asad.engine import EngineConfig
+               predictor_params: dict | None = None, build_command=None, run_dir: str = "",
+               idle_price: float | None = None) -> Runner:  # noqa: ANN001
+        from asad.engine import DEFAULT_IDLE_PRICE, EngineConfig
+        from asad.slurm.priority_rules import rules_of
 
         cluster = getattr(backend, "cluster_name", backend.name)
         parts = backend.partitions()
         default = next((p.name for p in parts if p.default), parts[0].name if parts else "")
         config = EngineConfig(cluster=cluster, store_id=store.store_id, asa_timing=asa_timing,
-                              default_partition=default, run_dir=run_dir)
+                              default_partition=default, run_dir=run_dir,
+                              idle_price=DEFAULT_IDLE_PRICE if idle_price is None else idle_price)
         learned = Learned(store.load_learner, predictor, seed=seed, predictor_params=predictor_params)
-        return cls(store, backend, Context(config, learned, parts, build_command))
+        return cls(store, backend, Context(config, learned, parts, build_command, rules_of(backend)))
 
     # -- loading ------------------------------------------------------------------------------
     def load(self) -> None:
@@ -321,6 +325,7 @@ class Runner:
                 self.store.save_job(job)
             report.cancelled += len(d.cancel)
         first = True
+        deferred_until: float | None = None
         for job in d.submit:
             wf = self.active[job.workflow_id]
             self.store.insert_job(job)
@@ -342,7 +347,13 @@ class Runner:
                 self.store.save_stage(run)
             self.store.commit()  # the intent is durable before Slurm hears of it
             try:
+                if deferred_until is not None:
+                    raise SubmitDeferred("the site's submit limit was reached earlier in this tick")
                 job.job_id = self.backend.submit(job.request)
+            except SubmitDeferred as exc:
+                deferred_until = now + SUBMIT_LIMIT_RETRY_S
+                self._defer(wf, job, exc, deferred_until, d)
+                continue
             except SubmitRejected as exc:
                 job.phase, job.state = JobPhase.DONE, JobState.FAILED
                 self.store.save_job(job)
@@ -354,6 +365,24 @@ class Runner:
             self.store.commit()
             report.submitted += 1
             log.info("submitted", workflow=wf.id, stage=job.stage, job_id=job.job_id, attempt=job.attempt)
+
+    def _defer(self, wf: WorkflowRun, job: JobRecord, exc: SubmitDeferred, until: float, d: Decisions) -> None:
+        """A site limit on queued jobs: this attempt never reached Slurm; plan the stage again once
+        ``until`` has passed (the engine does not submit a waiting stage before its
+        ``planned_submit_at``)."""
+        log.warning("slurm's submit limit reached; will submit again later", workflow=wf.id, stage=job.stage,
+                    slurm=exc.slurm_message, retry_at=until)
+        job.phase = JobPhase.ABANDONED
+        self.store.save_job(job)
+        stage = wf.stages.get(job.stage)
+        if stage is not None:
+            stage.state, stage.job_row, stage.planned_submit_at = StageState.WAITING, None, until
+            stage.message = f"the site's limit on queued jobs was reached ({exc.slurm_message.strip()}); submitting again later"
+            self.store.save_stage(stage)
+            d.dirty_stages.append(stage)
+        self._touched.add(wf.id)
+        self._due[wf.id] = until
+        self.store.commit()
 
     def _reject(self, wf: WorkflowRun, job: JobRecord, exc: SubmitRejected, now: float, d: Decisions) -> None:
         log.error("slurm refused a job", workflow=wf.id, stage=job.stage, slurm=exc.slurm_message)

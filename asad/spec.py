@@ -26,6 +26,16 @@ import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from asad.slurm.backend import PartitionInfo
+from asad.spec_slurm import (
+    MAIL_KEYS,
+    SLURM_OPTION_KEYS,
+    SlurmOptions,
+    check_constraint,
+    check_gres,
+    check_mail,
+    check_output,
+    check_setup,
+)
 from asad.units import UnitError, format_duration, format_mem, parse_duration_s, parse_mem_mb
 
 __all__ = [
@@ -34,9 +44,9 @@ __all__ = [
     "parse_workflow",
 ]
 
-STRATEGIES = ("per-stage", "big-job", "chain", "asa")
+STRATEGIES = ("auto", "per-stage", "big-job", "chain", "asa")
 MODES = ("dependency", "naive")
-DEFAULT_STRATEGY = "asa"
+DEFAULT_STRATEGY = "auto"
 DEFAULT_MODE = "dependency"
 DEFAULT_TIME_S = 3600
 DEFAULT_MAX_OOM_RETRIES = 3
@@ -58,10 +68,10 @@ SCRIPT_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".py", ".pl", ".R", ".r", ".s
 
 TOP_KEYS = ("name", "strategy", "mode", "defaults", "workdir", "sizing", "stages")
 DEFAULT_KEYS = ("partition", "account", "qos", "time", "mem", "mem_per_cpu", "cpus", "retries",
-                "max_oom_retries", "env")
+                "max_oom_retries", "env", *SLURM_OPTION_KEYS)
 STAGE_KEYS = ("name", "run", "cpus", "nodes", "ntasks", "cpus_per_task", "mem", "mem_per_cpu",
               "time", "after", "env", "simulate", "retries", "max_oom_retries", "inputs", "sizing",
-              "partition", "account", "qos")
+              "partition", "account", "qos", *SLURM_OPTION_KEYS)
 SIMULATE_KEYS = ("runtime", "peak_mem", "cpu_efficiency")
 
 # Words people reach for from sbatch, Snakemake, Nextflow or CWL, mapped to our key.
@@ -212,6 +222,7 @@ class StageSpec:
     max_oom_retries: int = DEFAULT_MAX_OOM_RETRIES  # OOM/TIMEOUT retries, grown by sizing
     inputs: tuple[str, ...] = ()
     sizing: str | None = None
+    slurm: SlurmOptions = field(default_factory=SlurmOptions)  # setup, output, mail, constraint, gpus, ...
     line: int = 0
 
     def __post_init__(self) -> None:
@@ -271,6 +282,7 @@ class StageSpec:
             "simulate": None if self.simulate is None else self.simulate.to_dict(),
             "retries": self.retries, "max_oom_retries": self.max_oom_retries,
             "inputs": list(self.inputs), "sizing": self.sizing, "line": self.line,
+            "slurm": self.slurm.to_dict(),
         }
 
     @classmethod
@@ -288,6 +300,7 @@ class StageSpec:
             retries=int(data.get("retries", 0)),
             max_oom_retries=int(data.get("max_oom_retries", DEFAULT_MAX_OOM_RETRIES)),
             inputs=tuple(data.get("inputs") or ()), sizing=data.get("sizing"), line=int(data.get("line", 0)),
+            slurm=SlurmOptions.from_dict(data.get("slurm")),
         )
 
 
@@ -298,7 +311,7 @@ def _opt_int(value: Any) -> int | None:
 @dataclass(frozen=True)
 class WorkflowSpec:
     name: str
-    strategy: str  # per-stage | big-job | chain | asa
+    strategy: str  # auto | per-stage | big-job | chain | asa
     stages: tuple[StageSpec, ...]
     workdir: str  # absolute
     path: str  # the workflow file, absolute ("<string>" when parsed from text)
@@ -795,7 +808,45 @@ class _Parser:
             return self.positive_int(node, fld, allow_zero=True)
         if key == "env":
             return self.env(node, fld)
+        if key in SLURM_OPTION_KEYS:
+            return self.slurm_option(key, node, fld)
         raise AssertionError(key)
+
+    def slurm_option(self, key: str, node: Node, fld: str) -> Any:
+        """``setup``, ``output``, ``mail``, ``constraint``, ``exclusive``, ``gpus``, ``gres``."""
+        if key == "setup":
+            if isinstance(node, SequenceNode):
+                lines = [self.text(item, fld, "a shell line") for item in node.value]
+            else:
+                lines = self.text(node, fld, "shell lines").splitlines()
+            problem = check_setup(lines)
+            if problem:
+                raise self.error(node, fld, problem, "remove it")
+            return tuple(line for line in lines if line.strip())
+        if key == "exclusive":
+            if not (isinstance(node, ScalarNode) and node.tag == _TAG_BOOL):
+                raise self.error(node, fld, f"must be true or false, got {_kind(node)}",
+                                 "write exclusive: true for whole nodes")
+            return node.value.lower() in ("true", "yes", "on")
+        if key == "gpus":
+            return self.positive_int(node, fld)
+        if key == "mail":
+            m = self.mapping(node, fld, "mail", MAIL_KEYS)
+            types = self.text(m["type"][1], f"{fld}.type", "mail types").replace(" ", "").split(",") \
+                if "type" in m else ["END", "FAIL"]
+            user = self.text(m["user"][1], f"{fld}.user", "a mail address") if "user" in m else None
+            problem = check_mail(types, user)
+            if problem:
+                raise self.error(node, fld, problem, "write e.g. mail: {type: END,FAIL, user: me@example.org}")
+            return (",".join(t.upper() for t in types), user)
+        text = self.text(node, fld, key)
+        check = {"output": check_output, "constraint": check_constraint, "gres": check_gres}[key]
+        problem = check(text)
+        if problem:
+            hints = {"output": "write a file pattern such as logs/%x-%j.out (relative to workdir)",
+                     "constraint": "write e.g. constraint: 'skylake&ib'", "gres": "write e.g. gres: gpu:2"}
+            raise self.error(node, fld, problem, hints[key])
+        return text
 
     def env(self, node: Node, fld: str) -> dict[str, str]:
         if isinstance(node, ScalarNode) and node.tag == _TAG_NULL:
@@ -847,7 +898,7 @@ class _Parser:
 
         values: dict[str, Any] = {}
         for key in ("cpus", "nodes", "ntasks", "cpus_per_task", "mem", "mem_per_cpu", "time", "retries",
-                    "max_oom_retries", "partition", "account", "qos", "env"):
+                    "max_oom_retries", "partition", "account", "qos", "env", *SLURM_OPTION_KEYS):
             if key in m:
                 values[key] = self.resource_value(key, m[key][1], f"{where}.{key}")
 
@@ -876,9 +927,19 @@ class _Parser:
             qos=values.get("qos", defaults.get("qos")), after=after, env=FrozenMap(env),
             simulate=simulate, retries=values.get("retries", defaults.get("retries", 0)),
             max_oom_retries=values.get("max_oom_retries", defaults.get("max_oom_retries", DEFAULT_MAX_OOM_RETRIES)),
-            inputs=inputs, sizing=sizing, line=line,
+            inputs=inputs, sizing=sizing, line=line, slurm=self.slurm_options(values, defaults),
         )
         return stage, after_node
+
+    @staticmethod
+    def slurm_options(values: dict[str, Any], defaults: dict[str, Any]) -> SlurmOptions:
+        """A stage's own value of each key wins over the default's (setup lines are not merged)."""
+        def pick(key: str) -> Any:
+            return values.get(key, defaults.get(key))
+        mail = pick("mail") or (None, None)
+        return SlurmOptions(setup=pick("setup") or (), output=pick("output"), mail_type=mail[0], mail_user=mail[1],
+                            constraint=pick("constraint"), exclusive=bool(pick("exclusive")), gpus=pick("gpus"),
+                            gres=pick("gres"))
 
     def run(self, node: Node, fld: str) -> tuple[str, bool]:
         if _is_null(node):

@@ -288,7 +288,7 @@ def render_explain(wf: WorkflowRun, stage: str | None, as_json: bool = False) ->
                       "time_s": req.time_limit_s if req else spec.time_s,
                       "user_cpus": spec.cpus, "user_mem_mb": spec.total_mem_mb(), "user_time_s": spec.time_s,
                       "why": run.size_why or "the workflow file's values (no sizing agent has decided yet)",
-                      "message": run.message})
+                      "when": run.plan_why, "message": run.message})
     if as_json:
         return json.dumps(items, indent=2)
     lines = []
@@ -297,6 +297,8 @@ def render_explain(wf: WorkflowRun, stage: str | None, as_json: bool = False) ->
                      f"(file {format_mem(it['user_mem_mb'])}), time {format_duration(it['time_s'])} "
                      f"(file {format_duration(it['user_time_s'])})")
         lines.append(f"    {it['why']}")
+        if it["when"]:
+            lines.append(f"    when: {it['when']}")
         if it["message"]:
             lines.append(f"    last event: {it['message']}")
     return "\n".join(lines) or f"no stage {stage!r} in workflow {wf.id}"

@@ -134,3 +134,25 @@ def test_daemon_and_cli_in_separate_processes_share_the_store(tmp_path):
         daemon.send_signal(signal.SIGTERM)
         out, err = daemon.communicate(timeout=30)
     assert daemon.returncode == 0, err
+
+
+def test_sigterm_right_after_ready_stops_the_daemon(tmp_path):
+    """systemd sends SIGTERM as soon as it likes after READY=1: the daemon must stop, not hang."""
+    import socket
+
+    address = str(tmp_path / "notify.sock")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+        sock.bind(address)
+        sock.settimeout(60)
+        env = {**os.environ, "NOTIFY_SOCKET": address}
+        daemon = subprocess.Popen([sys.executable, "-m", "asad", "daemon", "--backend", "sim", "--load", "0"],
+                                  cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert sock.recv(64) == b"READY=1"
+            daemon.send_signal(signal.SIGTERM)
+            daemon.communicate(timeout=20)
+        finally:
+            if daemon.poll() is None:
+                daemon.kill()
+                print(daemon.communicate())
+    assert daemon.returncode == 0

@@ -11,7 +11,7 @@ from asad.store.repo import Store
 from tests.conftest import EXAMPLES
 
 EXAMPLE_FILES = ["montage.yaml", "blast.yaml", "statistics.yaml", "dag.yaml"]
-STRATEGIES = ["per-stage", "chain", "big-job", "asa"]
+STRATEGIES = ["per-stage", "chain", "big-job", "asa", "auto"]
 
 
 def run(db_url, example, strategy, *, load=0.0, seed=1, mode=None, priority="fifo", preset="small"):

@@ -105,9 +105,15 @@ def test_watch_refreshes_until_interrupted(tmp_path):
     Store(db).add_workflow(parse_workflow((EXAMPLES / "blast.yaml").read_text()), 0.0)
     proc = subprocess.Popen([sys.executable, "-m", "asad", "status", "--db", db, "--watch", "0.2"],
                             stdout=subprocess.PIPE, text=True, cwd=ROOT, env=os.environ.copy())
-    time.sleep(4.0)
+    # Interrupt after the second screen, however slow the start-up (not after a fixed sleep: on a
+    # loaded machine the first screen alone took more than 4 s).
+    seen = ""
+    deadline = time.monotonic() + 120
+    while seen.count("\033[2J\033[H") < 3 and time.monotonic() < deadline:
+        seen += proc.stdout.readline()
     proc.send_signal(signal.SIGINT)
     out, _ = proc.communicate(timeout=30)
+    out = seen + out
     assert proc.returncode == 130
     assert out.count("\033[2J\033[H") >= 2 and out.count("WORKFLOW") >= 2 and "blastn" in out
 

@@ -153,7 +153,7 @@ stages:
     # a stage that sets any geometry key takes none of the default cpus
     assert (c.nodes, c.ntasks, c.cpus_per_task) == (2, 2, 1)
     assert c.total_mem_mb() == 2 * 4096
-    assert spec.strategy == "asa" and spec.mode == "dependency"
+    assert spec.strategy == "auto" and spec.mode == "dependency"
 
 
 def test_scalars_are_read_as_written():

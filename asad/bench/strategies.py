@@ -38,6 +38,7 @@ SCALES = {"hpc2n": (28, 56, 112), "uppmax": (160, 320, 640)}
 SERIAL_FRACTION = {"montage": 1.0, "blast": 0.07, "statistics": 0.57}
 BASE_CORES = 28
 VARIANTS = {
+    "auto": ("auto", "dependency", "daemon"),  # the default: chain or quantile, by the priority rules
     "big-job": ("big-job", "dependency", "daemon"),
     "per-stage": ("per-stage", "dependency", "daemon"),
     "chain": ("chain", "dependency", "daemon"),
@@ -62,6 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--warmup-days", type=float, default=4.0, help="background warm-up before each seed")
     p.add_argument("--predictor", default="", help="wait learner (default: the recommended one)")
     p.add_argument("--jobs", type=int, default=2, help="processes (one per cluster x priority series)")
+    p.add_argument("--idle-price", type=float, default=None,
+                   help="auto's makespan seconds per idle core-second (default: asad's)")
     p.add_argument("--quick", action="store_true", help="1 seed, no training, hpc2n only, 28/56 cores")
     p.set_defaults(func=main)
 
@@ -107,6 +110,8 @@ def _series(task: dict) -> list[dict]:
                     strategy, mode, timing = VARIANTS[variant]
                     sim = pickle.loads(snapshot)
                     settings = Settings(predictor=task["predictor"], asa_timing=timing, seed=seed)
+                    if task.get("idle_price") is not None:
+                        settings.idle_price = task["idle_price"]
                     (s,) = run_in_process(stores[variant], sim, [spec], settings=settings, strategy=strategy,
                                           mode=mode)
                     waits = [st["wait_s"] for st in s["stages"] if st["wait_s"] is not None]
@@ -114,6 +119,9 @@ def _series(task: dict) -> list[dict]:
                         "preset": preset, "priority": priority, "seed": seed, "measured": seed >= task["train"],
                         "workflow": wf_name, "cores": cores, "variant": variant, "state": s["state"],
                         "makespan_s": s["makespan_s"], "total_wait_s": s["total_wait_s"],
+                        # perceived waits of stages that follow another: what overlapping can hide
+                        "interstage_wait_s": sum(st["perceived_wait_s"] or 0.0 for st in s["stages"]
+                                                 if spec.predecessors(st["name"])),
                         "queue_wait_s": s["queue_wait_s"], "real_wait_s": float(np.mean(waits)) if waits else 0.0,
                         "core_hours": s["core_hours"], "overhead_core_hours": s["overhead_core_hours"],
                         "hit_ratio": s["hit_ratio"], "jobs": s["jobs"],
@@ -139,8 +147,9 @@ def aggregate(rows: list[dict]) -> dict:
             table.append({
                 "priority": priority, "workflow": wf, "preset": preset, "cores": cores, "variant": variant,
                 "runs": len(rs),
-                **{k: float(np.mean([r[k] for r in rs])) for k in
-                   ("makespan_s", "total_wait_s", "real_wait_s", "core_hours", "overhead_core_hours")},
+                **{k: float(np.mean([r.get(k, 0.0) for r in rs])) for k in
+                   ("makespan_s", "total_wait_s", "real_wait_s", "core_hours", "overhead_core_hours",
+                    "interstage_wait_s")},
                 "makespan_sd": float(np.std([r["makespan_s"] for r in rs])),
                 "hit_ratio": float(np.mean(hits)) if hits else None,
                 "resubmissions": float(np.mean([r["resubmissions"] for r in rs])),
@@ -167,11 +176,52 @@ def aggregate(rows: list[dict]) -> dict:
                   if v in g and "per-stage" in g]
             versus[priority][v] = {"makespan_vs_big_job": float(np.mean(ms)) if ms else None,
                                    "core_hours_vs_per_stage": float(np.mean(ch)) if ch else None}
-    return {"cells": table, "normalised": norm, "versus": versus}
+    return {"cells": table, "normalised": norm, "versus": versus, "targets": targets(table)}
+
+
+def targets(table: list[dict], default: str = "auto", budget: float = 0.01) -> dict:
+    """Issue 11's targets per priority, over every cell (workflow x geometry, seed means): the
+    default's makespan against the best variant whose core-hours stay within ``budget`` of
+    per-stage's, its own core-hours against per-stage's, and the share of per-stage's inter-stage
+    wait it hides."""
+    out: dict[str, dict] = {}
+    for priority in sorted({t["priority"] for t in table}):
+        groups: dict[tuple, dict[str, dict]] = {}
+        for t in table:
+            if t["priority"] == priority:
+                groups.setdefault((t["workflow"], t["preset"], t["cores"]), {})[t["variant"]] = t
+        ratios, over, hidden, worse = [], [], [], []
+        for key, cell in groups.items():
+            if default not in cell or "per-stage" not in cell:
+                continue
+            base_ch = cell["per-stage"]["core_hours"]
+            cheap = [c for v, c in cell.items() if c["core_hours"] <= base_ch * (1 + budget)]
+            best = min(c["makespan_s"] for c in cheap)
+            ratio = cell[default]["makespan_s"] / best
+            ratios.append(ratio)
+            if ratio > 1.0 + 1e-9:
+                worse.append("/".join(map(str, key)))
+            over.append(cell[default]["core_hours"] / base_ch - 1.0)
+            ps_wait = cell["per-stage"]["interstage_wait_s"]
+            if ps_wait > 0:
+                hidden.append(1.0 - cell[default]["interstage_wait_s"] / ps_wait)
+        if ratios:
+            out[priority] = {"makespan_vs_best_cheap": float(np.mean(ratios)), "max_ratio": float(max(ratios)),
+                             "cells_worse": worse, "core_hours_vs_per_stage": float(np.mean(over)),
+                             "hidden_interstage_wait": float(np.mean(hidden)) if hidden else None,
+                             "cells": len(ratios)}
+    return out
 
 
 def markdown(agg: dict) -> str:
-    lines = []
+    lines = ["### The default (`auto`) against the targets", "",
+             "| priority | makespan / best variant within +1% core-h (mean, max) | cells worse | "
+             "core-h vs per-stage | inter-stage wait hidden |", "|---|---:|---|---:|---:|"]
+    for priority, t in agg.get("targets", {}).items():
+        hidden = "-" if t["hidden_interstage_wait"] is None else f"{t['hidden_interstage_wait']:.0%}"
+        lines.append(f"| {priority} | {t['makespan_vs_best_cheap']:.3f}, {t['max_ratio']:.3f} | "
+                     f"{len(t['cells_worse'])} of {t['cells']} | {t['core_hours_vs_per_stage']:+.1%} | {hidden} |")
+    lines.append("")
     for priority, vs in agg["versus"].items():
         lines += [f"### Priority `{priority}`: averages over every workflow × geometry", "",
                   "| variant | makespan vs big-job | core-hours vs per-stage | norm. makespan | norm. wait | "
@@ -234,7 +284,7 @@ def main(args: argparse.Namespace) -> int:
     tasks = [{"preset": p, "priority": prio, "out": str(db_dir), "seeds": seeds, "train": train,
               "cores": SCALES[p][:2] if args.quick else SCALES[p], "workflows": args.workflows.split(","),
               "variants": args.variants.split(","), "load": args.load, "warmup_days": args.warmup_days,
-              "predictor": args.predictor}
+              "predictor": args.predictor, "idle_price": args.idle_price}
              for p in presets for prio in args.priorities.split(",")]
     t0 = time.time()
     rows: list[dict] = []

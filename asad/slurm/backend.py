@@ -104,6 +104,12 @@ class JobRequest:
     error: str | None = None
     env: dict[str, str] = field(default_factory=dict)
     truth: SimTruth | None = None
+    constraint: str | None = None  # --constraint (node features)
+    exclusive: bool = False  # --exclusive (whole nodes)
+    gpus: int | None = None  # --gpus
+    gres: str | None = None  # --gres
+    mail_type: str | None = None  # --mail-type
+    mail_user: str | None = None  # --mail-user
 
     @property
     def cpus(self) -> int:
@@ -185,6 +191,15 @@ class SubmitRejected(SlurmError):
 
     ``slurm_message`` is Slurm's own text, shown verbatim to the user.
     """
+
+    def __init__(self, message: str, slurm_message: str = ""):
+        super().__init__(message)
+        self.slurm_message = slurm_message or message
+
+
+class SubmitDeferred(SlurmError):
+    """Slurm refused the job for now (a site's limit on queued jobs per user or association):
+    submit it again later, when some of the user's jobs have left the queue."""
 
     def __init__(self, message: str, slurm_message: str = ""):
         super().__init__(message)

@@ -24,10 +24,12 @@ from asad.slurm.backend import (
     PartitionInfo,
     SlurmError,
     SlurmUnavailable,
+    SubmitDeferred,
     SubmitRejected,
     UnknownJob,
     Usage,
 )
+from asad.slurm.priority_rules import PriorityRules, rules_from_scontrol
 from asad.slurm.runner import CommandFailed, CommandResult, RetryPolicy, Runner, SlurmCommands
 from asad.slurm.slurm_text import (
     SEP,
@@ -129,6 +131,18 @@ def sbatch_args(req: JobRequest) -> list[str]:
         args.append(f"--begin={format_begin(req.begin)}")
     if req.workdir:
         args.append(f"--chdir={req.workdir}")
+    if req.constraint:
+        args.append(f"--constraint={req.constraint}")
+    if req.exclusive:
+        args.append("--exclusive")
+    if req.gpus:
+        args.append(f"--gpus={req.gpus}")
+    if req.gres:
+        args.append(f"--gres={req.gres}")
+    if req.mail_type:
+        args.append(f"--mail-type={req.mail_type}")
+    if req.mail_user:
+        args.append(f"--mail-user={req.mail_user}")
     if req.output:
         args.append(f"--output={req.output}")
     if req.error:
@@ -142,6 +156,7 @@ def sbatch_args(req: JobRequest) -> list[str]:
 
 # Slurm's refusals that mean "this job can never run as asked" (shown verbatim to the user).
 _DEPENDENCY_PROBLEM = "job dependency problem"
+_SUBMIT_LIMIT = "job submit limit"  # ESLURM_ACCOUNTING_POLICY, slurm_errno.c
 
 
 class SlurmCLI:
@@ -194,6 +209,10 @@ class SlurmCLI:
         """Slurm's ClusterName: learned queue waits are kept per cluster."""
         return self._config().get("ClusterName") or "slurm"
 
+    def priority_rules(self) -> PriorityRules:
+        """The site's priority plugin and weights (the default strategy's rule depends on them)."""
+        return rules_from_scontrol(self._config())
+
     @property
     def limitations(self) -> tuple[str, ...]:
         return () if self.accounting else LIMITATIONS_WITHOUT_ACCOUNTING
@@ -233,8 +252,7 @@ class SlurmCLI:
                 self._req_mem_per_node[job_id] = total / max(1, req.nodes)
         return job_id
 
-    @staticmethod
-    def _refusal(result: CommandResult, req: JobRequest) -> SlurmError:
+    def _refusal(self, result: CommandResult, req: JobRequest) -> SlurmError:
         message = result.output
         for line in message.splitlines():
             if "Batch job submission failed:" in line:
@@ -242,7 +260,19 @@ class SlurmCLI:
                 break
         if _DEPENDENCY_PROBLEM in result.output.lower():
             return UnknownJob(f"sbatch refused job {req.name!r}: {message}")
+        if _SUBMIT_LIMIT in result.output.lower() and self._queued_jobs_of_user():
+            # QOSMaxSubmitJobPerUserLimit / AssocMaxSubmitJobLimit at submission: Slurm says "job
+            # submit limit" in the same words as a size or time limit; with jobs of the user still
+            # queued, waiting can help, so it is a "later", not a "never".
+            return SubmitDeferred(f"sbatch deferred job {req.name!r}: {message}", slurm_message=result.output)
         return SubmitRejected(f"sbatch refused job {req.name!r}: {message}", slurm_message=result.output)
+
+    def _queued_jobs_of_user(self) -> int:
+        try:
+            out = self.cmd.run("squeue", ["--noheader", "--user=" + self.user, "--states=PD,R,CG", "-o", "%i"]).stdout
+        except (SlurmError, CommandFailed):
+            return 0
+        return len(out.split())
 
     def cancel(self, job_ids: list[int]) -> None:
         """One ``scancel`` for all ids; ids Slurm no longer knows are not an error."""

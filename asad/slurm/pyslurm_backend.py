@@ -74,6 +74,9 @@ class PySlurmBackend:
     def cluster_name(self) -> str:
         return self.cli.cluster_name
 
+    def priority_rules(self):  # noqa: ANN201
+        return self.cli.priority_rules()
+
     # ---------------------------------------------------------------- errors ------------------
     def _rpc(self, what: str, fn: Callable[[], Any]) -> Any:
         self.calls[what] += 1

@@ -38,6 +38,11 @@ TRANSIENT_PATTERNS: tuple[str, ...] = (
 )
 
 
+# Environment variables of squeue, sacct, sinfo, scontrol and scancel that change their output or
+# behaviour (formats, sorting, filters, prompts): never inherited by asad's own calls.
+OUTPUT_ENV_PREFIXES: tuple[str, ...] = ("SQUEUE_", "SACCT_", "SINFO_", "SCONTROL_", "SCANCEL_", "SPRIO_")
+
+
 @dataclass(frozen=True)
 class CommandResult:
     argv: tuple[str, ...]
@@ -97,7 +102,10 @@ class SlurmCommands:
     """Runs ``sbatch``/``squeue``/``sacct``/... with the site's environment plus ``SLURM_CONF``.
 
     ``SLURM_TIME_FORMAT=%s`` makes every time Slurm prints a POSIX timestamp, so no local-time
-    parsing is needed (the parsers still accept ISO times from sites that override it).
+    parsing is needed (the parsers still accept ISO times from sites that override it). The
+    variables that change what the client tools print or select (a user's ``SQUEUE_FORMAT`` in
+    ``~/.bashrc``, ``SACCT_FORMAT``, ``SQUEUE_STATES``, ``SCANCEL_INTERACTIVE``, ...) are removed
+    from asad's own calls: asad names every field and filter it parses.
     """
 
     def __init__(self, *, slurm_conf: str | None = None, policy: RetryPolicy | None = None,
@@ -112,7 +120,7 @@ class SlurmCommands:
         self.calls: Counter[str] = Counter()
 
     def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        env = dict(os.environ)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(OUTPUT_ENV_PREFIXES)}
         if self.slurm_conf:
             env["SLURM_CONF"] = self.slurm_conf
         env["SLURM_TIME_FORMAT"] = "%s"

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection, Engine
 from asad.store.models import SCHEMA_VERSION
 
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {
-    # 1: lambda conn: conn.execute(text("ALTER TABLE jobs ADD COLUMN ...")),
+    1: lambda conn: conn.execute(text("ALTER TABLE stages ADD COLUMN plan_why TEXT DEFAULT ''")),
 }
 
 

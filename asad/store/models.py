@@ -8,7 +8,7 @@ from __future__ import annotations
 from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class Base(DeclarativeBase):
@@ -52,6 +52,7 @@ class StageRow(Base):
     mem_mb: Mapped[int | None] = mapped_column(Integer, nullable=True)
     time_s: Mapped[int | None] = mapped_column(Integer, nullable=True)
     size_why: Mapped[str] = mapped_column(Text, default="")
+    plan_why: Mapped[str] = mapped_column(Text, default="")
     start_time: Mapped[float | None] = mapped_column(Float, nullable=True)
     end_time: Mapped[float | None] = mapped_column(Float, nullable=True)
     message: Mapped[str] = mapped_column(Text, default="")

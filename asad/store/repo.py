@@ -17,7 +17,7 @@ from asad.store.db import StoreError, _explain, open_database
 from asad.store.models import DaemonStatus, JobRow, LearnerRow, StageRow, WaitObservation, WorkflowRow
 
 _STAGE_FIELDS = ("state", "attempt", "job_row", "planned_submit_at", "est_wait_s", "est_runtime_s", "cpus",
-                 "mem_mb", "time_s", "size_why", "start_time", "end_time", "message")
+                 "mem_mb", "time_s", "size_why", "plan_why", "start_time", "end_time", "message")
 _JOB_FIELDS = ("job_id", "submitted_at", "reason", "eligible_time", "start_time", "end_time", "alloc_cpus",
                "alloc_nodes", "partition", "nodelist", "exit_code", "peak_rss_mb", "cpu_s", "wait_learned",
                "est_wait_s", "planned_start", "cancelled_by_asad")

@@ -44,18 +44,21 @@ class Asa:
         naive = wf.mode == "naive"
         dep = () if naive else tuple(running)
         barrier = tuple(running) if naive else ()
+        why = (f"asa ({wf.mode}): at the predecessors' expected end minus the learned wait "
+               f"({est_wait:.0f} s)" + (", held at a barrier" if naive else ", with afterok"))
         if at <= now:
-            return SubmitNow(dependency_on=dep, barrier_on=barrier, est_wait_s=est_wait, planned_start=expected_end)
+            return SubmitNow(dependency_on=dep, barrier_on=barrier, est_wait_s=est_wait, planned_start=expected_end,
+                             why=why)
         if ctx.config.asa_timing == "begin":
             return SubmitNow(dependency_on=dep, barrier_on=barrier, begin=at, est_wait_s=est_wait,
-                             planned_start=expected_end)
-        return SubmitAt(at=at, est_wait_s=est_wait, planned_start=expected_end)
+                             planned_start=expected_end, why=why)
+        return SubmitAt(at=at, est_wait_s=est_wait, planned_start=expected_end, why=why)
 
 
-def too_early(wf, stage, now, ctx) -> bool:  # noqa: ANN001
+def too_early(wf, stage, now, ctx, lead_s: float) -> bool:  # noqa: ANN001
     """Naive mode, paper 4.6: the allocation arrived while the predecessors still have so long
-    to run that a fresh submission would still arrive in time; idling is pure waste, so cancel
-    and resubmit."""
+    to run that a fresh submission (planned with a lead of ``lead_s``) would still arrive in
+    time; idling is pure waste, so cancel and resubmit."""
     remaining = 0.0
     for p in wf.spec.predecessors(stage):
         if wf.stages[p].state is StageState.COMPLETED:
@@ -63,4 +66,4 @@ def too_early(wf, stage, now, ctx) -> bool:  # noqa: ANN001
         remaining = max(remaining, ctx.expected_end(wf, p) - now)
     if remaining <= 0:
         return False
-    return remaining > ctx.estimate_wait(wf, stage) + ctx.config.naive_resubmit_margin_s
+    return remaining > lead_s + ctx.config.naive_resubmit_margin_s

@@ -17,6 +17,7 @@ class SubmitNow:
     begin: float | None = None  # hand the timing to Slurm (``--begin``)
     est_wait_s: float | None = None
     planned_start: float | None = None  # the predecessors' expected end
+    why: str = ""  # the rule and the numbers behind the decision (``asad explain``)
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,7 @@ class SubmitAt:
     at: float
     est_wait_s: float
     planned_start: float
+    why: str = ""
 
 
 Plan = SubmitNow | SubmitAt | None

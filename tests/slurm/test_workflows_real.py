@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.slurm, pytest.mark.timeout(900)]
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((REPO / "examples").glob("*.yaml"))
-STRATEGIES = ("per-stage", "big-job", "chain", "asa")
+STRATEGIES = ("auto", "per-stage", "big-job", "chain", "asa")
 RUN_TIMEOUT_S = 600
 
 

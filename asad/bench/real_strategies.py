@@ -1,0 +1,189 @@
+"""``asad bench real-strategies``: a short chain of stages under each strategy on a real Slurm.
+
+What a user sees, end to end: a daemon (``asad daemon --backend slurm``, its own state folder per
+strategy) and ``asad submit``; the clock starts just before ``submit`` and stops when ``asad
+history`` says the workflow ended. Each strategy runs the workflow ``--runs`` times in a row on
+its own store (the first run teaches it the stages' run times and waits); every run is reported.
+
+With ``--load N`` a generator keeps about N background jobs pending the whole time (random sizes
+and lengths, account ``bg``, the same unix user: the local cluster's accounting does not enforce
+associations), so stages wait in a real queue. Start the cluster with ``--priority multifactor``
+to measure under an age weight; the bench prints the rules it found.
+
+Printed per run: makespan as the user sees it, the critical path's work, the perceived wait
+(stage start minus the later of its predecessors' end and the submission), the delay from
+``submit`` to the first ``sbatch``, the delay from the last stage's end to ``history`` saying so,
+and core-hours (every allocation, idle time included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+
+def register(subparsers) -> None:  # noqa: ANN001
+    p = subparsers.add_parser("real-strategies", help="a short workflow under each strategy on the local real Slurm")
+    p.add_argument("--strategies", default="auto,chain,per-stage,asa")
+    p.add_argument("--stages", type=int, default=5)
+    p.add_argument("--stage-s", type=int, default=60, help="seconds of work per stage")
+    p.add_argument("--cpus", type=int, default=4)
+    p.add_argument("--runs", type=int, default=2, help="runs per strategy on one store (the first one learns)")
+    p.add_argument("--load", type=int, default=0, help="background jobs kept pending (0 = an idle cluster)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--poll", type=float, default=30.0, help="the daemon's poll interval (its default: 30 s)")
+    p.add_argument("--out", type=Path, default=Path("out/real-strategies"))
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=main)
+
+
+def workflow_text(stages: int, stage_s: int, cpus: int) -> str:
+    lines = ["name: real-chain", "strategy: auto", "sizing: off", "stages:"]
+    for i in range(stages):
+        after = f", after: [s{i - 1}]" if i else ""
+        lines.append(f"  - {{name: s{i}, cpus: {cpus}, mem: 1G, time: {max(3, 3 * stage_s // 60)}m, "
+                     f"run: 'sleep {stage_s}'{after}}}")
+    return "\n".join(lines) + "\n"
+
+
+class BackgroundLoad:
+    """Keeps about ``target`` jobs pending: one ``squeue`` and at most a few ``sbatch`` every 5 s."""
+
+    def __init__(self, target: int, seed: int, max_cpus: int):
+        self.target = target
+        self.rng = random.Random(seed)
+        self.max_cpus = max_cpus
+        self.stop = threading.Event()
+        self.submitted = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            out = subprocess.run(["squeue", "-h", "-A", "bg", "-t", "PD", "-o", "%i"], capture_output=True,
+                                 text=True, check=False).stdout
+            for _ in range(min(4, self.target - len(out.split()))):
+                cpus = self.rng.choice([1, 2, 4, 8, 14, 28, self.max_cpus])
+                run_s = int(self.rng.uniform(30, 240))
+                subprocess.run(["sbatch", "-A", "bg", "-J", "bg", "-c", str(min(cpus, self.max_cpus)),
+                                "--mem=500M", f"--time={run_s // 60 + 2}", "-o", "/dev/null",
+                                "--wrap", f"sleep {run_s}"], capture_output=True, check=False)
+                self.submitted += 1
+            self.stop.wait(5)
+
+    def __enter__(self) -> BackgroundLoad:
+        if self.target > 0:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join()
+        subprocess.run(["scancel", "-A", "bg"], capture_output=True, check=False)
+
+
+def _asad(env: dict, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "asad", *args], env=env, capture_output=True, text=True,
+                          check=check, timeout=120)
+
+
+def run_strategy(strategy: str, args: argparse.Namespace, wf_path: Path, root: Path) -> list[dict]:
+    from asad.model import JobPhase
+    from asad.store.repo import Store
+
+    state = root / strategy
+    env = {**os.environ, "XDG_STATE_HOME": str(state), "XDG_CONFIG_HOME": str(root / "config"),
+           "ASAD_POLL_INTERVAL": str(args.poll)}
+    env.pop("ASAD_DB_URL", None)
+    daemon = subprocess.Popen([sys.executable, "-m", "asad", "daemon", "--backend", "slurm"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=(root / f"{strategy}.log").open("w"))
+    rows = []
+    try:
+        time.sleep(2)
+        for run in range(args.runs):
+            t0 = time.time()
+            wf_id = int(_asad(env, "submit", str(wf_path), "--strategy", strategy).stdout.split()[0])
+            while True:
+                hist = {h["id"]: h for h in json.loads(_asad(env, "history", "--json").stdout)}
+                if hist[wf_id]["state"] != "ACTIVE":
+                    break
+                time.sleep(0.5)
+            t_done = time.time()
+            store = Store(f"sqlite:///{state / 'asad' / 'asad.db'}")
+            try:
+                wf = next(w for w in store.load_workflows(active_only=False) if w.id == wf_id)
+            finally:
+                store.close()
+            ends = {n: r.end_time for n, r in wf.stages.items()}
+            perceived = 0.0
+            for name, stage in wf.stages.items():
+                preds = wf.spec.predecessors(name)
+                ready = max([t0, *[ends[p] for p in preds if ends[p]]])
+                if stage.start_time:
+                    perceived += max(0.0, stage.start_time - ready)
+            jobs = [j for j in wf.jobs if j.phase is not JobPhase.ABANDONED]
+            core_h = sum((j.end_time - j.start_time) * j.request.cpus for j in jobs
+                         if j.start_time and j.end_time) / 3600
+            last_end = max(e for e in ends.values() if e)
+            rows.append({"strategy": strategy, "run": run, "state": wf.state.value,
+                         "makespan_s": round(t_done - t0, 1), "slurm_makespan_s": round(last_end - t0, 1),
+                         "critical_path_work_s": args.stages * args.stage_s,
+                         "perceived_wait_s": round(perceived, 1),
+                         "first_sbatch_s": round(min(j.submitted_at for j in jobs if j.submitted_at) - t0, 1),
+                         "noticed_end_s": round(t_done - last_end, 1), "core_hours": round(core_h, 3),
+                         "jobs": len(jobs)})
+            print(json.dumps(rows[-1]), flush=True)
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        try:
+            daemon.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+    return rows
+
+
+def markdown(rows: list[dict], rules: str, load: int) -> str:
+    out = [f"Priority rules: {rules}; background load: {load or 'none'} pending jobs.", "",
+           "| strategy | run | makespan (s) | vs chain | work on critical path (s) | perceived wait (s) "
+           "| submit → first sbatch (s) | last end → noticed (s) | core-h | jobs |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    chain = {r["run"]: r["makespan_s"] for r in rows if r["strategy"] == "chain"}
+    for r in rows:
+        ratio = f"{r['makespan_s'] / chain[r['run']]:.2f}×" if r["run"] in chain else "-"
+        out.append(f"| {r['strategy']} | {r['run']} | {r['makespan_s']:.1f} | {ratio} | {r['critical_path_work_s']} "
+                   f"| {r['perceived_wait_s']:.1f} | {r['first_sbatch_s']:.1f} | {r['noticed_end_s']:.1f} "
+                   f"| {r['core_hours']:.3f} | {r['jobs']} |")
+    return "\n".join(out)
+
+
+def main(args: argparse.Namespace) -> int:
+    from asad.slurm.select import make_slurm_backend
+
+    backend = make_slurm_backend()
+    rules = backend.priority_rules().describe()
+    max_cpus = max(p.cpus_per_node for p in backend.partitions())
+    args.out.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="asad-real-", dir=args.out)).resolve()
+    wf_path = root / "workflow.yaml"
+    wf_path.write_text(workflow_text(args.stages, args.stage_s, args.cpus))
+    rows: list[dict] = []
+    with BackgroundLoad(args.load, args.seed, max_cpus):
+        if args.load:
+            time.sleep(60)  # let the queue fill before the first measurement
+        for strategy in args.strategies.split(","):
+            rows += run_strategy(strategy, args, wf_path, root)
+    text = markdown(rows, rules, args.load)
+    (args.out / "real-strategies.json").write_text(json.dumps({"rules": rules, "load": args.load, "rows": rows},
+                                                               indent=1))
+    (args.out / "real-strategies.md").write_text(text + "\n")
+    print(json.dumps(rows, indent=1) if args.json else text)
+    return 0

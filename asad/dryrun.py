@@ -1,0 +1,141 @@
+"""``asad submit --dry-run``: the exact ``sbatch`` calls asad would make now, as a shell script.
+
+The real engine decides on a throw-away store (what the real store has learned is read, never
+written) against a backend that records submissions instead of making them: nothing reaches Slurm
+and nothing is stored. The output runs as it is: each job id is captured in a variable that the
+later jobs' ``--dependency`` uses.
+"""
+
+from __future__ import annotations
+
+import shlex
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from asad.slurm.backend import Backend, JobRequest, JobState, JobStatus
+from asad.slurm.priority_rules import rules_of
+
+FIRST_FAKE_ID = 900_000_001
+
+
+@dataclass
+class RecordingBackend:
+    """The real cluster's partitions, clock and rules; submissions are only written down."""
+
+    real: Backend
+    submitted: list[tuple[int, JobRequest]] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.real.name
+
+    @property
+    def cluster_name(self) -> str:
+        return getattr(self.real, "cluster_name", self.real.name)
+
+    def priority_rules(self):  # noqa: ANN201
+        return rules_of(self.real)
+
+    def partitions(self):  # noqa: ANN201
+        return self.real.partitions()
+
+    def now(self) -> float:
+        return self.real.now()
+
+    def submit(self, req: JobRequest) -> int:
+        job_id = FIRST_FAKE_ID + len(self.submitted)
+        self.submitted.append((job_id, req))
+        return job_id
+
+    def poll(self, job_ids: list[int]) -> dict[int, JobStatus]:
+        return {j: JobStatus(job_id=j, state=JobState.PENDING, reason="Dependency") for j in job_ids}
+
+    def find(self, tag: str) -> dict[int, JobStatus]:
+        return {}
+
+    def usage(self, job_ids: list[int]) -> dict:
+        return {}
+
+    def cancel(self, job_ids: list[int]) -> None:
+        pass
+
+    def estimate_start(self, req: JobRequest) -> float | None:
+        return None
+
+
+def dry_run(spec, settings, backend: Backend, *, strategy: str, mode: str) -> str:  # noqa: ANN001
+    from asad.app import CommandBuilder, predictor_choice
+    from asad.learned import Learned
+    from asad.runner import Runner
+    from asad.slurm.cli import batch_script, sbatch_args
+    from asad.store.repo import Store
+
+    recorder = RecordingBackend(backend)
+    real_store = _existing_store(settings)
+    with tempfile.TemporaryDirectory(prefix="asad-dry-run-") as tmp:
+        store = Store(f"sqlite:///{Path(tmp) / 'dry.db'}")
+        try:
+            kind, params = predictor_choice(settings)
+            builder = None if backend.name == "sim" else CommandBuilder(settings.run_dir, create=False)
+            runner = Runner.create(store, recorder, predictor=kind, predictor_params=params, seed=settings.seed,
+                                   asa_timing=settings.asa_timing, build_command=builder,
+                                   idle_price=settings.idle_price,
+                                   run_dir="" if backend.name == "sim" else str(settings.run_dir))
+            if real_store is not None:
+                runner.ctx.learned = Learned(real_store.load_learner, kind, seed=settings.seed, predictor_params=params)
+            store.add_workflow(spec, recorder.now(), strategy=strategy, mode=mode)
+            runner.load()
+            runner.tick()
+        finally:
+            store.close()
+            if real_store is not None:
+                real_store.close()
+    names = {job_id: req.name.rsplit(".", 1)[-1] for job_id, req in recorder.submitted}
+    lines = ["#!/bin/bash", f"# asad submit --dry-run: workflow {spec.name}, strategy {strategy}; "
+             f"{len(recorder.submitted)} of {len(spec.stages)} stages would be submitted now.",
+             "# Nothing was submitted and nothing was stored. The workflow id, its run folder and the",
+             "# --comment tag are those of a scratch store: the real submission gets its own.", "set -e"]
+    folders = sorted({str((Path(req.workdir or ".") / req.output).parent) for _, req in recorder.submitted
+                      if req.output})
+    if folders:  # the daemon creates the run folder; Slurm cannot open an output file in a missing one
+        lines += ["", "mkdir -p -m 700 " + " ".join(shlex.quote(f) for f in folders)]
+    for job_id, req in recorder.submitted:
+        args = [_name_ids(a, names) for a in sbatch_args(req)]
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(req.env.items()))
+        var = _var(names[job_id])
+        lines += ["", f"# stage {names[job_id]}",
+                  f"{var}=$({env + ' ' if env else ''}sbatch --parsable {' '.join(_quote(a) for a in args)} "
+                  "<<'ASAD_SCRIPT'", batch_script(req).rstrip("\n"), "ASAD_SCRIPT", ")"]
+    later = len(spec.stages) - len(recorder.submitted)
+    if later:
+        lines += ["", f"# The other {later} stage(s) are submitted by the daemon later: when their predecessors "
+                  "start or end, as the strategy plans (asad explain shows why)."]
+    return "\n".join(lines) + "\n"
+
+
+def _existing_store(settings):  # noqa: ANN001, ANN202
+    """The user's store, to read what it learned; None when it does not exist yet (never created)."""
+    from asad.store.db import _sqlite_path
+    from asad.store.repo import Store
+
+    path = _sqlite_path(settings.database_url)
+    if path is not None and not path.exists():
+        return None
+    return Store(settings.database_url)
+
+
+def _var(stage: str) -> str:
+    return "JOBID_" + "".join(c if c.isalnum() else "_" for c in stage)
+
+
+def _name_ids(arg: str, names: dict[int, str]) -> str:
+    """A recorded job id in ``--dependency`` becomes the shell variable holding the real id."""
+    for job_id, stage in names.items():
+        arg = arg.replace(str(job_id), "${" + _var(stage) + "}")
+    return arg
+
+
+def _quote(arg: str) -> str:
+    # keep ${VAR} expandable: double quotes where a variable is inside, else shlex
+    return f'"{arg}"' if "${JOBID_" in arg else shlex.quote(arg)

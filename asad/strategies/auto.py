@@ -1,0 +1,80 @@
+"""The default strategy: the site's priority rules choose the rule, the learned wait decides the instant.
+
+- Where a job held by ``afterok`` keeps its place in the queue (``priority/basic``, a zero age
+  weight, or ``PriorityFlags=ACCRUE_ALWAYS``; see :mod:`asad.slurm.priority_rules`), submitting
+  every stage at once with ``afterok`` (a chain) is never slower and never idles a core, whatever
+  the learned wait says. So the rule is **chain**.
+- Where age counts, a job held by a dependency falls behind every job submitted meanwhile. The
+  rule is **quantile**: submit the stage *without* a dependency, eligible at
+  ``expected_end - lead``, holding its allocation at a barrier until the predecessors end. The
+  lead trades idle core-seconds (the wait came in shorter than the lead) against lost makespan
+  (it came in longer). With cost = ``idle_price`` x idle core-seconds + lost seconds, the
+  expected cost is least when the lead is the wait distribution's quantile
+  ``tau = 1 / (1 + idle_price x cpus)`` (the newsvendor solution: raise the lead while the
+  chance that the wait is shorter, times the price of idling, is below the chance that it is
+  longer). The instant is handed to Slurm with ``--begin``, so a slow or restarted daemon cannot
+  delay it. When that lead is short (under ``MIN_LEAD_S``) or the predecessors' run time is not
+  learned yet, the stage is submitted at once with ``afterok`` instead: it then starts the moment
+  they end, and nothing idles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from asad.model import StageState
+from asad.strategies.base import Plan, SubmitNow
+from asad.strategies.chain import Chain
+
+CHAIN = Chain()
+# Below this lead a submission without dependency wins no age worth an idle risk (about two of
+# Slurm's scheduling passes); afterok is used instead.
+MIN_LEAD_S = 60.0
+
+
+def quantile_level(idle_price: float, cpus: int) -> float:
+    """The wait quantile that minimises idle_price x idle core-seconds + lost makespan seconds."""
+    return 1.0 / (1.0 + max(0.0, idle_price) * max(1, cpus))
+
+
+class Auto:
+    name = "auto"
+
+    def plan(self, wf, stage, now, ctx) -> Plan:  # noqa: ANN001
+        rules = ctx.priority_rules
+        if not rules.age_counts:
+            plan = CHAIN.plan(wf, stage, now, ctx)
+            if plan is not None:
+                plan = replace(plan, why=f"rule chain: {rules.describe()}; submitted at once with afterok")
+            return plan
+        running: list[str] = []
+        expected_end = 0.0
+        runtime_known = True
+        for p in wf.spec.predecessors(stage):
+            ps = wf.stages[p]
+            if ps.state is StageState.COMPLETED:
+                continue
+            if ps.state is not StageState.RUNNING or ps.start_time is None or ps.start_time > now:
+                return None  # a predecessor's work has not started (or idles at its barrier): its end is unknown
+            running.append(p)
+            expected_end = max(expected_end, ctx.expected_end(wf, p))
+            runtime_known &= ctx.learned.runtime(ctx.runtime_key(wf, p)).n_observations > 0
+        if not running:
+            return SubmitNow(why=f"rule quantile ({rules.describe()}): no predecessor running; submitted at once")
+        lead, tau, seen = ctx.quantile_lead(wf, stage)
+        if not runtime_known or lead < MIN_LEAD_S:
+            # Without a lead there is no age to win, and afterok starts the job the moment its
+            # predecessors end (no idle, no early or late --begin); without a learned run time the
+            # predecessors' end is only their time limit.
+            reason = ("a predecessor's run time is not learned yet" if not runtime_known else
+                      f"the learned wait's {tau:.0%} quantile is {lead:.0f} s (< {MIN_LEAD_S:.0f} s): "
+                      "no age worth winning" if seen else "no wait of this geometry seen yet")
+            return SubmitNow(dependency_on=tuple(running), est_wait_s=lead, planned_start=expected_end,
+                             why=f"rule quantile ({rules.describe()}): {reason}; submitted at once with afterok")
+        at = expected_end - lead
+        why = (f"rule quantile ({rules.describe()}): eligible at the predecessors' expected end "
+               f"({expected_end - now:+.0f} s) minus the learned wait's {tau:.0%} quantile ({lead:.0f} s over "
+               f"{seen} waits seen; idle_price {ctx.config.idle_price:g} per idle core-second); no dependency, "
+               "held at a barrier")
+        return SubmitNow(barrier_on=tuple(running), begin=at if at > now else None, est_wait_s=lead,
+                         planned_start=expected_end, why=why)

@@ -1,0 +1,92 @@
+"""Prompt without polling Slurm harder: what wakes the daemon (or ``asad run``) between polls.
+
+- ``asad submit`` and ``asad cancel`` touch ``<state dir>/wake`` after their change is committed;
+  the daemon looks at that file's mtime every second, so a new workflow or a cancel is acted on at
+  once instead of at the next poll (which may be minutes away when nothing runs).
+- The stage wrapper writes ``<run dir>/<workflow>/<stage>.end`` the moment a stage's command
+  ends. Watching those files (a ``stat`` per running stage per second, no call to slurmctld)
+  tells the daemon a stage ended seconds before its next poll would; the poll that follows
+  reads the truth from Slurm. Slurm stays the truth: a marker only makes asad look sooner.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+WATCH_INTERVAL_S = 1.0  # how often the markers and the wake file are looked at
+BRISK_POLL_S = 1.0  # the pause while Slurm has not yet recorded an end that a marker announced
+BRISK_FOR_S = 15.0  # ... for at most this long after the marker
+
+
+def wake_file(state_dir: Path) -> Path:
+    return Path(state_dir) / "wake"
+
+
+def wake_daemon(state_dir: Path) -> None:
+    """Tell a running daemon to tick now (a no-op when none runs; never fails the caller)."""
+    path = wake_file(state_dir)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.touch(mode=0o600)
+        os.utime(path)  # a fresh mtime even where touch of an existing file keeps the old one
+    except OSError:
+        pass
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return None
+
+
+@dataclass
+class Watch:
+    """What the daemon looks at between ticks. ``markers`` is replaced whole by the tick (a tuple
+    of ``(path, job_id)``), so the watcher thread never reads the runner's state while it changes."""
+
+    state_dir: Path | None  # None: no wake file (``asad run`` is woken by markers only)
+    markers: tuple[tuple[Path, int], ...] = ()
+    _wake_mtime: float | None = None
+    _seen: set[Path] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self._wake_mtime = _mtime(wake_file(self.state_dir)) if self.state_dir is not None else None
+
+    def due(self) -> list[int]:
+        """Job ids whose end marker appeared since the last look, plus 0 for a wake request."""
+        out: list[int] = []
+        stamp = _mtime(wake_file(self.state_dir)) if self.state_dir is not None else None
+        if stamp is not None and stamp != self._wake_mtime:
+            self._wake_mtime = stamp
+            out.append(0)
+        for path, job_id in self.markers:
+            if path not in self._seen and path.exists():
+                self._seen.add(path)
+                out.append(job_id)
+        return out
+
+    def set_markers(self, markers: list[tuple[Path, int]]) -> None:
+        self.markers = tuple(markers)
+        keep = {path for path, _ in markers}
+        self._seen &= keep  # a retried stage's new marker counts again
+
+
+def end_markers(runner, run_dir: Path) -> list[tuple[Path, int]]:  # noqa: ANN001
+    """The end-marker path of every submitted or running stage's job (the daemon may not have seen
+    a job start before it ends: a short stage between two polls)."""
+    from asad.model import JobPhase, StageState
+
+    out = []
+    for wf in runner.active.values():
+        last = wf.spec.stages[-1].name
+        for name, run in wf.stages.items():
+            if run.state not in (StageState.SUBMITTED, StageState.RUNNING) or (
+                    wf.strategy == "big-job" and name != last):
+                continue  # a big job's stages share one job: its last stage's marker is its end
+            job = wf.current_job(name)
+            if job is not None and job.phase is JobPhase.LIVE and job.job_id is not None:
+                out.append((Path(run_dir) / str(wf.id) / f"{name}.end", job.job_id))
+    return out

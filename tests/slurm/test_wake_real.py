@@ -1,0 +1,60 @@
+"""A daemon that polls Slurm rarely still acts within seconds: ``asad submit`` and ``asad cancel``
+wake it, and a stage's end marker brings its next poll forward (real slurmctld).
+
+The daemon runs with ``--poll 600``: without a wake it would not look at Slurm again for minutes,
+so each bound below (a few tens of seconds) fails if the wake-up it checks does not work.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from asad.slurm.backend import JobState
+from asad.slurm.cli import SlurmCLI
+from test_workflows_real import REPO, asad, asad_env, stage_rows, submit, wait_for, workflow_state, write_workflow
+
+pytestmark = [pytest.mark.slurm, pytest.mark.timeout(300)]
+
+CHAIN = """\
+name: {name}
+strategy: chain
+defaults: {{time: 5m, mem: 200M, cpus: 1}}
+stages:
+  - {{name: a, run: "sleep {t}"}}
+  - {{name: b, run: "sleep {t}"}}
+"""
+
+
+@pytest.fixture
+def slow_daemon(cluster, tmp_path):
+    env = asad_env(cluster, tmp_path / "state")
+    proc = subprocess.Popen([sys.executable, "-m", "asad", "daemon", "--backend", "slurm", "--poll", "600"],
+                            env=env, cwd=REPO, stdout=open(tmp_path / "daemon.log", "a"), stderr=subprocess.STDOUT)
+    time.sleep(5)  # its first tick has run: from now on it would sleep for minutes
+    yield env
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+def test_submit_wakes_the_daemon_and_end_markers_finish_the_workflow(cluster, tmp_path, slow_daemon):
+    env = slow_daemon
+    wf_id = submit(env, write_workflow(tmp_path / "quick.yaml", CHAIN.format(name="quick", t=5)))
+    wait_for(lambda: all(r["job_id"] for r in stage_rows(env, wf_id)), 30, "both stages submitted")
+    wait_for(lambda: workflow_state(env, wf_id) == "COMPLETED", 90, "the workflow to complete")
+
+
+def test_cancel_wakes_the_daemon(cluster, tmp_path, slow_daemon):
+    env = slow_daemon
+    wf_id = submit(env, write_workflow(tmp_path / "long.yaml", CHAIN.format(name="long", t=200)))
+    rows = wait_for(lambda: (lambda rs: rs if rs and all(r["job_id"] for r in rs) else None)(stage_rows(env, wf_id)),
+                    30, "both stages submitted")
+    assert asad(env, "cancel", str(wf_id)).returncode == 0
+    backend = SlurmCLI(slurm_conf=cluster.slurm_conf)
+    ids = [r["job_id"] for r in rows]
+    statuses = wait_for(lambda: (lambda st: st if st and all(s.state.is_final for s in st.values()) else None)(
+        backend.poll(ids)), 30, "Slurm jobs cancelled")
+    assert {s.state for s in statuses.values()} == {JobState.CANCELLED}

@@ -1,0 +1,156 @@
+"""The default strategy: the site's priority rules pick chain or the quantile rule."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from asad.app import run_in_process
+from asad.slurm.priority_rules import PriorityRules, rules_from_scontrol, rules_of
+from asad.slurm.sim import make_simulator
+from asad.spec import load_workflow
+from asad.status import render_explain
+from asad.store.repo import Store
+from asad.strategies.auto import quantile_level
+from tests.conftest import EXAMPLES
+
+
+def test_scontrol_config_gives_the_rules():
+    basic = rules_from_scontrol({"PriorityType": "priority/basic"})
+    assert basic.type == "basic" and not basic.age_counts
+    multi = rules_from_scontrol({"PriorityType": "priority/multifactor", "PriorityWeightAge": "1000",
+                                 "PriorityMaxAge": "1-00:00:00", "PriorityFlags": "",
+                                 "PriorityWeightFairShare": "10000"})
+    assert multi.age_counts and multi.max_age_s == 86400 and multi.weight_fairshare == 10000
+    always = rules_from_scontrol({"PriorityType": "priority/multifactor", "PriorityWeightAge": "1000",
+                                  "PriorityFlags": "SMALL_RELATIVE_TO_TIME,ACCRUE_ALWAYS"})
+    assert always.accrue_always and not always.age_counts
+    no_age = rules_from_scontrol({"PriorityType": "priority/multifactor", "PriorityWeightAge": "0"})
+    assert not no_age.age_counts
+    assert not PriorityRules().age_counts  # unknown: never slower than a chain
+
+
+def test_simulator_reports_its_own_rules():
+    assert rules_of(make_simulator("small", load=0.0, priority="fifo")).type == "basic"
+    multi = rules_of(make_simulator("small", load=0.0, priority="multifactor"))
+    assert multi.type == "multifactor" and multi.age_counts and multi.source == "simulator"
+
+
+@given(st.floats(0.0, 10.0), st.integers(1, 512))
+def test_quantile_level_falls_as_idling_gets_dearer(price, cpus):
+    tau = quantile_level(price, cpus)
+    assert 0.0 < tau <= 1.0
+    assert quantile_level(price * 2 + 0.01, cpus) < tau or price * cpus == 0 and tau == 1.0
+    assert quantile_level(price, cpus + 1) <= tau
+
+
+def _run(db_url, priority, *, load=0.0, seed=1, example="montage.yaml", runs=1):
+    spec = load_workflow(EXAMPLES / example)
+    store = Store(db_url)
+    sim = make_simulator("small", load=load, seed=seed, priority=priority)
+    try:
+        for i in range(runs):  # later runs plan with the run times and waits the earlier ones taught
+            (summary,) = run_in_process(store, sim, [spec], strategy="auto",
+                                        warmup_s=0 if load == 0 or i else 6 * 3600)
+        wf = store.load_workflows(active_only=False)[-1]
+        jobs = {j.stage: j for j in wf.jobs}
+    finally:
+        store.close()
+    return spec, summary, wf, jobs
+
+
+def test_auto_is_a_chain_where_a_dependent_job_keeps_its_place(db_url):
+    spec, summary, wf, jobs = _run(db_url, "fifo")
+    assert summary["state"] == "COMPLETED"
+    first = spec.stages[0].name
+    for st_ in spec.stages[1:]:
+        job = jobs[st_.name]
+        assert job.request.dependency is not None and job.request.dependency.type.value == "afterok"
+        assert job.submitted_at == pytest.approx(jobs[first].submitted_at)  # all at once, as a chain
+        assert "rule chain" in wf.stages[st_.name].plan_why
+    assert "rule chain: priority/basic" in render_explain(wf, spec.stages[1].name)
+
+
+def test_auto_under_multifactor_completes_in_order_and_says_why(db_url):
+    spec, summary, wf, jobs = _run(db_url, "multifactor", load=0.9, seed=4, runs=3)
+    assert summary["state"] == "COMPLETED", summary["message"]
+    stages = {s["name"]: s for s in summary["stages"]}
+    for st_ in spec.stages[1:]:
+        assert "rule quantile" in wf.stages[st_.name].plan_why
+        for pred in spec.predecessors(st_.name):
+            assert stages[st_.name]["start"] >= stages[pred]["end"] - 1e-6  # afterok or the barrier held
+    assert "rule quantile" in render_explain(wf, spec.stages[1].name)
+
+
+class _Runtime:
+    n_observations = 3
+
+
+class _Learned:
+    def runtime(self, key):
+        return _Runtime()
+
+
+class _Ctx:
+    """Just what Auto.plan consults: rules, run-time knowledge, expected ends and the lead."""
+
+    def __init__(self, rules, lead_s):
+        self.priority_rules = rules
+        self.learned = _Learned()
+        self.lead_s = lead_s
+        self.config = type("C", (), {"idle_price": 0.05})()
+
+    def runtime_key(self, wf, stage):
+        return stage
+
+    def expected_end(self, wf, stage):
+        return 1000.0
+
+    def quantile_lead(self, wf, stage):
+        return self.lead_s, 0.4, 10
+
+
+def _two_stage_running_first(now):
+    from asad.model import StageState, WorkflowRun
+    from asad.spec import parse_workflow
+
+    spec = parse_workflow("name: t\nstages:\n  - {name: a, cpus: 4, time: 1h, run: 'true'}\n"
+                          "  - {name: b, cpus: 4, time: 1h, run: 'true'}\n")
+    wf = WorkflowRun(id=1, spec=spec, strategy="auto", mode="dependency")
+    from asad.model import StageRun
+
+    wf.stages = {"a": StageRun(1, "a", state=StageState.RUNNING, start_time=now - 100), "b": StageRun(1, "b")}
+    return wf
+
+
+def test_auto_quantile_rule_hands_the_instant_to_slurm_without_dependency():
+    from asad.strategies.auto import Auto
+
+    rules = PriorityRules(type="multifactor", weight_age=1000)
+    wf = _two_stage_running_first(now=500.0)
+    plan = Auto().plan(wf, "b", 500.0, _Ctx(rules, lead_s=300.0))
+    assert plan.dependency_on == () and plan.barrier_on == ("a",)
+    assert plan.begin == pytest.approx(700.0) and plan.est_wait_s == 300.0
+    # a short lead wins no age: afterok, which starts the job the moment its predecessor ends
+    short = Auto().plan(wf, "b", 500.0, _Ctx(rules, lead_s=10.0))
+    assert short.dependency_on == ("a",) and short.begin is None and "afterok" in short.why
+    # the lead exceeds what is left: eligible at once, still without a dependency
+    now = Auto().plan(wf, "b", 500.0, _Ctx(rules, lead_s=900.0))
+    assert now.dependency_on == () and now.begin is None
+
+
+def test_auto_is_chain_whatever_the_lead_where_age_does_not_count():
+    from asad.strategies.auto import Auto
+
+    wf = _two_stage_running_first(now=500.0)
+    from asad.model import JobPhase, JobRecord
+    from asad.slurm.backend import JobRequest
+
+    job = JobRecord(row_id=7, workflow_id=1, stage="a", attempt=1, tag="t", phase=JobPhase.LIVE,
+                    request=JobRequest(name="a", command="true"), geometry_key="k", job_id=41)
+    wf.jobs.append(job)
+    wf.stages["a"].job_row = 7
+    for rules in (PriorityRules(type="basic"), PriorityRules(type="multifactor", weight_age=1000, accrue_always=True)):
+        plan = Auto().plan(wf, "b", 500.0, _Ctx(rules, lead_s=5000.0))
+        assert plan.dependency_on == ("a",) and plan.begin is None and "rule chain" in plan.why
