@@ -164,11 +164,18 @@ def test_real_medians_from_a_sample(tmp_path):
     assert real["both"]["2-8"] == {"jobs": 0, "median_h": None}
 
 
-def test_bench_sim_load_runs_and_reports(capsys):
-    from asad.cli import main
+def bench(argv: list[str]) -> int:
+    """``asad bench sim-load ...`` through the real parser, without ``asad.cli.main``'s logging
+    set-up (which would bind structlog to this test's captured, soon closed, stderr)."""
+    from asad.cli import build_parser
 
-    assert main(["bench", "sim-load", "--preset", "small", "--days", "9", "--warmup-days", "1",
-                 "--seeds", "2", "--no-real", "--json"]) == 0
+    args = build_parser().parse_args(["bench", "sim-load", *argv])
+    return args.func(args)
+
+
+def test_bench_sim_load_runs_and_reports(capsys):
+    assert bench(["--preset", "small", "--days", "9", "--warmup-days", "1", "--seeds", "2", "--no-real",
+                  "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["preset"] == "small" and len(out["runs"]) == 2
     run = out["runs"][0]
@@ -177,7 +184,7 @@ def test_bench_sim_load_runs_and_reports(capsys):
     assert sum(d["started"] for d in run["per_day"]) > 0
     assert [w["days"] for w in run["weeks"]] == ["2-8"]
     assert out["steady_pooled"] is None  # one whole week only: nothing to compare
-    assert main(["bench", "sim-load", "--preset", "small", "--days", "3", "--no-real"]) == 0
+    assert bench(["--preset", "small", "--days", "3", "--no-real"]) == 0
     text = capsys.readouterr().out
     assert "day  util" in text and "(warm-up)" in text
 
@@ -188,9 +195,7 @@ def test_bench_sim_load_runs_and_reports(capsys):
     (["--load", "-1"], "negative"),
 ])
 def test_bench_sim_load_bad_input(capsys, argv, message):
-    from asad.cli import main
-
-    assert main(["bench", "sim-load", "--no-real", *argv]) == 2
+    assert bench(["--no-real", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
 
