@@ -18,7 +18,7 @@ from asad.slurm.sim.load_sim import ClosedLoopSimulator
 from asad.slurm.sim.load_users import UserModel, UserPopulation
 
 DAY = 86400.0
-MID = (PartitionSpec("batch", nodes=24, cores_per_node=28, mem_per_node_mb=128000, default=True, load=1.0),)
+MID = (PartitionSpec("batch", nodes=12, cores_per_node=28, mem_per_node_mb=128000, default=True, load=1.0),)
 
 
 def user_pending_counts(sim) -> list[int]:
@@ -57,7 +57,7 @@ def test_closed_loop_bounds_the_queue_and_open_stream_does_not():
                                             extra={"users": {"closed_loop": loop}}))
         caps = int(sim.workload.users.cap.sum())
         worst = 0
-        for day in range(1, 8):
+        for day in range(1, 9):
             sim.run_until(T0 + day * DAY)
             worst = max(worst, sim.stats()["jobs_pending_eligible"])
             if loop:
@@ -67,10 +67,10 @@ def test_closed_loop_bounds_the_queue_and_open_stream_does_not():
     worst, caps, dropped = results[True]
     assert worst <= caps and dropped > 0
     open_worst, _, open_dropped = results[False]
-    assert open_dropped == 0 and open_worst > 1.3 * caps  # twice the capacity offered: it piles up
+    assert open_dropped == 0 and open_worst > 2 * caps  # twice the capacity offered: it piles up
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), load=st.floats(0.5, 3.0), min_cap=st.integers(1, 5),
        pile_up_days=st.floats(0.05, 1.0))
 def test_no_user_ever_exceeds_the_cap(seed, load, min_cap, pile_up_days):
@@ -79,7 +79,7 @@ def test_no_user_ever_exceeds_the_cap(seed, load, min_cap, pile_up_days):
     users = sim.workload.users
     assert (users.cap >= min_cap).all()
     t = sim.now()
-    while sim.now() < t + 3 * DAY:
+    while sim.now() < t + 2 * DAY:
         if sim.advance() is None:
             break
         counts = user_pending_counts(sim)
@@ -145,11 +145,14 @@ def test_real_medians_from_a_sample(tmp_path):
 
     header = ("cluster,job_unique_id,cluster_id,submit_time,eligible_time,start_time,end_time,"
               "req_cpus,req_mem_total,alloc_nodes,partition_id_x,account_id,time_limit_sec,state,req_tres\n")
-    rows = [
-        "cedar,1,1,2021-05-03 10:00:00,2021-05-03 10:00:00,2021-05-03 12:00:00,2021-05-03 13:00:00,1,100,1,1,1,7200,COMPLETED,cpu=1",
-        "cedar,2,1,2021-05-03 10:00:00,2021-05-03 10:00:00,2021-05-03 14:00:00,2021-05-03 15:00:00,1,100,1,1,1,7200,COMPLETED,cpu=1",
-        "graham,3,1,2021-05-03 10:00:00,2021-05-03 11:00:00,2021-05-04 11:00:00,2021-05-04 12:00:00,64,100,2,1,1,7200,COMPLETED,cpu=64",
-        'graham,4,1,2021-05-03 10:00:00,2021-05-03 10:00:00,2021-05-05 10:00:00,2021-05-05 12:00:00,1,100,1,1,1,7200,COMPLETED,"cpu=1,gres/gpu=1"',
+    day = "2021-05-03"
+    rows = [  # cluster, id, cluster id, submit, eligible, start, end, cpus, mem, nodes, ...
+        f"cedar,1,1,{day} 10:00:00,{day} 10:00:00,{day} 12:00:00,{day} 13:00:00,1,100,1,1,1,7200,COMPLETED,cpu=1",
+        f"cedar,2,1,{day} 10:00:00,{day} 10:00:00,{day} 14:00:00,{day} 15:00:00,1,100,1,1,1,7200,COMPLETED,cpu=1",
+        f"graham,3,1,{day} 10:00:00,{day} 11:00:00,2021-05-04 11:00:00,2021-05-04 12:00:00,64,100,2,1,1,7200,"
+        "COMPLETED,cpu=64",
+        f"graham,4,1,{day} 10:00:00,{day} 10:00:00,2021-05-05 10:00:00,2021-05-05 12:00:00,1,100,1,1,1,7200,"
+        'COMPLETED,"cpu=1,gres/gpu=1"',
     ]
     src = tmp_path / "jobs.csv.gz"
     with gzip.open(src, "wt") as fh:
@@ -161,11 +164,18 @@ def test_real_medians_from_a_sample(tmp_path):
     assert real["both"]["2-8"] == {"jobs": 0, "median_h": None}
 
 
-def test_bench_sim_load_runs_and_reports(capsys):
-    from asad.cli import main
+def bench(argv: list[str]) -> int:
+    """``asad bench sim-load ...`` through the real parser, without ``asad.cli.main``'s logging
+    set-up (which would bind structlog to this test's captured, soon closed, stderr)."""
+    from asad.cli import build_parser
 
-    assert main(["bench", "sim-load", "--preset", "small", "--days", "9", "--warmup-days", "1",
-                 "--seeds", "2", "--no-real", "--json"]) == 0
+    args = build_parser().parse_args(["bench", "sim-load", *argv])
+    return args.func(args)
+
+
+def test_bench_sim_load_runs_and_reports(capsys):
+    assert bench(["--preset", "small", "--days", "9", "--warmup-days", "1", "--seeds", "2", "--no-real",
+                  "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["preset"] == "small" and len(out["runs"]) == 2
     run = out["runs"][0]
@@ -174,7 +184,7 @@ def test_bench_sim_load_runs_and_reports(capsys):
     assert sum(d["started"] for d in run["per_day"]) > 0
     assert [w["days"] for w in run["weeks"]] == ["2-8"]
     assert out["steady_pooled"] is None  # one whole week only: nothing to compare
-    assert main(["bench", "sim-load", "--preset", "small", "--days", "3", "--no-real"]) == 0
+    assert bench(["--preset", "small", "--days", "3", "--no-real"]) == 0
     text = capsys.readouterr().out
     assert "day  util" in text and "(warm-up)" in text
 
@@ -185,9 +195,7 @@ def test_bench_sim_load_runs_and_reports(capsys):
     (["--load", "-1"], "negative"),
 ])
 def test_bench_sim_load_bad_input(capsys, argv, message):
-    from asad.cli import main
-
-    assert main(["bench", "sim-load", "--no-real", *argv]) == 2
+    assert bench(["--no-real", *argv]) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
 

@@ -83,8 +83,11 @@ def _class_medians(cpus: np.ndarray, wait_s: np.ndarray) -> dict[str, object]:
 
 
 def run(preset: str, days: int, warmup_days: int, load: float | None, seed: int, priority: str,
-        backfill: str, closed_loop: bool) -> dict:
-    extra = {} if closed_loop else {"users": {"closed_loop": False}}
+        backfill: str, closed_loop: bool, users: dict | None = None) -> dict:
+    model = dict(users or {})
+    if not closed_loop:
+        model["closed_loop"] = False
+    extra = {"users": model} if model else {}
     wall0, cpu0 = time.perf_counter(), time.process_time()
     sim = make_simulator(preset, load=load, seed=seed, priority=priority, backfill=backfill,
                          warmup_s=0.0, extra=extra)
@@ -132,8 +135,10 @@ def run(preset: str, days: int, warmup_days: int, load: float | None, seed: int,
     sampled = after & pending_at_noon(elig, start)
     stats = sim.stats()
     return {
-        "preset": preset, "load": load if load is not None else {p.name: sim.config.base_load(p.spec) for p in sim.parts},
+        "preset": preset,
+        "load": load if load is not None else {p.name: sim.config.base_load(p.spec) for p in sim.parts},
         "seed": seed, "priority": priority, "backfill": backfill, "closed_loop": closed_loop,
+        "user_model": model,
         "days": days, "warmup_days": warmup_days,
         "users": len(sim.workload.users) if sim.workload else 0,
         "accounts": len(sim.workload.users.accounts) if sim.workload else 0,
@@ -184,6 +189,7 @@ def calibration(result: dict, real: dict[str, dict[str, object]], against: str) 
 def _print_text(result: dict, brief: bool = False) -> None:
     print(f"preset {result['preset']}  load {result['load']}  seed {result['seed']}  "
           f"{result['priority']}/{result['backfill']}  closed loop: {result['closed_loop']}  "
+          f"{result['user_model'] or ''}  "
           f"users {result['users']} in {result['accounts']} accounts")
     print(f"submitted {result['submitted']}  let go {result['dropped']}  wall {result['wall_s']} s  "
           f"CPU {result['cpu_s']} s  (load average {result['loadavg_1min']})")
@@ -230,13 +236,15 @@ def main(args: argparse.Namespace) -> int:
         else:
             print(f"asad bench sim-load: no real queue data at {args.real}; calibration table left out "
                   "(give --real PATH, or --no-real)", file=sys.stderr)
+    users = {k: v for k, v in (("pile_up_days", args.pile_up_days), ("min_cap", args.min_cap))
+             if v is not None}
     results = []
     for name in presets:
         runs = []
         for seed in range(args.seed, args.seed + args.seeds):
             try:
                 result = run(name, args.days, args.warmup_days, args.load, seed, args.priority,
-                             args.backfill, not args.open)
+                             args.backfill, not args.open, users)
             except ValueError as exc:
                 print(f"asad bench sim-load: {exc}", file=sys.stderr)
                 return 2
@@ -260,7 +268,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("sim-load", help="background load: steady state and waits per size class vs real queues",
+    parser = subparsers.add_parser("sim-load",
+                                   help="background load: steady state and waits per size class vs real queues",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", default="hpc2n", help="a simulator preset, or 'all' (default hpc2n)")
     parser.add_argument("--load", type=float, default=None,
@@ -275,6 +284,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--backfill", choices=["easy", "none"], default="easy")
     parser.add_argument("--open", action="store_true",
                         help="the open stream: users never stop submitting (the old background load)")
+    parser.add_argument("--pile-up-days", type=float, default=None,
+                        help="users stop submitting at this many days of their own submissions pending (default 0.35)")
+    parser.add_argument("--min-cap", type=int, default=None,
+                        help="... but always tolerate this many pending jobs (default 2)")
     parser.add_argument("--real", default=DEFAULT_REAL, help="the real queue sample (jobs.csv.gz)")
     parser.add_argument("--against", choices=["both", "cedar", "graham"], default="both",
                         help="which real cluster's waits to compare with (default both)")
