@@ -93,11 +93,11 @@ def test_experts_are_scored_on_what_they_said_at_submission():
     view = pool.view("k")
     for t in range(50):  # a steady 100 s queue
         view.observe(100.0, at_s=1000.0 + 200.0 * t)
-    weights_before = list(pool.log_weights["k"])
+    weights_before = list(pool.log_weights[pool.weight_owner("k")])
     # A job submitted after those waited 5000 s; meanwhile nothing else arrived. At submission
     # every expert said 100 s, so all pay the same and the weights do not move.
     view.observe(5000.0, at_s=20_000.0 + 5000.0)
-    assert pool.log_weights["k"] == pytest.approx(weights_before)
+    assert pool.log_weights[pool.weight_owner("k")] == pytest.approx(weights_before)
     # Scored on what they say now (no start time), the last-wait expert would have been spared.
     pool2 = ExpertsPool()
     view2 = pool2.view("k")
@@ -105,8 +105,8 @@ def test_experts_are_scored_on_what_they_said_at_submission():
         view2.observe(100.0)
     view2.observe(5000.0)
     view2.observe(5000.0)
-    assert pool2.log_weights["k"][0] == 0.0  # 'last' said 5000 and was right
-    assert min(pool2.log_weights["k"][1:5]) < 0.0
+    assert pool2.log_weights[pool2.weight_owner("k")][0] == 0.0  # 'last' said 5000 and was right
+    assert min(pool2.log_weights[pool2.weight_owner("k")][1:5]) < 0.0
 
 
 @settings(max_examples=30, deadline=None)

@@ -58,8 +58,8 @@ class ExpertsConfig:
     log_weight_floor: float = 6.0  # every expert within exp(-floor) of the best
     long_memory: int = 5000  # waits kept per key for the long median (bounded state)
     levels: tuple[tuple[str, ...], ...] = DEFAULT_LEVELS
-    residual_window: int = 2000  # residuals kept per key for the quantiles
-    min_residuals: int = 30  # a level needs this many before its residuals are used
+    residual_window: int = 5000  # residuals kept per key for the quantiles
+    min_residuals: int = 500  # a level needs this many before its residuals are used
     max_loss: float = 3.0  # losses capped (three decades), so one wild wait cannot erase an expert
 
     def __post_init__(self) -> None:
@@ -90,10 +90,10 @@ def _power_of_two(value: str) -> str:
     return str(1 if n <= 1 else 1 << (n - 1).bit_length())
 
 
-def key_levels(key: str, levels: Sequence[Sequence[str]] = DEFAULT_LEVELS) -> list[str]:
-    """The key, then its coarser keys (duplicates dropped), fine to coarse."""
+def key_levels_by_slot(key: str, levels: Sequence[Sequence[str]] = DEFAULT_LEVELS) -> list[str]:
+    """Each configured coarser level of the key, in order (duplicates kept)."""
     fields = parse_key(key)
-    out = [key]
+    out = []
     for level in levels:
         parts = []
         for name in level:
@@ -104,7 +104,14 @@ def key_levels(key: str, levels: Sequence[Sequence[str]] = DEFAULT_LEVELS) -> li
             parts.append(f"walltime{value}" if name == "walltime" else f"{source}={value}")
         # A level is named like a key with those fields: the same set of jobs is the same node,
         # whichever key it is reached from (cpus=3 rounded up meets the key with cpus=4).
-        coarse = "|".join(parts)
+        out.append("|".join(parts))
+    return out
+
+
+def key_levels(key: str, levels: Sequence[Sequence[str]] = DEFAULT_LEVELS) -> list[str]:
+    """The key, then its coarser keys (duplicates dropped), fine to coarse."""
+    out = [key]
+    for coarse in key_levels_by_slot(key, levels):
         if coarse not in out:
             out.append(coarse)
     return out
@@ -211,7 +218,10 @@ class ExpertsPool:
         self.config = config or ExpertsConfig()
         self.seed, self.kind = seed, kind
         self.stats: dict[str, KeyStats] = {}
-        self.log_weights: dict[str, list[float]] = {}  # fine key -> one per (level, stat)
+        # one weight vector per coarsest key (e.g. per cluster), shared by every key under it:
+        # which kind of expert to trust is learned from all its jobs, not from one key's few
+        self.log_weights: dict[str, list[float]] = {}
+        self._slots: dict[str, list[tuple[int, str]]] = {}
         self._levels: dict[str, list[str]] = {}
         self._estimates: dict[str, float | None] = {}  # estimate_log per key; cleared by any wait
 
@@ -222,6 +232,26 @@ class ExpertsPool:
             levels = self._levels[key] = key_levels(key, self.config.levels)
         return levels
 
+    def slots(self, key: str) -> list[tuple[int, str]]:
+        """(slot, level key): slot 0 is the key itself, slot i its i-th configured coarser level
+        (a level equal to a finer one has no slot of its own)."""
+        slots = self._slots.get(key)
+        if slots is None:
+            slots, seen = [(0, key)], {key}
+            for i, level_key in enumerate(key_levels_by_slot(key, self.config.levels), start=1):
+                if level_key not in seen:
+                    seen.add(level_key)
+                    slots.append((i, level_key))
+            self._slots[key] = slots
+        return slots
+
+    def weight_owner(self, key: str) -> str:
+        return self.levels(key)[-1]
+
+    @property
+    def n_weights(self) -> int:
+        return (1 + len(self.config.levels)) * len(STATS)
+
     def _stats(self, key: str) -> KeyStats:
         stats = self.stats.get(key)
         if stats is None:
@@ -229,9 +259,10 @@ class ExpertsPool:
         return stats
 
     def _weights(self, key: str) -> list[float]:
-        weights = self.log_weights.get(key)
+        owner = self.weight_owner(key)
+        weights = self.log_weights.get(owner)
         if weights is None:
-            weights = self.log_weights[key] = [0.0] * (len(self.levels(key)) * len(STATS))
+            weights = self.log_weights[owner] = [0.0] * self.n_weights
         return weights
 
     def view(self, key: str = "") -> "ExpertsPredictor":
@@ -242,7 +273,7 @@ class ExpertsPool:
         """(expert index, estimate) of every expert whose key had seen a wait (now, or at ``at_s``)."""
         out = []
         width = len(STATS)
-        for level, level_key in enumerate(self.levels(key)):
+        for level, level_key in self.slots(key):
             stats = self.stats.get(level_key)
             if stats is None or not stats.n:
                 continue
@@ -266,7 +297,7 @@ class ExpertsPool:
     def _combine(self, key: str, available: list[tuple[int, float]]) -> float | None:
         if not available:
             return None
-        weights = self.log_weights.get(key)
+        weights = self.log_weights.get(self.weight_owner(key))
         if weights is None:
             # no weights yet: the finest available key's long median
             return available[len(STATS) - 1][1]
@@ -303,9 +334,10 @@ class ExpertsPool:
             weights = self._weights(key)
             for i, value in available:
                 weights[i] -= cfg.eta * min(abs(value - y), cfg.max_loss)
+            # normalise over the experts that spoke (others keep their weight for their keys)
             top = max(weights[i] for i, _ in available)
             floor = -cfg.log_weight_floor
-            for i in range(len(weights)):
+            for i, _ in available:
                 weights[i] = max(weights[i] - top, floor)
         for level_key in self.levels(key):
             stats = self._stats(level_key)
@@ -343,7 +375,7 @@ class ExpertsPool:
             self.stats[key] = KeyStats.from_state(state["stats"], self.config.long_memory,
                                                   self.config.residual_window)
         weights = state.get("log_weights")
-        if weights is not None and len(weights) == len(self.levels(key)) * len(STATS):
+        if weights is not None and len(weights) == self.n_weights:
             self.log_weights[key] = [float(w) for w in weights]
 
     def to_state(self) -> dict[str, Any]:
