@@ -176,3 +176,29 @@ def test_learned_bumps_the_version_of_a_neighbour_whose_estimate_moved():
     before = learned.versions.get((WAIT_KIND, KEY3), 0)
     learned.observe_wait(KEY4, 9000.0, at_s=20000.0)
     assert learned.versions.get((WAIT_KIND, KEY3), 0) > before
+
+
+def test_median_backoff_cuts_its_history_after_a_run_of_far_waits():
+    predictor = make_predictor("median-backoff")
+    for _ in range(300):
+        predictor.observe(1000.0)
+    for i in range(5):
+        assert predictor.estimate() == pytest.approx(1000.0), i  # 4 far waits are not a change yet
+        predictor.observe(50_000.0)
+    assert predictor.estimate() == pytest.approx(50_000.0)  # the 5th is: only the new waits count
+    # waits within a factor 3 of the median never cut it
+    steady = make_predictor("median-backoff")
+    for i in range(300):
+        steady.observe(1000.0 * (2.9 if i % 2 else 1 / 2.9))
+    assert steady.pool.stats[""].n == len(steady.pool.stats[""].recent) == 300
+
+
+def test_median_backoff_uses_the_finest_key_that_has_seen_a_wait():
+    pool = make_pool("median-backoff")
+    for wait in (100.0, 200.0, 300.0):
+        pool.view(KEY4).observe(wait)
+    pool.view(KEY3).observe(5000.0)
+    assert pool.view(KEY3).estimate() == pytest.approx(5000.0)  # its own wait, not the neighbours'
+    assert pool.view(geometry_key(cluster="c", partition="p", cpus=2, time_limit_s=3000)).estimate() == \
+        pytest.approx(math.sqrt(201 * 301) - 1)  # cold: partition + walltime level (100, 200, 300, 5000),
+    # median taken in log10(1 + s)

@@ -61,11 +61,22 @@ class ExpertsConfig:
     residual_window: int = 5000  # residuals kept per key for the quantiles
     min_residuals: int = 500  # a level needs this many before its residuals are used
     max_loss: float = 3.0  # losses capped (three decades), so one wild wait cannot erase an expert
+    # "hedge": exponential weights over all experts; "backoff": the long median of the finest
+    # key that has seen a wait (no weights)
+    mode: str = "hedge"
+    # change point: after ``change_run`` waits in a row more than ``change_factor`` times above
+    # (or all below) a key's long median, its long history is cut to those waits (0: never)
+    change_factor: float = 3.0
+    change_run: int = 5
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "levels", tuple(tuple(level) for level in self.levels))
         if self.eta <= 0 or self.log_weight_floor <= 0 or self.max_loss <= 0:
             raise ValueError("eta, log_weight_floor and max_loss must be > 0")
+        if self.mode not in ("hedge", "backoff"):
+            raise ValueError(f"mode must be 'hedge' or 'backoff', not {self.mode!r}")
+        if self.change_factor <= 1 or self.change_run < 0:
+            raise ValueError("change_factor > 1 and change_run >= 0")
         if self.long_memory < 100 or self.residual_window < 1 or self.min_residuals < 1:
             raise ValueError("long_memory >= 100, residual_window >= 1, min_residuals >= 1")
 
@@ -132,11 +143,14 @@ def _quantile_of_sorted(values: list[float], q: float) -> float:
 class KeyStats:
     """What one key (fine or coarse) has seen: its waits and its residuals, in log10(1 + s)."""
 
-    __slots__ = ("_experts", "history", "history_s", "long_memory", "n", "recent", "residual_window",
-                 "residuals", "sorted", "sorted_residuals", "trimmed")
+    __slots__ = ("_experts", "change_log10", "change_run", "history", "history_s", "long_memory", "misses",
+                 "n", "recent", "residual_window", "residuals", "sorted", "sorted_residuals", "trimmed")
 
-    def __init__(self, long_memory: int, residual_window: int) -> None:
+    def __init__(self, long_memory: int, residual_window: int, change_factor: float = 3.0,
+                 change_run: int = 0) -> None:
         self.long_memory, self.residual_window = long_memory, residual_window
+        self.change_log10, self.change_run = math.log10(change_factor), change_run
+        self.misses = 0  # > 0: that many waits in a row far above the long median; < 0: below
         self.recent: deque[float] = deque()
         self.sorted: list[float] = []
         self.residuals: deque[float] = deque()
@@ -158,11 +172,26 @@ class KeyStats:
         return self.history[i - 1]
 
     def add(self, y: float, at_s: float | None = None) -> None:
+        if self.change_run and self.sorted:
+            gap = y - _median_of_sorted(self.sorted)
+            if gap > self.change_log10:
+                self.misses = self.misses + 1 if self.misses > 0 else 1
+            elif gap < -self.change_log10:
+                self.misses = self.misses - 1 if self.misses < 0 else -1
+            else:
+                self.misses = 0
         self.recent.append(y)
         bisect.insort(self.sorted, y)
         if len(self.recent) > self.long_memory:
             old = self.recent.popleft()
             del self.sorted[bisect.bisect_left(self.sorted, old)]
+        if self.change_run and abs(self.misses) >= self.change_run:
+            # the queue changed: the long history no longer describes it
+            keep = list(self.recent)[-self.change_run:]
+            self.recent.clear()
+            self.recent.extend(keep)
+            self.sorted = sorted(keep)
+            self.misses = 0
         self.n += 1
         self._experts = None
         if at_s is not None:
@@ -196,11 +225,13 @@ class KeyStats:
         return self._experts
 
     def to_state(self) -> dict[str, Any]:
-        return {"recent": list(self.recent), "residuals": list(self.residuals), "n": self.n}
+        return {"recent": list(self.recent), "residuals": list(self.residuals), "n": self.n, "misses": self.misses}
 
     @classmethod
-    def from_state(cls, state: dict[str, Any], long_memory: int, residual_window: int) -> "KeyStats":
-        stats = cls(long_memory, residual_window)
+    def from_state(cls, state: dict[str, Any], long_memory: int, residual_window: int,
+                   change_factor: float = 3.0, change_run: int = 0) -> "KeyStats":
+        stats = cls(long_memory, residual_window, change_factor, change_run)
+        stats.misses = int(state.get("misses", 0))
         for y in state["recent"][-long_memory:]:
             stats.recent.append(float(y))
         stats.sorted = sorted(stats.recent)
@@ -255,7 +286,9 @@ class ExpertsPool:
     def _stats(self, key: str) -> KeyStats:
         stats = self.stats.get(key)
         if stats is None:
-            stats = self.stats[key] = KeyStats(self.config.long_memory, self.config.residual_window)
+            cfg = self.config
+            stats = self.stats[key] = KeyStats(cfg.long_memory, cfg.residual_window, cfg.change_factor,
+                                               cfg.change_run)
         return stats
 
     def _weights(self, key: str) -> list[float]:
@@ -297,7 +330,7 @@ class ExpertsPool:
     def _combine(self, key: str, available: list[tuple[int, float]]) -> float | None:
         if not available:
             return None
-        weights = self.log_weights.get(self.weight_owner(key))
+        weights = None if self.config.mode == "backoff" else self.log_weights.get(self.weight_owner(key))
         if weights is None:
             # no weights yet: the finest available key's long median
             return available[len(STATS) - 1][1]
@@ -329,7 +362,7 @@ class ExpertsPool:
         available = self._available(key, decided_s)
         before = self._combine(key, available)
         self._estimates.clear()
-        if available:
+        if available and self.config.mode == "hedge":
             cfg = self.config
             weights = self._weights(key)
             for i, value in available:
@@ -372,8 +405,9 @@ class ExpertsPool:
     def load_key_state(self, key: str, state: dict[str, Any]) -> None:
         self._estimates.clear()
         if state.get("stats") is not None:
-            self.stats[key] = KeyStats.from_state(state["stats"], self.config.long_memory,
-                                                  self.config.residual_window)
+            cfg = self.config
+            self.stats[key] = KeyStats.from_state(state["stats"], cfg.long_memory, cfg.residual_window,
+                                                  cfg.change_factor, cfg.change_run)
         weights = state.get("log_weights")
         if weights is not None and len(weights) == self.n_weights:
             self.log_weights[key] = [float(w) for w in weights]

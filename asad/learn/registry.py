@@ -12,7 +12,9 @@ Names (``make_predictor(kind, seed, **params)``; params override the preset):
     asa-slurm       tuned, with Slurm's estimate as one more expert
     asa-mix         asa-full and asa-full-fast, planning with whichever has lost less lately
     experts         exponential weights over running medians / the last wait of the key and of
-                    coarser keys, calibrated quantiles (asad.learn.experts); the default
+                    coarser keys, calibrated quantiles (asad.learn.experts)
+    median-backoff  the same pool without weights: the median of the finest key that has seen a
+                    wait, since its last detected change; the same calibrated quantiles
     last, median-k, median-all, qbets, slurm-estimate   the baselines (asad.learn.baselines)
 
 ``experts`` is *pooled*: one :class:`ExpertsPool` serves every key (coarse keys are shared),
@@ -82,7 +84,7 @@ _STATE_CLASSES: dict[str, type] = {
 }                                       # stores an experts pool key by key (asad.learned)
 
 # Kinds whose keys share one pool (make_pool); the rest are one independent predictor per key.
-POOLED: tuple[str, ...] = ("experts",)
+POOLED: tuple[str, ...] = ("experts", "median-backoff")
 
 # What recommended_predictor() returns; chosen by the measurements in docs/results/learn.md.
 RECOMMENDED: tuple[str, dict[str, Any]] = ("experts", {})
@@ -100,6 +102,8 @@ def make_pool(kind: str, seed: int = 0, **params: Any) -> ExpertsPool:
     """The shared learner of a pooled kind (see :data:`POOLED`); ``.view(key)`` per key."""
     if kind == "experts":
         return ExpertsPool(ExpertsConfig(**params), seed=seed, kind=kind)
+    if kind == "median-backoff":
+        return ExpertsPool(ExpertsConfig(**{"mode": "backoff", **params}), seed=seed, kind=kind)
     raise ValueError(f"{kind!r} is not a pooled predictor; pooled: {list(POOLED)}")
 
 
