@@ -136,8 +136,8 @@ def test_state_round_trip_resumes_exactly():
     assert restored.estimate() == predictor.estimate()
 
 
-def test_experts_is_the_recommended_default():
-    assert recommended_predictor()[0] == "experts"
+def test_median_backoff_is_the_recommended_default():
+    assert recommended_predictor()[0] == "median-backoff"
 
 
 class FakeStore:
@@ -152,9 +152,10 @@ class FakeStore:
             self.rows[(kind, key)] = json.loads(json.dumps(state))
 
 
-def test_learned_wait_quantiles_persist_and_share_coarse_keys():
+@pytest.mark.parametrize("kind", ["median-backoff", "experts"])
+def test_learned_wait_quantiles_persist_and_share_coarse_keys(kind):
     store = FakeStore()
-    learned = Learned(store.load, "experts")
+    learned = Learned(store.load, kind)
     assert learned.wait_quantiles(KEY4, QS) == [0.0] * 5  # nothing learned yet
     for t, wait in enumerate(np.geomspace(100, 10000, 60)):
         learned.observe_wait(KEY4, float(wait), at_s=10_000.0 * (t + 1))
@@ -163,7 +164,7 @@ def test_learned_wait_quantiles_persist_and_share_coarse_keys():
     assert learned.estimate_wait(KEY3) > 0  # the neighbour borrows
     store.save(learned)
     assert (WAIT_KIND, "cluster=c") in store.rows  # coarse keys are rows of their own
-    again = Learned(store.load, "experts")
+    again = Learned(store.load, kind)
     assert again.wait_quantiles(KEY4, QS) == quantiles
     assert again.estimate_wait(KEY3) == learned.estimate_wait(KEY3)
 

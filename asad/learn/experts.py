@@ -60,6 +60,7 @@ class ExpertsConfig:
     levels: tuple[tuple[str, ...], ...] = DEFAULT_LEVELS
     residual_window: int = 5000  # residuals kept per key for the quantiles
     min_residuals: int = 500  # a level needs this many before its residuals are used
+    residuals_from: str = "finest"  # "finest" level with min_residuals, or the "coarsest" level
     max_loss: float = 3.0  # losses capped (three decades), so one wild wait cannot erase an expert
     # "hedge": exponential weights over all experts; "backoff": the long median of the finest
     # key that has seen a wait (no weights)
@@ -67,7 +68,7 @@ class ExpertsConfig:
     # change point: after ``change_run`` waits in a row more than ``change_factor`` times above
     # (or all below) a key's long median, its long history is cut to those waits (0: never)
     change_factor: float = 3.0
-    change_run: int = 5
+    change_run: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "levels", tuple(tuple(level) for level in self.levels))
@@ -379,7 +380,8 @@ class ExpertsPool:
             stats.add(y, at_s)
 
     def residual_quantiles(self, key: str, qs: Sequence[float]) -> list[float] | None:
-        for level_key in self.levels(key):
+        levels = self.levels(key)
+        for level_key in (levels if self.config.residuals_from == "finest" else levels[::-1]):
             stats = self.stats.get(level_key)
             if stats is not None and len(stats.sorted_residuals) >= self.config.min_residuals:
                 return [_quantile_of_sorted(stats.sorted_residuals, float(q)) for q in qs]

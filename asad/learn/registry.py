@@ -87,7 +87,7 @@ _STATE_CLASSES: dict[str, type] = {
 POOLED: tuple[str, ...] = ("experts", "median-backoff")
 
 # What recommended_predictor() returns; chosen by the measurements in docs/results/learn.md.
-RECOMMENDED: tuple[str, dict[str, Any]] = ("experts", {})
+RECOMMENDED: tuple[str, dict[str, Any]] = ("median-backoff", {})
 
 
 def predictor_kinds() -> list[str]:
@@ -103,7 +103,7 @@ def make_pool(kind: str, seed: int = 0, **params: Any) -> ExpertsPool:
     if kind == "experts":
         return ExpertsPool(ExpertsConfig(**params), seed=seed, kind=kind)
     if kind == "median-backoff":
-        return ExpertsPool(ExpertsConfig(**{"mode": "backoff", **params}), seed=seed, kind=kind)
+        return ExpertsPool(ExpertsConfig(**{"mode": "backoff", "change_run": 5, **params}), seed=seed, kind=kind)
     raise ValueError(f"{kind!r} is not a pooled predictor; pooled: {list(POOLED)}")
 
 
