@@ -145,10 +145,12 @@ class KeyStats:
     """What one key (fine or coarse) has seen: its waits and its residuals, in log10(1 + s)."""
 
     __slots__ = ("_experts", "change_log10", "change_run", "history", "history_s", "long_memory", "misses",
-                 "n", "recent", "residual_window", "residuals", "sorted", "sorted_residuals", "trimmed")
+                 "n", "only_long", "recent", "residual_window", "residuals", "sorted", "sorted_residuals",
+                 "trimmed")
 
     def __init__(self, long_memory: int, residual_window: int, change_factor: float = 3.0,
-                 change_run: int = 0) -> None:
+                 change_run: int = 0, only_long: bool = False) -> None:
+        self.only_long = only_long  # "backoff" reads only the long median: skip the windows
         self.long_memory, self.residual_window = long_memory, residual_window
         self.change_log10, self.change_run = math.log10(change_factor), change_run
         self.misses = 0  # > 0: that many waits in a row far above the long median; < 0: below
@@ -211,6 +213,8 @@ class KeyStats:
 
     def experts(self) -> list[float]:
         """The experts' estimates (log10(1 + s)), in :data:`STATS` order; cached until the next wait."""
+        if self._experts is None and self.only_long:
+            self._experts = [_median_of_sorted(self.sorted)] * len(STATS)
         if self._experts is None:
             recent = self.recent
             n = len(recent)
@@ -230,8 +234,8 @@ class KeyStats:
 
     @classmethod
     def from_state(cls, state: dict[str, Any], long_memory: int, residual_window: int,
-                   change_factor: float = 3.0, change_run: int = 0) -> "KeyStats":
-        stats = cls(long_memory, residual_window, change_factor, change_run)
+                   change_factor: float = 3.0, change_run: int = 0, only_long: bool = False) -> "KeyStats":
+        stats = cls(long_memory, residual_window, change_factor, change_run, only_long)
         stats.misses = int(state.get("misses", 0))
         for y in state["recent"][-long_memory:]:
             stats.recent.append(float(y))
@@ -289,7 +293,7 @@ class ExpertsPool:
         if stats is None:
             cfg = self.config
             stats = self.stats[key] = KeyStats(cfg.long_memory, cfg.residual_window, cfg.change_factor,
-                                               cfg.change_run)
+                                               cfg.change_run, cfg.mode == "backoff")
         return stats
 
     def _weights(self, key: str) -> list[float]:
@@ -409,7 +413,7 @@ class ExpertsPool:
         if state.get("stats") is not None:
             cfg = self.config
             self.stats[key] = KeyStats.from_state(state["stats"], cfg.long_memory, cfg.residual_window,
-                                                  cfg.change_factor, cfg.change_run)
+                                                  cfg.change_factor, cfg.change_run, cfg.mode == "backoff")
         weights = state.get("log_weights")
         if weights is not None and len(weights) == self.n_weights:
             self.log_weights[key] = [float(w) for w in weights]
