@@ -60,7 +60,7 @@ class ExpertsConfig:
     levels: tuple[tuple[str, ...], ...] = DEFAULT_LEVELS
     residual_window: int = 5000  # residuals kept per key for the quantiles
     min_residuals: int = 500  # a level needs this many before its residuals are used
-    residuals_from: str = "finest"  # "finest" level with min_residuals, or the "coarsest" level
+    residuals_from: str = "coarsest"  # the "coarsest" level (e.g. the cluster), or the "finest" with min_residuals
     max_loss: float = 3.0  # losses capped (three decades), so one wild wait cannot erase an expert
     # "hedge": exponential weights over all experts; "backoff": the long median of the finest
     # key that has seen a wait (no weights)
