@@ -86,19 +86,20 @@ def test_bench_scores_quantile_coverage_and_pinball():
 def test_convergence_bench_shape_and_learning():
     result = run_convergence(seed=0)
     preds = result["predictors"]
-    assert set(preds) == {"asa-greedy", "asa", "asa-tuned"}
+    assert set(preds) == {"asa-greedy", "asa", "asa-tuned", "recommended"}
     assert [s["start"] for s in preds["asa-tuned"]["segments"]] == [0, 200, 400, 600, 800]
     # tuned follows every change; the paper's default is slower on average
     assert all(s["settle"] is not None for s in preds["asa-tuned"]["segments"])
     assert preds["asa-tuned"]["mae_log10"] < preds["asa"]["mae_log10"]
-    assert "tuned_settles_within_5" in targets(result)
+    assert {"tuned_settles_within_5", "recommended_settles_within_5"} <= set(targets(result))
 
 
 def test_convergence_noise_scores_a_running_median():
     result = run_convergence(seed=1, noise_sigma=0.5, policies=("asa",))
-    assert set(result["predictors"]) == {"asa", "median-k", "recommended"}
-    assert {"paper_default_no_worse_than_running_median",
-            "recommended_default_no_worse_than_running_median"} <= set(targets(result))
+    assert set(result["predictors"]) == {"asa", "median-k", "median-3", "median-5", "median-20", "median-50",
+                                         "recommended"}
+    assert {"paper_default_no_worse_than_running_median", "recommended_default_no_worse_than_running_median",
+            "recommended_no_worse_than_best_running_median"} <= set(targets(result))
 
 
 def test_cli_convergence_json_and_plot(tmp_path, capsys):
