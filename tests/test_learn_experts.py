@@ -203,3 +203,14 @@ def test_median_backoff_uses_the_finest_key_that_has_seen_a_wait():
     assert pool.view(geometry_key(cluster="c", partition="p", cpus=2, time_limit_s=3000)).estimate() == \
         pytest.approx(math.sqrt(201 * 301) - 1)  # cold: partition + walltime level (100, 200, 300, 5000),
     # median taken in log10(1 + s)
+
+
+def test_one_stored_key_restores_as_a_predictor_for_asad_predict():
+    pool = make_pool("median-backoff")
+    for t, wait in enumerate([100.0, 400.0, 900.0]):
+        pool.view(KEY4).observe(wait, at_s=10_000.0 * (t + 1))
+    state = json.loads(json.dumps(pool.key_state(KEY4)))
+    restored = predictor_from_state(state)
+    assert restored.kind == "median-backoff"
+    assert restored.estimate() == pytest.approx(pool.view(KEY4).estimate())
+    assert restored.n_observations == 3

@@ -5,8 +5,8 @@ and 800. Each iteration a predictor gives its estimate, then observes the wait. 
 ``--noise`` it observes the segment's level exactly; with ``--noise SIGMA`` the observed
 wait is ``level * exp(SIGMA * N(0, 1))`` (log-normal, median = level) and a running median
 (``median-k``, and medians of the last 3, 5, 20, 50) are scored beside the ASA policies; the
-recommended predictor (``recommended_predictor()``, label ``recommended``) always is. Estimates are always scored against the
-level (what a perfect predictor would say).
+recommended predictor (``recommended_predictor()``, label ``recommended``) always is.
+Estimates are always scored against the level (what a perfect predictor would say).
 
 With ``--slurm-sigma SIGMA`` every predictor is also given a stand-in for Slurm's start
 estimate, ``level * exp(SIGMA * N(0, 1))`` (used by ``asa-slurm`` and ``slurm-estimate``).

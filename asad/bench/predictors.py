@@ -185,7 +185,8 @@ def score(estimate_s: np.ndarray, wait_s: np.ndarray, quantile_s: np.ndarray | N
             q = np.asarray(qs)[None, :]
             # pinball (quantile) loss on log10(1 + s), averaged over jobs and the quantiles
             diff = y - yq
-            out["quantile_coverage"] = {f"{v:g}": float(c) for v, c in zip(qs, np.mean(wait[ok][:, None] <= qv[ok], axis=0))}
+            below = np.mean(wait[ok][:, None] <= qv[ok], axis=0)
+            out["quantile_coverage"] = {f"{v:g}": float(c) for v, c in zip(qs, below)}
             out["pinball_log10"] = float(np.mean(np.maximum(q * diff, (q - 1.0) * diff)))
     return out
 
@@ -207,7 +208,8 @@ def run_bench(path: str, cluster: str | None, since: str | None, until: str | No
         "median_wait_s": float(np.median(jobs.wait_s)) if len(jobs) else None,
         "predictors": {label: {"kind": kind, "params": params, "pooled": is_pooled(kind)}
                        for label, kind, params in predictors},
-        "quantiles": list(QUANTILES), "seconds": {label: round(replayed["seconds"][label], 1) for label, _, _ in predictors},
+        "quantiles": list(QUANTILES),
+        "seconds": {label: round(replayed["seconds"][label], 1) for label, _, _ in predictors},
         "scopes": {},
     }
     masks: list[tuple[str, np.ndarray]] = [("all", np.ones(len(jobs), dtype=bool))]
