@@ -441,7 +441,7 @@ class Engine:
         if job.start_time > now:
             return
         job.wait_learned = True
-        self.ctx.learned.observe_wait(job.geometry_key, job.wait_s)
+        self.ctx.learned.observe_wait(job.geometry_key, job.wait_s, at_s=job.start_time)
         out.observed.append(job)
         out.dirty_jobs.append(job)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from asad.learn.registry import make_predictor, predictor_from_state
+from asad.learn.registry import is_pooled, make_pool, make_predictor, predictor_from_state
 from asad.learn.runtime import RuntimeEstimator
 
 WAIT_KIND = "wait"
@@ -35,8 +35,16 @@ class Learned:
         # tells the engine may have changed; ``consulted``, when a set, records what was asked.
         self.versions: dict[tuple[str, str], int] = {}
         self.consulted: set[tuple[str, str]] | None = None
+        # A pooled learner (``experts``) serves every key from one pool: a key's coarser keys
+        # are shared with its neighbours and stored as rows of their own (e.g. "cluster=cedar").
+        self._pool = (make_pool(predictor_kind, seed=seed, **self.predictor_params)
+                      if is_pooled(predictor_kind) else None)
+        self._pool_loaded: set[str] = set()
+        self._quantiles_asked: dict[str, dict[tuple, list[float]]] = {}  # key -> qs -> values given
 
     def wait_predictor(self, key: str):  # noqa: ANN201
+        if self._pool is not None:
+            return self._pooled_predictor(key)
         pred = self._waits.get(key)
         if pred is None:
             state = self._load(WAIT_KIND, key)
@@ -49,6 +57,40 @@ class Learned:
             self._waits[key] = pred
         return pred
 
+    def _pooled_predictor(self, key: str):  # noqa: ANN202
+        pred = self._waits.get(key)
+        if pred is None:
+            for level_key in self._pool.levels(key):
+                if level_key not in self._pool_loaded:
+                    self._pool_loaded.add(level_key)
+                    state = self._load(WAIT_KIND, level_key)
+                    if state is not None and state.get("kind") == self.predictor_kind:
+                        self._pool.load_key_state(level_key, state)
+            pred = self._waits[key] = self._pool.view(key)
+        return pred
+
+    def wait_quantiles(self, key: str, qs: list[float]) -> list[float]:
+        """Quantiles (s) of the learned wait of a geometry key, e.g. ``[0.1, 0.5, 0.9]``.
+
+        For choosing a submission instant from the wait's distribution; calibrated for the
+        default learner (docs/results/learn.md). All 0 s before anything was learned.
+        """
+        if self.consulted is not None:
+            self.consulted.add((WAIT_KIND, key))
+        values = [max(0.0, float(v)) for v in self.wait_predictor(key).quantiles(list(qs))]
+        self._quantiles_asked.setdefault(key, {})[tuple(qs)] = values
+        return values
+
+    def _quantiles_moved(self, key: str) -> bool:
+        """Whether any quantiles asked of this key changed (then its version must grow)."""
+        moved = False
+        for qs, values in self._quantiles_asked.get(key, {}).items():
+            now = [max(0.0, float(v)) for v in self.wait_predictor(key).quantiles(list(qs))]
+            if now != values:
+                self._quantiles_asked[key][qs] = now
+                moved = True
+        return moved
+
     def estimate_wait(self, key: str) -> float:
         if self.consulted is not None:
             self.consulted.add((WAIT_KIND, key))
@@ -60,19 +102,18 @@ class Learned:
             est = self._wait_estimates[key] = float(self.wait_predictor(key).estimate())
         return est
 
-    def wait_quantiles(self, key: str, qs: list[float]) -> list[float]:
-        """Quantiles (s) of the learned wait distribution of one geometry."""
-        if self.consulted is not None:
-            self.consulted.add((WAIT_KIND, key))
-        return [max(0.0, float(v)) for v in self.wait_predictor(key).quantiles(qs)]
-
     def wait_observations(self, key: str) -> int:
         """How many waits of this geometry have been learned."""
         if self.consulted is not None:
             self.consulted.add((WAIT_KIND, key))
         return int(self.wait_predictor(key).n_observations)
 
-    def observe_wait(self, key: str, wait_s: float) -> None:
+    def observe_wait(self, key: str, wait_s: float, at_s: float | None = None) -> None:
+        """Learn a wait; ``at_s``: when the job started (a pooled learner scores its experts
+        on what they said at submission, ``at_s - wait_s``)."""
+        if self._pool is not None:
+            self._observe_pooled(key, wait_s, at_s)
+            return
         before = self._wait_estimates.pop(key, None)
         self.wait_predictor(key).observe(wait_s)
         self.dirty.add((WAIT_KIND, key))
@@ -80,6 +121,17 @@ class Learned:
         # estimate would be drawn before its next observation anyway.
         if self._estimate_wait(key) != before:
             self.versions[(WAIT_KIND, key)] = self.versions.get((WAIT_KIND, key), 0) + 1
+
+    def _observe_pooled(self, key: str, wait_s: float, at_s: float | None) -> None:
+        self.wait_predictor(key).observe(wait_s, at_s=at_s)
+        for level_key in self._pool.levels(key):
+            self.dirty.add((WAIT_KIND, level_key))
+        # Coarse keys are shared: any key's estimate (and quantiles) may have moved.
+        for other in list(self._waits):
+            before = self._wait_estimates.pop(other, None)
+            moved = self._quantiles_moved(other)
+            if other == key or before is None or self._estimate_wait(other) != before or moved:
+                self.versions[(WAIT_KIND, other)] = self.versions.get((WAIT_KIND, other), 0) + 1
 
     def runtime(self, key: str) -> RuntimeEstimator:
         if self.consulted is not None:
@@ -139,7 +191,9 @@ class Learned:
         """(kind, key, state, n_observations) for every learner changed since the last drain."""
         out = []
         for kind, key in sorted(self.dirty):
-            if kind == WAIT_KIND:
+            if kind == WAIT_KIND and self._pool is not None:
+                out.append((kind, key, self._pool.key_state(key), self._pool.n_observations(key)))
+            elif kind == WAIT_KIND:
                 pred = self._waits[key]
                 out.append((kind, key, pred.to_state(), int(pred.n_observations)))
             elif kind == PLACEMENT_KIND:

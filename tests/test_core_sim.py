@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from asad.app import run_in_process
+from asad.config import Settings
 from asad.slurm.sim import make_simulator
 from asad.spec import load_workflow
 from asad.store.repo import Store
@@ -14,12 +15,14 @@ EXAMPLE_FILES = ["montage.yaml", "blast.yaml", "statistics.yaml", "dag.yaml"]
 STRATEGIES = ["per-stage", "chain", "big-job", "asa", "auto"]
 
 
-def run(db_url, example, strategy, *, load=0.0, seed=1, mode=None, priority="fifo", preset="small"):
+def run(db_url, example, strategy, *, load=0.0, seed=1, mode=None, priority="fifo", preset="small",
+        predictor=""):
     spec = load_workflow(EXAMPLES / example)
     store = Store(db_url)
     sim = make_simulator(preset, load=load, seed=seed, priority=priority)
     try:
-        (summary,) = run_in_process(store, sim, [spec], strategy=strategy, mode=mode,
+        (summary,) = run_in_process(store, sim, [spec], settings=Settings(predictor=predictor), strategy=strategy,
+                                    mode=mode,
                                     warmup_s=0 if load == 0 else 6 * 3600)
         jobs = sim.find(f"asad:{store.store_id}:")
     finally:
@@ -70,7 +73,8 @@ def test_asa_presubmits_while_predecessor_runs(db_url):
 
 
 def test_naive_mode_charges_idle_allocation(db_url):
-    spec, summary, _ = run(db_url, "montage.yaml", "asa", mode="naive", load=0.0)
+    # asa-full: its untrained prior is a large wait (the default learner predicts 0 s until it has seen one)
+    spec, summary, _ = run(db_url, "montage.yaml", "asa", mode="naive", load=0.0, predictor="asa-full")
     # With an empty queue and an untrained learner (large estimated wait), naive jobs start at once
     # and idle at their barrier until the predecessor ends: overhead must show it.
     assert summary["state"] == "COMPLETED"

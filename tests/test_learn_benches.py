@@ -61,28 +61,45 @@ def test_bench_filters_and_reports(tmp_path):
     path = tmp_path / "jobs.csv.gz"
     write_jobs(path, [("cedar", f"0{h}:00:00", f"0{h}:10:00", 4) for h in range(8)]
                + [("graham", "01:00:00", "01:00:30", 4)])
-    result = run_bench(str(path), "cedar", None, None, 0, [("last", "last", {}), ("asa", "asa", {})])
+    result = run_bench(str(path), "cedar", None, None, 0,
+                       [("last", "last", {}), ("asa", "asa", {}), ("experts", "experts", {})])
     assert result["jobs"] == 8 and result["cold_jobs"] == 1
-    assert result["scores"]["last"]["mean_abs_log10"] == 0.0  # every wait is 600 s
-    assert set(result["by_cluster"]) == {"cedar"}
+    rows = result["scopes"]["all"]["rows"]
+    assert rows["last"]["mean_abs_log10"] == 0.0  # every wait is 600 s
+    assert rows["experts"]["mean_abs_log10"] == pytest.approx(0.0)
+    assert rows["experts"]["n"] == rows["last"]["n"] == 7  # the same (warm) jobs for every predictor
+    assert set(result["scopes"]) == {"all", "cedar"}
+    assert set(rows["experts"]["quantile_coverage"]) == {"0.1", "0.25", "0.5", "0.75", "0.9"}
+
+
+def test_bench_scores_quantile_coverage_and_pinball():
+    waits = np.array([10.0, 100.0, 1000.0, 10000.0])
+    quantiles = np.array([[100.0, 1000.0]] * 4)  # 10% and 90% quantiles
+    s = score(np.array([100.0] * 4), waits, quantiles, (0.1, 0.9))
+    assert s["quantile_coverage"] == {"0.1": 0.5, "0.9": 0.75}
+    y, lo, hi = np.log10(1 + waits), math.log10(101), math.log10(1001)
+    expected = np.mean([np.mean([max(0.1 * (v - lo), -0.9 * (v - lo)), max(0.9 * (v - hi), -0.1 * (v - hi))])
+                        for v in y])
+    assert s["pinball_log10"] == pytest.approx(expected)
 
 
 def test_convergence_bench_shape_and_learning():
     result = run_convergence(seed=0)
     preds = result["predictors"]
-    assert set(preds) == {"asa-greedy", "asa", "asa-tuned"}
+    assert set(preds) == {"asa-greedy", "asa", "asa-tuned", "recommended"}
     assert [s["start"] for s in preds["asa-tuned"]["segments"]] == [0, 200, 400, 600, 800]
     # tuned follows every change; the paper's default is slower on average
     assert all(s["settle"] is not None for s in preds["asa-tuned"]["segments"])
     assert preds["asa-tuned"]["mae_log10"] < preds["asa"]["mae_log10"]
-    assert "tuned_settles_within_5" in targets(result)
+    assert {"tuned_settles_within_5", "recommended_settles_within_5"} <= set(targets(result))
 
 
 def test_convergence_noise_scores_a_running_median():
     result = run_convergence(seed=1, noise_sigma=0.5, policies=("asa",))
-    assert set(result["predictors"]) == {"asa", "median-k", "recommended"}
-    assert {"paper_default_no_worse_than_running_median",
-            "recommended_default_no_worse_than_running_median"} <= set(targets(result))
+    assert set(result["predictors"]) == {"asa", "median-k", "median-3", "median-5", "median-20", "median-50",
+                                         "recommended"}
+    assert {"paper_default_no_worse_than_running_median", "recommended_default_no_worse_than_running_median",
+            "recommended_no_worse_than_best_running_median"} <= set(targets(result))
 
 
 def test_cli_convergence_json_and_plot(tmp_path, capsys):
@@ -100,7 +117,7 @@ def test_predictors_on_a_week_of_real_data():
                        [("median-all", "median-all", {}), ("asa-full", "asa-full", {})])
     assert result["jobs"] > 1000
     for label in ("median-all", "asa-full"):
-        s = result["scores"][label]
+        s = result["scopes"]["all"]["rows"][label]
         assert s["n"] > 100 and 0 < s["mean_abs_log10"] < 1.5
 
 

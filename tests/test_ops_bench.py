@@ -26,7 +26,12 @@ def test_overhead_status_calls_stay_at_one_per_tick():
     assert result.ids_per_poll_max >= 2  # one call carried several jobs: batched, not one per job
 
 
-def test_pacer_trace_backs_off_and_tightens():
+def test_pacer_trace_backs_off_and_tightens(monkeypatch):
+    # a learner whose untrained estimate is a long wait, so the single stage is planned ahead
+    # (the default learner predicts 0 s until it has seen a wait)
+    from asad.learn import registry
+
+    monkeypatch.setattr(registry, "RECOMMENDED", ("asa-full", {}))
     traced = measure(1, preset="small", load=0.6, seed=1, trace=True, workflow_text=TRACE_WORKFLOW)
     whys = [s.why for s in traced.pacer_trace]
     pauses = [s.pause_s for s in traced.pacer_trace]

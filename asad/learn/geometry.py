@@ -22,6 +22,9 @@ from dataclasses import dataclass
 from asad.units import format_duration
 
 KEY_FIELDS = ("cluster", "partition", "qos", "nodes", "cpus", "walltime")
+# Fields a key may have beyond the default ones: ``account`` (the benches key real jobs by
+# account too, since one user's asad only ever sees its own account's jobs).
+OPTIONAL_FIELDS = ("account",)
 DEFAULT_WALLTIME_EDGES_S: tuple[int, ...] = (900, 3600, 3 * 3600, 12 * 3600, 86400, 3 * 86400)
 
 
@@ -32,9 +35,9 @@ class GeometryKeyConfig:
     cpus_power_of_two: bool = False  # round cpus up to a power of two (coarser keys, more data each)
 
     def __post_init__(self) -> None:
-        unknown = set(self.fields) - set(KEY_FIELDS)
+        unknown = set(self.fields) - set(KEY_FIELDS) - set(OPTIONAL_FIELDS)
         if unknown:
-            raise ValueError(f"unknown geometry fields {sorted(unknown)}; known: {KEY_FIELDS}")
+            raise ValueError(f"unknown geometry fields {sorted(unknown)}; known: {KEY_FIELDS + OPTIONAL_FIELDS}")
         if list(self.walltime_edges_s) != sorted(set(self.walltime_edges_s)):
             raise ValueError("walltime_edges_s must be strictly increasing")
 
@@ -62,13 +65,14 @@ def _power_of_two_at_least(n: int) -> int:
 
 
 def geometry_key(*, cluster: str = "", partition: str = "", qos: str | None = None, nodes: int = 1,
-                 cpus: int = 1, time_limit_s: float = 3600,
+                 cpus: int = 1, time_limit_s: float = 3600, account: str | None = None,
                  config: GeometryKeyConfig | None = None) -> str:
     """The key a job's wait is learned under (see the module docstring)."""
     config = config or GeometryKeyConfig()
     cpus_value = _power_of_two_at_least(cpus) if config.cpus_power_of_two else int(cpus)
     values = {
         "cluster": cluster or "",
+        "account": account or "",
         "partition": partition or "",
         "qos": qos or "",
         "nodes": str(int(nodes)),

@@ -11,7 +11,15 @@ Names (``make_predictor(kind, seed, **params)``; params override the preset):
     asa-full-fast   asa-full-cost plus a weight floor, so it follows step changes quickly
     asa-slurm       tuned, with Slurm's estimate as one more expert
     asa-mix         asa-full and asa-full-fast, planning with whichever has lost less lately
+    experts         exponential weights over running medians / the last wait of the key and of
+                    coarser keys, calibrated quantiles (asad.learn.experts)
+    median-backoff  the same pool without weights: the median of the finest key that has seen a
+                    wait, since its last detected change; the same calibrated quantiles
     last, median-k, median-all, qbets, slurm-estimate   the baselines (asad.learn.baselines)
+
+``experts`` is *pooled*: one :class:`ExpertsPool` serves every key (coarse keys are shared),
+``make_pool(kind)`` makes it and ``pool.view(key)`` is the per-key predictor;
+``make_predictor("experts")`` is a pool with a single key.
 
 ASA params: grid ("paper" | "log" | list), policy, repetitions, gamma, gamma_schedule,
 loss ("zero_one" | "cost" | "log"), early_cost, late_cost, loss_floor_s, log_decades,
@@ -31,6 +39,7 @@ from asad.learn.baselines import (
     QbetsPredictor,
     SlurmEstimatePredictor,
 )
+from asad.learn.experts import ExpertsConfig, ExpertsPool, ExpertsPredictor
 from asad.learn.losses import LossConfig
 from asad.learn.mix import AsaMixPredictor, MixConfig
 
@@ -71,14 +80,31 @@ _STATE_CLASSES: dict[str, type] = {
     "median-all": MedianAllPredictor,
     "qbets": QbetsPredictor,
     "slurm-estimate": SlurmEstimatePredictor,
-}
+    "experts-pool": ExpertsPredictor,  # a standalone pool (make_predictor("experts")); the engine
+}                                       # stores an experts pool key by key (asad.learned)
+
+# Kinds whose keys share one pool (make_pool); the rest are one independent predictor per key.
+POOLED: tuple[str, ...] = ("experts", "median-backoff")
 
 # What recommended_predictor() returns; chosen by the measurements in docs/results/learn.md.
-RECOMMENDED: tuple[str, dict[str, Any]] = ("asa-full", {})
+RECOMMENDED: tuple[str, dict[str, Any]] = ("median-backoff", {})
 
 
 def predictor_kinds() -> list[str]:
-    return [*ASA_PRESETS, "asa-mix", *BASELINES]
+    return [*ASA_PRESETS, "asa-mix", *POOLED, *BASELINES]
+
+
+def is_pooled(kind: str) -> bool:
+    return kind in POOLED
+
+
+def make_pool(kind: str, seed: int = 0, **params: Any) -> ExpertsPool:
+    """The shared learner of a pooled kind (see :data:`POOLED`); ``.view(key)`` per key."""
+    if kind == "experts":
+        return ExpertsPool(ExpertsConfig(**params), seed=seed, kind=kind)
+    if kind == "median-backoff":
+        return ExpertsPool(ExpertsConfig(**{"mode": "backoff", "change_run": 5, **params}), seed=seed, kind=kind)
+    raise ValueError(f"{kind!r} is not a pooled predictor; pooled: {list(POOLED)}")
 
 
 def asa_config(preset: dict[str, Any], params: dict[str, Any]) -> AsaConfig:
@@ -101,6 +127,8 @@ def make_predictor(kind: str, seed: int = 0, **params: Any) -> WaitPredictor:
         if "members" in params:
             params = {**params, "members": tuple(params["members"])}
         return AsaMixPredictor(MixConfig(**params), seed=seed, kind=kind)
+    if kind in POOLED:
+        return make_pool(kind, seed, **params).view("")
     if kind in BASELINES:
         return BASELINES[kind](seed=seed, **params)
     raise ValueError(f"unknown predictor {kind!r}; one of {predictor_kinds()}")
@@ -109,6 +137,10 @@ def make_predictor(kind: str, seed: int = 0, **params: Any) -> WaitPredictor:
 def predictor_from_state(state: dict[str, Any]) -> WaitPredictor:
     """Restore a predictor saved with ``to_state()`` (dispatches on ``state["kind"]``)."""
     kind = state["kind"]
+    if state.get("class") == "experts":  # one key of a pool, as the engine stores it: that key alone
+        pool = make_pool(kind, seed=int(state.get("seed", 0)), **state.get("config", {}))
+        pool.load_key_state("", state)
+        return pool.view("")
     cls_name = state.get("class") or ("asa" if kind in ASA_PRESETS else kind)
     if cls_name not in _STATE_CLASSES:
         raise ValueError(f"unknown predictor state kind {kind!r}")

@@ -1,0 +1,480 @@
+"""``experts``: exponential weights over simple wait experts, with keys from fine to coarse.
+
+Algorithm 1 of the paper weighs a grid of candidate waits. Here the alternatives are
+*experts* instead (the "expert advice" reading of exponential weights):
+
+- statistics of one key's past waits: the last wait, running medians of the last 5, 20
+  and 100, and the median of the long history (up to ``long_memory`` waits);
+- the same statistics of *coarser* keys (the geometry with fields dropped or rounded,
+  :data:`DEFAULT_LEVELS`), so a geometry with no or few waits borrows from neighbours.
+
+All experts speak in ``log10(1 + wait s)``. Each fine key keeps log-weights over its
+experts; when one of its waits arrives every available expert pays its absolute log10
+error, ``w -= eta * loss`` (full information), and the weights are kept within
+``log_weight_floor`` of the best (fixed share: a long-memory expert that fell behind after
+a change of the queue can win again within a few waits, and vice versa). The point
+estimate is the weighted median of the available experts.
+
+Quantiles are calibrated by conformal correction: every observed wait leaves its residual
+(``log10(1 + wait) - log10(1 + estimate)``, the estimate as it stood before the wait was
+learned) in a window at each level of its key; ``quantiles(qs)`` is the estimate shifted by
+the residuals' empirical quantiles at the finest level holding ``min_residuals`` of them.
+
+One :class:`ExpertsPool` holds every key (the statistics of a coarse key are shared by
+all keys under it); :meth:`ExpertsPool.view` gives the per-key
+:class:`asad.learn.base.WaitPredictor` the engine and the benches use. A pool made by
+``make_predictor("experts")`` alone has one key (the empty one) and behaves as a plain
+per-geometry predictor.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from asad.learn.base import clean_wait
+
+# Coarser levels, applied to the parsed fields of a key. "cpus2" = cpus rounded up to a
+# power of two. Fields a key does not have are skipped; levels equal to a finer one are
+# dropped. The finest level is always the key itself.
+DEFAULT_LEVELS: tuple[tuple[str, ...], ...] = (
+    ("cluster", "partition", "qos", "nodes", "cpus", "walltime"),  # the geometry, any account
+    ("cluster", "partition", "qos", "nodes", "cpus2", "walltime"),
+    ("cluster", "partition", "qos", "walltime"),
+    ("cluster",),
+)
+STATS = ("last", "median5", "median20", "median100", "median-long")
+_WINDOWS = (1, 5, 20, 100)
+HISTORY = 2000  # timed snapshots kept per key (at least this many, at most twice)
+
+
+@dataclass(frozen=True)
+class ExpertsConfig:
+    eta: float = 4.0  # learning rate of the weights, per unit of absolute log10 error
+    log_weight_floor: float = 6.0  # every expert within exp(-floor) of the best
+    long_memory: int = 5000  # waits kept per key for the long median (bounded state)
+    levels: tuple[tuple[str, ...], ...] = DEFAULT_LEVELS
+    residual_window: int = 5000  # residuals kept per key for the quantiles
+    min_residuals: int = 500  # a level needs this many before its residuals are used
+    residuals_from: str = "coarsest"  # the "coarsest" level (e.g. the cluster), or the "finest" with min_residuals
+    max_loss: float = 3.0  # losses capped (three decades), so one wild wait cannot erase an expert
+    # "hedge": exponential weights over all experts; "backoff": the long median of the finest
+    # key that has seen a wait (no weights)
+    mode: str = "hedge"
+    # change point: after ``change_run`` waits in a row more than ``change_factor`` times above
+    # (or all below) a key's long median, its long history is cut to those waits (0: never)
+    change_factor: float = 3.0
+    change_run: int = 0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "levels", tuple(tuple(level) for level in self.levels))
+        if self.eta <= 0 or self.log_weight_floor <= 0 or self.max_loss <= 0:
+            raise ValueError("eta, log_weight_floor and max_loss must be > 0")
+        if self.mode not in ("hedge", "backoff"):
+            raise ValueError(f"mode must be 'hedge' or 'backoff', not {self.mode!r}")
+        if self.change_factor <= 1 or self.change_run < 0:
+            raise ValueError("change_factor > 1 and change_run >= 0")
+        if self.long_memory < 100 or self.residual_window < 1 or self.min_residuals < 1:
+            raise ValueError("long_memory >= 100, residual_window >= 1, min_residuals >= 1")
+
+
+def parse_key(key: str) -> dict[str, str]:
+    """Fields of a geometry key string (``cluster=a|nodes=1|walltime<=3h``); {} for ""."""
+    fields: dict[str, str] = {}
+    for part in key.split("|") if key else ():
+        if part.startswith("walltime"):
+            fields["walltime"] = part[len("walltime"):]
+        else:
+            name, _, value = part.partition("=")
+            fields[name] = value
+    return fields
+
+
+def _power_of_two(value: str) -> str:
+    try:
+        n = int(value)
+    except ValueError:
+        return value
+    return str(1 if n <= 1 else 1 << (n - 1).bit_length())
+
+
+def key_levels_by_slot(key: str, levels: Sequence[Sequence[str]] = DEFAULT_LEVELS) -> list[str]:
+    """Each configured coarser level of the key, in order (duplicates kept)."""
+    fields = parse_key(key)
+    out = []
+    for level in levels:
+        parts = []
+        for name in level:
+            source = "cpus" if name == "cpus2" else name
+            if source not in fields:
+                continue
+            value = _power_of_two(fields[source]) if name == "cpus2" else fields[source]
+            parts.append(f"walltime{value}" if name == "walltime" else f"{source}={value}")
+        # A level is named like a key with those fields: the same set of jobs is the same node,
+        # whichever key it is reached from (cpus=3 rounded up meets the key with cpus=4).
+        out.append("|".join(parts))
+    return out
+
+
+def key_levels(key: str, levels: Sequence[Sequence[str]] = DEFAULT_LEVELS) -> list[str]:
+    """The key, then its coarser keys (duplicates dropped), fine to coarse."""
+    out = [key]
+    for coarse in key_levels_by_slot(key, levels):
+        if coarse not in out:
+            out.append(coarse)
+    return out
+
+
+def _median_of_sorted(values: list[float]) -> float:
+    n = len(values)
+    return values[n // 2] if n % 2 else 0.5 * (values[n // 2 - 1] + values[n // 2])
+
+
+def _quantile_of_sorted(values: list[float], q: float) -> float:
+    position = min(max(q, 0.0), 1.0) * (len(values) - 1)
+    low = int(position)
+    high = min(low + 1, len(values) - 1)
+    return values[low] + (values[high] - values[low]) * (position - low)
+
+
+class KeyStats:
+    """What one key (fine or coarse) has seen: its waits and its residuals, in log10(1 + s)."""
+
+    __slots__ = ("_experts", "change_log10", "change_run", "history", "history_s", "long_memory", "misses",
+                 "n", "only_long", "recent", "residual_window", "residuals", "sorted", "sorted_residuals",
+                 "trimmed")
+
+    def __init__(self, long_memory: int, residual_window: int, change_factor: float = 3.0,
+                 change_run: int = 0, only_long: bool = False) -> None:
+        self.only_long = only_long  # "backoff" reads only the long median: skip the windows
+        self.long_memory, self.residual_window = long_memory, residual_window
+        self.change_log10, self.change_run = math.log10(change_factor), change_run
+        self.misses = 0  # > 0: that many waits in a row far above the long median; < 0: below
+        self.recent: deque[float] = deque()
+        self.sorted: list[float] = []
+        self.residuals: deque[float] = deque()
+        self.sorted_residuals: list[float] = []
+        self.n = 0
+        self._experts: list[float] | None = None
+        # (time, experts) after each timed wait: what the experts said at an earlier instant
+        self.history_s: list[float] = []
+        self.history: list[list[float]] = []
+        self.trimmed = False
+
+    def experts_at(self, t: float | None) -> list[float] | None:
+        """The experts as they stood at time ``t`` (None: now); None when the key had no wait yet."""
+        if t is None or not self.history_s or t >= self.history_s[-1]:
+            return self.experts() if self.n else None
+        i = bisect.bisect_right(self.history_s, t)
+        if i == 0:
+            return self.history[0] if self.trimmed else None
+        return self.history[i - 1]
+
+    def add(self, y: float, at_s: float | None = None) -> None:
+        if self.change_run and self.sorted:
+            gap = y - _median_of_sorted(self.sorted)
+            if gap > self.change_log10:
+                self.misses = self.misses + 1 if self.misses > 0 else 1
+            elif gap < -self.change_log10:
+                self.misses = self.misses - 1 if self.misses < 0 else -1
+            else:
+                self.misses = 0
+        self.recent.append(y)
+        bisect.insort(self.sorted, y)
+        if len(self.recent) > self.long_memory:
+            old = self.recent.popleft()
+            del self.sorted[bisect.bisect_left(self.sorted, old)]
+        if self.change_run and abs(self.misses) >= self.change_run:
+            # the queue changed: the long history no longer describes it
+            keep = list(self.recent)[-self.change_run:]
+            self.recent.clear()
+            self.recent.extend(keep)
+            self.sorted = sorted(keep)
+            self.misses = 0
+        self.n += 1
+        self._experts = None
+        if at_s is not None:
+            self.history_s.append(at_s)
+            self.history.append(self.experts())
+            if len(self.history_s) > 2 * HISTORY:
+                del self.history_s[:HISTORY], self.history[:HISTORY]
+                self.trimmed = True
+
+    def add_residual(self, r: float) -> None:
+        self.residuals.append(r)
+        bisect.insort(self.sorted_residuals, r)
+        if len(self.residuals) > self.residual_window:
+            old = self.residuals.popleft()
+            del self.sorted_residuals[bisect.bisect_left(self.sorted_residuals, old)]
+
+    def experts(self) -> list[float]:
+        """The experts' estimates (log10(1 + s)), in :data:`STATS` order; cached until the next wait."""
+        if self._experts is None and self.only_long:
+            self._experts = [_median_of_sorted(self.sorted)] * len(STATS)
+        if self._experts is None:
+            recent = self.recent
+            n = len(recent)
+            out = []
+            for k in _WINDOWS:
+                if k == 1:
+                    out.append(recent[-1])
+                else:
+                    tail = sorted(recent[i] for i in range(max(0, n - k), n))
+                    out.append(_median_of_sorted(tail))
+            out.append(_median_of_sorted(self.sorted))
+            self._experts = out
+        return self._experts
+
+    def to_state(self) -> dict[str, Any]:
+        return {"recent": list(self.recent), "residuals": list(self.residuals), "n": self.n, "misses": self.misses}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any], long_memory: int, residual_window: int,
+                   change_factor: float = 3.0, change_run: int = 0, only_long: bool = False) -> "KeyStats":
+        stats = cls(long_memory, residual_window, change_factor, change_run, only_long)
+        stats.misses = int(state.get("misses", 0))
+        for y in state["recent"][-long_memory:]:
+            stats.recent.append(float(y))
+        stats.sorted = sorted(stats.recent)
+        for r in state["residuals"][-residual_window:]:
+            stats.residuals.append(float(r))
+        stats.sorted_residuals = sorted(stats.residuals)
+        stats.n = int(state["n"])
+        return stats
+
+
+class ExpertsPool:
+    """Every key's statistics and weights. ``view(key)`` is the per-key predictor."""
+
+    def __init__(self, config: ExpertsConfig | None = None, seed: int = 0, kind: str = "experts") -> None:
+        self.config = config or ExpertsConfig()
+        self.seed, self.kind = seed, kind
+        self.stats: dict[str, KeyStats] = {}
+        # one weight vector per coarsest key (e.g. per cluster), shared by every key under it:
+        # which kind of expert to trust is learned from all its jobs, not from one key's few
+        self.log_weights: dict[str, list[float]] = {}
+        self._slots: dict[str, list[tuple[int, str]]] = {}
+        self._levels: dict[str, list[str]] = {}
+        self._estimates: dict[str, float | None] = {}  # estimate_log per key; cleared by any wait
+
+    # -- structure ------------------------------------------------------------------
+    def levels(self, key: str) -> list[str]:
+        levels = self._levels.get(key)
+        if levels is None:
+            levels = self._levels[key] = key_levels(key, self.config.levels)
+        return levels
+
+    def slots(self, key: str) -> list[tuple[int, str]]:
+        """(slot, level key): slot 0 is the key itself, slot i its i-th configured coarser level
+        (a level equal to a finer one has no slot of its own)."""
+        slots = self._slots.get(key)
+        if slots is None:
+            slots, seen = [(0, key)], {key}
+            for i, level_key in enumerate(key_levels_by_slot(key, self.config.levels), start=1):
+                if level_key not in seen:
+                    seen.add(level_key)
+                    slots.append((i, level_key))
+            self._slots[key] = slots
+        return slots
+
+    def weight_owner(self, key: str) -> str:
+        return self.levels(key)[-1]
+
+    @property
+    def n_weights(self) -> int:
+        return (1 + len(self.config.levels)) * len(STATS)
+
+    def _stats(self, key: str) -> KeyStats:
+        stats = self.stats.get(key)
+        if stats is None:
+            cfg = self.config
+            stats = self.stats[key] = KeyStats(cfg.long_memory, cfg.residual_window, cfg.change_factor,
+                                               cfg.change_run, cfg.mode == "backoff")
+        return stats
+
+    def _weights(self, key: str) -> list[float]:
+        owner = self.weight_owner(key)
+        weights = self.log_weights.get(owner)
+        if weights is None:
+            weights = self.log_weights[owner] = [0.0] * self.n_weights
+        return weights
+
+    def view(self, key: str = "") -> "ExpertsPredictor":
+        return ExpertsPredictor(self, key)
+
+    # -- learning -------------------------------------------------------------------
+    def _available(self, key: str, at_s: float | None = None) -> list[tuple[int, float]]:
+        """(expert index, estimate) of every expert whose key had seen a wait (now, or at ``at_s``)."""
+        out = []
+        width = len(STATS)
+        for level, level_key in self.slots(key):
+            stats = self.stats.get(level_key)
+            if stats is None or not stats.n:
+                continue
+            values = stats.experts() if at_s is None else stats.experts_at(at_s)
+            if values is not None:
+                base = level * width
+                out.extend((base + i, value) for i, value in enumerate(values))
+        return out
+
+    def estimate_log(self, key: str) -> float | None:
+        """Weighted median of the available experts (log10(1 + s)); None when nothing was seen."""
+        if key in self._estimates:
+            return self._estimates[key]
+        value = self._estimate_log(key)
+        self._estimates[key] = value
+        return value
+
+    def _estimate_log(self, key: str) -> float | None:
+        return self._combine(key, self._available(key))
+
+    def _combine(self, key: str, available: list[tuple[int, float]]) -> float | None:
+        if not available:
+            return None
+        weights = None if self.config.mode == "backoff" else self.log_weights.get(self.weight_owner(key))
+        if weights is None:
+            # no weights yet: the finest available key's long median
+            return available[len(STATS) - 1][1]
+        top = max(weights[i] for i, _ in available)
+        pairs = sorted((value, math.exp(weights[i] - top)) for i, value in available)
+        half = 0.5 * sum(w for _, w in pairs)
+        acc = 0.0
+        for value, w in pairs:
+            acc += w
+            if acc >= half:
+                return value
+        return pairs[-1][0]
+
+    def n_observations(self, key: str) -> int:
+        stats = self.stats.get(key)
+        return stats.n if stats is not None else 0
+
+    def observe(self, key: str, wait_s: float, at_s: float | None = None) -> None:
+        """Learn one wait. ``at_s``: when the job started (the wait is known from then on).
+
+        With ``at_s`` the experts are scored on what they said when the job was submitted
+        (``at_s - wait``), not on what they say now: between the two, the waits of the jobs
+        that started first (the shorter ones of a batch) have arrived, and scoring against
+        them would favour the short memories, which look good only in hindsight.
+        """
+        wait = clean_wait(wait_s)
+        y = math.log10(1.0 + wait)
+        decided_s = None if at_s is None else float(at_s) - wait
+        available = self._available(key, decided_s)
+        before = self._combine(key, available)
+        self._estimates.clear()
+        if available and self.config.mode == "hedge":
+            cfg = self.config
+            weights = self._weights(key)
+            for i, value in available:
+                weights[i] -= cfg.eta * min(abs(value - y), cfg.max_loss)
+            # normalise over the experts that spoke (others keep their weight for their keys)
+            top = max(weights[i] for i, _ in available)
+            floor = -cfg.log_weight_floor
+            for i, _ in available:
+                weights[i] = max(weights[i] - top, floor)
+        for level_key in self.levels(key):
+            stats = self._stats(level_key)
+            if before is not None:
+                stats.add_residual(y - before)
+            stats.add(y, at_s)
+
+    def residual_quantiles(self, key: str, qs: Sequence[float]) -> list[float] | None:
+        levels = self.levels(key)
+        for level_key in (levels if self.config.residuals_from == "finest" else levels[::-1]):
+            stats = self.stats.get(level_key)
+            if stats is not None and len(stats.sorted_residuals) >= self.config.min_residuals:
+                return [_quantile_of_sorted(stats.sorted_residuals, float(q)) for q in qs]
+        # too few residuals anywhere: the spread of the finest key's own waits around their median
+        for level_key in self.levels(key):
+            stats = self.stats.get(level_key)
+            if stats is not None and stats.n >= 2:
+                mid = _median_of_sorted(stats.sorted)
+                return [_quantile_of_sorted(stats.sorted, float(q)) - mid for q in qs]
+        return None
+
+    # -- persistence ----------------------------------------------------------------
+    def key_state(self, key: str) -> dict[str, Any]:
+        """State of one key's own statistics (and weights, for a fine key)."""
+        stats = self.stats.get(key)
+        state: dict[str, Any] = {"kind": self.kind, "class": "experts", "seed": self.seed,
+                                 "config": _config_state(self.config),
+                                 "stats": stats.to_state() if stats is not None else None}
+        if key in self.log_weights:
+            state["log_weights"] = list(self.log_weights[key])
+        return state
+
+    def load_key_state(self, key: str, state: dict[str, Any]) -> None:
+        self._estimates.clear()
+        if state.get("stats") is not None:
+            cfg = self.config
+            self.stats[key] = KeyStats.from_state(state["stats"], cfg.long_memory, cfg.residual_window,
+                                                  cfg.change_factor, cfg.change_run, cfg.mode == "backoff")
+        weights = state.get("log_weights")
+        if weights is not None and len(weights) == self.n_weights:
+            self.log_weights[key] = [float(w) for w in weights]
+
+    def to_state(self) -> dict[str, Any]:
+        return {"kind": self.kind, "class": "experts-pool", "seed": self.seed,
+                "config": _config_state(self.config),
+                "keys": {key: self.key_state(key) for key in sorted(set(self.stats) | set(self.log_weights))}}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> "ExpertsPool":
+        pool = cls(config_from_state(state["config"]), seed=int(state.get("seed", 0)), kind=state["kind"])
+        for key, key_state in state["keys"].items():
+            pool.load_key_state(key, key_state)
+        return pool
+
+
+def _config_state(config: ExpertsConfig) -> dict[str, Any]:
+    state = asdict(config)
+    state["levels"] = [list(level) for level in config.levels]
+    return state
+
+
+def config_from_state(state: dict[str, Any]) -> ExpertsConfig:
+    return ExpertsConfig(**{**state, "levels": tuple(tuple(level) for level in state["levels"])})
+
+
+class ExpertsPredictor:
+    """One key's view of an :class:`ExpertsPool` (the :class:`WaitPredictor` interface)."""
+
+    def __init__(self, pool: ExpertsPool | None = None, key: str = "") -> None:
+        self.pool = pool if pool is not None else ExpertsPool()
+        self.key = key
+
+    @property
+    def kind(self) -> str:
+        return self.pool.kind
+
+    @property
+    def n_observations(self) -> int:
+        return self.pool.n_observations(self.key)
+
+    def estimate(self, *, slurm_estimate_s: float | None = None) -> float:
+        y = self.pool.estimate_log(self.key)
+        return 0.0 if y is None else max(0.0, 10.0**y - 1.0)
+
+    def observe(self, wait_s: float, *, slurm_estimate_s: float | None = None, at_s: float | None = None) -> None:
+        self.pool.observe(self.key, wait_s, at_s)
+
+    def quantiles(self, qs: Sequence[float]) -> list[float]:
+        """The estimate shifted by the residuals' quantiles (conformal); all 0 s before any wait."""
+        y = self.pool.estimate_log(self.key)
+        if y is None:
+            return [0.0 for _ in qs]
+        shifts = self.pool.residual_quantiles(self.key, qs) or [0.0 for _ in qs]
+        return [max(0.0, 10.0 ** (y + shift) - 1.0) for shift in shifts]
+
+    def to_state(self) -> dict[str, Any]:
+        """The whole pool (a standalone predictor); the engine stores keys one by one instead."""
+        return {**self.pool.to_state(), "view_key": self.key}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> "ExpertsPredictor":
+        return cls(ExpertsPool.from_state(state), key=state.get("view_key", ""))

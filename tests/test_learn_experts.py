@@ -1,0 +1,216 @@
+"""The ``experts`` wait learner: keys fine to coarse, adaptation, calibrated quantiles, persistence,
+and its use through asad.learned (the engine's interface)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from asad.learn.experts import ExpertsPool, key_levels, parse_key
+from asad.learn.geometry import GeometryKeyConfig, geometry_key
+from asad.learn.registry import make_pool, make_predictor, predictor_from_state, recommended_predictor
+from asad.learned import WAIT_KIND, Learned
+
+KEY4 = geometry_key(cluster="c", partition="p", nodes=1, cpus=4, time_limit_s=3000)
+KEY3 = geometry_key(cluster="c", partition="p", nodes=1, cpus=3, time_limit_s=3000)
+QS = [0.1, 0.25, 0.5, 0.75, 0.9]
+
+
+def test_key_levels_go_from_fine_to_coarse_without_duplicates():
+    assert parse_key(KEY4)["walltime"] == "<=1h"
+    assert key_levels(KEY4) == [KEY4, "cluster=c|partition=p|qos=|walltime<=1h", "cluster=c"]
+    # cpus 3 rounds up to 4: its next level is the cpus=4 key itself (a neighbour's own node)
+    assert key_levels(KEY3) == [KEY3, KEY4, "cluster=c|partition=p|qos=|walltime<=1h", "cluster=c"]
+    # a key with an account: the next level is the same geometry for any account
+    with_account = geometry_key(cluster="c", account="a1", partition="p", cpus=4, time_limit_s=3000,
+                                config=GeometryKeyConfig(fields=("cluster", "account", "partition", "qos", "nodes",
+                                                                 "cpus", "walltime")))
+    assert key_levels(with_account)[1] == KEY4
+    assert key_levels("") == [""]
+
+
+def test_cold_geometry_borrows_from_its_neighbour():
+    pool = make_pool("experts")
+    for _ in range(5):
+        pool.view(KEY4).observe(600.0)
+    cold = pool.view(KEY3)
+    assert cold.n_observations == 0
+    assert cold.estimate() == pytest.approx(600.0)
+    other_cluster = pool.view(geometry_key(cluster="d", partition="p", cpus=4))
+    assert other_cluster.estimate() == 0.0  # nothing shared across clusters
+
+
+def test_follows_a_step_change_within_a_few_waits():
+    predictor = make_predictor("experts")
+    for _ in range(200):
+        predictor.observe(3000.0)
+    estimates = []
+    for _ in range(6):
+        predictor.observe(20000.0)
+        estimates.append(predictor.estimate())
+    assert estimates[0] < 20000.0 * 0.9 or estimates[1] < 20000.0 * 0.9  # not instantaneous ...
+    assert estimates[-3:] == pytest.approx([20000.0] * 3)  # ... but within a few waits
+
+
+def test_noise_prefers_long_medians_over_the_last_wait():
+    rng = np.random.default_rng(3)
+    predictor = make_predictor("experts")
+    errors_last, errors = [], []
+    last = None
+    for wait in 1000.0 * np.exp(0.5 * rng.standard_normal(400)):
+        estimate = predictor.estimate()
+        if last is not None:
+            errors.append(abs(math.log10(1 + estimate) - 3.0))
+            errors_last.append(abs(math.log10(1 + last) - 3.0))
+        predictor.observe(float(wait))
+        last = wait
+    assert np.mean(errors[100:]) < 0.5 * np.mean(errors_last[100:])
+
+
+def test_quantiles_are_calibrated_on_a_stationary_stream():
+    rng = np.random.default_rng(11)
+    predictor = make_predictor("experts")
+    below = np.zeros(len(QS))
+    n = 0
+    for i, wait in enumerate(500.0 * np.exp(1.2 * rng.standard_normal(3000))):
+        if i >= 500:
+            quantiles = predictor.quantiles(QS)
+            assert quantiles == sorted(quantiles)
+            below += np.asarray(wait <= np.asarray(quantiles), dtype=float)
+            n += 1
+        predictor.observe(float(wait))
+    coverage = below / n
+    assert np.all(np.abs(coverage - np.asarray(QS)) <= 0.05), coverage
+
+
+def test_experts_are_scored_on_what_they_said_at_submission():
+    pool = ExpertsPool()
+    view = pool.view("k")
+    for t in range(50):  # a steady 100 s queue
+        view.observe(100.0, at_s=1000.0 + 200.0 * t)
+    weights_before = list(pool.log_weights[pool.weight_owner("k")])
+    # A job submitted after those waited 5000 s; meanwhile nothing else arrived. At submission
+    # every expert said 100 s, so all pay the same and the weights do not move.
+    view.observe(5000.0, at_s=20_000.0 + 5000.0)
+    assert pool.log_weights[pool.weight_owner("k")] == pytest.approx(weights_before)
+    # Scored on what they say now (no start time), the last-wait expert would have been spared.
+    pool2 = ExpertsPool()
+    view2 = pool2.view("k")
+    for _ in range(50):
+        view2.observe(100.0)
+    view2.observe(5000.0)
+    view2.observe(5000.0)
+    assert pool2.log_weights[pool2.weight_owner("k")][0] == 0.0  # 'last' said 5000 and was right
+    assert min(pool2.log_weights[pool2.weight_owner("k")][1:5]) < 0.0
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.floats(min_value=0, max_value=1e6), min_size=1, max_size=40),
+       st.lists(st.floats(min_value=0.01, max_value=0.99), min_size=1, max_size=6))
+def test_estimates_and_quantiles_are_finite_and_ordered(waits, qs):
+    predictor = make_predictor("experts")
+    for t, wait in enumerate(waits):
+        predictor.observe(wait, at_s=t * 10.0 + wait)
+    estimate = predictor.estimate()
+    assert 0.0 <= estimate <= 1e6 * 1.0001
+    quantiles = predictor.quantiles(sorted(qs))
+    assert all(math.isfinite(v) and v >= 0 for v in quantiles)
+    assert quantiles == sorted(quantiles)
+
+
+def test_state_round_trip_resumes_exactly():
+    predictor = make_predictor("experts")
+    for t, wait in enumerate([100, 2000, 50, 700, 700, 30000, 12]):
+        predictor.observe(wait, at_s=1000.0 * t)
+    state = json.loads(json.dumps(predictor.to_state()))
+    restored = predictor_from_state(state)
+    assert restored.estimate() == predictor.estimate()
+    assert restored.quantiles(QS) == predictor.quantiles(QS)
+    for p in (predictor, restored):
+        p.observe(400.0, at_s=9000.0)
+    assert restored.estimate() == predictor.estimate()
+
+
+def test_median_backoff_is_the_recommended_default():
+    assert recommended_predictor()[0] == "median-backoff"
+
+
+class FakeStore:
+    def __init__(self):
+        self.rows = {}
+
+    def load(self, kind, key):
+        return self.rows.get((kind, key))
+
+    def save(self, learned):
+        for kind, key, state, _ in learned.drain_dirty():
+            self.rows[(kind, key)] = json.loads(json.dumps(state))
+
+
+@pytest.mark.parametrize("kind", ["median-backoff", "experts"])
+def test_learned_wait_quantiles_persist_and_share_coarse_keys(kind):
+    store = FakeStore()
+    learned = Learned(store.load, kind)
+    assert learned.wait_quantiles(KEY4, QS) == [0.0] * 5  # nothing learned yet
+    for t, wait in enumerate(np.geomspace(100, 10000, 60)):
+        learned.observe_wait(KEY4, float(wait), at_s=10_000.0 * (t + 1))
+    quantiles = learned.wait_quantiles(KEY4, QS)
+    assert quantiles == sorted(quantiles) and quantiles[0] < quantiles[-1]
+    assert learned.estimate_wait(KEY3) > 0  # the neighbour borrows
+    store.save(learned)
+    assert (WAIT_KIND, "cluster=c") in store.rows  # coarse keys are rows of their own
+    again = Learned(store.load, kind)
+    assert again.wait_quantiles(KEY4, QS) == quantiles
+    assert again.estimate_wait(KEY3) == learned.estimate_wait(KEY3)
+
+
+def test_learned_bumps_the_version_of_a_neighbour_whose_estimate_moved():
+    learned = Learned(FakeStore().load, "experts")
+    learned.observe_wait(KEY4, 100.0, at_s=1000.0)
+    learned.estimate_wait(KEY3)
+    learned.wait_quantiles(KEY3, QS)
+    before = learned.versions.get((WAIT_KIND, KEY3), 0)
+    learned.observe_wait(KEY4, 9000.0, at_s=20000.0)
+    assert learned.versions.get((WAIT_KIND, KEY3), 0) > before
+
+
+def test_median_backoff_cuts_its_history_after_a_run_of_far_waits():
+    predictor = make_predictor("median-backoff")
+    for _ in range(300):
+        predictor.observe(1000.0)
+    for i in range(5):
+        assert predictor.estimate() == pytest.approx(1000.0), i  # 4 far waits are not a change yet
+        predictor.observe(50_000.0)
+    assert predictor.estimate() == pytest.approx(50_000.0)  # the 5th is: only the new waits count
+    # waits within a factor 3 of the median never cut it
+    steady = make_predictor("median-backoff")
+    for i in range(300):
+        steady.observe(1000.0 * (2.9 if i % 2 else 1 / 2.9))
+    assert steady.pool.stats[""].n == len(steady.pool.stats[""].recent) == 300
+
+
+def test_median_backoff_uses_the_finest_key_that_has_seen_a_wait():
+    pool = make_pool("median-backoff")
+    for wait in (100.0, 200.0, 300.0):
+        pool.view(KEY4).observe(wait)
+    pool.view(KEY3).observe(5000.0)
+    assert pool.view(KEY3).estimate() == pytest.approx(5000.0)  # its own wait, not the neighbours'
+    assert pool.view(geometry_key(cluster="c", partition="p", cpus=2, time_limit_s=3000)).estimate() == \
+        pytest.approx(math.sqrt(201 * 301) - 1)  # cold: partition + walltime level (100, 200, 300, 5000),
+    # median taken in log10(1 + s)
+
+
+def test_one_stored_key_restores_as_a_predictor_for_asad_predict():
+    pool = make_pool("median-backoff")
+    for t, wait in enumerate([100.0, 400.0, 900.0]):
+        pool.view(KEY4).observe(wait, at_s=10_000.0 * (t + 1))
+    state = json.loads(json.dumps(pool.key_state(KEY4)))
+    restored = predictor_from_state(state)
+    assert restored.kind == "median-backoff"
+    assert restored.estimate() == pytest.approx(pool.view(KEY4).estimate())
+    assert restored.n_observations == 3
