@@ -22,7 +22,7 @@ __all__ = ["Simulator", "SimConfig", "PartitionSpec", "WallClockSimulator", "Dep
 
 
 def make_simulator(preset: str = "small", load: float | dict[str, float] | None = None, seed: int = 0,
-                   priority: str = "fifo", backfill: str = "easy", start_time: float | None = None,
+                   priority: str = "fifo", backfill: str = "slurm", start_time: float | None = None,
                    **overrides: object) -> Simulator:
     """A simulator of a named preset. ``load``: None = the preset's default per partition,
     0 = an empty cluster, x = every partition at offered load x, or a dict per partition name.

@@ -69,6 +69,10 @@ class PartitionState:
         self._prof_shape: tuple[int, int] | None = None
         self._prof_times: np.ndarray | None = None
         self._dirty: set[int] = set()
+        # fit_times() cache across backfill passes: per shape, the times and how far into the
+        # change log they are up to date
+        self._change_log: list[int] = []
+        self._fit_cache: dict[tuple[int, int], tuple[np.ndarray, int]] = {}
 
     # ---- capacity checks -------------------------------------------------------------------
     def fits_empty(self, nodes: int, cores: int, mem_mb: int) -> bool:
@@ -153,6 +157,7 @@ class PartitionState:
             node_slots[node].remove(slot)
             dirty.add(node)
             del self.piece_info[slot]
+        self._change_log.extend(nodes)
 
     def _add_piece(self, end: float, node: int, cores: int, mem_mb: int) -> int:
         if self.p_free:
@@ -170,6 +175,7 @@ class PartitionState:
         self.node_slots[node].append(slot)
         self.piece_info[slot] = (end, cores, mem_mb)
         self._dirty.add(node)
+        self._change_log.append(node)
         return slot
 
     def _grow(self) -> None:
@@ -214,6 +220,25 @@ class PartitionState:
             self._prof_shape, self._prof_times = shape, times
         self._dirty.clear()
         return self._pick(times, nodes, cores, mem_mb, duration_s, now, None, None)
+
+    def fit_times(self, cores: int, mem_mb: int, now: float) -> np.ndarray:
+        """Per node, the first time it holds ``cores`` and ``mem_mb`` with every running job
+        ending at its time limit (inf: never; a time <= now: free already). A copy, kept up to
+        date between calls by recomputing only the nodes whose allocations changed."""
+        log = self._change_log
+        if len(log) > 8 * self.n + 4096:  # compact: drop caches that are far behind
+            self._fit_cache.clear()
+            log.clear()
+        key = (cores, mem_mb)
+        hit = self._fit_cache.get(key)
+        if hit is None or len(log) - hit[1] > self.n:
+            times = self._profile(cores, mem_mb, now, ())[0]
+        else:
+            times = hit[0]
+            for node in set(log[hit[1]:]):
+                times[node] = self._node_time(node, cores, mem_mb, now)
+        self._fit_cache[key] = (times, len(log))
+        return times.copy()
 
     def _node_time(self, node: int, cores: int, mem_mb: int, now: float) -> float:
         fc, fm = self.free_c[node], self.free_m[node]
