@@ -101,13 +101,15 @@ def test_never_overcommits_and_never_starts_early(specs, priority, k, backfill):
 @SETTINGS
 @given(st.lists(job_spec, min_size=2, max_size=30), st.sampled_from(["slurm", "easy"]))
 def test_backfill_never_delays_a_planned_start(specs, backfill):
-    # everything submitted at once, no dependencies: nothing of higher priority arrives later,
-    # so a planned start, once given, may only move earlier -- up to what Slurm itself allows:
-    # plans are rounded down to bf_resolution, and a job runs past its limit until the next
-    # 30-second time-limit check.
+    # everything submitted at once, no dependencies, every job ending within its limit: nothing
+    # of higher priority arrives later, so a planned start, once given, may only move earlier --
+    # up to what Slurm itself allows: plans are rounded down to bf_resolution. (A job that runs
+    # into its limit is killed only at the next 30-second check, and such overruns can cascade
+    # through later plans, in Slurm as here.)
     sim = make_simulator("small", load=0.0, priority="fifo", backfill=backfill)
-    slack = sim.config.bf_resolution_s + sim.config.time_limit_check_s
-    ids = [sim.submit(_request(dict(s, dep=None, begin=None), [], sim.now())) for s in specs]
+    slack = sim.config.bf_resolution_s
+    ids = [sim.submit(_request(dict(s, dep=None, begin=None, runtime=min(s["runtime"], s["limit"] - 1)), [],
+                               sim.now())) for s in specs]
     while sim.next_event_time() is not None:
         sim.advance()
     for jid in ids:

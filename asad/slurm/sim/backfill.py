@@ -187,9 +187,8 @@ def _try_start_now(sched: Scheduler, job: SimJob, plans: list[_PartPlan], now: f
             if nn >= fn and cpn >= fc and mem >= fm and end >= fe:
                 break
         else:
-            min_b = plan.min_b
-            allow = (lambda node: min_b.get(node, INF) > end) if min_b else None
-            nodes = part.find_nodes(nn, cpn, mem, allow)
+            held = [node for node, b in plan.min_b.items() if b <= end]
+            nodes = part.find_nodes(nn, cpn, mem, blocked=held)
             if nodes is not None:
                 sched.start_fn(job, part, nodes)
                 plan.started(nodes, now)

@@ -45,6 +45,7 @@ class PartitionState:
         self.cores = spec.cores_per_node
         self.mem = spec.mem_per_node_mb
         self.speed = spec.speed
+        self.select = "bestfit"  # or "consec" (select/cons_tres); set by the simulator
         self.free_c = [self.cores] * self.n
         self.free_m = [self.mem] * self.n
         # numpy mirrors of free_c/free_m for the vectorised planner (lists are faster per node)
@@ -79,10 +80,18 @@ class PartitionState:
         return nodes <= self.n and cores <= self.cores and mem_mb <= self.mem
 
     def find_nodes(self, nodes: int, cores: int, mem_mb: int,
-                   allow: Callable[[int], bool] | None = None) -> list[int] | None:
-        """Best fit: nodes with the fewest free cores that still hold the job; None if too few."""
+                   allow: Callable[[int], bool] | None = None,
+                   blocked: list[int] | None = None) -> list[int] | None:
+        """Nodes for a job now, or None if too few hold it. ``select`` decides which: "consec"
+        is select/cons_tres's default, "bestfit" the nodes with the fewest free cores."""
         if nodes * cores > self.free_cores_total:
             return None
+        if self.select == "consec":
+            return self._find_consec(nodes, cores, mem_mb, allow, blocked)
+        if blocked:
+            held = set(blocked)
+            inner = allow
+            allow = (lambda node: node not in held and inner(node)) if inner else (lambda node: node not in held)
         buckets = self.buckets
         if nodes > 1 and sum(len(buckets[k]) for k in range(cores, self.cores + 1)) < nodes:
             return None
@@ -98,6 +107,49 @@ class PartitionState:
                     if len(chosen) == nodes:
                         return chosen
         return None
+
+    def _find_consec(self, nodes: int, cores: int, mem_mb: int, allow: Callable[[int], bool] | None,
+                     blocked: list[int] | None) -> list[int] | None:
+        """cons_tres's ``_eval_nodes`` without topology or weights: usable nodes form runs of
+        consecutive nodes; take the tightest run that holds the rest of the job (else the biggest
+        run, and go on), from its first node, except that the last node is the one with the
+        fewest free cores in the run (a single-node best fit)."""
+        free_c = self.np_free_c
+        ok = (free_c >= cores) & (self.np_free_m >= mem_mb)
+        if blocked:
+            ok[blocked] = False
+        idx = np.flatnonzero(ok)
+        if allow is not None:
+            idx = np.array([i for i in idx.tolist() if allow(i)], dtype=np.int64)
+        if len(idx) < nodes:
+            return None
+        if len(idx) == 1:
+            return [int(idx[0])]
+        cut = np.flatnonzero(np.diff(idx) != 1) + 1
+        starts = np.concatenate([[0], cut])
+        ends = np.concatenate([cut, [len(idx)]])
+        free = free_c[idx]
+        run_cpus = np.add.reduceat(free, starts)
+        run_n = ends - starts
+        alive = np.ones(len(starts), dtype=bool)
+        chosen: list[int] = []
+        rem = nodes
+        while rem > 0:
+            suff = alive & (run_cpus >= rem * cores) & (run_n >= rem)
+            if suff.any():
+                r = int(np.argmin(np.where(suff, run_cpus, np.iinfo(np.int64).max)))
+            else:
+                r = int(np.argmax(np.where(alive, run_cpus, -1)))
+            alive[r] = False
+            a, b = int(starts[r]), int(ends[r])
+            if rem == 1:
+                sub = free[a:b]
+                chosen.append(int(idx[a + int(np.argmin(sub))]))  # all hold the job: tightest
+                return chosen
+            take = min(rem, b - a)
+            chosen.extend(int(x) for x in idx[a: a + take])
+            rem -= take
+        return chosen
 
     def max_free_cores(self) -> int:
         buckets = self.buckets

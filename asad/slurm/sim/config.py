@@ -50,9 +50,17 @@ class SimConfig:
     bf_window_s: float = 86400.0  # bf_window: no plans for starts later than this ahead
     sched_interval_s: float = 60.0  # full main pass (sched_interval)
     default_queue_depth: int = 100  # jobs tested by an event-triggered main pass
+    # Node choice: "consec" = select/cons_tres's default (runs of consecutive nodes, tightest run);
+    # "bestfit" = the nodes with the fewest free cores.
+    node_select: str = "consec"
+    # A submission asks for a main pass that slurmctld's background loop (a tick every second)
+    # runs once batch_sched_delay has passed since its last one; None = a main pass at once.
+    batch_sched_delay_s: float | None = None
     # slurmctld's periodic timers (backfill, main pass, priority recalculation, time-limit check)
     # tick at timer_origin_s + k * interval: the daemon's boot time sets their phase.
     timer_origin_s: float = 0.0
+    bf_origin_s: float | None = None  # the backfill thread's own phase (None: timer_origin_s)
+    prio_origin_s: float | None = None  # the priority recalculation's phase (None: timer_origin_s)
     time_limit_check_s: float = 30.0  # PERIODIC_TIMEOUT: how often slurmctld checks time limits
     over_time_limit_s: float = 0.0  # OverTimeLimit (in seconds here; minutes in slurm.conf)
     priority_calc_period_s: float = 300.0  # PriorityCalcPeriod (multifactor only)
@@ -91,6 +99,8 @@ class SimConfig:
             raise ValueError(f"priority must be 'fifo' or 'multifactor', got {self.priority!r}")
         if self.backfill not in ("slurm", "easy", "none"):
             raise ValueError(f"backfill must be 'slurm', 'easy' or 'none', got {self.backfill!r}")
+        if self.node_select not in ("consec", "bestfit"):
+            raise ValueError(f"node_select must be 'consec' or 'bestfit', got {self.node_select!r}")
         if self.bf_resolution_s <= 0 or self.bf_interval_s <= 0 or self.sched_interval_s <= 0:
             raise ValueError("bf_resolution_s, bf_interval_s and sched_interval_s must be positive")
         unknown_flags = set(self.priority_flags) - {"ACCRUE_ALWAYS", "SMALL_RELATIVE_TO_TIME"}

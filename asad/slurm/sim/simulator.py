@@ -27,7 +27,7 @@ from asad.slurm.sim.config import SimConfig
 from asad.slurm.sim.jobs import WAIT_BEGIN, WAIT_DEPENDENCY, WAIT_NEVER, SimJob
 from asad.slurm.sim.scheduler import Scheduler
 
-EV_END, EV_ELIGIBLE, EV_ARRIVAL, EV_GEN, EV_MAIN, EV_BF, EV_PRIO, EV_PASS = range(8)
+EV_END, EV_ELIGIBLE, EV_ARRIVAL, EV_GEN, EV_MAIN, EV_BF, EV_PRIO, EV_PASS, EV_LOOP_PASS = range(9)
 NEVER = -1.0  # a dependency that can no longer be satisfied
 _DEP_KIND, _BARRIER_KIND = 0, 1
 _FAIL_SIGNAL = {JobState.TIMEOUT: 15, JobState.CANCELLED: 15, JobState.OUT_OF_MEMORY: 9}
@@ -42,6 +42,10 @@ class Simulator:
         config.validate()
         self.config = config
         self.parts = [PartitionState(spec, i) for i, spec in enumerate(config.partitions)]
+        for part in self.parts:
+            part.select = config.node_select
+        self._last_loop_pass = -math.inf  # the background loop's last main pass
+        self._loop_pass_armed = False
         self._by_name = {p.name: p for p in self.parts}
         defaults = [p for p in self.parts if p.spec.default]
         self._default_part = defaults[0] if defaults else self.parts[0]
@@ -129,7 +133,7 @@ class Simulator:
         self._user_jobs.append(job)
         self.counters["submitted"] += 1
         self._arrive(job, dep_targets)
-        self._push(self._now, EV_PASS, None, 0)
+        self._request_pass()
         return job.job_id
 
     def cancel(self, job_ids: list[int]) -> None:
@@ -482,6 +486,11 @@ class Simulator:
             elif kind == EV_MAIN:
                 self._armed[0] = False
                 self._full_pass_wanted = True
+                self._last_loop_pass = t
+            elif kind == EV_LOOP_PASS:
+                self._loop_pass_armed = False
+                self._pass_wanted = True
+                self._last_loop_pass = t
             elif kind == EV_PASS:
                 self._pass_wanted = True
             elif kind == EV_ELIGIBLE:
@@ -528,10 +537,12 @@ class Simulator:
                 self._push(_next_tick(now, cfg.sched_interval_s, origin), EV_MAIN, None, 0)
             if not self._armed[1] and cfg.backfill != "none":
                 self._armed[1] = True
-                self._push(_next_tick(now, cfg.bf_interval_s, origin), EV_BF, None, 0)
+                bf_origin = origin if cfg.bf_origin_s is None else cfg.bf_origin_s
+                self._push(_next_tick(now, cfg.bf_interval_s, bf_origin), EV_BF, None, 0)
             if not self._armed[2] and cfg.priority == "multifactor":
                 self._armed[2] = True
-                self._push(_next_tick(now, cfg.priority_calc_period_s, origin), EV_PRIO, None, 0)
+                prio_origin = origin if cfg.prio_origin_s is None else cfg.prio_origin_s
+                self._push(_next_tick(now, cfg.priority_calc_period_s, prio_origin), EV_PRIO, None, 0)
 
     # ================================================================== background load =====
     def _generate(self, t: float) -> None:
@@ -552,7 +563,23 @@ class Simulator:
         job.eligible_time = self._now
         self.sched.enqueue(job, self._now)
         self._changes += 1
-        self._pass_wanted = True
+        self._request_pass()
+
+    def _request_pass(self) -> None:
+        """A submission: slurmctld's ``queue_job_scheduler()``. Its background loop (a tick a
+        second) runs the main pass once ``batch_sched_delay`` has passed since its last one."""
+        delay = self.config.batch_sched_delay_s
+        if delay is None:
+            self._push(self._now, EV_PASS, None, 0)
+            return
+        if self._loop_pass_armed:
+            return
+        origin = self.config.timer_origin_s
+        t = _next_tick(self._now, 1.0, origin)
+        if self._last_loop_pass > -math.inf:
+            t = max(t, _tick_at_or_after(self._last_loop_pass + delay, 1.0, origin))
+        self._loop_pass_armed = True
+        self._push(t, EV_LOOP_PASS, None, 0)
 
     def add_trace_job(self, submit_time: float, partition: str, nodes: int, cpus: int,
                       mem_per_node_mb: int, time_limit_s: int, runtime_s: float,
