@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import random
 import subprocess
@@ -387,7 +388,10 @@ def replay(rec: dict, **overrides) -> dict[str, dict]:
     out = {}
     for label, jid in ids.items():
         st = sim.poll([jid])[jid]
-        out[label] = {"start": st.start_time, "end": st.end_time, "state": st.state.value}
+        # Slurm records whole seconds (time(NULL))
+        out[label] = {"start": None if st.start_time is None else float(math.floor(st.start_time)),
+                      "end": None if st.end_time is None else float(math.floor(st.end_time)),
+                      "state": st.state.value}
     return out
 
 
