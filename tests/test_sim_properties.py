@@ -103,11 +103,12 @@ def test_never_overcommits_and_never_starts_early(specs, priority, k, backfill):
 def test_backfill_never_delays_a_planned_start(specs, backfill):
     # everything submitted at once, no dependencies, every job ending within its limit: nothing
     # of higher priority arrives later, so a planned start, once given, may only move earlier --
-    # up to what Slurm itself allows: plans are rounded down to bf_resolution. (A job that runs
-    # into its limit is killed only at the next 30-second check, and such overruns can cascade
-    # through later plans, in Slurm as here.)
-    sim = make_simulator("small", load=0.0, priority="fifo", backfill=backfill)
-    slack = sim.config.bf_resolution_s
+    # up to what Slurm itself allows: a plan's start and end are rounded down to bf_resolution
+    # (1 s here, as on the local cluster), so a later plan may be placed up to 1 s into an earlier
+    # job's real run, and that can chain through the queue. (A job that runs into its limit is
+    # killed only at the next 30-second check; such overruns cascade too, so runs end earlier here.)
+    sim = make_simulator("small", load=0.0, priority="fifo", backfill=backfill, bf_resolution_s=1.0)
+    slack = sim.config.bf_resolution_s * len(specs)
     ids = [sim.submit(_request(dict(s, dep=None, begin=None, runtime=min(s["runtime"], s["limit"] - 1)), [],
                                sim.now())) for s in specs]
     while sim.next_event_time() is not None:

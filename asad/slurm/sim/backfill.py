@@ -106,6 +106,8 @@ def backfill_pass(sched: Scheduler, now: float) -> int:
         order = sched._in_order()
     tested = started = 0
     unplanned: list[SimJob] = []
+    # earliest time any unplanned job could start (a lower bound of its plan: plans only delay)
+    unplanned_min = INF
     any_plan = False
     for job in order:
         if not job.queued:
@@ -116,11 +118,19 @@ def backfill_pass(sched: Scheduler, now: float) -> int:
         free_nodes = _fits_now_ignoring_plans(job, plans)
         if free_nodes is None:
             unplanned.append(job)
+            if unplanned_min > now:
+                unplanned_min = min(unplanned_min, _earliest_bound(plans, job, now))
             continue
-        if unplanned:
+        res = cfg.bf_resolution_s
+        if unplanned and (unplanned_min // res) * res <= now + job.time_limit_s:
+            # an earlier job's plan might hold these nodes while this one runs: make the plans.
+            # (Otherwise every unplanned job starts after this one ends: starting it first does
+            # not change their plans, since it only delays nodes' fit times to before them; a plan
+            # holds its nodes from its start rounded down to bf_resolution.)
             for earlier in unplanned:
                 any_plan |= _plan(cfg, earlier, plans, now)
             unplanned.clear()
+            unplanned_min = INF
         if not any_plan:
             part, nodes = free_nodes
             sched.start_fn(job, part, nodes)
@@ -152,6 +162,19 @@ def _fits_now_ignoring_plans(job: SimJob, plans: list[_PartPlan]) -> tuple[Parti
                 return part, nodes
             plan.failed_free.append((nn, cpn, mem))
     return None
+
+
+def _earliest_bound(plans: list[_PartPlan], job: SimJob, now: float) -> float:
+    """A lower bound of the job's planned start: when enough nodes fit it, ignoring plans."""
+    best = INF
+    k = job.nodes
+    for part in job.parts:
+        if not part.fits_empty(k, job.cpus_per_node, job.mem_per_node_mb):
+            continue
+        times = plans[part.index].node_times(job.cpus_per_node, job.mem_per_node_mb, now)
+        if np.count_nonzero(np.isfinite(times)) >= k:
+            best = min(best, max(now, float(np.partition(times, k - 1)[k - 1])))
+    return best
 
 
 def _plan(cfg, job: SimJob, plans: list[_PartPlan], now: float) -> bool:  # noqa: ANN001
