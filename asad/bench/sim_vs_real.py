@@ -331,6 +331,9 @@ def sim_settings(rec: dict) -> dict:
         default_queue_depth=int(_sched_param(params, "default_queue_depth", 100)),
         batch_sched_delay_s=_sched_param(params, "batch_sched_delay", 3),
         node_select="consec",
+        # sub-second: the recorded runs' end - start equals the sleep to the whole second
+        launch_delay_s=0.5,
+        oom_time_fraction=0.5,
         timer_origin_s=rec["timers"]["loop_start"],
         bf_origin_s=rec["timers"]["backfill_start"],
         prio_origin_s=rec["timers"]["daemon_start"],
@@ -341,7 +344,7 @@ def sim_settings(rec: dict) -> dict:
         out.update(weight_age=float(conf.get("PriorityWeightAge") or 0),
                    weight_size=float(conf.get("PriorityWeightJobSize") or 0),
                    max_age_s=_duration_s(conf.get("PriorityMaxAge") or "7-0"),
-                   priority_calc_period_s=60.0 * _seconds((conf.get("PriorityCalcPeriod") or "5").split()[0], 5))
+                   priority_calc_period_s=_duration_s(conf.get("PriorityCalcPeriod") or "00:05:00"))
     return out
 
 
@@ -377,7 +380,10 @@ def replay(rec: dict, **overrides) -> dict[str, dict]:
         if job["dep_type"]:
             dep = Dependency(DependencyType(job["dep_type"]), tuple(ids[d] for d in job["dep_on"]))
         if job["oom_after_s"] is not None:
-            truth = SimTruth(runtime_s=2.0 * job["oom_after_s"], peak_mem_mb=2.0 * job["mem_mb"] * job["nodes"])
+            # the program exceeds --mem once its allocation is done; slurmd samples memory every
+            # second (JobAcctGatherFrequency=task=1): the kill comes ~1.5 s after oom_after_s
+            oom_at = job["oom_after_s"] + 1.5
+            truth = SimTruth(runtime_s=oom_at / 0.5, peak_mem_mb=2.0 * job["mem_mb"] * job["nodes"])
         else:
             truth = SimTruth(runtime_s=float(job["runtime_s"]), exit_code=int(job["exit_code"] or 0))
         ids[job["label"]] = sim.submit(JobRequest(

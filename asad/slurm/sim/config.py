@@ -69,6 +69,9 @@ class SimConfig:
     max_age_s: float = 7 * 86400.0  # PriorityMaxAge
     priority_favor_small: bool = False  # PriorityFavorSmall
     priority_flags: tuple[str, ...] = ()  # PriorityFlags: ACCRUE_ALWAYS, SMALL_RELATIVE_TO_TIME
+    # Between the start slurmctld records and the job's program running (launch, prolog); the
+    # local cluster's recorded runs show it is under a second.
+    launch_delay_s: float = 0.0
     oom_time_fraction: float = 0.5  # an OOM kill happens at this fraction of the true run time
     # A job submitted without SimTruth runs for this fraction of its time limit and completes.
     untruthed_runtime_fraction: float = 0.5

@@ -420,6 +420,8 @@ class Simulator:
         """The job's real work begins: decide how and when it ends from its hidden truth."""
         job.work_start = work_start
         runtime = job.runtime_s / job.part.speed
+        if work_start == job.start_time:
+            work_start += self.config.launch_delay_s
         kill_at = self._kill_time(job)
         if job.peak_mem_mb is not None and job.peak_mem_mb > job.mem_total_mb:
             oom_at = work_start + runtime * self.config.oom_time_fraction
