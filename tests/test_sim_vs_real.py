@@ -3,9 +3,10 @@
 
 The targets (Kendall tau >= 0.95, median abs start difference <= 2 s) are reported by
 ``asad bench sim-vs-real`` and docs/results/sim.md; these tests pin what the replay must keep:
-every recorded job gets the final state Slurm gave it (but for knife-edge cases), the Slurm backfill model stays at least as
-close to the real order as the measured floors below (a regression guard, a little under what
-commit time measured), and the model is closer to Slurm than the EASY model it replaced.
+every recorded job gets the final state Slurm gave it (but for knife-edge cases), the Slurm
+backfill model stays at least as close to the real order as the measured floors below (a
+regression guard, a little under what commit time measured), and the model is closer to Slurm
+than the EASY model it replaced.
 """
 
 from __future__ import annotations
