@@ -60,9 +60,9 @@ def _play(sim, specs, check_every_step=True):
 
 @SETTINGS
 @given(st.lists(job_spec, min_size=1, max_size=25), st.sampled_from(["fifo", "multifactor"]),
-       st.integers(1, 3))
-def test_never_overcommits_and_never_starts_early(specs, priority, k):
-    sim = make_simulator("small", load=0.0, priority=priority, bf_reservations=k)
+       st.integers(1, 3), st.sampled_from(["slurm", "easy"]))
+def test_never_overcommits_and_never_starts_early(specs, priority, k, backfill):
+    sim = make_simulator("small", load=0.0, priority=priority, bf_reservations=k, backfill=backfill)
     ids, reqs = _play(sim, specs)
     got = sim.poll(ids)
     for jid, status in got.items():
@@ -81,7 +81,8 @@ def test_never_overcommits_and_never_starts_early(specs, priority, k):
         assert status.start_time >= status.eligible_time
         if req.begin is not None:
             assert status.start_time >= req.begin
-        assert status.end_time - status.start_time <= req.time_limit_s + 1e-6
+        # killed at the first 30-second time-limit check at or after the limit
+        assert status.end_time - status.start_time < req.time_limit_s + sim.config.time_limit_check_s
         dep = req.dependency
         if dep is not None:
             target = got[dep.job_ids[0]]
@@ -100,17 +101,24 @@ def test_never_overcommits_and_never_starts_early(specs, priority, k):
 @SETTINGS
 @given(st.lists(job_spec, min_size=2, max_size=30))
 def test_easy_backfill_never_delays_the_reserved_top_job(specs):
-    # everything submitted at once, no dependencies: nothing of higher priority arrives later,
-    # so a reservation, once given, may only move earlier
-    sim = make_simulator("small", load=0.0, priority="fifo")
-    ids = [sim.submit(_request(dict(s, dep=None, begin=None), [], sim.now())) for s in specs]
+    # everything submitted at once, no dependencies, every job ending within its limit (a job
+    # that runs into its limit is killed only at the next 30-second check): nothing of higher
+    # priority arrives later, so the top job's reservation, once given, may only move earlier.
+    # (In the Slurm model this holds for the top job only too: the main pass does not know the
+    # backfill plans and may start a higher job on nodes a lower plan counted on, as slurmctld's
+    # does; that every plan is protected from lower jobs is checked by
+    # test_slurm_backfill_protects_every_planned_start_not_only_the_first.)
+    sim = make_simulator("small", load=0.0, priority="fifo", backfill="easy")
+    slack = 1e-6
+    ids = [sim.submit(_request(dict(s, dep=None, begin=None, runtime=min(s["runtime"], s["limit"] - 1)), [],
+                               sim.now())) for s in specs]
     while sim.next_event_time() is not None:
         sim.advance()
     for jid in ids:
         job = sim.jobs[jid]
         assert job.start_time is not None
         if job.res_time_min is not None:
-            assert job.start_time <= job.res_time_min + 1e-6, (jid, job.start_time, job.res_time_min)
+            assert job.start_time <= job.res_time_min + slack, (jid, job.start_time, job.res_time_min)
 
 
 def _schedule(seed, days=2.0):

@@ -35,7 +35,8 @@ def test_fifo_runs_in_submission_order_multifactor_prefers_big_jobs():
 def test_dependency_keeps_place_under_fifo_but_accrues_no_age_under_multifactor():
     order = {}
     for priority in ("fifo", "multifactor"):
-        sim = make_simulator("small", load=0.0, priority=priority)
+        # one point per second of age (priorities are integers, as in Slurm)
+        sim = make_simulator("small", load=0.0, priority=priority, max_age_s=100000, weight_age=100000)
         sim.submit(job(nodes=3, runtime=5000, limit=5000))
         pre = sim.submit(job(nodes=1, runtime=100))
         held = sim.submit(job(nodes=4, runtime=1000,
@@ -70,22 +71,46 @@ def test_easy_backfill_starts_short_jobs_only():
     assert none["short"] == 5100 and none["top"] == 5000
 
 
-def test_backfill_uses_reservation_slack_on_reserved_nodes():
-    # top job needs 4 nodes x 20 cores; a long 8-core job fits in the 8 cores it leaves per node
-    sim = make_simulator("small", load=0.0)
-    sim.submit(job(nodes=4, cpus=20, runtime=5000, limit=5000))
-    top = sim.submit(job(nodes=4, cpus=20, runtime=100))
-    fits = sim.submit(job(nodes=1, cpus=8, runtime=9000, limit=10000))
-    too_wide = sim.submit(job(nodes=1, cpus=9, runtime=9000, limit=10000))
-    finish(sim)
-    got = sim.poll([top, fits, too_wide])
-    assert got[top].start_time == T0 + 5000
-    assert got[fits].start_time == T0 + 30  # first backfill pass (the main pass is blocked)
-    assert got[too_wide].start_time >= T0 + 5100
+def test_reserved_nodes_are_whole_nodes_in_slurm_mode_slack_in_easy_mode():
+    # top job needs 4 nodes x 20 cores; a long 8-core job would fit in the 8 cores it leaves per
+    # node. Slurm's backfill map reserves whole nodes, so it waits; the EASY model lends the slack.
+    got = {}
+    for backfill in ("slurm", "easy"):
+        sim = make_simulator("small", load=0.0, backfill=backfill)
+        sim.submit(job(nodes=4, cpus=20, runtime=5000, limit=5000))
+        top = sim.submit(job(nodes=4, cpus=20, runtime=100))
+        fits = sim.submit(job(nodes=1, cpus=8, runtime=9000, limit=10000))
+        too_wide = sim.submit(job(nodes=1, cpus=9, runtime=9000, limit=10000))
+        finish(sim)
+        got[backfill] = {k: s.start_time - T0 for k, s in zip(
+            ("top", "fits", "too_wide"), sim.poll([top, fits, too_wide]).values())}
+    assert got["slurm"] == {"top": 5000, "fits": 5000, "too_wide": 5100}
+    assert got["easy"]["top"] == 5000 and got["easy"]["fits"] == 30 and got["easy"]["too_wide"] >= 5100
+
+
+def test_slurm_backfill_protects_every_planned_start_not_only_the_first():
+    # Nodes 0-1 busy until 1000, node 2 until 3000, node 3 free. A (whole cluster) plans for 3000;
+    # B (3 nodes) plans for 1000 on nodes 0, 1 and 3. X fits on node 3 now but would run past 1000.
+    got = {}
+    for backfill in ("slurm", "easy"):
+        sim = make_simulator("small", load=0.0, backfill=backfill)
+        sim.submit(job(nodes=2, runtime=1000, limit=1000))
+        sim.submit(job(nodes=1, runtime=3000, limit=3000))
+        a = sim.submit(job(nodes=4, runtime=100, limit=600))
+        b = sim.submit(job(nodes=3, runtime=500, limit=1500))
+        x = sim.submit(job(nodes=1, runtime=1400, limit=1500))
+        y = sim.submit(job(nodes=1, runtime=100, limit=900))  # ends before B's plan: may go now
+        finish(sim)
+        got[backfill] = {k: s.start_time - T0 for k, s in zip("abxy", sim.poll([a, b, x, y]).values())}
+    slurm, easy = got["slurm"], got["easy"]
+    assert slurm["a"] == 3000 and 1000 <= slurm["b"] <= 1030 and slurm["y"] <= 30
+    assert slurm["x"] >= 3100  # not before A has run (A takes 100 s of its 600)
+    # EASY protects A only: X starts at once and B waits for X
+    assert easy["x"] <= 30 and easy["b"] >= 1400 and easy["a"] == 3000
 
 
 def test_bf_reservations_for_first_k_jobs():
-    sim = make_simulator("small", load=0.0, bf_reservations=3)
+    sim = make_simulator("small", load=0.0, backfill="easy", bf_reservations=3)
     sim.submit(job(nodes=4, runtime=5000, limit=5000))
     ids = [sim.submit(job(nodes=2, runtime=100, limit=200)) for _ in range(4)]
     sim.run_until(T0 + 60)
@@ -97,7 +122,7 @@ def test_bf_reservations_for_first_k_jobs():
 
 def test_backfill_fast_path_gives_exactly_the_full_loops_schedule():
     def schedule(fast, priority):
-        sim = make_simulator("small", load=1.1, seed=5, priority=priority, bf_reservations=2,
+        sim = make_simulator("small", load=1.1, seed=5, priority=priority, backfill="easy", bf_reservations=2,
                              bf_max_job_test=100,
                              warmup_s=0)
         sim.sched.fast_path = fast

@@ -1,168 +1,511 @@
-"""The simulator against a real Slurm: one scripted scenario (background jobs of known sizes and run
-times, then a 3-stage afterok chain) on the local cluster and in ``asad.slurm.sim``, FIFO priority
-with EASY backfill on both; prints start order and start times side by side.
+"""The simulator against a real Slurm 22.05: scenarios recorded on the local cluster, replayed in
+``asad.slurm.sim`` with the same nodes, scheduler settings and timer phases.
 
-Run (needs the local cluster, started as root: ``slurm-scripts/local-cluster.sh up``, 4 nodes x 28 cores)::
+Record (needs root and the Debian Slurm packages; takes ~20 minutes, one scenario after another)::
 
-    eval "$(slurm-scripts/local-cluster.sh env)"
-    python -m asad.bench.sim_vs_real --out out/sim_vs_real
+    export ASAD_CLUSTER_DIR=/tmp/asad-cluster-simsched ASAD_CLUSTER_PORT_BASE=16900
+    asad bench sim-vs-real --record            # all scenarios; or --record --scenario NAME
 
-The real run takes about two minutes of wall time (the scenario's length).
+Recording brings up ``slurm-scripts/local-cluster.sh up --accounting --nodes 5 --cpus 16
+--mem 24000`` (``--priority`` as the scenario needs), restarts slurmctld right before each
+scenario (so its timers start at a known boot time) with the scenario's priority settings, submits
+the jobs at their offsets, follows them to the end, and writes ``tests/data/sim_vs_real/NAME.json``:
+the requests, Slurm's configuration (``scontrol show config``) and what Slurm recorded for each job.
+
+Replay (seconds, no cluster)::
+
+    asad bench sim-vs-real                     # every recorded scenario: tau, same position, start diffs
+
+The replay submits each job at its real submit time into a simulator whose clock is the real epoch
+clock, so that the periodic timers (backfill, main pass, priority recalculation, time-limit check)
+have the phase they had in slurmctld.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
+import random
+import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from asad.slurm.backend import Backend, Dependency, DependencyType, JobRequest, JobState, SimTruth
+from asad.slurm.backend import Dependency, DependencyType, JobRequest, SimTruth
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "sim_vs_real"
+CLUSTER = dict(nodes=5, cpus=16, mem_mb=24000)
+TARGET_TAU = 0.95
+TARGET_MEDIAN_S = 2.0
 
 
+# ====================================================================== scenarios ============
 @dataclass(frozen=True)
 class ScenarioJob:
     label: str
+    submit_s: float  # offset from the scenario's start
     nodes: int
-    cpus_per_task: int  # per task; one task per node
+    cpus_per_node: int  # one task per node with this many CPUs
+    mem_mb: int  # per node
+    limit_s: int  # a whole number of minutes (Slurm's unit)
     runtime_s: int
-    limit_s: int
-    after: str | None = None  # afterok on this label
+    exit_code: int = 0  # non-zero: the job fails after runtime_s
+    oom_after_s: int | None = None  # allocates more than mem_mb after this many seconds
+    dep_type: str | None = None  # afterok / afterany / afternotok
+    dep_on: tuple[str, ...] = ()
+
+    def command(self) -> str:
+        if self.oom_after_s is not None:
+            grab = self.mem_mb * 2
+            return (f"python3 -c \"import time; time.sleep({self.oom_after_s}); "
+                    f"b = b'x' * ({grab} << 20); time.sleep({self.runtime_s})\"")
+        if self.exit_code:
+            return f"sleep {self.runtime_s}; exit {self.exit_code}"
+        return f"sleep {self.runtime_s}"
 
 
-# Submitted in this order at t=0 on an empty 4 x 28-core partition. B4 wants the whole cluster and
-# blocks FIFO; B5 and W1 can only start by backfill (they end before B4's reservation).
-SCENARIO: tuple[ScenarioJob, ...] = (
-    ScenarioJob("B1 2x28c 30s", 2, 28, 30, 120),
-    ScenarioJob("B2 28c 20s", 1, 28, 20, 60),
-    ScenarioJob("B3 14c 40s", 1, 14, 40, 60),
-    ScenarioJob("B4 4x28c 10s", 4, 28, 10, 60),
-    ScenarioJob("B5 14c 15s", 1, 14, 15, 60),
-    ScenarioJob("W1 28c 10s", 1, 28, 10, 60),
-    ScenarioJob("W2 28c 5s", 1, 28, 5, 60, after="W1 28c 10s"),
-    ScenarioJob("W3 1c 5s", 1, 1, 5, 60, after="W2 28c 5s"),
-)
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    priority: str  # basic | multifactor
+    jobs: tuple[ScenarioJob, ...]
+    # slurm.conf lines that replace local-cluster.sh's (multifactor weights)
+    conf: dict[str, str] = field(default_factory=dict)
+    about: str = ""
 
 
-@dataclass
-class Outcome:
-    label: str
-    start_s: float | None  # after the first submission
-    end_s: float | None
-    state: str
+def _mixed_jobs(rng: random.Random, n: int, prefix: str, t_from: float, t_to: float,
+                long_limits: bool = True) -> list[ScenarioJob]:
+    """Jobs of mixed shapes: small single-node ones, whole nodes and multi-node ones."""
+    jobs = []
+    for i in range(n):
+        kind = rng.random()
+        if kind < 0.5:
+            nodes, cpn = 1, rng.choice([1, 2, 4, 6, 8])
+        elif kind < 0.75:
+            nodes, cpn = 1, rng.choice([12, 16])
+        else:
+            nodes, cpn = rng.choice([2, 3, 5]), rng.choice([2, 8, 16])
+        runtime = rng.randint(8, 70)
+        # limits well above the run time for some jobs: what makes backfill order interesting
+        minutes = max(1, -(-runtime // 60)) + (rng.choice([0, 0, 1, 3, 9]) if long_limits else 0)
+        submit = round(rng.uniform(t_from, t_to), 1)
+        jobs.append(ScenarioJob(f"{prefix}{i:02d}", submit, nodes, cpn, 1000 * min(cpn, 8), minutes * 60, runtime))
+    return sorted(jobs, key=lambda j: (j.submit_s, j.label))
 
 
-def request(job: ScenarioJob, dep_id: int | None, tag: str) -> JobRequest:
-    return JobRequest(
-        name=f"{tag}-{job.label.split()[0]}", comment=tag, command=f"sleep {job.runtime_s}", partition="main",
-        nodes=job.nodes, ntasks=job.nodes, cpus_per_task=job.cpus_per_task, mem_mb=1000,
-        time_limit_s=job.limit_s, output="/dev/null",
-        dependency=Dependency(DependencyType.AFTEROK, (dep_id,)) if dep_id is not None else None,
-        truth=SimTruth(runtime_s=float(job.runtime_s)))
+def scenarios() -> dict[str, Scenario]:
+    out: dict[str, Scenario] = {}
+    rng = random.Random(11)
+    jobs = _mixed_jobs(rng, 60, "c", 0, 90)
+    out["contention-fifo"] = Scenario(
+        "contention-fifo", "basic", tuple(jobs),
+        about="60 jobs of mixed shapes within 90 s on 5 x 16 cores: FIFO with backfill")
 
+    rng = random.Random(23)
+    jobs = _mixed_jobs(rng, 30, "b", 0, 40)
+    chain: list[ScenarioJob] = []
+    for k in range(6):
+        t = 5.0 + 6 * k
+        ok = k % 2 == 0
+        head = ScenarioJob(f"h{k}", t, 1, rng.choice([4, 8, 16]), 2000, 120, rng.randint(10, 40),
+                           exit_code=0 if ok else 1)
+        chain.append(head)
+        chain.append(ScenarioJob(f"ok{k}", t + 0.5, 1, rng.choice([2, 8]), 2000, 120, rng.randint(10, 30),
+                                 dep_type="afterok", dep_on=(head.label,)))
+        chain.append(ScenarioJob(f"any{k}", t + 1.0, rng.choice([1, 2]), 8, 2000, 180, rng.randint(10, 30),
+                                 dep_type="afterany", dep_on=(head.label,)))
+        chain.append(ScenarioJob(f"notok{k}", t + 1.5, 1, 4, 2000, 60, rng.randint(5, 20),
+                                 dep_type="afternotok", dep_on=(head.label,)))
+    out["deps-fifo"] = Scenario(
+        "deps-fifo", "basic", tuple(sorted(jobs + chain, key=lambda j: (j.submit_s, j.label))),
+        about="30 contention jobs and 6 heads (half failing) with afterok/afterany/afternotok dependants")
 
-def play(backend: Backend, *, advance, tag: str, timeout_s: float = 600) -> list[Outcome]:
-    """Submit the scenario and follow it to the end. ``advance(seconds)`` moves time on: a sleep
-    on a real cluster, ``run_until`` in the simulator."""
-    ids: dict[str, int] = {}
-    t0 = backend.now()
-    for job in SCENARIO:
-        ids[job.label] = backend.submit(request(job, ids[job.after] if job.after else None, tag))
-    deadline = backend.now() + timeout_s
-    statuses = {}
-    while backend.now() < deadline:
-        statuses = backend.poll(list(ids.values()))
-        if all(j in statuses and statuses[j].state.is_final for j in ids.values()):
-            break
-        advance(1.0)
-    out = []
-    for job in SCENARIO:
-        st = statuses.get(ids[job.label])
-        start = None if st is None or st.start_time is None else st.start_time - t0
-        end = None if st is None or st.end_time is None else st.end_time - t0
-        out.append(Outcome(job.label, start, end, st.state.value if st else "UNKNOWN"))
+    rng = random.Random(37)
+    jobs = _mixed_jobs(rng, 40, "t", 0, 60)
+    extra = []
+    for k in range(8):  # run past their 1-minute limit
+        extra.append(ScenarioJob(f"to{k}", round(3 + 7 * k + rng.random(), 1), 1, rng.choice([2, 4, 16]), 1000,
+                                 60, 200))
+    for k in range(6):  # exceed --mem after 10-25 s
+        extra.append(ScenarioJob(f"oom{k}", round(4 + 9 * k + rng.random(), 1), 1, rng.choice([2, 4]), 500,
+                                 120, 60, oom_after_s=rng.randint(10, 25)))
+    for k in range(4):  # dependants of timeouts and OOM kills
+        extra.append(ScenarioJob(f"after{k}", round(5 + 9 * k, 1), 1, 8, 2000, 120, 20,
+                                 dep_type=("afterany", "afternotok")[k % 2],
+                                 dep_on=((f"to{k}",) if k < 2 else (f"oom{k}",))))
+    out["timeouts-oom"] = Scenario(
+        "timeouts-oom", "basic", tuple(sorted(jobs + extra, key=lambda j: (j.submit_s, j.label))),
+        about="40 contention jobs, 8 jobs past their time limit, 6 OOM kills, 4 dependants of them")
+
+    rng = random.Random(53)
+    jobs = _mixed_jobs(rng, 50, "m", 0, 120)
+    deps = []
+    for k in range(5):
+        t = 10.0 + 20 * k
+        head = ScenarioJob(f"mh{k}", t, 1, 8, 2000, 120, rng.randint(10, 30), exit_code=k % 2)
+        deps += [head,
+                 ScenarioJob(f"mok{k}", t + 0.5, 2, 8, 2000, 120, rng.randint(10, 30), dep_type="afterok",
+                             dep_on=(head.label,)),
+                 ScenarioJob(f"many{k}", t + 1.0, 1, 16, 2000, 120, rng.randint(10, 30), dep_type="afterany",
+                             dep_on=(head.label,))]
+    out["multifactor"] = Scenario(
+        "multifactor", "multifactor", tuple(sorted(jobs + deps, key=lambda j: (j.submit_s, j.label))),
+        conf={"PriorityWeightAge": "1000", "PriorityWeightJobSize": "1000", "PriorityWeightFairshare": "0",
+              "PriorityMaxAge": "00:10:00", "PriorityCalcPeriod": "1"},
+        about="50 contention jobs and 5 afterok/afterany chains; multifactor age 1000 (max age 10 min), "
+              "job size 1000, priorities recalculated every minute")
     return out
 
 
-REAL_CALLS: dict[str, int] = {}
+# ====================================================================== recording =============
+def _run(cmd: list[str], env: dict[str, str] | None = None, check: bool = True) -> str:
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if check and res.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed: {res.stderr.strip() or res.stdout.strip()}")
+    return res.stdout
 
 
-def run_real(slurm_conf: str | None = None) -> list[Outcome]:
+def _show_config(env: dict[str, str]) -> dict[str, str]:
+    conf = {}
+    for line in _run(["scontrol", "show", "config"], env).splitlines():
+        if " = " in line:
+            k, v = line.split(" = ", 1)
+            conf[k.strip()] = v.strip()
+    return conf
+
+
+def _restart_controller(script: Path, conf_path: Path, overrides: dict[str, str], env: dict[str, str]) -> None:
+    """Stop slurmctld, apply the scenario's slurm.conf lines, start it again (its timers then start
+    at a boot time we know)."""
+    _run([str(script), "stop-controller"], env)
+    lines = conf_path.read_text().splitlines()
+    keys = {k.lower() for k in overrides}
+    kept = [ln for ln in lines if ln.split("=", 1)[0].strip().lower() not in keys]
+    kept += [f"{k}={v}" for k, v in overrides.items()]
+    conf_path.write_text("\n".join(kept) + "\n")
+    _run(["slurmctld", "-f", str(conf_path)], env)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        if subprocess.run(["scontrol", "ping"], capture_output=True, text=True, env=env).stdout.count("UP"):
+            out = _run(["sinfo", "-h", "-N", "-o", "%t"], env, check=False).split()
+            if out and all(s.startswith("idle") for s in out):
+                return
+        time.sleep(0.5)
+    raise RuntimeError("slurmctld did not come back with idle nodes within 60 s")
+
+
+def record(scenario: Scenario, script: Path) -> dict:
     from asad.slurm.cli import SlurmCLI
 
-    backend = SlurmCLI(slurm_conf=slurm_conf)
-    outcomes = play(backend, advance=time.sleep, tag=f"simreal-{int(time.time())}")
-    REAL_CALLS.update(backend.calls)  # Slurm commands the real run cost (one poll a second)
-    return outcomes
+    cluster_dir = Path(os.environ.get("ASAD_CLUSTER_DIR", "/tmp/asad-cluster"))
+    env = dict(os.environ)
+    up = [str(script), "up", "--accounting", "--nodes", str(CLUSTER["nodes"]), "--cpus", str(CLUSTER["cpus"]),
+          "--mem", str(CLUSTER["mem_mb"]), "--priority", scenario.priority]
+    res = subprocess.run(up, capture_output=True, text=True, env=env)
+    if res.returncode != 0 and "different settings" in res.stderr:
+        _run([str(script), "down"], env)  # the other priority plugin: a fresh cluster
+        _run(up, env)
+    elif res.returncode != 0:
+        raise RuntimeError(f"local-cluster.sh up failed: {res.stderr.strip()}")
+    conf_path = cluster_dir / "slurm.conf"
+    env["SLURM_CONF"] = str(conf_path)
+    _restart_controller(script, conf_path, scenario.conf, env)
+    backend = SlurmCLI(slurm_conf=str(conf_path))
+    tag = f"svr-{scenario.name}-{int(time.time())}"
+    ids: dict[str, int] = {}
+    t0 = time.time()
+    for job in scenario.jobs:
+        delay = t0 + job.submit_s - time.time()
+        if delay > 0:
+            time.sleep(delay)
+        dep = None
+        if job.dep_type:
+            dep = Dependency(DependencyType(job.dep_type), tuple(ids[d] for d in job.dep_on))
+        ids[job.label] = backend.submit(JobRequest(
+            name=f"{tag}-{job.label}", comment=tag, command=job.command(), partition="main",
+            nodes=job.nodes, ntasks=job.nodes, cpus_per_task=job.cpus_per_node, mem_mb=job.mem_mb,
+            time_limit_s=job.limit_s, output="/dev/null", dependency=dep))
+    return collect(scenario, backend, ids, t0, env, conf_path)
 
 
-def run_sim(**overrides) -> list[Outcome]:
-    from asad.slurm.sim import make_simulator
+def _settled(st) -> bool:  # noqa: ANN001
+    """Ended, or pending on a dependency that can never be satisfied (Slurm 22.05 keeps such a
+    job pending for ever unless kill_invalid_depend is set)."""
+    return st.state.is_final or (st.state.value == "PENDING" and st.reason == "DependencyNeverSatisfied")
 
-    # The local cluster's scheduler settings: bf_interval=2, sched_interval=5 (slurm.conf).
-    settings = dict(bf_interval_s=2.0, sched_interval_s=5.0, warmup_s=0.0)
+
+def collect(scenario: Scenario, backend, ids: dict[str, int], t0: float, env: dict[str, str],  # noqa: ANN001
+            conf_path: Path) -> dict:
+    """Follow the scenario's jobs until all have settled, then read what Slurm recorded."""
+    statuses = {}
+    deadline = time.time() + 1800
+    while time.time() < deadline:
+        time.sleep(3)
+        statuses = backend.poll(list(ids.values()))
+        if all(j in statuses and _settled(statuses[j]) for j in ids.values()):
+            break
+    else:
+        raise RuntimeError(f"scenario {scenario.name} did not finish within 30 minutes")
+    never = [j for j in ids.values() if not statuses[j].state.is_final]
+    if never:
+        backend.cancel(never)
+    config = _show_config(env)
+    jobs_out = []
+    for job in scenario.jobs:
+        st = statuses[ids[job.label]]
+        jobs_out.append({**asdict(job), "job_id": ids[job.label], "state": st.state.value,
+                         "submit": st.submit_time, "eligible": st.eligible_time, "start": st.start_time,
+                         "end": st.end_time, "exit_code": st.exit_code})
+    keep = ("BOOT_TIME", "SchedulerParameters", "PriorityType", "PriorityWeightAge", "PriorityWeightJobSize",
+            "PriorityWeightFairshare", "PriorityMaxAge", "PriorityCalcPeriod", "PriorityFlags",
+            "PriorityFavorSmall", "OverTimeLimit", "KillWait", "SLURM_VERSION", "SchedulerType", "SelectType",
+            "SelectTypeParameters", "PriorityDecayHalfLife")
+    log = Path(str(conf_path)).parent / "log" / "slurmctld.log"
+    return {"scenario": scenario.name, "about": scenario.about, "priority": scenario.priority,
+            "cluster": CLUSTER, "t0": t0, "timers": timer_phases(log, t0),
+            "slurm_config": {k: config.get(k) for k in keep}, "jobs": jobs_out}
+
+
+def timer_phases(log: Path, t0: float) -> dict[str, float]:
+    """When slurmctld's timers started, from its log (the last start before ``t0``): the daemon
+    itself (priority recalculation), its background loop (main passes, time-limit checks: the
+    "mcs:" line is logged as that thread starts) and the backfill thread (the first backfill
+    pass comes one second after "Running as primary controller"; see docs/simulator.md)."""
+    from datetime import datetime, timezone
+
+    def stamp(line: str) -> float:
+        return datetime.fromisoformat(line[1:24]).replace(tzinfo=timezone.utc).timestamp()
+
+    marks: dict[str, float] = {}
+    for line in log.read_text(errors="replace").splitlines():
+        if not line.startswith("[20"):
+            continue
+        t = stamp(line)
+        if t > t0:
+            break
+        if "slurmctld version" in line and " started" in line:
+            marks = {"daemon_start": t}
+        elif "Running as primary controller" in line:
+            marks["primary"] = t
+        elif "mcs: MCSParameters" in line and "loop_start" not in marks:
+            marks["loop_start"] = t
+    if "primary" in marks:
+        marks["backfill_start"] = marks["primary"] + 1.0
+    return marks
+
+
+# ====================================================================== replay ================
+def _seconds(text: str | None, default: float) -> float:
+    if not text:
+        return default
+    text = text.strip().split()[0]
+    if text.isdigit():
+        return float(text)
+    return default
+
+
+def _sched_param(params: str, key: str, default: float) -> float:
+    for item in (params or "").split(","):
+        if item.startswith(key + "="):
+            return float(item.split("=", 1)[1])
+    return default
+
+
+def sim_settings(rec: dict) -> dict:
+    """The simulator settings that mirror the recorded slurm.conf (and the timer phases)."""
+    conf = rec["slurm_config"]
+    params = conf.get("SchedulerParameters") or ""
+    multifactor = "multifactor" in (conf.get("PriorityType") or "")
+    out = dict(
+        priority="multifactor" if multifactor else "fifo",
+        backfill="slurm",
+        bf_interval_s=_sched_param(params, "bf_interval", 30),
+        bf_resolution_s=_sched_param(params, "bf_resolution", 60),
+        bf_window_s=_sched_param(params, "bf_window", 1440) * 60,
+        bf_max_job_test=int(_sched_param(params, "bf_max_job_test", 500)),
+        sched_interval_s=_sched_param(params, "sched_interval", 60),
+        default_queue_depth=int(_sched_param(params, "default_queue_depth", 100)),
+        batch_sched_delay_s=_sched_param(params, "batch_sched_delay", 3),
+        node_select="consec",
+        # sub-second: the recorded runs' end - start equals the sleep to the whole second
+        launch_delay_s=0.5,
+        oom_time_fraction=0.5,
+        timer_origin_s=rec["timers"]["loop_start"],
+        bf_origin_s=rec["timers"]["backfill_start"],
+        prio_origin_s=rec["timers"]["daemon_start"],
+        over_time_limit_s=60.0 * _seconds(conf.get("OverTimeLimit"), 0),
+        warmup_s=0.0,
+    )
+    if multifactor:
+        out.update(weight_age=float(conf.get("PriorityWeightAge") or 0),
+                   weight_size=float(conf.get("PriorityWeightJobSize") or 0),
+                   max_age_s=_duration_s(conf.get("PriorityMaxAge") or "7-0"),
+                   priority_calc_period_s=_duration_s(conf.get("PriorityCalcPeriod") or "00:05:00"))
+    return out
+
+
+def _duration_s(text: str) -> float:
+    """Slurm's [days-]hh:mm:ss."""
+    days = 0
+    if "-" in text:
+        d, text = text.split("-", 1)
+        days = int(d)
+    parts = [int(p) for p in text.split(":")] if text else [0]
+    while len(parts) < 3:
+        parts.insert(0, 0)
+    h, m, s = parts[-3:]
+    return days * 86400.0 + h * 3600 + m * 60 + s
+
+
+def replay(rec: dict, **overrides) -> dict[str, dict]:
+    """Run the recorded requests through the simulator; per label: start/end/state."""
+    from asad.slurm.sim import PartitionSpec, SimConfig, Simulator
+
+    c = rec["cluster"]
+    settings = sim_settings(rec)
     settings.update(overrides)
-    sim = make_simulator("small", load=0, seed=0, priority="fifo", backfill="easy", **settings)
-    return play(sim, advance=lambda s: sim.run_until(sim.now() + s), tag="simreal")
+    first_submit = min(j["submit"] for j in rec["jobs"])
+    sim = Simulator(SimConfig(
+        partitions=(PartitionSpec("main", nodes=c["nodes"], cores_per_node=c["cpus"], mem_per_node_mb=c["mem_mb"],
+                                  max_time_s=None, default=True),),
+        start_time=float(int(first_submit)) - 1.0, **settings))
+    ids: dict[str, int] = {}
+    for job in sorted(rec["jobs"], key=lambda j: (j["submit"], j["job_id"])):
+        sim.run_until(job["submit"])
+        dep = None
+        if job["dep_type"]:
+            dep = Dependency(DependencyType(job["dep_type"]), tuple(ids[d] for d in job["dep_on"]))
+        if job["oom_after_s"] is not None:
+            # the program exceeds --mem once its allocation is done; slurmd samples memory every
+            # second (JobAcctGatherFrequency=task=1): the kill comes ~1.5 s after oom_after_s
+            oom_at = job["oom_after_s"] + 1.5
+            truth = SimTruth(runtime_s=oom_at / 0.5, peak_mem_mb=2.0 * job["mem_mb"] * job["nodes"])
+        else:
+            truth = SimTruth(runtime_s=float(job["runtime_s"]), exit_code=int(job["exit_code"] or 0))
+        ids[job["label"]] = sim.submit(JobRequest(
+            name=job["label"], command="true", partition="main", nodes=job["nodes"], ntasks=job["nodes"],
+            cpus_per_task=job["cpus_per_node"], mem_mb=job["mem_mb"], time_limit_s=job["limit_s"],
+            dependency=dep, truth=truth))
+    sim.run_until(first_submit + 3 * 3600)
+    out = {}
+    for label, jid in ids.items():
+        st = sim.poll([jid])[jid]
+        # Slurm records whole seconds (time(NULL))
+        out[label] = {"start": None if st.start_time is None else float(math.floor(st.start_time)),
+                      "end": None if st.end_time is None else float(math.floor(st.end_time)),
+                      "state": st.state.value}
+    return out
 
 
-def order(outcomes: list[Outcome]) -> list[str]:
-    started = [o for o in outcomes if o.start_s is not None]
-    return [o.label.split()[0] for o in sorted(started, key=lambda o: (round(o.start_s), o.label))]
+# ====================================================================== comparison ============
+def kendall_tau(a: list[float], b: list[float]) -> float:
+    """Kendall's tau-b of two paired lists (ties allowed)."""
+    n = len(a)
+    conc = disc = ties_a = ties_b = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            da, db = a[i] - a[j], b[i] - b[j]
+            if da == 0 and db == 0:
+                continue
+            if da == 0:
+                ties_a += 1
+            elif db == 0:
+                ties_b += 1
+            elif (da > 0) == (db > 0):
+                conc += 1
+            else:
+                disc += 1
+    denom = ((conc + disc + ties_a) * (conc + disc + ties_b)) ** 0.5
+    return (conc - disc) / denom if denom else 1.0
 
 
-def table(real: list[Outcome], sim: list[Outcome]) -> str:
-    def fmt(v: float | None) -> str:
-        return "-" if v is None else f"{v:.0f}"
+def compare(rec: dict, sim: dict[str, dict]) -> dict:
+    real = {j["label"]: j for j in rec["jobs"]}
+    both = [lab for lab in real if real[lab]["start"] is not None and sim[lab]["start"] is not None]
+    rs = [real[lab]["start"] for lab in both]
+    ss = [sim[lab]["start"] for lab in both]
+    diffs = sorted(abs(s - r) for r, s in zip(rs, ss))
+    rank_r = {lab: i for i, lab in enumerate(sorted(both, key=lambda x: (real[x]["start"], real[x]["job_id"])))}
+    rank_s = {lab: i for i, lab in enumerate(sorted(both, key=lambda x: (sim[x]["start"], real[x]["job_id"])))}
+    same_pos = sum(rank_r[x] == rank_s[x] for x in both) / len(both) if both else 0.0
+    states_same = sum(real[lab]["state"] == sim[lab]["state"] for lab in real) / len(real)
+    end_diffs = sorted(abs(sim[lab]["end"] - real[lab]["end"]) for lab in real
+                       if real[lab]["end"] is not None and sim[lab]["end"] is not None
+                       and real[lab]["start"] is not None)
+    median = diffs[len(diffs) // 2] if len(diffs) % 2 else (diffs[len(diffs) // 2 - 1] + diffs[len(diffs) // 2]) / 2
+    return {"scenario": rec["scenario"], "jobs": len(real), "started_both": len(both),
+            "kendall_tau": round(kendall_tau(rs, ss), 4), "same_position": round(same_pos, 3),
+            "median_abs_start_diff_s": round(median, 2), "max_abs_start_diff_s": round(diffs[-1], 2),
+            "median_abs_end_diff_s": round(end_diffs[len(end_diffs) // 2], 2) if end_diffs else None,
+            "same_final_state": round(states_same, 3),
+            "met": kendall_tau(rs, ss) >= TARGET_TAU and median <= TARGET_MEDIAN_S}
 
-    lines = ["| job | real start (s) | sim start (s) | sim - real (s) | real end | sim end |",
-             "|---|---:|---:|---:|---:|---:|"]
-    for r, s in zip(real, sim, strict=True):
-        diff = None if r.start_s is None or s.start_s is None else s.start_s - r.start_s
-        lines.append(f"| {r.label} | {fmt(r.start_s)} | {fmt(s.start_s)} | {fmt(diff)} | {fmt(r.end_s)} | {fmt(s.end_s)} |")
+
+def load_recordings(names: list[str] | None = None) -> list[dict]:
+    out = []
+    for path in sorted(DATA_DIR.glob("*.json")):
+        rec = json.loads(path.read_text())
+        if names and rec["scenario"] not in names:
+            continue
+        out.append(rec)
+    return out
+
+
+def table(results: list[dict]) -> str:
+    lines = ["| scenario | jobs | Kendall tau | same position | median / max abs start diff (s) | "
+             "median abs end diff (s) | same final state | target met |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for r in results:
+        lines.append(f"| {r['scenario']} | {r['jobs']} | {r['kendall_tau']:.3f} | {r['same_position']:.2f} | "
+                     f"{r['median_abs_start_diff_s']:.1f} / {r['max_abs_start_diff_s']:.0f} | "
+                     f"{r['median_abs_end_diff_s']} | {r['same_final_state']:.2f} | "
+                     f"{'met' if r['met'] else 'not met'} |")
     return "\n".join(lines)
 
 
-def compare(real: list[Outcome], sim: list[Outcome]) -> dict:
-    diffs = [abs(s.start_s - r.start_s) for r, s in zip(real, sim, strict=True)
-             if r.start_s is not None and s.start_s is not None]
-    return {"real_order": order(real), "sim_order": order(sim), "same_order": order(real) == order(sim),
-            "max_abs_start_diff_s": max(diffs) if diffs else None,
-            "mean_abs_start_diff_s": sum(diffs) / len(diffs) if diffs else None}
-
-
 def main_with(args: argparse.Namespace) -> int:
-    sim = run_sim()
-    if args.sim_only:
-        real = sim
-    else:
-        real = run_real(args.slurm_conf)
-    summary = compare(real, sim)
-    if REAL_CALLS:
-        summary["real_slurm_calls"] = dict(REAL_CALLS)
-    md = table(real, sim)
-    print(md)
-    print(json.dumps(summary, indent=2))
-    if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.with_suffix(".json").write_text(json.dumps(
-            {"real": [asdict(o) for o in real], "sim": [asdict(o) for o in sim], **summary}, indent=2))
-        out.with_suffix(".md").write_text(md + "\n")
-    ok = all(o.state == JobState.COMPLETED.value for o in real + sim)
-    return 0 if ok else 1
+    names = args.scenario or None
+    if args.record:
+        script = Path(args.cluster_script)
+        all_sc = scenarios()
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        for name in names or list(all_sc):
+            if name not in all_sc:
+                print(f"unknown scenario {name!r}; scenarios: {', '.join(all_sc)}", file=sys.stderr)
+                return 2
+            print(f"recording {name} ...", file=sys.stderr, flush=True)
+            rec = record(all_sc[name], script)
+            (DATA_DIR / f"{name}.json").write_text(json.dumps(rec, indent=1) + "\n")
+    recs = load_recordings(names)
+    if not recs:
+        print(f"no recorded scenarios in {DATA_DIR}; record them with --record", file=sys.stderr)
+        return 2
+    overrides = {}
+    if args.backfill:
+        overrides["backfill"] = args.backfill
+    results = [compare(rec, replay(rec, **overrides)) for rec in recs]
+    print(table(results))
+    if args.json:
+        print(json.dumps(results, indent=2))
+    return 0
 
 
 def _add_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", help="write <out>.json and <out>.md")
-    p.add_argument("--slurm-conf", help="default: $SLURM_CONF")
-    p.add_argument("--sim-only", action="store_true", help="skip the real cluster (checks the scenario only)")
+    p.add_argument("--record", action="store_true",
+                   help="record the scenarios on the local cluster first (needs root; ~20 min)")
+    p.add_argument("--scenario", action="append", help="only this scenario (repeatable)")
+    p.add_argument("--backfill", choices=["slurm", "easy", "none"], help="replay with this backfill model")
+    p.add_argument("--json", action="store_true", help="also print the numbers as JSON")
+    p.add_argument("--cluster-script", default=str(Path(__file__).resolve().parents[2] / "slurm-scripts"
+                                                   / "local-cluster.sh"), help=argparse.SUPPRESS)
 
 
 def register(subparsers) -> None:  # noqa: ANN001
-    p = subparsers.add_parser("sim-vs-real", help="the simulator against the local real Slurm")
+    p = subparsers.add_parser("sim-vs-real", help="the simulator against runs recorded on the local real Slurm")
     _add_args(p)
     p.set_defaults(func=main_with)
 

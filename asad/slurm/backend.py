@@ -81,6 +81,7 @@ class SimTruth:
     peak_mem_mb: float | None = None
     cpu_efficiency: float = 1.0
     wait_for: tuple[int, ...] = ()
+    exit_code: int = 0  # non-zero: the job ends FAILED with this code after runtime_s
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ __all__ = ["Simulator", "SimConfig", "PartitionSpec", "WallClockSimulator", "Dep
 
 
 def make_simulator(preset: str = "small", load: float | dict[str, float] | None = None, seed: int = 0,
-                   priority: str = "fifo", backfill: str = "easy", start_time: float | None = None,
+                   priority: str = "fifo", backfill: str = "slurm", start_time: float | None = None,
                    **overrides: object) -> ClosedLoopSimulator:
     """A simulator of a named preset (see :func:`simulator_config` for the arguments), whose
     background users stop submitting when their jobs pile up (``load_sim.py``)."""
@@ -31,7 +31,7 @@ def make_simulator(preset: str = "small", load: float | dict[str, float] | None 
 
 
 def simulator_config(preset: str = "small", load: float | dict[str, float] | None = None, seed: int = 0,
-                     priority: str = "fifo", backfill: str = "easy", start_time: float | None = None,
+                     priority: str = "fifo", backfill: str = "slurm", start_time: float | None = None,
                      **overrides: object) -> SimConfig:
     """The configuration of a named preset. ``load``: None = the preset's default per partition,
     0 = an empty cluster, x = every partition at offered load x, or a dict per partition name.

@@ -45,6 +45,7 @@ class PartitionState:
         self.cores = spec.cores_per_node
         self.mem = spec.mem_per_node_mb
         self.speed = spec.speed
+        self.select = "bestfit"  # or "consec" (select/cons_tres); set by the simulator
         self.free_c = [self.cores] * self.n
         self.free_m = [self.mem] * self.n
         # numpy mirrors of free_c/free_m for the vectorised planner (lists are faster per node)
@@ -69,16 +70,28 @@ class PartitionState:
         self._prof_shape: tuple[int, int] | None = None
         self._prof_times: np.ndarray | None = None
         self._dirty: set[int] = set()
+        # fit_times() cache across backfill passes: per shape, the times and how far into the
+        # change log they are up to date
+        self._change_log: list[int] = []
+        self._fit_cache: dict[tuple[int, int], tuple[np.ndarray, int]] = {}
 
     # ---- capacity checks -------------------------------------------------------------------
     def fits_empty(self, nodes: int, cores: int, mem_mb: int) -> bool:
         return nodes <= self.n and cores <= self.cores and mem_mb <= self.mem
 
     def find_nodes(self, nodes: int, cores: int, mem_mb: int,
-                   allow: Callable[[int], bool] | None = None) -> list[int] | None:
-        """Best fit: nodes with the fewest free cores that still hold the job; None if too few."""
+                   allow: Callable[[int], bool] | None = None,
+                   blocked: list[int] | None = None) -> list[int] | None:
+        """Nodes for a job now, or None if too few hold it. ``select`` decides which: "consec"
+        is select/cons_tres's default, "bestfit" the nodes with the fewest free cores."""
         if nodes * cores > self.free_cores_total:
             return None
+        if self.select == "consec":
+            return self._find_consec(nodes, cores, mem_mb, allow, blocked)
+        if blocked:
+            held = set(blocked)
+            inner = allow
+            allow = (lambda node: node not in held and inner(node)) if inner else (lambda node: node not in held)
         buckets = self.buckets
         if nodes > 1 and sum(len(buckets[k]) for k in range(cores, self.cores + 1)) < nodes:
             return None
@@ -94,6 +107,49 @@ class PartitionState:
                     if len(chosen) == nodes:
                         return chosen
         return None
+
+    def _find_consec(self, nodes: int, cores: int, mem_mb: int, allow: Callable[[int], bool] | None,
+                     blocked: list[int] | None) -> list[int] | None:
+        """cons_tres's ``_eval_nodes`` without topology or weights: usable nodes form runs of
+        consecutive nodes; take the tightest run that holds the rest of the job (else the biggest
+        run, and go on), from its first node, except that the last node is the one with the
+        fewest free cores in the run (a single-node best fit)."""
+        free_c = self.np_free_c
+        ok = (free_c >= cores) & (self.np_free_m >= mem_mb)
+        if blocked:
+            ok[blocked] = False
+        idx = np.flatnonzero(ok)
+        if allow is not None:
+            idx = np.array([i for i in idx.tolist() if allow(i)], dtype=np.int64)
+        if len(idx) < nodes:
+            return None
+        if len(idx) == 1:
+            return [int(idx[0])]
+        cut = np.flatnonzero(np.diff(idx) != 1) + 1
+        starts = np.concatenate([[0], cut])
+        ends = np.concatenate([cut, [len(idx)]])
+        free = free_c[idx]
+        run_cpus = np.add.reduceat(free, starts)
+        run_n = ends - starts
+        alive = np.ones(len(starts), dtype=bool)
+        chosen: list[int] = []
+        rem = nodes
+        while rem > 0:
+            suff = alive & (run_cpus >= rem * cores) & (run_n >= rem)
+            if suff.any():
+                r = int(np.argmin(np.where(suff, run_cpus, np.iinfo(np.int64).max)))
+            else:
+                r = int(np.argmax(np.where(alive, run_cpus, -1)))
+            alive[r] = False
+            a, b = int(starts[r]), int(ends[r])
+            if rem == 1:
+                sub = free[a:b]
+                chosen.append(int(idx[a + int(np.argmin(sub))]))  # all hold the job: tightest
+                return chosen
+            take = min(rem, b - a)
+            chosen.extend(int(x) for x in idx[a: a + take])
+            rem -= take
+        return chosen
 
     def max_free_cores(self) -> int:
         buckets = self.buckets
@@ -153,6 +209,7 @@ class PartitionState:
             node_slots[node].remove(slot)
             dirty.add(node)
             del self.piece_info[slot]
+        self._change_log.extend(nodes)
 
     def _add_piece(self, end: float, node: int, cores: int, mem_mb: int) -> int:
         if self.p_free:
@@ -170,6 +227,7 @@ class PartitionState:
         self.node_slots[node].append(slot)
         self.piece_info[slot] = (end, cores, mem_mb)
         self._dirty.add(node)
+        self._change_log.append(node)
         return slot
 
     def _grow(self) -> None:
@@ -214,6 +272,25 @@ class PartitionState:
             self._prof_shape, self._prof_times = shape, times
         self._dirty.clear()
         return self._pick(times, nodes, cores, mem_mb, duration_s, now, None, None)
+
+    def fit_times(self, cores: int, mem_mb: int, now: float) -> np.ndarray:
+        """Per node, the first time it holds ``cores`` and ``mem_mb`` with every running job
+        ending at its time limit (inf: never; a time <= now: free already). A copy, kept up to
+        date between calls by recomputing only the nodes whose allocations changed."""
+        log = self._change_log
+        if len(log) > 8 * self.n + 4096:  # compact: drop caches that are far behind
+            self._fit_cache.clear()
+            log.clear()
+        key = (cores, mem_mb)
+        hit = self._fit_cache.get(key)
+        if hit is None or len(log) - hit[1] > self.n:
+            times = self._profile(cores, mem_mb, now, ())[0]
+        else:
+            times = hit[0]
+            for node in set(log[hit[1]:]):
+                times[node] = self._node_time(node, cores, mem_mb, now)
+        self._fit_cache[key] = (times, len(log))
+        return times.copy()
 
     def _node_time(self, node: int, cores: int, mem_mb: int, now: float) -> float:
         fc, fm = self.free_c[node], self.free_m[node]

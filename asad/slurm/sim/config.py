@@ -39,18 +39,39 @@ class SimConfig:
     start_time: float = DEFAULT_START_TIME
     seed: int = 0
     priority: str = "fifo"  # "fifo" (priority/basic) or "multifactor"
-    backfill: str = "easy"  # "easy" or "none"
-    # Reservations made by each backfill pass: for the first K blocked jobs in each partition
-    # (1 = EASY). Slurm itself reserves for every job it tests (K = bf_max_job_test).
+    # "slurm": sched/backfill as Slurm 22.05 runs it (a planned start for every job it tests);
+    # "easy": reservations for the first ``bf_reservations`` blocked jobs only; "none".
+    backfill: str = "slurm"
+    # EASY only: reservations for the first K blocked jobs in each partition (1 = EASY).
     bf_reservations: int = 1
     bf_interval_s: float = 30.0  # slurm.conf SchedulerParameters=bf_interval
     bf_max_job_test: int = 500  # bf_max_job_test: backfill looks at most this deep into the queue
+    bf_resolution_s: float = 60.0  # bf_resolution: planned starts/ends are rounded down to this
+    bf_window_s: float = 86400.0  # bf_window: no plans for starts later than this ahead
     sched_interval_s: float = 60.0  # full main pass (sched_interval)
     default_queue_depth: int = 100  # jobs tested by an event-triggered main pass
+    # Node choice: "consec" = select/cons_tres's default (runs of consecutive nodes, tightest run);
+    # "bestfit" = the nodes with the fewest free cores.
+    node_select: str = "consec"
+    # A submission asks for a main pass that slurmctld's background loop (a tick every second)
+    # runs once batch_sched_delay has passed since its last one; None = a main pass at once.
+    batch_sched_delay_s: float | None = None
+    # slurmctld's periodic timers (backfill, main pass, priority recalculation, time-limit check)
+    # tick at timer_origin_s + k * interval: the daemon's boot time sets their phase.
+    timer_origin_s: float = 0.0
+    bf_origin_s: float | None = None  # the backfill thread's own phase (None: timer_origin_s)
+    prio_origin_s: float | None = None  # the priority recalculation's phase (None: timer_origin_s)
+    time_limit_check_s: float = 30.0  # PERIODIC_TIMEOUT: how often slurmctld checks time limits
+    over_time_limit_s: float = 0.0  # OverTimeLimit (in seconds here; minutes in slurm.conf)
     priority_calc_period_s: float = 300.0  # PriorityCalcPeriod (multifactor only)
     weight_age: float = 1000.0  # PriorityWeightAge
-    weight_size: float = 100.0  # PriorityWeightJobSize (bigger jobs first: PriorityFavorSmall=NO)
+    weight_size: float = 100.0  # PriorityWeightJobSize
     max_age_s: float = 7 * 86400.0  # PriorityMaxAge
+    priority_favor_small: bool = False  # PriorityFavorSmall
+    priority_flags: tuple[str, ...] = ()  # PriorityFlags: ACCRUE_ALWAYS, SMALL_RELATIVE_TO_TIME
+    # Between the start slurmctld records and the job's program running (launch, prolog); the
+    # local cluster's recorded runs show it is under a second.
+    launch_delay_s: float = 0.0
     oom_time_fraction: float = 0.5  # an OOM kill happens at this fraction of the true run time
     # A job submitted without SimTruth runs for this fraction of its time limit and completes.
     untruthed_runtime_fraction: float = 0.5
@@ -79,8 +100,16 @@ class SimConfig:
             raise ValueError(f"duplicate partition names: {names}")
         if self.priority not in ("fifo", "multifactor"):
             raise ValueError(f"priority must be 'fifo' or 'multifactor', got {self.priority!r}")
-        if self.backfill not in ("easy", "none"):
-            raise ValueError(f"backfill must be 'easy' or 'none', got {self.backfill!r}")
+        if self.backfill not in ("slurm", "easy", "none"):
+            raise ValueError(f"backfill must be 'slurm', 'easy' or 'none', got {self.backfill!r}")
+        if self.node_select not in ("consec", "bestfit"):
+            raise ValueError(f"node_select must be 'consec' or 'bestfit', got {self.node_select!r}")
+        if self.bf_resolution_s <= 0 or self.bf_interval_s <= 0 or self.sched_interval_s <= 0:
+            raise ValueError("bf_resolution_s, bf_interval_s and sched_interval_s must be positive")
+        unknown_flags = set(self.priority_flags) - {"ACCRUE_ALWAYS", "SMALL_RELATIVE_TO_TIME"}
+        if unknown_flags:
+            raise ValueError(f"unknown priority_flags {sorted(unknown_flags)}; known: ACCRUE_ALWAYS, "
+                             "SMALL_RELATIVE_TO_TIME")
         if self.bf_reservations < 1:
             raise ValueError("bf_reservations must be at least 1")
         if not 0.0 < self.oom_time_fraction <= 1.0:

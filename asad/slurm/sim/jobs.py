@@ -24,7 +24,8 @@ class SimJob:
         "start_time", "end_time", "state", "wait_reason", "begin", "dependency", "deps_left",
         "dep_time", "runtime_s", "peak_mem_mb", "cpu_efficiency", "wait_for", "barrier_left",
         "work_start", "background", "alloc_nodes", "slots", "token", "sort_key", "queued",
-        "exit_code", "signal", "seen_pass", "res_time_min", "dependents", "user",
+        "exit_code", "signal", "seen_pass", "res_time_min", "dependents", "user", "accrue_time",
+        "fail_code",
     )
 
     def __init__(self, job_id: int, name: str, parts: list[PartitionState], nodes: int, cpus: int,
@@ -69,6 +70,8 @@ class SimJob:
         self.res_time_min: float | None = None  # earliest backfill reservation ever given
         self.dependents: list[SimJob] | None = None
         self.user = False
+        self.accrue_time = submit_time  # when multifactor's age starts (the eligible time)
+        self.fail_code = 0  # true exit code: non-zero ends the job FAILED
 
     @property
     def mem_total_mb(self) -> int:

@@ -6,12 +6,12 @@ imposes on itself:
 - **Main pass** (``schedule()``): jobs in priority order; the first job that cannot start in a
   partition blocks that partition for every lower-priority job of this pass. An event-triggered
   pass tests at most ``default_queue_depth`` jobs; a full pass runs every ``sched_interval``.
-- **Backfill** (every ``bf_interval``, at most ``bf_max_job_test`` jobs deep): each job that can
-  start now without delaying a reservation starts; the first K blocked jobs of each partition
-  get a reservation (K = 1 is EASY).
+- **Backfill** (every ``bf_interval``, at most ``bf_max_job_test`` jobs deep): ``slurm`` plans a
+  start for every job it tests and starts a lower job only where it delays none of those plans
+  (see ``backfill.py``); ``easy`` reserves for the first K blocked jobs of each partition only.
 - **Priority**: ``fifo`` orders by job id (submission order, like ``priority/basic``: a job held
-  by a dependency keeps its place). ``multifactor`` is age (from the eligible time, capped at
-  ``max_age``) plus job size, recomputed every ``PriorityCalcPeriod``.
+  by a dependency keeps its place). ``multifactor`` is Slurm's integer age + job-size priority
+  (see ``priority.py``), recomputed every ``PriorityCalcPeriod``.
 """
 
 from __future__ import annotations
@@ -22,9 +22,11 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 
+from asad.slurm.sim import backfill as slurm_backfill
 from asad.slurm.sim.cluster import PartitionState, Reservation
 from asad.slurm.sim.config import SimConfig
 from asad.slurm.sim.jobs import SimJob
+from asad.slurm.sim.priority import Multifactor
 
 StartFn = Callable[[SimJob, PartitionState, list[int]], None]
 
@@ -70,7 +72,7 @@ class JobQueue:
         self.a_cpus[i] = job.cpus
         self.a_mem[i] = job.mem_per_node_mb
         self.a_limit[i] = job.time_limit_s
-        self.a_elig[i] = job.eligible_time
+        self.a_elig[i] = job.accrue_time
         self.a_id[i] = job.job_id
         self.a_live[i] = True
 
@@ -109,13 +111,13 @@ class JobQueue:
     def compact(self) -> None:
         self._rebuild([j for j in self.jobs if j.queued])
 
-    def reprioritise(self, priority_of: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> None:
+    def reprioritise(self, priority_of: Callable[..., np.ndarray]) -> None:
         """Recompute every live job's priority at once and re-sort (multifactor's periodic
         recalculation), permuting the shape arrays instead of rebuilding them job by job."""
         n = len(self.jobs)
         live = np.flatnonzero(self.a_live[:n])
         ids = self.a_id[live]
-        prio = priority_of(self.a_elig[live], self.a_cpus[live])
+        prio = priority_of(self.a_elig[live], self.a_nodes[live], self.a_cpus[live], self.a_limit[live])
         order = np.lexsort((ids, -prio))
         sel = live[order]
         old_jobs = self.jobs
@@ -166,15 +168,14 @@ class Scheduler:
         self.backfill_starts = 0
         self.eligible_count = 0
         self.fast_path = True  # tests switch it off to check the fast path changes nothing
-        self._size_norm = max(p.spec.total_cpus for p in parts)
+        self.multifactor = Multifactor(config)
 
     # ---- queue membership ------------------------------------------------------------------
-    def priority(self, job: SimJob, now: float) -> float:
-        cfg = self.config
-        age = min(max(0.0, now - (job.eligible_time or now)), cfg.max_age_s) / cfg.max_age_s
-        return cfg.weight_age * age + cfg.weight_size * job.cpus / self._size_norm
+    def priority(self, job: SimJob, now: float) -> int:
+        return self.multifactor.of_job(now, job.accrue_time, job.nodes, job.cpus, job.time_limit_s)
 
     def enqueue(self, job: SimJob, now: float) -> None:
+        job.accrue_time = self.multifactor.accrue_time(job.submit_time, job.eligible_time)
         if self.config.priority == "multifactor":
             job.sort_key = (-self.priority(job, now), job.job_id)
         job.queued = True
@@ -191,12 +192,11 @@ class Scheduler:
             self.queues[part.index].remove(job)
 
     def recalc_priorities(self, now: float) -> None:
-        cfg = self.config
+        mf = self.multifactor
 
-        def priority_of(elig: np.ndarray, cpus: np.ndarray) -> np.ndarray:
-            # the same arithmetic, in the same order, as priority() for one job
-            age = np.minimum(np.maximum(0.0, now - elig), cfg.max_age_s) / cfg.max_age_s
-            return cfg.weight_age * age + cfg.weight_size * cpus / self._size_norm
+        def priority_of(accrue: np.ndarray, nodes: np.ndarray, cpus: np.ndarray,
+                        limit: np.ndarray) -> np.ndarray:
+            return mf.of_arrays(now, accrue, nodes, cpus, limit)
 
         for queue in self.queues:
             queue.reprioritise(priority_of)
@@ -309,6 +309,10 @@ class Scheduler:
             part.reservations = []
         if not self.eligible_count:
             return 0
+        if cfg.backfill == "slurm":
+            started = slurm_backfill.backfill_pass(self, now)
+            self.backfill_starts += started
+            return started
         if len(parts) == 1 and self.fast_path:
             started = self._backfill_one_partition(now)
             self.backfill_starts += started

@@ -27,7 +27,7 @@ from asad.slurm.sim.config import SimConfig
 from asad.slurm.sim.jobs import WAIT_BEGIN, WAIT_DEPENDENCY, WAIT_NEVER, SimJob
 from asad.slurm.sim.scheduler import Scheduler
 
-EV_END, EV_ELIGIBLE, EV_ARRIVAL, EV_GEN, EV_MAIN, EV_BF, EV_PRIO, EV_PASS = range(8)
+EV_END, EV_ELIGIBLE, EV_ARRIVAL, EV_GEN, EV_MAIN, EV_BF, EV_PRIO, EV_PASS, EV_LOOP_PASS = range(9)
 NEVER = -1.0  # a dependency that can no longer be satisfied
 _DEP_KIND, _BARRIER_KIND = 0, 1
 _FAIL_SIGNAL = {JobState.TIMEOUT: 15, JobState.CANCELLED: 15, JobState.OUT_OF_MEMORY: 9}
@@ -42,6 +42,10 @@ class Simulator:
         config.validate()
         self.config = config
         self.parts = [PartitionState(spec, i) for i, spec in enumerate(config.partitions)]
+        for part in self.parts:
+            part.select = config.node_select
+        self._last_loop_pass = -math.inf  # the background loop's last main pass
+        self._loop_pass_armed = False
         self._by_name = {p.name: p for p in self.parts}
         defaults = [p for p in self.parts if p.spec.default]
         self._default_part = defaults[0] if defaults else self.parts[0]
@@ -122,13 +126,14 @@ class Simulator:
             job.peak_mem_mb = truth.peak_mem_mb
             job.cpu_efficiency = truth.cpu_efficiency
             job.wait_for = tuple(int(j) for j in truth.wait_for)
+            job.fail_code = int(truth.exit_code)
         job.begin = req.begin
         job.dependency = req.dependency
         self.jobs[job.job_id] = job
         self._user_jobs.append(job)
         self.counters["submitted"] += 1
         self._arrive(job, dep_targets)
-        self._push(self._now, EV_PASS, None, 0)
+        self._request_pass()
         return job.job_id
 
     def cancel(self, job_ids: list[int]) -> None:
@@ -389,7 +394,7 @@ class Simulator:
                 return
             if pending:
                 job.barrier_left = pending
-                self._plan_end(job, now + job.time_limit_s, JobState.TIMEOUT)
+                self._plan_end(job, self._kill_time(job), JobState.TIMEOUT)
                 return
         self._plan_work(job, now)
 
@@ -403,18 +408,30 @@ class Simulator:
         if job.barrier_left == 0:
             self._plan_work(job, self._now)
 
+    def _kill_time(self, job: SimJob) -> float:
+        """When slurmctld kills a job for its time limit: at the first periodic time-limit check
+        (every 30 s, PERIODIC_TIMEOUT) at or after start + limit + OverTimeLimit; that check's
+        time is the end Slurm records."""
+        cfg = self.config
+        due = job.start_time + job.time_limit_s + cfg.over_time_limit_s
+        return _tick_at_or_after(due, cfg.time_limit_check_s, cfg.timer_origin_s)
+
     def _plan_work(self, job: SimJob, work_start: float) -> None:
         """The job's real work begins: decide how and when it ends from its hidden truth."""
         job.work_start = work_start
         runtime = job.runtime_s / job.part.speed
-        deadline = job.start_time + job.time_limit_s
+        if work_start == job.start_time:
+            work_start += self.config.launch_delay_s
+        kill_at = self._kill_time(job)
         if job.peak_mem_mb is not None and job.peak_mem_mb > job.mem_total_mb:
             oom_at = work_start + runtime * self.config.oom_time_fraction
-            if oom_at < deadline:
+            if oom_at < kill_at:
                 self._plan_end(job, oom_at, JobState.OUT_OF_MEMORY)
                 return
-        if work_start + runtime >= deadline:  # reaching the limit means being killed at it
-            self._plan_end(job, deadline, JobState.TIMEOUT)
+        if work_start + runtime >= kill_at:  # still running at the check: killed there
+            self._plan_end(job, kill_at, JobState.TIMEOUT)
+        elif job.fail_code:
+            self._plan_end(job, work_start + runtime, JobState.FAILED)
         else:
             self._plan_end(job, work_start + runtime, JobState.COMPLETED)
 
@@ -434,7 +451,8 @@ class Simulator:
     def _record_end(self, job: SimJob, state: JobState, t: float) -> None:
         job.state = state
         job.end_time = t
-        job.exit_code = 0 if state is JobState.COMPLETED else (1 if state is JobState.FAILED else 0)
+        job.exit_code = 0 if state is JobState.COMPLETED else (
+            (job.fail_code or 1) if state is JobState.FAILED else 0)
         job.signal = _FAIL_SIGNAL.get(state)
         self.counters["finished"] += 1
         self.final_states[state.value] = self.final_states.get(state.value, 0) + 1
@@ -470,6 +488,11 @@ class Simulator:
             elif kind == EV_MAIN:
                 self._armed[0] = False
                 self._full_pass_wanted = True
+                self._last_loop_pass = t
+            elif kind == EV_LOOP_PASS:
+                self._loop_pass_armed = False
+                self._pass_wanted = True
+                self._last_loop_pass = t
             elif kind == EV_PASS:
                 self._pass_wanted = True
             elif kind == EV_ELIGIBLE:
@@ -491,6 +514,7 @@ class Simulator:
         if self._prio_wanted:
             self._prio_wanted = False
             sched.recalc_priorities(now)
+            self._changes += 1  # new priorities: backfill must look again
         if self._full_pass_wanted:
             self._full_pass_wanted = self._pass_wanted = False
             sched.main_pass(None)
@@ -499,7 +523,7 @@ class Simulator:
             sched.main_pass(self.config.default_queue_depth)
         if self._bf_wanted:
             self._bf_wanted = False
-            if self.config.backfill == "easy":
+            if self.config.backfill != "none":
                 if self._changes == self._bf_changes_seen:
                     # Nothing started, ended or arrived since the last pass: it would find
                     # exactly the same answer, so keep its reservations.
@@ -509,15 +533,18 @@ class Simulator:
                     self._bf_changes_seen = self._changes
         if sched.eligible_count:
             cfg = self.config
+            origin = cfg.timer_origin_s
             if not self._armed[0]:
                 self._armed[0] = True
-                self._push(_next_tick(now, cfg.sched_interval_s), EV_MAIN, None, 0)
-            if not self._armed[1] and cfg.backfill == "easy":
+                self._push(_next_tick(now, cfg.sched_interval_s, origin), EV_MAIN, None, 0)
+            if not self._armed[1] and cfg.backfill != "none":
                 self._armed[1] = True
-                self._push(_next_tick(now, cfg.bf_interval_s), EV_BF, None, 0)
+                bf_origin = origin if cfg.bf_origin_s is None else cfg.bf_origin_s
+                self._push(_next_tick(now, cfg.bf_interval_s, bf_origin), EV_BF, None, 0)
             if not self._armed[2] and cfg.priority == "multifactor":
                 self._armed[2] = True
-                self._push(_next_tick(now, cfg.priority_calc_period_s), EV_PRIO, None, 0)
+                prio_origin = origin if cfg.prio_origin_s is None else cfg.prio_origin_s
+                self._push(_next_tick(now, cfg.priority_calc_period_s, prio_origin), EV_PRIO, None, 0)
 
     # ================================================================== background load =====
     def _generate(self, t: float) -> None:
@@ -538,7 +565,23 @@ class Simulator:
         job.eligible_time = self._now
         self.sched.enqueue(job, self._now)
         self._changes += 1
-        self._pass_wanted = True
+        self._request_pass()
+
+    def _request_pass(self) -> None:
+        """A submission: slurmctld's ``queue_job_scheduler()``. Its background loop (a tick a
+        second) runs the main pass once ``batch_sched_delay`` has passed since its last one."""
+        delay = self.config.batch_sched_delay_s
+        if delay is None:
+            self._push(self._now, EV_PASS, None, 0)
+            return
+        if self._loop_pass_armed:
+            return
+        origin = self.config.timer_origin_s
+        t = _next_tick(self._now, 1.0, origin)
+        if self._last_loop_pass > -math.inf:
+            t = max(t, _tick_at_or_after(self._last_loop_pass + delay, 1.0, origin))
+        self._loop_pass_armed = True
+        self._push(t, EV_LOOP_PASS, None, 0)
 
     def add_trace_job(self, submit_time: float, partition: str, nodes: int, cpus: int,
                       mem_per_node_mb: int, time_limit_s: int, runtime_s: float,
@@ -631,5 +674,10 @@ def _dep_status(dtype: DependencyType, target: SimJob, offset_s: float) -> float
     return target.end_time
 
 
-def _next_tick(now: float, interval: float) -> float:
-    return (math.floor(now / interval) + 1) * interval
+def _next_tick(now: float, interval: float, origin: float = 0.0) -> float:
+    """The first tick of the grid ``origin + k * interval`` strictly after ``now``."""
+    return origin + (math.floor((now - origin) / interval) + 1) * interval
+
+
+def _tick_at_or_after(t: float, interval: float, origin: float = 0.0) -> float:
+    return origin + math.ceil((t - origin) / interval) * interval

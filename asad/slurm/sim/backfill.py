@@ -1,0 +1,299 @@
+"""One pass of Slurm 22.05's sched/backfill (``src/plugins/sched/backfill/backfill.c``,
+``_attempt_backfill``), on the simulator's partitions.
+
+What it does, as Slurm does it:
+
+- Pending jobs are visited in priority order, at most ``bf_max_job_test`` of them.
+- A job starts now if it fits on nodes that no earlier job of this pass has reserved over
+  [now, now + time limit] (a reservation blocks a whole node: Slurm's backfill map is a node
+  bitmap per time slice; the reserved job's spare cores are not lent out).
+- A job that cannot start now gets a planned start: the earliest time at which enough nodes have
+  its cores and memory free, assuming every running job runs to its time limit (select/cons_tres
+  in will-run mode), on nodes not reserved for a higher job over [start, start + limit]. Its
+  nodes are reserved for [start, start + limit], both rounded down to ``bf_resolution``, unless
+  the start lies beyond ``bf_window``. Every later (lower-priority) job then works around all of
+  these plans: nothing is started that would delay any of them.
+- The nodes a plan takes are chosen like cons_tres's default node selection: the smallest run of
+  consecutive usable nodes that is big enough, from its first node.
+
+Not modelled: ``bf_continue`` and lock yielding (a simulated pass takes no time), per-user and
+per-partition limits (``bf_max_job_user`` ...), licenses, advance reservations, features,
+``bf_min_prio_reserve``. A job in several partitions plans in the one where it starts earliest.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from asad.slurm.sim.cluster import PartitionState, Reservation
+from asad.slurm.sim.jobs import SimJob
+
+if TYPE_CHECKING:
+    from asad.slurm.sim.scheduler import Scheduler
+
+INF = float("inf")
+
+
+class _PartPlan:
+    """The backfill map of one partition during one pass: reservations as whole-node intervals."""
+
+    __slots__ = ("part", "iv_node", "iv_b", "iv_e", "min_b", "times", "_arrays", "max_free", "failed",
+                 "failed_free")
+
+    def __init__(self, part: PartitionState):
+        self.part = part
+        self.iv_node: list[int] = []
+        self.iv_b: list[float] = []
+        self.iv_e: list[float] = []
+        self.min_b: dict[int, float] = {}  # node -> earliest reservation begin on it
+        self.times: dict[tuple[int, int], np.ndarray] = {}  # shape -> per-node time it fits
+        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.max_free = part.max_free_cores()
+        self.failed: list[tuple[int, int, int, float]] = []  # (shape, end) that could not start now
+        self.failed_free: list[tuple[int, int, int]] = []  # shapes that do not fit even unplanned
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._arrays is None:
+            self._arrays = (np.asarray(self.iv_node, dtype=np.int64), np.asarray(self.iv_b, dtype=float),
+                            np.asarray(self.iv_e, dtype=float))
+        return self._arrays
+
+    def node_times(self, cores: int, mem: int, now: float) -> np.ndarray:
+        key = (cores, mem)
+        t = self.times.get(key)
+        if t is None:
+            t = self.part.fit_times(cores, mem, now)
+            self.times[key] = t
+        return t
+
+    def started(self, nodes: list[int], now: float) -> None:
+        """A job started on ``nodes``: their fit times change, everything else stays."""
+        part = self.part
+        for (cores, mem), t in self.times.items():
+            for node in nodes:
+                t[node] = part._node_time(node, cores, mem, now)
+        self.max_free = part.max_free_cores()
+
+    def reserve(self, nodes: list[int], begin: float, end: float) -> None:
+        for node in nodes:
+            self.iv_node.append(node)
+            self.iv_b.append(begin)
+            self.iv_e.append(end)
+            if begin < self.min_b.get(node, INF):
+                self.min_b[node] = begin
+        self._arrays = None
+
+
+def backfill_pass(sched: Scheduler, now: float) -> int:
+    """One pass. Plans are made lazily but with exactly the eager outcome: a plan only matters to
+    a later job that could start now, so the plans of jobs that failed to start are computed (in
+    priority order) just before the first later job that fits on the free resources as they are;
+    jobs after the last such job never need theirs. ``part.reservations`` therefore lists the
+    plans that were needed, not all of them."""
+    cfg = sched.config
+    parts = sched.parts
+    plans = [_PartPlan(p) for p in parts]
+    for part in parts:
+        part.reservations = []
+    max_test = cfg.bf_max_job_test
+    if len(parts) == 1:
+        queue = sched.queues[0]
+        jobs = queue.jobs
+        order = (jobs[i] for i in range(queue.first_live(), len(jobs)))
+    else:
+        order = sched._in_order()
+    tested = started = 0
+    unplanned: list[SimJob] = []
+    # earliest time any unplanned job could start (a lower bound of its plan: plans only delay)
+    unplanned_min = INF
+    any_plan = False
+    for job in order:
+        if not job.queued:
+            continue
+        tested += 1
+        if tested > max_test:
+            break
+        free_nodes = _fits_now_ignoring_plans(job, plans)
+        if free_nodes is None:
+            unplanned.append(job)
+            if unplanned_min > now:
+                unplanned_min = min(unplanned_min, _earliest_bound(plans, job, now))
+            continue
+        res = cfg.bf_resolution_s
+        if unplanned and (unplanned_min // res) * res <= now + job.time_limit_s:
+            # an earlier job's plan might hold these nodes while this one runs: make the plans.
+            # (Otherwise every unplanned job starts after this one ends: starting it first does
+            # not change their plans, since it only delays nodes' fit times to before them; a plan
+            # holds its nodes from its start rounded down to bf_resolution.)
+            for earlier in unplanned:
+                any_plan |= _plan(cfg, earlier, plans, now)
+            unplanned.clear()
+            unplanned_min = INF
+        if not any_plan:
+            part, nodes = free_nodes
+            sched.start_fn(job, part, nodes)
+            plans[part.index].started(nodes, now)
+            started += 1
+            continue
+        if _try_start_now(sched, job, plans, now):
+            started += 1
+            continue
+        any_plan |= _plan(cfg, job, plans, now)
+    for part in parts:
+        part.reservations.sort(key=lambda r: r.start)
+    return started
+
+
+def _fits_now_ignoring_plans(job: SimJob, plans: list[_PartPlan]) -> tuple[PartitionState, list[int]] | None:
+    """Nodes the job would get now if nothing were planned (None: it cannot start now at all)."""
+    cpn, nn, mem = job.cpus_per_node, job.nodes, job.mem_per_node_mb
+    for part in job.parts:
+        plan = plans[part.index]
+        if cpn > plan.max_free or part.free_cores_total < job.cpus:
+            continue
+        for fn, fc, fm in plan.failed_free:
+            if nn >= fn and cpn >= fc and mem >= fm:
+                break
+        else:
+            nodes = part.find_nodes(nn, cpn, mem)
+            if nodes is not None:
+                return part, nodes
+            plan.failed_free.append((nn, cpn, mem))
+    return None
+
+
+def _earliest_bound(plans: list[_PartPlan], job: SimJob, now: float) -> float:
+    """A lower bound of the job's planned start: when enough nodes fit it, ignoring plans."""
+    best = INF
+    k = job.nodes
+    for part in job.parts:
+        if not part.fits_empty(k, job.cpus_per_node, job.mem_per_node_mb):
+            continue
+        times = plans[part.index].node_times(job.cpus_per_node, job.mem_per_node_mb, now)
+        if np.count_nonzero(np.isfinite(times)) >= k:
+            best = min(best, max(now, float(np.partition(times, k - 1)[k - 1])))
+    return best
+
+
+def _plan(cfg, job: SimJob, plans: list[_PartPlan], now: float) -> bool:  # noqa: ANN001
+    """Give a job that cannot start now its planned start; False if it gets none."""
+    best: tuple[float, list[int], _PartPlan] | None = None
+    for part in job.parts:
+        plan = plans[part.index]
+        got = _planned_start(plan, job, now)
+        if got is not None and (best is None or got[0] < best[0]):
+            best = (got[0], got[1], plan)
+    if best is None or best[0] > now + cfg.bf_window_s:
+        return False  # never fits, or too far ahead to plan for
+    t_start, nodes, plan = best
+    res = cfg.bf_resolution_s
+    plan.reserve(nodes, (t_start // res) * res, ((t_start + job.time_limit_s) // res) * res)
+    plan.part.reservations.append(Reservation(
+        job_id=job.job_id, start=t_start, end=t_start + job.time_limit_s, nodes=nodes,
+        cores=job.cpus_per_node, mem_mb=job.mem_per_node_mb, slack_c={n: 0 for n in nodes},
+        slack_m={n: 0 for n in nodes}))
+    if job.res_time_min is None or t_start < job.res_time_min:
+        job.res_time_min = t_start
+    return True
+
+
+def _try_start_now(sched: Scheduler, job: SimJob, plans: list[_PartPlan], now: float) -> bool:
+    cpn, nn, mem = job.cpus_per_node, job.nodes, job.mem_per_node_mb
+    end = now + job.time_limit_s
+    for part in job.parts:
+        plan = plans[part.index]
+        if cpn > plan.max_free or part.free_cores_total < job.cpus:
+            continue
+        for fn, fc, fm, fe in plan.failed:
+            if nn >= fn and cpn >= fc and mem >= fm and end >= fe:
+                break
+        else:
+            held = [node for node, b in plan.min_b.items() if b <= end]
+            nodes = part.find_nodes(nn, cpn, mem, blocked=held)
+            if nodes is not None:
+                sched.start_fn(job, part, nodes)
+                plan.started(nodes, now)
+                return True
+            plan.failed.append((nn, cpn, mem, end))
+    return False
+
+
+def _planned_start(plan: _PartPlan, job: SimJob, now: float) -> tuple[float, list[int]] | None:
+    """Earliest start of ``job`` on ``plan``'s partition, and the nodes it would take."""
+    part = plan.part
+    k = job.nodes
+    if not part.fits_empty(k, job.cpus_per_node, job.mem_per_node_mb):
+        return None
+    times = plan.node_times(job.cpus_per_node, job.mem_per_node_mb, now)
+    finite = times[np.isfinite(times)]
+    if len(finite) < k:
+        return None
+    t_min = max(now, float(np.partition(finite, k - 1)[k - 1]))
+    limit = job.time_limit_s
+    if not plan.iv_node:
+        ok = times <= t_min
+        return t_min, _choose(ok, k)
+    iv_node, iv_b, iv_e = plan.arrays()
+    t = _earliest_sweep(times, iv_node, iv_b, iv_e, limit, k, t_min)
+    if t is None:
+        return None
+    ok = times <= t
+    ok[iv_node[(iv_e > t) & (iv_b <= t + limit)]] = False
+    return t, _choose(ok, k)
+
+
+def _earliest_sweep(times: np.ndarray, iv_node: np.ndarray, iv_b: np.ndarray, iv_e: np.ndarray,
+                    limit: float, k: int, t_min: float) -> float | None:
+    """The earliest t >= t_min at which at least k nodes are usable: fit by t (``times``) and not
+    held by a plan during [t, t + limit], i.e. t outside every [b - limit, e) of the node.
+
+    One sweep over +1/-1 events: +1 at each node's fit time; for each node's merged blocked
+    spans, -1 where a span starts (not before the fit time) and +1 where it ends."""
+    # merge each node's blocked spans [b - limit, e) (sorted by node, then start)
+    order = np.lexsort((iv_b, iv_node))
+    node, lo, hi = iv_node[order], iv_b[order] - limit, iv_e[order]
+    big = 1e12  # times are < 1e11: node * big keeps the running max inside each node's group
+    run_hi = np.maximum.accumulate(node * big + hi) - node * big
+    new = np.ones(len(node), dtype=bool)
+    new[1:] = (node[1:] != node[:-1]) | (lo[1:] > run_hi[:-1])
+    seg = np.cumsum(new) - 1
+    m_node = node[new]
+    m_lo = lo[new]
+    m_hi = np.zeros(len(m_node))
+    np.maximum.at(m_hi, seg, hi)
+    fit = times[m_node]
+    keep = (m_hi > fit) & np.isfinite(fit)  # spans that end before the node fits do not matter
+    m_lo, m_hi, fit = m_lo[keep], m_hi[keep], fit[keep]
+    if not len(fit):
+        return t_min
+    sorted_fit = np.sort(times)  # inf sorts last; counts below never reach it
+    ev_t = np.concatenate([np.maximum(m_lo, fit), m_hi])
+    ev_d = np.concatenate([-np.ones(len(m_lo), dtype=np.int64), np.ones(len(m_hi), dtype=np.int64)])
+    o = np.argsort(ev_t, kind="stable")
+    ev_t, run = ev_t[o], np.cumsum(ev_d[o])
+    cand = np.concatenate([[t_min], ev_t[ev_t > t_min], sorted_fit[(sorted_fit > t_min) & np.isfinite(sorted_fit)]])
+    cand.sort()
+    i = np.searchsorted(ev_t, cand, side="right")
+    span = np.where(i > 0, run[np.maximum(i - 1, 0)], 0)
+    count = np.searchsorted(sorted_fit, cand, side="right") + span
+    hit = np.flatnonzero(count >= k)
+    return float(cand[hit[0]]) if len(hit) else None
+
+
+def _choose(ok: np.ndarray, k: int) -> list[int]:
+    """cons_tres's default pick: the smallest run of consecutive usable nodes that holds the job
+    (the first such run on ties), from its start; if no run is big enough, the first k nodes."""
+    idx = np.flatnonzero(ok)
+    if k == len(idx):
+        return idx.tolist()
+    breaks = np.flatnonzero(np.diff(idx) != 1) + 1
+    starts = np.concatenate([[0], breaks])
+    lengths = np.diff(np.concatenate([starts, [len(idx)]]))
+    big = np.flatnonzero(lengths >= k)
+    if len(big):
+        best = big[np.argmin(lengths[big])]
+        s = int(starts[best])
+        return idx[s: s + k].tolist()
+    return idx[:k].tolist()
