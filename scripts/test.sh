@@ -11,7 +11,7 @@ python3 -m venv .venv
 
 if [ "$(id -u)" = 0 ] && [ "${ASAD_SKIP_SLURM:-0}" != 1 ]; then
   # A real slurmctld + slurmd + slurmdbd on this machine, in a private folder (never /etc/slurm).
-  slurm-scripts/local-cluster.sh up --accounting
+  slurm-scripts/local-cluster.sh up --accounting --gpus 2
   eval "$(slurm-scripts/local-cluster.sh env)"
   trap 'slurm-scripts/local-cluster.sh down || true' EXIT
 else

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A private, single-host Slurm cluster for asad's tests and for trying asad on a laptop.
 #
-#   local-cluster.sh up     [--nodes N] [--cpus C] [--mem MB] [--accounting] [--priority basic|multifactor]
+#   local-cluster.sh up     [--nodes N] [--cpus C] [--mem MB] [--gpus G] [--accounting] [--priority basic|multifactor]
 #   local-cluster.sh down   [--purge]
 #   local-cluster.sh status
 #   local-cluster.sh env             # prints: export SLURM_CONF=...
@@ -29,7 +29,7 @@ say() { echo "local-cluster: $*" >&2; }
 usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # ---------------------------------------------------------------- settings ---------------------
-NODES=4; CPUS=28; MEM_MB=32000; ACCOUNTING=0; PRIORITY=basic
+NODES=4; CPUS=28; MEM_MB=32000; ACCOUNTING=0; PRIORITY=basic; GPUS=0
 load_saved_settings() {
     # A later `up` without flags (e.g. after stop-controller) keeps the cluster it started.
     if [[ -f "$DIR/settings" ]]; then
@@ -44,6 +44,7 @@ CPUS=$CPUS
 MEM_MB=$MEM_MB
 ACCOUNTING=$ACCOUNTING
 PRIORITY=$PRIORITY
+GPUS=$GPUS
 PORT_BASE=$PORT_BASE
 EOF
 }
@@ -98,7 +99,22 @@ need_packages() {
 
 # ---------------------------------------------------------------- config files ------------------
 write_slurm_conf() {
-    local acct_lines sched_lines last=$NODES
+    local acct_lines sched_lines last=$NODES gres_lines="" node_gres=""
+    if ((GPUS > 0)); then
+        # Dummy GPUs: character devices with /dev/null's numbers, so Slurm can stat them and sets
+        # CUDA_VISIBLE_DEVICES for the jobs that ask for them; nothing real is behind them.
+        mkdir -p "$DIR/gpu"
+        local g
+        for ((g = 0; g < GPUS; g++)); do
+            [[ -c $DIR/gpu/nvidia$g ]] || mknod "$DIR/gpu/nvidia$g" c 1 3
+        done
+        printf 'NodeName=n[1-%s] Name=gpu File=%s/gpu/nvidia[0-%s]\n' "$last" "$DIR" "$((GPUS - 1))" >"$DIR/gres.conf"
+        chmod 0644 "$DIR/gres.conf"
+        gres_lines="GresTypes=gpu"
+        node_gres=" Gres=gpu:$GPUS"
+    else
+        rm -f "$DIR/gres.conf"
+    fi
     if ((ACCOUNTING)); then
         acct_lines="AccountingStorageType=accounting_storage/slurmdbd
 AccountingStorageHost=localhost
@@ -163,7 +179,8 @@ JobAcctGatherType=jobacct_gather/linux
 JobAcctGatherParams=OverMemoryKill
 JobAcctGatherFrequency=task=1
 $acct_lines
-NodeName=n[1-$last] NodeHostname=localhost Port=$(NODE_PORT 1)-$(NODE_PORT "$last") CPUs=$CPUS RealMemory=$MEM_MB State=UNKNOWN
+$gres_lines
+NodeName=n[1-$last] NodeHostname=localhost Port=$(NODE_PORT 1)-$(NODE_PORT "$last") CPUs=$CPUS RealMemory=$MEM_MB${node_gres} State=UNKNOWN
 PartitionName=main Nodes=n[1-$last] Default=YES MaxTime=INFINITE State=UP
 PartitionName=short Nodes=n[1-$last] MaxTime=02:00:00 State=UP
 EOF
@@ -333,10 +350,10 @@ cmd_up() {
     for f in "$DIR"/run/*.pid; do
         [[ -e $f ]] && pid_alive "$f" && was_running=1
     done
-    local want_nodes=$NODES want_cpus=$CPUS want_mem=$MEM_MB want_acct=$ACCOUNTING want_prio=$PRIORITY
+    local want_nodes=$NODES want_cpus=$CPUS want_mem=$MEM_MB want_acct=$ACCOUNTING want_prio=$PRIORITY want_gpus=$GPUS
     if ((was_running)) && [[ -f "$DIR/settings" ]]; then
         load_saved_settings
-        if ((FLAGS_GIVEN)) && [[ "$want_nodes $want_cpus $want_mem $want_acct $want_prio" != "$NODES $CPUS $MEM_MB $ACCOUNTING $PRIORITY" ]]; then
+        if ((FLAGS_GIVEN)) && [[ "$want_nodes $want_cpus $want_mem $want_acct $want_prio $want_gpus" != "$NODES $CPUS $MEM_MB $ACCOUNTING $PRIORITY ${GPUS:-0}" ]]; then
             die "a cluster is already running in $DIR with different settings ($NODES nodes x $CPUS cpus x $MEM_MB MB, accounting=$ACCOUNTING, priority=$PRIORITY); run '$0 down' first"
         fi
     fi
@@ -430,6 +447,7 @@ main() {
             --nodes) NODES=${2:?--nodes needs a number}; FLAGS_GIVEN=1; shift 2 ;;
             --cpus) CPUS=${2:?--cpus needs a number}; FLAGS_GIVEN=1; shift 2 ;;
             --mem) MEM_MB=${2:?--mem needs MB}; FLAGS_GIVEN=1; shift 2 ;;
+            --gpus) GPUS=${2:?--gpus needs a number}; FLAGS_GIVEN=1; shift 2 ;;
             --accounting) ACCOUNTING=1; FLAGS_GIVEN=1; shift ;;
             --no-accounting) ACCOUNTING=0; FLAGS_GIVEN=1; shift ;;
             --priority) PRIORITY=${2:?--priority needs basic or multifactor}; FLAGS_GIVEN=1; shift 2 ;;
@@ -441,6 +459,8 @@ main() {
     [[ $NODES =~ ^[1-9][0-9]*$ ]] || die "--nodes must be a positive integer, got '$NODES'"
     [[ $CPUS =~ ^[1-9][0-9]*$ ]] || die "--cpus must be a positive integer, got '$CPUS'"
     [[ $MEM_MB =~ ^[1-9][0-9]*$ ]] || die "--mem must be a positive number of MB, got '$MEM_MB'"
+    GPUS=${GPUS:-0}
+    [[ $GPUS =~ ^[0-9]+$ ]] || die "--gpus must be a whole number, got '$GPUS'"
     [[ $PRIORITY == basic || $PRIORITY == multifactor ]] || die "--priority must be basic or multifactor"
     case $cmd in
         up) cmd_up ;;
