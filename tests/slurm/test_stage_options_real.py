@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -50,3 +51,17 @@ def test_a_constraint_no_node_has_is_refused_clearly(cluster, tmp_path):
     res = asad(env, "run", str(wf), "--backend", "slurm", timeout=120)
     assert res.returncode != 0 and "Traceback" not in res.stderr
     assert "feature" in (res.stdout + res.stderr).lower()
+
+
+def test_gpus_reach_the_job(cluster, tmp_path):
+    # scripts/test.sh starts the cluster with `--gpus 2` (dummy devices): Slurm schedules the GPU and
+    # sets CUDA_VISIBLE_DEVICES for the job, as it would on a GPU node.
+    config = SlurmCLI(slurm_conf=cluster.slurm_conf).cmd.run("scontrol", ["show", "config"]).stdout
+    if not re.search(r"^GresTypes\s*=\s*gpu", config, re.M):
+        pytest.skip("the local cluster declares no GPUs (local-cluster.sh up --gpus N)")
+    env = asad_env(cluster, tmp_path / "state")
+    wf = write_workflow(tmp_path / "g.yaml", f"name: g\nstages:\n  - {{name: a, time: 5m, mem: 100M, gpus: 1, "
+                                            f"run: 'echo gpus=$CUDA_VISIBLE_DEVICES > {tmp_path}/gpus.txt'}}\n")
+    res = asad(env, "run", str(wf), "--backend", "slurm", "--json", timeout=240)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (tmp_path / "gpus.txt").read_text().strip() == "gpus=0"
