@@ -79,8 +79,17 @@ def test_counting_backend_counts_per_tick():
 
 @pytest.mark.slow
 def test_faults_kill_after_an_own_cancel_is_not_a_failure():
-    """Seed 2 kills twice right after scancel of a naive-mode early allocation: before the cancel was
-    written ahead, the restart read that job's CANCELLED state as the stage failing."""
-    result = run_faults(workflows=50, kills=50, seed=2)
-    assert result.kills_by_kind["cancel-after"] >= 1
+    """A kill right after scancel of a naive-mode early allocation: before the cancel was written
+    ahead, the restart read that job's CANCELLED state as the stage failing. Every such instant of the
+    first seed that has any is killed (which seed has one depends on the simulator's schedule)."""
+    from asad.bench.faults import _run, count_points
+
+    for seed in range(2, 12):
+        points = count_points(50, seed, "small", 0.5)
+        if points["cancel-after"]:
+            break
+    assert points["cancel-after"] >= 1, "no seed cancels an early allocation: the test would prove nothing"
+    kill_at = {("cancel-after", n) for n in range(1, points["cancel-after"] + 1)}
+    result = _run(50, seed, "small", 0.5, kill_at)[0]
+    assert result.kills_by_kind["cancel-after"] == points["cancel-after"]
     assert result.completed == 50 and result.stages_lost == 0 and result.stages_submitted_twice == 0
