@@ -65,6 +65,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", type=int, default=2, help="processes (one per cluster x priority series)")
     p.add_argument("--idle-price", type=float, default=None,
                    help="auto's makespan seconds per idle core-second (default: asad's)")
+    p.add_argument("--first-seed", type=int, default=1000,
+                   help="the simulator seed of the first (training) seed; tune on other seeds than you report")
+    p.add_argument("--backfill", choices=("slurm", "easy"), default="slurm",
+                   help="the simulator's backfill: Slurm 22.05's (default) or EASY (faster, less faithful)")
     p.add_argument("--quick", action="store_true", help="1 seed, no training, hpc2n only, 28/56 cores")
     p.set_defaults(func=main)
 
@@ -99,7 +103,8 @@ def _series(task: dict) -> list[dict]:
     rows = []
     for seed in range(task["train"] + task["seeds"]):
         t0 = time.time()
-        base = make_simulator(preset, load=task["load"], seed=1000 + seed, priority=priority)
+        base = make_simulator(preset, load=task["load"], seed=task["first_seed"] + seed, priority=priority,
+                              backfill=task["backfill"])
         base.run_until(base.now() + task["warmup_days"] * 86400)
         snapshot = pickle.dumps(base)
         for wf_name in task["workflows"]:
@@ -116,7 +121,8 @@ def _series(task: dict) -> list[dict]:
                                           mode=mode)
                     waits = [st["wait_s"] for st in s["stages"] if st["wait_s"] is not None]
                     rows.append({
-                        "preset": preset, "priority": priority, "seed": seed, "measured": seed >= task["train"],
+                        "preset": preset, "priority": priority, "seed": task["first_seed"] + seed,
+                        "measured": seed >= task["train"],
                         "workflow": wf_name, "cores": cores, "variant": variant, "state": s["state"],
                         "makespan_s": s["makespan_s"], "total_wait_s": s["total_wait_s"],
                         # perceived waits of stages that follow another: what overlapping can hide
@@ -284,7 +290,8 @@ def main(args: argparse.Namespace) -> int:
     tasks = [{"preset": p, "priority": prio, "out": str(db_dir), "seeds": seeds, "train": train,
               "cores": SCALES[p][:2] if args.quick else SCALES[p], "workflows": args.workflows.split(","),
               "variants": args.variants.split(","), "load": args.load, "warmup_days": args.warmup_days,
-              "predictor": args.predictor, "idle_price": args.idle_price}
+              "predictor": args.predictor, "idle_price": args.idle_price,
+              "first_seed": args.first_seed, "backfill": args.backfill}
              for p in presets for prio in args.priorities.split(",")]
     t0 = time.time()
     rows: list[dict] = []
