@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A private, single-host Slurm cluster for asad's tests and for trying asad on a laptop.
 #
-#   local-cluster.sh up     [--nodes N] [--cpus C] [--mem MB] [--gpus G] [--accounting] [--priority basic|multifactor]
+#   local-cluster.sh up     [--nodes N] [--cpus C] [--mem MB] [--gpus G] [--accounting] [--priority basic|multifactor] [--max-age D]
 #   local-cluster.sh down   [--purge]
 #   local-cluster.sh status
 #   local-cluster.sh env             # prints: export SLURM_CONF=...
@@ -29,7 +29,7 @@ say() { echo "local-cluster: $*" >&2; }
 usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # ---------------------------------------------------------------- settings ---------------------
-NODES=4; CPUS=28; MEM_MB=32000; ACCOUNTING=0; PRIORITY=basic; GPUS=0
+NODES=4; CPUS=28; MEM_MB=32000; ACCOUNTING=0; PRIORITY=basic; GPUS=0; MAX_AGE=1-0
 load_saved_settings() {
     # A later `up` without flags (e.g. after stop-controller) keeps the cluster it started.
     if [[ -f "$DIR/settings" ]]; then
@@ -45,6 +45,7 @@ MEM_MB=$MEM_MB
 ACCOUNTING=$ACCOUNTING
 PRIORITY=$PRIORITY
 GPUS=$GPUS
+MAX_AGE=$MAX_AGE
 PORT_BASE=$PORT_BASE
 EOF
 }
@@ -133,7 +134,7 @@ JobCompType=jobcomp/none"
 PriorityWeightAge=1000
 PriorityWeightFairshare=1000
 PriorityWeightJobSize=100
-PriorityMaxAge=1-0"
+PriorityMaxAge=${MAX_AGE:-1-0}"
     else
         sched_lines="PriorityType=priority/basic"
     fi
@@ -451,6 +452,7 @@ main() {
             --accounting) ACCOUNTING=1; FLAGS_GIVEN=1; shift ;;
             --no-accounting) ACCOUNTING=0; FLAGS_GIVEN=1; shift ;;
             --priority) PRIORITY=${2:?--priority needs basic or multifactor}; FLAGS_GIVEN=1; shift 2 ;;
+            --max-age) MAX_AGE=${2:?--max-age needs a Slurm duration, e.g. 10:00 or 1-0}; FLAGS_GIVEN=1; shift 2 ;;
             --purge) down_args+=(--purge); shift ;;
             -h | --help) usage; exit 0 ;;
             *) die "unknown option: $1 (see $0 --help)" ;;
