@@ -49,6 +49,23 @@ VARIANTS = {
 }
 
 
+def variant_setup(name: str) -> tuple[str, str, str, float | None]:
+    """(strategy, mode, timing, idle price) of a variant name; ``auto@0.1`` is ``auto`` with an idle
+    price of 0.1 (several prices share one warm-up, for tuning the price on training seeds)."""
+    base, _, price = name.partition("@")
+    if base not in VARIANTS or (price and base != "auto"):
+        raise SystemExit(f"asad bench strategies: unknown variant {name!r}; known: {', '.join(VARIANTS)}, auto@PRICE")
+    try:
+        return (*VARIANTS[base], float(price) if price else None)
+    except ValueError:
+        raise SystemExit(f"asad bench strategies: {name!r}: the idle price after @ must be a number") from None
+
+
+def _in_order(names: object) -> list[str]:
+    names = set(names)  # type: ignore[arg-type]
+    return [v for v in VARIANTS if v in names] + sorted(n for n in names if n not in VARIANTS)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("strategies", help="the ASA paper's Tables 1-2 on the simulator, all strategies")
     p.add_argument("--json", action="store_true", help="print the aggregate JSON")
@@ -58,7 +75,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--presets", default="hpc2n,uppmax")
     p.add_argument("--priorities", default="fifo,multifactor")
     p.add_argument("--workflows", default="montage,blast,statistics")
-    p.add_argument("--variants", default=",".join(VARIANTS))
+    p.add_argument("--variants", default=",".join(VARIANTS),
+                   help="comma-separated; auto@PRICE is auto with that idle price (e.g. auto@0.02,auto@0.1)")
     p.add_argument("--load", type=float, default=None, help="background load (default: the preset's)")
     p.add_argument("--warmup-days", type=float, default=4.0, help="background warm-up before each seed")
     p.add_argument("--predictor", default="", help="wait learner (default: the recommended one)")
@@ -112,11 +130,11 @@ def _series(task: dict) -> list[dict]:
             for cores in task["cores"]:
                 spec = scale_spec(spec0, cores, cpn, SERIAL_FRACTION[wf_name])
                 for variant in task["variants"]:
-                    strategy, mode, timing = VARIANTS[variant]
+                    strategy, mode, timing, price = variant_setup(variant)
                     sim = pickle.loads(snapshot)
                     settings = Settings(predictor=task["predictor"], asa_timing=timing, seed=seed)
-                    if task.get("idle_price") is not None:
-                        settings.idle_price = task["idle_price"]
+                    if price is not None or task.get("idle_price") is not None:
+                        settings.idle_price = price if price is not None else task["idle_price"]
                     (s,) = run_in_process(stores[variant], sim, [spec], settings=settings, strategy=strategy,
                                           mode=mode)
                     waits = [st["wait_s"] for st in s["stages"] if st["wait_s"] is not None]
@@ -142,6 +160,14 @@ def _series(task: dict) -> list[dict]:
 def aggregate(rows: list[dict]) -> dict:
     """Per cell means, and the paper's normalised averages (value / best in the cell - 1)."""
     measured = [r for r in rows if r["measured"] and r["state"] == "COMPLETED"]
+    table = cell_means(measured)
+    per_seed = {seed: targets(cell_means([r for r in measured if r["seed"] == seed]))
+                for seed in sorted({r["seed"] for r in measured})}
+    return {"cells": table, **normalised(table), "targets": targets(table), "targets_per_seed": per_seed}
+
+
+def cell_means(measured: list[dict]) -> list[dict]:
+    """One row per (priority, workflow, preset, cores, variant): means over the seeds given."""
     cells: dict[tuple, dict[str, list[dict]]] = {}
     for r in measured:
         cells.setdefault((r["priority"], r["workflow"], r["preset"], r["cores"]), {}).setdefault(
@@ -160,6 +186,11 @@ def aggregate(rows: list[dict]) -> dict:
                 "hit_ratio": float(np.mean(hits)) if hits else None,
                 "resubmissions": float(np.mean([r["resubmissions"] for r in rs])),
             })
+    return table
+
+
+def normalised(table: list[dict]) -> dict:
+    """The paper's averages: per variant, value / best in the cell - 1, and versus big-job / per-stage."""
     norm: dict[str, dict[str, dict[str, float]]] = {}
     versus: dict[str, dict[str, dict[str, float]]] = {}
     for priority in sorted({t["priority"] for t in table}):
@@ -182,7 +213,7 @@ def aggregate(rows: list[dict]) -> dict:
                   if v in g and "per-stage" in g]
             versus[priority][v] = {"makespan_vs_big_job": float(np.mean(ms)) if ms else None,
                                    "core_hours_vs_per_stage": float(np.mean(ch)) if ch else None}
-    return {"cells": table, "normalised": norm, "versus": versus, "targets": targets(table)}
+    return {"normalised": norm, "versus": versus}
 
 
 def targets(table: list[dict], default: str = "auto", budget: float = 0.01) -> dict:
@@ -227,15 +258,19 @@ def markdown(agg: dict) -> str:
         hidden = "-" if t["hidden_interstage_wait"] is None else f"{t['hidden_interstage_wait']:.0%}"
         lines.append(f"| {priority} | {t['makespan_vs_best_cheap']:.3f}, {t['max_ratio']:.3f} | "
                      f"{len(t['cells_worse'])} of {t['cells']} | {t['core_hours_vs_per_stage']:+.1%} | {hidden} |")
+    lines += ["", "Per measured seed (the spread): makespan / best cheap variant, core-h vs per-stage, wait hidden", ""]
+    for seed, per in agg.get("targets_per_seed", {}).items():
+        lines.append(f"- seed {seed}: " + "; ".join(
+            f"{prio} {t['makespan_vs_best_cheap']:.3f}, {t['core_hours_vs_per_stage']:+.1%}, "
+            + ("-" if t["hidden_interstage_wait"] is None else f"{t['hidden_interstage_wait']:.0%}")
+            for prio, t in per.items()))
     lines.append("")
     for priority, vs in agg["versus"].items():
         lines += [f"### Priority `{priority}`: averages over every workflow × geometry", "",
                   "| variant | makespan vs big-job | core-hours vs per-stage | norm. makespan | norm. wait | "
                   "norm. core-h |", "|---|---:|---:|---:|---:|---:|"]
         n = agg["normalised"][priority]
-        for v in VARIANTS:
-            if v not in vs:
-                continue
+        for v in _in_order(vs):
             m, c = (_pct(vs[v]["makespan_vs_big_job"]), _pct(vs[v]["core_hours_vs_per_stage"]))
             lines.append(f"| {v} | {m} | {c} | {n['makespan_s'][v]:+.1%} | {n['total_wait_s'][v]:+.1%} | "
                          f"{n['core_hours'][v]:+.1%} |")
@@ -266,7 +301,7 @@ def plot(agg: dict, path: Path) -> None:
     fig, axes = plt.subplots(1, len(priorities), figsize=(6 * len(priorities), 4), squeeze=False)
     for ax, priority in zip(axes[0], priorities, strict=True):
         n = agg["normalised"][priority]
-        variants = [v for v in VARIANTS if v in n["makespan_s"]]
+        variants = _in_order(n["makespan_s"])
         x = np.arange(len(variants))
         ax.bar(x - 0.2, [100 * n["makespan_s"][v] for v in variants], 0.4, label="makespan")
         ax.bar(x + 0.2, [100 * n["core_hours"][v] for v in variants], 0.4, label="core-hours")
@@ -285,6 +320,8 @@ def main(args: argparse.Namespace) -> int:
     seeds, train = args.seeds, args.train
     if args.quick:
         presets, seeds, train = ["hpc2n"], 1, 0
+    for variant in args.variants.split(","):
+        variant_setup(variant)  # an unknown name stops here, before any warm-up
     args.out.mkdir(parents=True, exist_ok=True)
     db_dir = Path(tempfile.mkdtemp(prefix="asad-bench-", dir=args.out))
     tasks = [{"preset": p, "priority": prio, "out": str(db_dir), "seeds": seeds, "train": train,

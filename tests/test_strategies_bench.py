@@ -1,0 +1,49 @@
+"""``asad bench strategies``' arithmetic: the issue-11 targets computed from rows of known values
+(the simulation itself is exercised by tests/test_core_sim.py and tests/test_strategy_auto.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from asad.bench.strategies import aggregate, markdown, variant_setup
+
+
+def _row(seed: int, variant: str, makespan: float, core_h: float, interstage: float, cores: int = 28) -> dict:
+    return {"preset": "hpc2n", "priority": "multifactor", "seed": seed, "measured": seed > 0,
+            "workflow": "montage", "cores": cores, "variant": variant, "state": "COMPLETED",
+            "makespan_s": makespan, "total_wait_s": interstage, "interstage_wait_s": interstage,
+            "queue_wait_s": 0.0, "real_wait_s": 0.0, "core_hours": core_h, "overhead_core_hours": 0.0,
+            "hit_ratio": None, "jobs": 9, "resubmissions": 0}
+
+
+def test_targets_compare_the_default_with_the_best_variant_within_the_core_hour_budget():
+    rows = []
+    for seed, auto_ms in ((0, 1.0), (1, 900.0), (2, 1100.0)):  # seed 0 trains: not counted
+        rows += [_row(seed, "per-stage", 1200.0, 10.0, 400.0),
+                 _row(seed, "chain", 1000.0, 10.05, 200.0),
+                 # faster, but 5% more core-hours: not a fair competitor for the target
+                 _row(seed, "asa-naive", 800.0, 10.5, 0.0),
+                 _row(seed, "auto", auto_ms, 10.1, 100.0)]
+    agg = aggregate(rows)
+    t = agg["targets"]["multifactor"]
+    # cell means over seeds 1-2: auto 1000 s vs chain 1000 s (asa-naive is over the +1% budget)
+    assert t["makespan_vs_best_cheap"] == pytest.approx(1.0)
+    assert t["core_hours_vs_per_stage"] == pytest.approx(0.01)
+    assert t["hidden_interstage_wait"] == pytest.approx(0.75)
+    per_seed = agg["targets_per_seed"]
+    assert sorted(per_seed) == [1, 2]
+    # seed 1: auto is itself the best cheap variant; seed 2: chain's 1000 s beats its 1100 s
+    assert per_seed[1]["multifactor"]["makespan_vs_best_cheap"] == pytest.approx(1.0)
+    assert per_seed[2]["multifactor"]["makespan_vs_best_cheap"] == pytest.approx(1.1)
+    assert per_seed[2]["multifactor"]["cells_worse"] == ["montage/hpc2n/28"]
+    text = markdown({**agg, "wall_s": 1.0})
+    assert "seed 2: multifactor 1.100" in text and "| multifactor | 1.000, 1.000 | 0 of 1 |" in text
+
+
+def test_variant_names():
+    assert variant_setup("auto") == ("auto", "dependency", "daemon", None)
+    assert variant_setup("auto@0.1")[3] == 0.1
+    with pytest.raises(SystemExit, match="unknown variant"):
+        variant_setup("chain@0.1")
+    with pytest.raises(SystemExit, match="must be a number"):
+        variant_setup("auto@cheap")
