@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from asad.app import run_in_process
 from asad.slurm.sim import make_simulator
 from asad.sizing.base import Request
 from asad.sizing.cpus import keep_user_cpus
 from asad.spec import SpecError, parse_workflow
 from asad.status import render_explain
 from asad.store.repo import Store
+from tests.test_sizing_engine import _run
 
 CPU_WF = """
 name: threads
@@ -30,17 +30,6 @@ stages:
 """
 
 
-def _run(db_url, text, runs=1, seed=0):
-    store = Store(db_url)
-    out = []
-    try:
-        for i in range(runs):
-            sim = make_simulator("small", load=0.0, seed=seed + i)
-            out += run_in_process(store, sim, [parse_workflow(text)])
-        wfs = store.load_workflows()
-    finally:
-        store.close()
-    return out, wfs
 
 
 def test_keep_user_cpus_is_a_floor_unless_shrink():

@@ -46,7 +46,7 @@ import math
 import sys
 import time
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 

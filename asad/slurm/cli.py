@@ -102,51 +102,35 @@ def batch_script(req: JobRequest) -> str:
     return "#!/bin/bash\n" + req.command + ("\n" if not req.command.endswith("\n") else "")
 
 
+def _flags(*pairs: tuple[str, object]) -> list[str]:
+    """``--flag=value`` for each pair whose value is set (not None, not empty)."""
+    return [f"{flag}={value}" for flag, value in pairs if value]
+
+
 def sbatch_args(req: JobRequest) -> list[str]:
     """The ``sbatch`` argument list for a request (no script; that goes on stdin).
 
     The environment is passed by name (``--export=ALL,NAME,...``) with the values in sbatch's own
     process environment, so no value is ever split at a comma or quoted for a shell.
     """
-    args = [f"--job-name={req.name}"]
-    if req.comment:
-        args.append(f"--comment={req.comment}")
-    if req.partition:
-        args.append(f"--partition={req.partition}")
-    if req.account:
-        args.append(f"--account={req.account}")
-    if req.qos:
-        args.append(f"--qos={req.qos}")
-    args += [f"--nodes={req.nodes}", f"--ntasks={req.ntasks}", f"--cpus-per-task={req.cpus_per_task}"]
     if req.mem_mb is not None and req.mem_per_cpu_mb is not None:
         raise SubmitRejected(f"job {req.name!r} gives both mem_mb and mem_per_cpu_mb; Slurm takes only one")
+    args = [f"--job-name={req.name}"]
+    args += _flags(("--comment", req.comment), ("--partition", req.partition), ("--account", req.account),
+                   ("--qos", req.qos))
+    args += [f"--nodes={req.nodes}", f"--ntasks={req.ntasks}", f"--cpus-per-task={req.cpus_per_task}"]
     if req.mem_mb is not None:
         args.append(f"--mem={int(req.mem_mb)}M")
     elif req.mem_per_cpu_mb is not None:
         args.append(f"--mem-per-cpu={int(req.mem_per_cpu_mb)}M")
     args.append(f"--time={format_time_limit(req.time_limit_s)}")
-    if req.dependency is not None:
-        args.append(f"--dependency={req.dependency.to_slurm()}")
-    if req.begin is not None:
-        args.append(f"--begin={format_begin(req.begin)}")
-    if req.workdir:
-        args.append(f"--chdir={req.workdir}")
-    if req.constraint:
-        args.append(f"--constraint={req.constraint}")
+    args += _flags(("--dependency", req.dependency.to_slurm() if req.dependency is not None else None),
+                   ("--begin", format_begin(req.begin) if req.begin is not None else None),
+                   ("--chdir", req.workdir), ("--constraint", req.constraint))
     if req.exclusive:
         args.append("--exclusive")
-    if req.gpus:
-        args.append(f"--gpus={req.gpus}")
-    if req.gres:
-        args.append(f"--gres={req.gres}")
-    if req.mail_type:
-        args.append(f"--mail-type={req.mail_type}")
-    if req.mail_user:
-        args.append(f"--mail-user={req.mail_user}")
-    if req.output:
-        args.append(f"--output={req.output}")
-    if req.error:
-        args.append(f"--error={req.error}")
+    args += _flags(("--gpus", req.gpus), ("--gres", req.gres), ("--mail-type", req.mail_type),
+                   ("--mail-user", req.mail_user), ("--output", req.output), ("--error", req.error))
     bad = [k for k in req.env if not _ENV_NAME_RE.match(k)]
     if bad:
         raise SubmitRejected(f"job {req.name!r}: not valid environment variable names: {bad}")

@@ -8,7 +8,6 @@ Run alone, as root: ``slurm-scripts/local-cluster.sh up --accounting && .venv/bi
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
 import subprocess
