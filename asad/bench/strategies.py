@@ -87,6 +87,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the simulator seed of the first (training) seed; tune on other seeds than you report")
     p.add_argument("--backfill", choices=("slurm", "easy"), default="slurm",
                    help="the simulator's backfill: Slurm 22.05's (default) or EASY (faster, less faithful)")
+    p.add_argument("--cores", default="", help="geometries to run, e.g. 28,56 (default: the preset's three)")
     p.add_argument("--quick", action="store_true", help="1 seed, no training, hpc2n only, 28/56 cores")
     p.set_defaults(func=main)
 
@@ -325,7 +326,8 @@ def main(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     db_dir = Path(tempfile.mkdtemp(prefix="asad-bench-", dir=args.out))
     tasks = [{"preset": p, "priority": prio, "out": str(db_dir), "seeds": seeds, "train": train,
-              "cores": SCALES[p][:2] if args.quick else SCALES[p], "workflows": args.workflows.split(","),
+              "cores": ([int(c) for c in args.cores.split(",")] if args.cores else
+                        SCALES[p][:2] if args.quick else SCALES[p]), "workflows": args.workflows.split(","),
               "variants": args.variants.split(","), "load": args.load, "warmup_days": args.warmup_days,
               "predictor": args.predictor, "idle_price": args.idle_price,
               "first_seed": args.first_seed, "backfill": args.backfill}
