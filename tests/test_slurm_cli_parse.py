@@ -21,7 +21,7 @@ from asad.slurm.backend import (
     UnknownJob,
     Usage,
 )
-from asad.slurm.cli import SlurmCLI, batch_script, format_time_limit, is_oom, sbatch_args
+from asad.slurm.cli import SlurmCLI, batch_script, format_time_limit, is_oom, parse_show_config, sbatch_args
 from asad.slurm.runner import CommandResult, is_transient
 from asad.slurm.slurm_text import (
     SEP,
@@ -524,3 +524,16 @@ def test_signal_9_without_maxrss_yet_is_held_then_reported():
     assert st.state is JobState.RUNNING and st.reason == "AccountingPending"
     now[0] = 1795262389.0 + 61
     assert b.poll([5])[5].state is JobState.FAILED
+
+
+def test_show_config_with_an_empty_value_keeps_the_next_key():
+    # As Slurm 22.05 prints it when no PriorityFlags are set: the empty value must not take the
+    # next line (PriorityMaxAge was lost, and its text read as a flag).
+    out = ("PriorityFavorSmall      = No\nPriorityFlags           = \nPriorityMaxAge          = 00:10:00\n"
+           "PriorityType            = priority/multifactor\n")
+    from asad.slurm.priority_rules import rules_from_scontrol
+
+    config = parse_show_config(out)
+    assert config["PriorityFlags"] == "" and config["PriorityMaxAge"] == "00:10:00"
+    rules = rules_from_scontrol(config)
+    assert rules.max_age_s == 600 and not rules.accrue_always

@@ -102,6 +102,12 @@ def batch_script(req: JobRequest) -> str:
     return "#!/bin/bash\n" + req.command + ("\n" if not req.command.endswith("\n") else "")
 
 
+def parse_show_config(out: str) -> dict[str, str]:
+    """``scontrol show config`` as key -> value. Blanks around ``=`` stay on their line: an empty
+    value (``PriorityFlags = ``) must not swallow the next line's key."""
+    return {m.group(1): m.group(2).strip() for m in re.finditer(r"^(\w+)[ \t]*=[ \t]*(.*)$", out, re.MULTILINE)}
+
+
 def _flags(*pairs: tuple[str, object]) -> list[str]:
     """``--flag=value`` for each pair whose value is set (not None, not empty)."""
     return [f"{flag}={value}" for flag, value in pairs if value]
@@ -175,9 +181,7 @@ class SlurmCLI:
     def _config(self) -> dict[str, str]:
         """``scontrol show config`` as a dict (asked once)."""
         if self._config_cache is None:
-            out = self.cmd.run("scontrol", ["show", "config"]).stdout
-            self._config_cache = {m.group(1): m.group(2).strip()
-                                  for m in re.finditer(r"^(\w+)\s*=\s*(.*)$", out, re.MULTILINE)}
+            self._config_cache = parse_show_config(self.cmd.run("scontrol", ["show", "config"]).stdout)
         return self._config_cache
 
     @property

@@ -47,7 +47,7 @@ class PriorityRules:
                 return (f"priority/multifactor, PriorityWeightAge={self.weight_age} with ACCRUE_ALWAYS: "
                         "a job held by afterok accrues age too")
             return (f"priority/multifactor, PriorityWeightAge={self.weight_age} (max age "
-                    f"{self.max_age_s / 86400:g} d): a job held by afterok accrues no age")
+                    f"{_human(self.max_age_s)}): a job held by afterok accrues no age")
         return "priority rules unknown: assuming a job held by afterok keeps its place"
 
 
@@ -72,6 +72,13 @@ def rules_from_sim(config: object) -> PriorityRules:
                          weight_fairshare=int(getattr(config, "weight_fairshare", 0) or 0) if multifactor else 0,
                          weight_job_size=int(getattr(config, "weight_size", 0)) if multifactor else 0,
                          accrue_always=bool(getattr(config, "accrue_always", False)), source="simulator")
+
+
+def _human(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:g} {unit}"
+    return f"{seconds:g} s"
 
 
 def _int(text: str | None) -> int:
