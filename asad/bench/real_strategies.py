@@ -2,8 +2,10 @@
 
 What a user sees, end to end: a daemon (``asad daemon --backend slurm``, its own state folder per
 strategy) and ``asad submit``; the clock starts just before ``submit`` and stops when ``asad
-history`` says the workflow ended. Each strategy runs the workflow ``--runs`` times in a row on
+history`` says the workflow ended. Each strategy runs the workflow ``--runs`` times on
 its own store (the first run teaches it the stages' run times and waits); every run is reported.
+The runs go round-robin (run 1 of every strategy, then run 2 of every strategy, ...), so a queue
+that drifts over the bench weighs on every strategy alike.
 
 With ``--load N`` a generator keeps about N background jobs pending the whole time (random sizes
 and lengths, account ``bg``, the same unix user: the local cluster's accounting does not enforce
@@ -96,59 +98,71 @@ def _asad(env: dict, *args: str, check: bool = True) -> subprocess.CompletedProc
                           check=check, timeout=120)
 
 
-def run_strategy(strategy: str, args: argparse.Namespace, wf_path: Path, root: Path) -> list[dict]:
-    from asad.model import JobPhase
-    from asad.store.repo import Store
-
+def start_daemon(strategy: str, args: argparse.Namespace, root: Path) -> tuple[subprocess.Popen, dict]:
+    """One daemon and store per strategy, so each learns only from its own runs."""
     state = root / strategy
     env = {**os.environ, "XDG_STATE_HOME": str(state), "XDG_CONFIG_HOME": str(root / "config"),
            "ASAD_POLL_INTERVAL": str(args.poll)}
     env.pop("ASAD_DB_URL", None)
     daemon = subprocess.Popen([sys.executable, "-m", "asad", "daemon", "--backend", "slurm"], env=env,
                               stdout=subprocess.DEVNULL, stderr=(root / f"{strategy}.log").open("w"))
+    return daemon, env
+
+
+def one_run(strategy: str, run: int, env: dict, args: argparse.Namespace, wf_path: Path) -> dict:
+    """Submit the workflow, wait until ``asad history`` says it ended, measure it from the store."""
+    from asad.model import JobPhase
+    from asad.store.repo import Store
+
+    t0 = time.time()
+    wf_id = int(_asad(env, "submit", str(wf_path), "--strategy", strategy).stdout.split()[0])
+    while True:
+        hist = {h["id"]: h for h in json.loads(_asad(env, "history", "--json").stdout)}
+        if hist[wf_id]["state"] != "ACTIVE":
+            break
+        time.sleep(0.5)
+    t_done = time.time()
+    store = Store(f"sqlite:///{Path(env['XDG_STATE_HOME']) / 'asad' / 'asad.db'}")
+    try:
+        wf = next(w for w in store.load_workflows(active_only=False) if w.id == wf_id)
+    finally:
+        store.close()
+    ends = {n: r.end_time for n, r in wf.stages.items()}
+    perceived = 0.0
+    for name, stage in wf.stages.items():
+        ready = max([t0, *[ends[p] for p in wf.spec.predecessors(name) if ends[p]]])
+        if stage.start_time:
+            perceived += max(0.0, stage.start_time - ready)
+    jobs = [j for j in wf.jobs if j.phase is not JobPhase.ABANDONED]
+    core_h = sum((j.end_time - j.start_time) * j.request.cpus for j in jobs if j.start_time and j.end_time) / 3600
+    last_end = max(e for e in ends.values() if e)
+    return {"strategy": strategy, "run": run, "state": wf.state.value,
+            "makespan_s": round(t_done - t0, 1), "slurm_makespan_s": round(last_end - t0, 1),
+            "critical_path_work_s": args.stages * args.stage_s, "perceived_wait_s": round(perceived, 1),
+            "first_sbatch_s": round(min(j.submitted_at for j in jobs if j.submitted_at) - t0, 1),
+            "noticed_end_s": round(t_done - last_end, 1), "core_hours": round(core_h, 3), "jobs": len(jobs)}
+
+
+def run_rounds(strategies: list[str], args: argparse.Namespace, wf_path: Path, root: Path) -> list[dict]:
+    """Round-robin: run k of every strategy, then run k+1 of every strategy, so a queue that drifts
+    over the bench (the background load is random) weighs on every strategy alike."""
+    daemons = {s: start_daemon(s, args, root) for s in strategies}
     rows = []
     try:
         time.sleep(2)
         for run in range(args.runs):
-            t0 = time.time()
-            wf_id = int(_asad(env, "submit", str(wf_path), "--strategy", strategy).stdout.split()[0])
-            while True:
-                hist = {h["id"]: h for h in json.loads(_asad(env, "history", "--json").stdout)}
-                if hist[wf_id]["state"] != "ACTIVE":
-                    break
-                time.sleep(0.5)
-            t_done = time.time()
-            store = Store(f"sqlite:///{state / 'asad' / 'asad.db'}")
-            try:
-                wf = next(w for w in store.load_workflows(active_only=False) if w.id == wf_id)
-            finally:
-                store.close()
-            ends = {n: r.end_time for n, r in wf.stages.items()}
-            perceived = 0.0
-            for name, stage in wf.stages.items():
-                preds = wf.spec.predecessors(name)
-                ready = max([t0, *[ends[p] for p in preds if ends[p]]])
-                if stage.start_time:
-                    perceived += max(0.0, stage.start_time - ready)
-            jobs = [j for j in wf.jobs if j.phase is not JobPhase.ABANDONED]
-            core_h = sum((j.end_time - j.start_time) * j.request.cpus for j in jobs
-                         if j.start_time and j.end_time) / 3600
-            last_end = max(e for e in ends.values() if e)
-            rows.append({"strategy": strategy, "run": run, "state": wf.state.value,
-                         "makespan_s": round(t_done - t0, 1), "slurm_makespan_s": round(last_end - t0, 1),
-                         "critical_path_work_s": args.stages * args.stage_s,
-                         "perceived_wait_s": round(perceived, 1),
-                         "first_sbatch_s": round(min(j.submitted_at for j in jobs if j.submitted_at) - t0, 1),
-                         "noticed_end_s": round(t_done - last_end, 1), "core_hours": round(core_h, 3),
-                         "jobs": len(jobs)})
-            print(json.dumps(rows[-1]), flush=True)
+            for strategy in strategies:
+                rows.append(one_run(strategy, run, daemons[strategy][1], args, wf_path))
+                print(json.dumps(rows[-1]), flush=True)
     finally:
-        daemon.send_signal(signal.SIGTERM)
-        try:
-            daemon.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-    return rows
+        for daemon, _ in daemons.values():
+            daemon.send_signal(signal.SIGTERM)
+        for daemon, _ in daemons.values():
+            try:
+                daemon.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                daemon.kill()
+    return sorted(rows, key=lambda r: (strategies.index(r["strategy"]), r["run"]))
 
 
 def markdown(rows: list[dict], rules: str, load: int) -> str:
@@ -179,8 +193,7 @@ def main(args: argparse.Namespace) -> int:
     with BackgroundLoad(args.load, args.seed, max_cpus):
         if args.load:
             time.sleep(60)  # let the queue fill before the first measurement
-        for strategy in args.strategies.split(","):
-            rows += run_strategy(strategy, args, wf_path, root)
+        rows = run_rounds(args.strategies.split(","), args, wf_path, root)
     text = markdown(rows, rules, args.load)
     (args.out / "real-strategies.json").write_text(json.dumps({"rules": rules, "load": args.load, "rows": rows},
                                                                indent=1))
