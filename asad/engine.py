@@ -146,7 +146,7 @@ class Context:
             mail_user=s.slurm.mail_user,
         )
 
-    def big_job_request(self, wf: WorkflowRun) -> JobRequest:
+    def big_job_request(self, wf: WorkflowRun, attempt: int = 1) -> JobRequest:
         shape = big_job_shape(wf.spec)
         stages = wf.spec.stages
         truth = None
@@ -161,7 +161,7 @@ class Context:
         return JobRequest(
             name=f"asad.{wf.id}.all", command="", partition=first.partition, account=first.account,
             qos=first.qos, nodes=shape["nodes"], ntasks=shape["ntasks"], cpus_per_task=shape["cpus_per_task"],
-            mem_mb=shape["mem_mb"], time_limit_s=shape["time_s"], comment=self.tag(wf, BIG_JOB_STAGE, 1),
+            mem_mb=shape["mem_mb"], time_limit_s=shape["time_s"], comment=self.tag(wf, BIG_JOB_STAGE, attempt),
             workdir=wf.spec.workdir, truth=truth, output=self._output(wf, "all"),
         )
 
@@ -360,7 +360,9 @@ class Engine:
                       out: Decisions) -> None:
         spec = wf.spec.stage(name)
         part = self.ctx.partitions.get(job.partition or spec.partition.split(",")[0] or "")
-        attempts_of = [j for j in wf.jobs if j.stage == name and j.state is job.state and not j.cancelled_by_asad]
+        # Attempts before an ``asad resume`` (numbered up to ``retry_from``) used up their own budget.
+        since = [j for j in wf.jobs if j.stage == name and j.attempt > run.retry_from]
+        attempts_of = [j for j in since if j.state is job.state and not j.cancelled_by_asad]
         if job.state is JobState.OUT_OF_MEMORY and len(attempts_of) <= spec.max_oom_retries:
             failed_mem = int(job.request.total_mem_mb() or self.ctx.user_request(wf, name).mem_mb)
             seen = max((j.peak_rss_mb or 0.0) for j in wf.jobs if j.stage == name and j.state is JobState.COMPLETED) \
@@ -379,8 +381,7 @@ class Engine:
                 return self._fail(wf, name, run, now, out, str(exc))
             run.message = f"TIMEOUT at {limit} s; retrying with {run.time_s} s"
         elif job.state not in (JobState.OUT_OF_MEMORY, JobState.TIMEOUT) and \
-                sum(1 for j in wf.jobs if j.stage == name and not j.cancelled_by_asad
-                    and j.phase is not JobPhase.ABANDONED) <= spec.retries:
+                sum(1 for j in since if not j.cancelled_by_asad and j.phase is not JobPhase.ABANDONED) <= spec.retries:
             run.message = f"{job.state.value} (exit {job.exit_code}); retrying"
         elif job.state is JobState.OUT_OF_MEMORY:
             return self._fail(wf, name, run, now, out,
@@ -472,15 +473,17 @@ class Engine:
 
     def _decide_big_job(self, wf: WorkflowRun, now: float, out: Decisions) -> None:
         job = wf.jobs[-1] if wf.jobs else None
-        if job is None:
-            req = self.ctx.big_job_request(wf)
+        if job is None or all(run.state is StageState.WAITING for run in wf.stages.values()):
+            # the first job, or a resumed workflow (``asad resume``): the whole job again
+            attempt = sum(1 for j in wf.jobs if j.stage == BIG_JOB_STAGE) + 1
+            req = self.ctx.big_job_request(wf, attempt)
             req = _with_command(req, self.ctx.build_command(wf, BIG_JOB_STAGE, req))
-            job = JobRecord(row_id=None, workflow_id=wf.id, stage=BIG_JOB_STAGE, attempt=1, tag=req.comment,
+            job = JobRecord(row_id=None, workflow_id=wf.id, stage=BIG_JOB_STAGE, attempt=attempt, tag=req.comment,
                             phase=JobPhase.SUBMITTING, request=req, geometry_key=self.ctx.geometry_key(req))
             wf.jobs.append(job)
             out.submit.append(job)
             for run in wf.stages.values():
-                run.state, run.attempt = StageState.SUBMITTED, 1
+                run.state, run.attempt = StageState.SUBMITTED, attempt
                 out.dirty_stages.append(run)
             return
         if job.phase is JobPhase.SUBMITTING:

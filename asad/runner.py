@@ -111,6 +111,11 @@ class Runner:
         for wf in self.store.load_workflows(active_only=True, after_id=self._last_id):
             self._adopt(wf)
         self._last_id = max(self._last_id, self.store.max_workflow_id())
+        resumed = self.store.active_workflow_ids() - set(self.active)
+        resumed = {i for i in resumed if i <= self._last_id}
+        if resumed:  # ``asad resume``: an ended workflow made active again, under its old id
+            for wf in self.store.load_workflows(resumed, active_only=True):
+                self._adopt(wf)
         self._prefetch_learners()
         for wf_id in self.store.cancel_requested_ids():
             if wf_id in self.active:

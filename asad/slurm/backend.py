@@ -147,6 +147,7 @@ class JobStatus:
     time_limit_s: int | None = None
     exit_code: int | None = None
     signal: int | None = None
+    array_tasks: dict[str, int] | None = None  # an array job: its tasks per squeue state code
 
     @property
     def wait_s(self) -> float | None:
