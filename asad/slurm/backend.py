@@ -82,6 +82,7 @@ class SimTruth:
     cpu_efficiency: float = 1.0
     wait_for: tuple[int, ...] = ()
     exit_code: int = 0  # non-zero: the job ends FAILED with this code after runtime_s
+    fail_tasks: tuple[int, ...] = ()  # an array job: these task indices end FAILED (exit 1)
 
 
 @dataclass(frozen=True)
