@@ -154,3 +154,13 @@ class WorkflowRun:
 
     def current_job(self, stage: str) -> JobRecord | None:
         return self.job(self.stages[stage].job_row)
+
+    def current_jobs(self, stage: str) -> list[JobRecord]:
+        """The current attempt's jobs: one, or an array stage's chunks (one array job each)."""
+        job = self.current_job(stage)
+        if job is None:
+            return []
+        if self.spec.stage(stage).array is None:
+            return [job]
+        return [j for j in self.jobs if j.stage == stage and j.attempt == job.attempt
+                and j.phase is not JobPhase.ABANDONED]
