@@ -34,6 +34,12 @@ class RecordingBackend:
     def cluster_name(self) -> str:
         return getattr(self.real, "cluster_name", self.real.name)
 
+    @property
+    def max_array_size(self) -> int:
+        from asad.arrays import DEFAULT_MAX_ARRAY_SIZE
+
+        return getattr(self.real, "max_array_size", DEFAULT_MAX_ARRAY_SIZE)
+
     def priority_rules(self):  # noqa: ANN201
         return rules_of(self.real)
 

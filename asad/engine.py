@@ -173,7 +173,11 @@ class Context:
         )
 
     def _output(self, wf: WorkflowRun, stage: str) -> str | None:
-        return f"{self.config.run_dir}/{wf.id}/{stage}-%j.out" if self.config.run_dir else None
+        if not self.config.run_dir:
+            return None
+        # an array's tasks: one file each, by array job id and (per array job) task index
+        pattern = "%A_%a" if stage != BIG_JOB_STAGE and stage in wf.stages and wf.spec.stage(stage).array else "%j"
+        return f"{self.config.run_dir}/{wf.id}/{stage}-{pattern}.out"
 
     # -- sizing ------------------------------------------------------------------------------
     def sizing_name(self, wf: WorkflowRun, stage: str) -> str | None:

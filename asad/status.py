@@ -94,6 +94,11 @@ def output_paths(wf: WorkflowRun, stage: str) -> dict[str, str]:
     job = wf.current_job(stage) if wf.strategy != "big-job" else (wf.jobs[-1] if wf.jobs else None)
     if job is None or not job.request.output:
         return {}
+    if job.request.array:  # one log per task: <stage>.<task id>.log, <stage>-<array job id>_<index>.out
+        out = {"log": f"{os.path.dirname(job.request.output)}/{stage}.*.log"}
+        if job.job_id is not None:
+            out["slurm_output"] = job.request.output.replace("%A", str(job.job_id)).replace("%a", "*")
+        return out
     out = {"log": f"{os.path.dirname(job.request.output)}/{stage}.log"}
     if job.job_id is not None:
         out["slurm_output"] = job.request.output.replace("%j", str(job.job_id))
