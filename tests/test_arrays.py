@@ -249,3 +249,40 @@ def test_resume_after_a_failed_task_reruns_the_array(db_url):
     assert wf2.state is WorkflowState.COMPLETED
     assert [j.array_tasks for j in wf2.jobs if j.stage == "fan"] == [{"CD": 4, "F": 1}, {"CD": 5}]
     store.close()
+
+
+class _Crash(Exception):
+    pass
+
+
+def test_a_crash_between_chunk_submissions_resubmits_the_stage_whole(db_url):
+    """The daemon dies after the first array job reached Slurm and the second's intent was written:
+    the restarted runner finds the second never reached Slurm and runs the stage again whole."""
+    store = Store(db_url)
+    sim = make_simulator("small", load=0.0, seed=1)
+    sim.max_array_size = 4
+    wf = store.add_workflow(parse_workflow(FAN.format(strategy="per-stage", array="0-9")), sim.now(),
+                            strategy="per-stage")
+    submit = sim.submit
+
+    def crashing(req):  # noqa: ANN001, ANN202
+        if req.array and req.array_offset == 4:
+            raise _Crash
+        return submit(req)
+    sim.submit = crashing
+    runner = make_runner(Settings(), store, sim)
+    with pytest.raises(_Crash):
+        for _ in range(40):
+            runner.tick()
+            sim.run_until(sim.now() + 30)
+    sim.submit = submit
+    store.session.rollback()
+    runner = make_runner(Settings(), store, sim)  # the restart
+    run_to_completion(runner, sim, [wf.id], poll_interval_s=30)
+    wf2 = store.load_workflows([wf.id])[0]
+    assert wf2.state is WorkflowState.COMPLETED, wf2.message
+    final = [j for j in wf2.jobs if j.stage == "fan" and j.attempt == wf2.stages["fan"].attempt]
+    assert sorted(j.request.array_offset for j in final) == [0, 4, 8]
+    first = [j for j in wf2.jobs if j.stage == "fan" and j.attempt == 1 and j.job_id is not None]
+    assert [j.state for j in first] == [JobState.CANCELLED] or all(j.cancelled_by_asad for j in first)
+    store.close()
