@@ -48,3 +48,37 @@ stages:
 
     res = asad(env, "resume", str(wf_id))
     assert res.returncode == 1 and "completed; nothing to resume" in res.stderr
+
+
+def test_resume_wakes_a_running_daemon(cluster, tmp_path):
+    """A daemon polling only every 600 s: ``asad resume`` wakes it, as ``asad submit`` does, and it
+    drives the resumed workflow (an old id) to the end."""
+    import subprocess
+    import sys
+    import time
+
+    from test_workflows_real import REPO, submit, wait_for, workflow_state
+
+    env = asad_env(cluster, tmp_path / "state")
+    flag = tmp_path / "fixed"
+    proc = subprocess.Popen([sys.executable, "-m", "asad", "daemon", "--backend", "slurm", "--poll", "600"],
+                            env=env, cwd=REPO, stdout=open(tmp_path / "daemon.log", "a"), stderr=subprocess.STDOUT)
+    try:
+        time.sleep(5)
+        wf_id = submit(env, write_workflow(tmp_path / "d.yaml", f"""\
+name: daemon-resume
+strategy: per-stage
+defaults: {{time: 5m, mem: 100M, cpus: 1}}
+stages:
+  - {{name: a, run: "true"}}
+  - {{name: b, run: "test -f {flag}"}}
+"""))
+        wait_for(lambda: workflow_state(env, wf_id) == "FAILED", 90, "the workflow to fail")
+        flag.touch()
+        res = asad(env, "resume", str(wf_id))
+        assert res.returncode == 0, res.stderr
+        assert "no daemon is running" not in res.stderr
+        wait_for(lambda: workflow_state(env, wf_id) == "COMPLETED", 60, "the resumed workflow to complete")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
