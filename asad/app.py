@@ -83,7 +83,9 @@ class CommandBuilder:
 
     def _stage_lines(self, wf, stage: str, *, srun: bool, barrier: tuple[str, ...]) -> list[str]:  # noqa: ANN001
         s = wf.spec.stage(stage)
-        env = [f"ASAD_STAGE={shlex.quote(stage)}", f"ASAD_COMMAND={shlex.quote(s.run)}",
+        # an array's tasks each keep their own markers and log: <stage>.<task id>.log
+        name = shlex.quote(stage) + ('."$SLURM_ARRAY_TASK_ID"' if s.array is not None and not srun else "")
+        env = [f"ASAD_STAGE={name}", f"ASAD_COMMAND={shlex.quote(s.run)}",
                f"ASAD_WAIT_FOR={shlex.quote(' '.join(barrier))}"]
         if s.slurm.output:  # the user named the log: the command's output goes to Slurm's --output file
             env.append("ASAD_LOG=-")

@@ -63,8 +63,31 @@ def stage_attempts(wf: WorkflowRun, stage: str) -> list[Attempt]:
     return _attempts([j for j in wf.jobs if j.stage == stage and j.phase is not JobPhase.ABANDONED])
 
 
+_FOLD_ORDER = ("OUT_OF_MEMORY", "TIMEOUT", "FAILED", "NODE_FAIL", "CANCELLED", "RUNNING", "PENDING")
+
+
+def _one_per_attempt(jobs: list[JobRecord]) -> list[JobRecord]:
+    """An array stage's attempt may be several array jobs (chunks): its first one speaks for it, with
+    the attempt's overall state (COMPLETED only when every chunk completed)."""
+    groups: dict[int, list[JobRecord]] = {}
+    for j in jobs:
+        groups.setdefault(j.attempt, []).append(j)
+    out = []
+    for group in groups.values():
+        lead = group[0]
+        states = {j.state.value for j in group}
+        if len(states) > 1:
+            from dataclasses import replace
+
+            worst = next(s for s in _FOLD_ORDER if s in states)
+            lead = replace(lead, state=type(lead.state)(worst),
+                           end_time=max((j.end_time for j in group if j.end_time), default=None))
+        out.append(lead)
+    return out
+
+
 def _attempts(jobs: list[JobRecord]) -> list[Attempt]:
-    jobs = sorted(jobs, key=lambda j: (j.attempt, j.row_id or 0))
+    jobs = _one_per_attempt(sorted(jobs, key=lambda j: (j.attempt, j.row_id or 0)))
     out: list[Attempt] = []
     for i, job in enumerate(jobs):
         req = job.request

@@ -56,6 +56,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("workflow", type=int)
     p.set_defaults(func=_cmd("cancel"))
 
+    p = sub.add_parser("resume", parents=[common], help="run a failed or cancelled workflow again from its "
+                       "unfinished stages (same id; completed stages are kept)")
+    p.add_argument("workflow", type=int)
+    p.add_argument("--run", action="store_true", help="drive it in this process until it ends, as 'asad run' "
+                   "(refused while a daemon drives the store)")
+    p.add_argument("--backend", choices=("sim", "slurm"), help="with --run: slurm, or sim for the simulator "
+                   "(default: Slurm when it answers, else an error)")
+    p.add_argument("--json", action="store_true", help="with --run: print the summary as one JSON object")
+    p.set_defaults(func=_cmd("resume"))
+
     p = sub.add_parser("history", parents=[common], help="past workflows with their measures")
     p.add_argument("--json", action="store_true")
     p.add_argument("-n", "--limit", type=int, default=50)

@@ -278,6 +278,64 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     return 0
 
 
+@guarded
+def cmd_resume(args: argparse.Namespace) -> int:
+    """Make a failed or cancelled workflow active again under its own id (asad/resume.py); a daemon
+    (woken now) or ``--run`` (in this process, as ``asad run``) submits its unfinished stages."""
+    from asad.resume import ResumeRefused, resume_workflow
+
+    settings = settings_from(args, backend=getattr(args, "backend", None))
+    lock_fd = _run_lock(settings) if args.run else None  # refuse --run beside a daemon before changing anything
+    try:
+        store = open_store(settings)
+        try:
+            rows = store.workflow_rows([args.workflow])
+            if args.run and rows and rows[0].state == "ACTIVE":
+                # Resumed earlier with no daemon to drive it (this process holds the store's lock):
+                # drive it now rather than refuse.
+                print(f"workflow {args.workflow} is active and no daemon drives it: driving it here")
+                return _drive_resumed(settings, store, args.workflow, args)
+            try:
+                done = resume_workflow(store, args.workflow)
+            except ResumeRefused as exc:
+                return _fail(str(exc), EXIT_FAILED if rows else EXIT_INPUT)
+            print(f"workflow {done.workflow_id} resumed (was {done.was}): "
+                  f"running again {', '.join(done.rerun) or 'nothing'}"
+                  + (f"; kept completed {', '.join(done.kept)}" if done.kept else ""))
+            if args.run:
+                return _drive_resumed(settings, store, done.workflow_id, args)
+        finally:
+            store.close()
+    finally:
+        if lock_fd is not None:
+            os.close(lock_fd)
+    wake_daemon(settings.state_dir)
+    from asad.daemon import daemon_running
+
+    if not daemon_running(settings):
+        print(f"asad: note: no daemon is running for this store, so workflow {args.workflow} waits until one "
+              f"starts ('asad daemon'), or drive it in this terminal: asad resume {args.workflow} --run",
+              file=sys.stderr)
+    return 0
+
+
+def _drive_resumed(settings: Settings, store, wf_id: int, args: argparse.Namespace) -> int:  # noqa: ANN001
+    from asad.app import make_backend, make_runner, run_to_completion
+    from asad.status import render_summary
+
+    backend = make_backend(settings)
+    runner = make_runner(settings, store, backend)
+    try:
+        run_to_completion(runner, backend, [wf_id], poll_interval_s=settings.poll_interval_s,
+                          run_dir=None if backend.name == "sim" else settings.run_dir)
+    except KeyboardInterrupt:
+        return _cancel_after_interrupt(store, runner, wf_id, backend.name)
+    summary = {**store.workflow_rows([wf_id])[0].summary, "simulated": backend.name == "sim"}
+    _add_output_paths(summary, store.load_workflows([wf_id])[0])
+    print(json.dumps(summary, indent=2) if args.json else render_summary(summary))
+    return 0 if summary["state"] == "COMPLETED" else EXIT_FAILED
+
+
 # -- status / history / show ---------------------------------------------------------------------
 @guarded
 def cmd_status(args: argparse.Namespace) -> int:

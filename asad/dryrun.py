@@ -34,6 +34,12 @@ class RecordingBackend:
     def cluster_name(self) -> str:
         return getattr(self.real, "cluster_name", self.real.name)
 
+    @property
+    def max_array_size(self) -> int:
+        from asad.arrays import DEFAULT_MAX_ARRAY_SIZE
+
+        return getattr(self.real, "max_array_size", DEFAULT_MAX_ARRAY_SIZE)
+
     def priority_rules(self):  # noqa: ANN201
         return rules_of(self.real)
 
@@ -91,9 +97,11 @@ def dry_run(spec, settings, backend: Backend, *, strategy: str, mode: str) -> st
             store.close()
             if real_store is not None:
                 real_store.close()
-    names = {job_id: req.name.rsplit(".", 1)[-1] for job_id, req in recorder.submitted}
+    # an array stage split under MaxArraySize is several sbatch calls: chunk k is "<stage>.c<k>"
+    names = {job_id: req.name.rsplit(".", 1)[-1] + _chunk_suffix(req.comment) for job_id, req in recorder.submitted}
+    stages_now = len({req.name for _, req in recorder.submitted})
     lines = ["#!/bin/bash", f"# asad submit --dry-run: workflow {spec.name}, strategy {strategy}; "
-             f"{len(recorder.submitted)} of {len(spec.stages)} stages would be submitted now.",
+             f"{stages_now} of {len(spec.stages)} stages would be submitted now.",
              "# Nothing was submitted and nothing was stored. The workflow id, its run folder and the",
              "# --comment tag are those of a scratch store: the real submission gets its own.", "set -e"]
     folders = sorted({str((Path(req.workdir or ".") / req.output).parent) for _, req in recorder.submitted
@@ -107,7 +115,7 @@ def dry_run(spec, settings, backend: Backend, *, strategy: str, mode: str) -> st
         lines += ["", f"# stage {names[job_id]}",
                   f"{var}=$({env + ' ' if env else ''}sbatch --parsable {' '.join(_quote(a) for a in args)} "
                   "<<'ASAD_SCRIPT'", batch_script(req).rstrip("\n"), "ASAD_SCRIPT", ")"]
-    later = len(spec.stages) - len(recorder.submitted)
+    later = len(spec.stages) - stages_now
     if later:
         lines += ["", f"# The other {later} stage(s) are submitted by the daemon later: when their predecessors "
                   "start or end, as the strategy plans (asad explain shows why)."]
@@ -123,6 +131,11 @@ def _existing_store(settings):  # noqa: ANN001, ANN202
     if path is not None and not path.exists():
         return None
     return Store(settings.database_url)
+
+
+def _chunk_suffix(comment: str) -> str:
+    last = comment.rsplit(":", 1)[-1]
+    return "." + last.split(".", 1)[1] if "." in last else ""
 
 
 def _var(stage: str) -> str:

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from asad.arrays import DEFAULT_MAX_ARRAY_SIZE
 from asad.learn.geometry import GeometryKeyConfig, request_key
 from asad.learned import Learned
 from asad.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun, WorkflowState
@@ -32,6 +33,9 @@ BIG_JOB_STAGE = "*"
 DEFAULT_IDLE_PRICE = 0.05
 FAILED_STATES = (JobState.FAILED, JobState.TIMEOUT, JobState.OUT_OF_MEMORY, JobState.NODE_FAIL,
                  JobState.CANCELLED)
+# The chunk whose ending speaks for a failed array stage (an OOM makes the retry ask for more memory).
+FAILED_STATES_WORST = (JobState.OUT_OF_MEMORY, JobState.TIMEOUT, JobState.FAILED, JobState.NODE_FAIL,
+                       JobState.CANCELLED)
 
 
 @dataclass
@@ -49,6 +53,7 @@ class EngineConfig:
     # The default strategy's price of idling: makespan seconds one idle core-second costs (see
     # asad.strategies.auto). Chosen on training seeds to keep idle overhead near 2% of core-hours.
     idle_price: float = DEFAULT_IDLE_PRICE
+    max_array_size: int = DEFAULT_MAX_ARRAY_SIZE  # Slurm's MaxArraySize: larger arrays go as several jobs
 
 
 @dataclass
@@ -109,6 +114,8 @@ class Context:
     def holds_at_barrier(self, wf: WorkflowRun) -> bool:
         """The workflow's early jobs carry no Slurm dependency and hold their allocation at a
         barrier until the predecessors end (asa's naive mode, auto's quantile rule)."""
+        if any(s.array is not None for s in wf.spec.stages):
+            return False  # an array's tasks write no stage-wide end marker to hold a barrier on
         if wf.strategy == "asa":
             return wf.mode == "naive"
         return wf.strategy == "auto" and self.priority_rules.age_counts
@@ -143,10 +150,10 @@ class Context:
             comment=self.tag(wf, stage, run.attempt + 1), workdir=wf.spec.workdir, env=s.env_dict(), truth=truth,
             output=s.slurm.output or self._output(wf, stage), constraint=s.slurm.constraint,
             exclusive=s.slurm.exclusive, gpus=s.slurm.gpus, gres=s.slurm.gres, mail_type=s.slurm.mail_type,
-            mail_user=s.slurm.mail_user,
+            mail_user=s.slurm.mail_user, array=s.array,
         )
 
-    def big_job_request(self, wf: WorkflowRun) -> JobRequest:
+    def big_job_request(self, wf: WorkflowRun, attempt: int = 1) -> JobRequest:
         shape = big_job_shape(wf.spec)
         stages = wf.spec.stages
         truth = None
@@ -161,12 +168,16 @@ class Context:
         return JobRequest(
             name=f"asad.{wf.id}.all", command="", partition=first.partition, account=first.account,
             qos=first.qos, nodes=shape["nodes"], ntasks=shape["ntasks"], cpus_per_task=shape["cpus_per_task"],
-            mem_mb=shape["mem_mb"], time_limit_s=shape["time_s"], comment=self.tag(wf, BIG_JOB_STAGE, 1),
+            mem_mb=shape["mem_mb"], time_limit_s=shape["time_s"], comment=self.tag(wf, BIG_JOB_STAGE, attempt),
             workdir=wf.spec.workdir, truth=truth, output=self._output(wf, "all"),
         )
 
     def _output(self, wf: WorkflowRun, stage: str) -> str | None:
-        return f"{self.config.run_dir}/{wf.id}/{stage}-%j.out" if self.config.run_dir else None
+        if not self.config.run_dir:
+            return None
+        # an array's tasks: one file each, by array job id and (per array job) task index
+        pattern = "%A_%a" if stage != BIG_JOB_STAGE and stage in wf.stages and wf.spec.stage(stage).array else "%j"
+        return f"{self.config.run_dir}/{wf.id}/{stage}-{pattern}.out"
 
     # -- sizing ------------------------------------------------------------------------------
     def sizing_name(self, wf: WorkflowRun, stage: str) -> str | None:
@@ -300,6 +311,22 @@ class Engine:
         job = wf.job(run.job_row)
         if job is None or job.phase is JobPhase.SUBMITTING:
             return
+        array = wf.spec.stage(name).array_spec
+        if array is not None:
+            chunks = wf.current_jobs(name)
+            expected = len(array.chunks(self.ctx.config.max_array_size))
+            if len(chunks) < expected and not any(j.phase is JobPhase.SUBMITTING for j in chunks):
+                # a crash between the chunks' submissions: some never reached Slurm. Run it again whole.
+                for j in chunks:
+                    if not j.state.is_final:
+                        out.cancel.append(j)
+                        j.cancelled_by_asad = True
+                run.state, run.job_row = StageState.WAITING, None
+                run.message = "not every array chunk reached Slurm; resubmitted"
+                out.dirty_stages.append(run)
+                return None
+            if expected > 1:
+                return self._follow_chunks(wf, name, run, chunks, now, out)
         self._learn_wait(job, now, out)
         if job.state is JobState.PENDING:
             begin = job.request.begin
@@ -356,11 +383,53 @@ class Engine:
             return
         self._stage_failed(wf, name, run, job, now, out)
 
+    def _follow_chunks(self, wf: WorkflowRun, name: str, run: StageRun, chunks: list[JobRecord], now: float,
+                       out: Decisions) -> None:
+        """An array stage submitted as several array jobs (more tasks than MaxArraySize): it runs while
+        any chunk runs, completes when all completed, and fails (all chunks again) when one failed."""
+        if any(j.phase is JobPhase.SUBMITTING for j in chunks):
+            return
+        for job in chunks:
+            self._learn_wait(job, now, out)
+        states = [j.state for j in chunks]
+        if all(s is JobState.PENDING for s in states):
+            if any(j.reason == "DependencyNeverSatisfied" for j in chunks):
+                for job in chunks:  # a predecessor failed: resubmit against its retry
+                    out.cancel.append(job)
+                    job.cancelled_by_asad = True
+                run.state, run.job_row = StageState.WAITING, None
+                out.dirty_stages.append(run)
+            return
+        starts = [j.start_time for j in chunks if j.start_time is not None]
+        if not all(s.is_final for s in states):
+            if run.state is not StageState.RUNNING:
+                run.state, run.start_time = StageState.RUNNING, min(starts) if starts else None
+                out.dirty_stages.append(run)
+            return
+        run.start_time = min(starts) if starts else None
+        run.end_time = max((j.end_time for j in chunks if j.end_time is not None), default=None)
+        if all(s is JobState.COMPLETED for s in states):
+            run.state = StageState.COMPLETED
+            if run.start_time is not None and run.end_time is not None:
+                self.ctx.learned.observe_runtime(self.ctx.runtime_key(wf, name), run.end_time - run.start_time)
+            out.dirty_stages.append(run)
+            return
+        worst = next(j for w in FAILED_STATES_WORST for j in chunks if j.state is w)
+        if worst.cancelled_by_asad:
+            return
+        for job in chunks:  # the stage runs again whole: nothing of this attempt stays queued
+            if not job.state.is_final:
+                out.cancel.append(job)
+        self._stage_failed(wf, name, run, worst, now, out)
+
     def _stage_failed(self, wf: WorkflowRun, name: str, run: StageRun, job: JobRecord, now: float,
                       out: Decisions) -> None:
         spec = wf.spec.stage(name)
         part = self.ctx.partitions.get(job.partition or spec.partition.split(",")[0] or "")
-        attempts_of = [j for j in wf.jobs if j.stage == name and j.state is job.state and not j.cancelled_by_asad]
+        # Attempts before an ``asad resume`` (numbered up to ``retry_from``) used up their own budget.
+        since = [j for j in wf.jobs if j.stage == name and j.attempt > run.retry_from]
+        # per attempt, not per job: an array stage's attempt may be several array jobs
+        attempts_of = list({j.attempt: j for j in since if j.state is job.state and not j.cancelled_by_asad}.values())
         if job.state is JobState.OUT_OF_MEMORY and len(attempts_of) <= spec.max_oom_retries:
             failed_mem = int(job.request.total_mem_mb() or self.ctx.user_request(wf, name).mem_mb)
             seen = max((j.peak_rss_mb or 0.0) for j in wf.jobs if j.stage == name and j.state is JobState.COMPLETED) \
@@ -379,8 +448,8 @@ class Engine:
                 return self._fail(wf, name, run, now, out, str(exc))
             run.message = f"TIMEOUT at {limit} s; retrying with {run.time_s} s"
         elif job.state not in (JobState.OUT_OF_MEMORY, JobState.TIMEOUT) and \
-                sum(1 for j in wf.jobs if j.stage == name and not j.cancelled_by_asad
-                    and j.phase is not JobPhase.ABANDONED) <= spec.retries:
+                len({j.attempt for j in since if not j.cancelled_by_asad and j.phase is not JobPhase.ABANDONED}) \
+                <= spec.retries:
             run.message = f"{job.state.value} (exit {job.exit_code}); retrying"
         elif job.state is JobState.OUT_OF_MEMORY:
             return self._fail(wf, name, run, now, out,
@@ -449,7 +518,7 @@ class Engine:
                       out: Decisions) -> None:
         if run.attempt == 0:
             self.ctx.size_first_attempt(wf, name, run)
-        dep_ids = tuple(wf.current_job(p).job_id for p in plan.dependency_on)
+        dep_ids = tuple(j.job_id for p in plan.dependency_on for j in wf.current_jobs(p) if j.job_id is not None)
         barrier_ids = tuple(wf.current_job(p).job_id for p in plan.barrier_on)
         req = self.ctx.request_for(wf, name, plan, dep_ids, barrier_ids)
         req = self.ctx.place(wf, name, run, req)
@@ -459,28 +528,36 @@ class Engine:
         est = plan.est_wait_s if plan.est_wait_s is not None else (
             run.est_wait_s if run.state is StageState.PLANNED else None)
         run.attempt += 1
-        job = JobRecord(row_id=None, workflow_id=wf.id, stage=name, attempt=run.attempt, tag=req.comment,
-                        phase=JobPhase.SUBMITTING, request=req, geometry_key=self.ctx.geometry_key(req),
-                        est_wait_s=est, planned_start=plan.planned_start)
-        wf.jobs.append(job)
+        array = wf.spec.stage(name).array_spec
+        chunks = array.chunks(self.ctx.config.max_array_size) if array is not None else [None]
+        for k, chunk in enumerate(chunks):
+            # chunk 0 keeps the stage's tag (crash recovery finds it as any job); the others add ".c<k>"
+            creq = req if chunk is None else replace(req, array=chunk.text, array_offset=chunk.offset,
+                                                     comment=req.comment + (f".c{k}" if k else ""))
+            job = JobRecord(row_id=None, workflow_id=wf.id, stage=name, attempt=run.attempt, tag=creq.comment,
+                            phase=JobPhase.SUBMITTING, request=creq, geometry_key=self.ctx.geometry_key(req),
+                            est_wait_s=est, planned_start=plan.planned_start)
+            wf.jobs.append(job)
+            out.submit.append(job)
         run.state = StageState.SUBMITTED
         run.planned_submit_at = None
         run.est_wait_s = est
         run.plan_why = plan.why
-        out.submit.append(job)
         out.dirty_stages.append(run)
 
     def _decide_big_job(self, wf: WorkflowRun, now: float, out: Decisions) -> None:
         job = wf.jobs[-1] if wf.jobs else None
-        if job is None:
-            req = self.ctx.big_job_request(wf)
+        if job is None or all(run.state is StageState.WAITING for run in wf.stages.values()):
+            # the first job, or a resumed workflow (``asad resume``): the whole job again
+            attempt = sum(1 for j in wf.jobs if j.stage == BIG_JOB_STAGE) + 1
+            req = self.ctx.big_job_request(wf, attempt)
             req = _with_command(req, self.ctx.build_command(wf, BIG_JOB_STAGE, req))
-            job = JobRecord(row_id=None, workflow_id=wf.id, stage=BIG_JOB_STAGE, attempt=1, tag=req.comment,
+            job = JobRecord(row_id=None, workflow_id=wf.id, stage=BIG_JOB_STAGE, attempt=attempt, tag=req.comment,
                             phase=JobPhase.SUBMITTING, request=req, geometry_key=self.ctx.geometry_key(req))
             wf.jobs.append(job)
             out.submit.append(job)
             for run in wf.stages.values():
-                run.state, run.attempt = StageState.SUBMITTED, 1
+                run.state, run.attempt = StageState.SUBMITTED, attempt
                 out.dirty_stages.append(run)
             return
         if job.phase is JobPhase.SUBMITTING:

@@ -68,6 +68,12 @@ def summarize(wf: WorkflowRun) -> dict:
             "message": run.message,
             "after": list(preds),
         })
+        if spec.array is not None:  # one stage, many tasks: their states over the current attempt
+            counts: dict[str, int] = {}
+            for j in wf.current_jobs(name):
+                for code, n in (j.array_tasks or {}).items():
+                    counts[code] = counts.get(code, 0) + n
+            stages[-1].update(array=spec.array, array_tasks=counts or None)
     core_s = sum(_job_core_s(j) for j in wf.jobs)
     ends = [r.end_time for r in wf.stages.values() if r.end_time is not None]
     makespan = (max(ends) - wf.created_at) if ends and wf.state.value == "COMPLETED" else None

@@ -75,6 +75,7 @@ class JobRecord:
     est_wait_s: float | None = None  # the wait estimate used when planning this submission
     planned_start: float | None = None  # when we wanted it to start (the predecessor's expected end)
     cancelled_by_asad: bool = False  # e.g. the naive mode's "too early" resubmission
+    array_tasks: dict[str, int] | None = None  # an array job: its tasks per squeue state code ("R": 3, ...)
 
     def apply_status(self, st: JobStatus) -> bool:
         """Copy a fresh status in; return whether anything the engine cares about changed."""
@@ -90,7 +91,11 @@ class JobRecord:
         self.nodelist = st.nodelist or self.nodelist
         if st.exit_code is not None:
             self.exit_code = st.exit_code
-        return before != (self.state, self.start_time, self.end_time, self.eligible_time, self.reason)
+        tasks_changed = st.array_tasks is not None and st.array_tasks != self.array_tasks
+        if st.array_tasks is not None:
+            self.array_tasks = dict(st.array_tasks)
+        return tasks_changed or before != (self.state, self.start_time, self.end_time, self.eligible_time,
+                                           self.reason)
 
     @property
     def wait_s(self) -> float | None:
@@ -118,6 +123,7 @@ class StageRun:
     start_time: float | None = None  # when the stage's work began (after any barrier)
     end_time: float | None = None
     message: str = ""
+    retry_from: int = 0  # attempts numbered up to this ran before an ``asad resume``: not counted as retries
 
 
 @dataclass
@@ -148,3 +154,13 @@ class WorkflowRun:
 
     def current_job(self, stage: str) -> JobRecord | None:
         return self.job(self.stages[stage].job_row)
+
+    def current_jobs(self, stage: str) -> list[JobRecord]:
+        """The current attempt's jobs: one, or an array stage's chunks (one array job each)."""
+        job = self.current_job(stage)
+        if job is None:
+            return []
+        if self.spec.stage(stage).array is None:
+            return [job]
+        return [j for j in self.jobs if j.stage == stage and j.attempt == job.attempt
+                and j.phase is not JobPhase.ABANDONED]

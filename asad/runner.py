@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import structlog
 from sqlalchemy.exc import SQLAlchemyError
 
+from asad.arrays import DEFAULT_MAX_ARRAY_SIZE
 from asad.engine import Context, Decisions, Engine
 from asad.explain import refusal_text
 from asad.learned import Learned
@@ -72,7 +73,8 @@ class Runner:
         default = next((p.name for p in parts if p.default), parts[0].name if parts else "")
         config = EngineConfig(cluster=cluster, store_id=store.store_id, asa_timing=asa_timing,
                               default_partition=default, run_dir=run_dir,
-                              idle_price=DEFAULT_IDLE_PRICE if idle_price is None else idle_price)
+                              idle_price=DEFAULT_IDLE_PRICE if idle_price is None else idle_price,
+                              max_array_size=getattr(backend, "max_array_size", DEFAULT_MAX_ARRAY_SIZE))
         learned = Learned(store.load_learner, predictor, seed=seed, predictor_params=predictor_params)
         return cls(store, backend, Context(config, learned, parts, build_command, rules_of(backend)))
 
@@ -111,6 +113,11 @@ class Runner:
         for wf in self.store.load_workflows(active_only=True, after_id=self._last_id):
             self._adopt(wf)
         self._last_id = max(self._last_id, self.store.max_workflow_id())
+        resumed = self.store.active_workflow_ids() - set(self.active)
+        resumed = {i for i in resumed if i <= self._last_id}
+        if resumed:  # ``asad resume``: an ended workflow made active again, under its old id
+            for wf in self.store.load_workflows(resumed, active_only=True):
+                self._adopt(wf)
         self._prefetch_learners()
         for wf_id in self.store.cancel_requested_ids():
             if wf_id in self.active:
@@ -374,6 +381,15 @@ class Runner:
                     slurm=exc.slurm_message, retry_at=until)
         job.phase = JobPhase.ABANDONED
         self.store.save_job(job)
+        # an array stage's chunks submitted before this one: the stage is submitted again whole later
+        siblings = [j for j in wf.jobs if j.stage == job.stage and j.attempt == job.attempt and j is not job
+                    and j.phase is JobPhase.LIVE and not j.state.is_final]
+        for j in siblings:
+            j.cancelled_by_asad = True
+            self.store.save_job(j)
+        if siblings:
+            self.store.commit()
+            self.backend.cancel([j.job_id for j in siblings if j.job_id is not None])
         stage = wf.stages.get(job.stage)
         if stage is not None:
             stage.state, stage.job_row, stage.planned_submit_at = StageState.WAITING, None, until

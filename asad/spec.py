@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from asad.arrays import ArrayError, ArraySpec, parse_array
 from asad.slurm.backend import PartitionInfo
 from asad.spec_slurm import (
     MAIL_KEYS,
@@ -71,7 +72,7 @@ DEFAULT_KEYS = ("partition", "account", "qos", "time", "mem", "mem_per_cpu", "cp
                 "max_oom_retries", "env", *SLURM_OPTION_KEYS)
 STAGE_KEYS = ("name", "run", "cpus", "nodes", "ntasks", "cpus_per_task", "mem", "mem_per_cpu",
               "time", "after", "env", "simulate", "retries", "max_oom_retries", "inputs", "sizing",
-              "sizing_cpus", "partition", "account", "qos", *SLURM_OPTION_KEYS)
+              "sizing_cpus", "partition", "account", "qos", "array", *SLURM_OPTION_KEYS)
 SIMULATE_KEYS = ("runtime", "peak_mem", "cpu_efficiency")
 
 # Words people reach for from sbatch, Snakemake, Nextflow or CWL, mapped to our key.
@@ -225,6 +226,11 @@ class StageSpec:
     slurm: SlurmOptions = field(default_factory=SlurmOptions)  # setup, output, mail, constraint, gpus, ...
     sizing_cpus: str = "keep"  # "shrink": a sizing agent may give fewer CPUs than asked (ntasks == 1 only)
     line: int = 0
+    array: str | None = None  # sbatch's --array text, e.g. "0-99%10" (asad.arrays): a fan-out stage
+
+    @property
+    def array_spec(self) -> ArraySpec | None:
+        return None if self.array is None else parse_array(self.array)
 
     def __post_init__(self) -> None:
         # Accept a plain dict / list from code that builds stages by hand; store frozen forms.
@@ -283,7 +289,7 @@ class StageSpec:
             "simulate": None if self.simulate is None else self.simulate.to_dict(),
             "retries": self.retries, "max_oom_retries": self.max_oom_retries,
             "inputs": list(self.inputs), "sizing": self.sizing, "sizing_cpus": self.sizing_cpus,
-            "line": self.line, "slurm": self.slurm.to_dict(),
+            "line": self.line, "slurm": self.slurm.to_dict(), "array": self.array,
         }
 
     @classmethod
@@ -302,7 +308,7 @@ class StageSpec:
             max_oom_retries=int(data.get("max_oom_retries", DEFAULT_MAX_OOM_RETRIES)),
             inputs=tuple(data.get("inputs") or ()), sizing=data.get("sizing"),
             sizing_cpus=str(data.get("sizing_cpus") or "keep"), line=int(data.get("line", 0)),
-            slurm=SlurmOptions.from_dict(data.get("slurm")),
+            slurm=SlurmOptions.from_dict(data.get("slurm")), array=data.get("array"),
         )
 
 
@@ -640,6 +646,7 @@ class _Parser:
         strategy = self.choice(top.get("strategy"), "strategy", STRATEGIES, DEFAULT_STRATEGY)
         if strategy_override is not None:
             strategy = self.choice_text(strategy_override, None, "--strategy", STRATEGIES)
+        self.strategy = strategy
         mode = self.choice(top.get("mode"), "mode", MODES, DEFAULT_MODE)
 
         workdir = self.workdir(top.get("workdir"))
@@ -935,6 +942,7 @@ class _Parser:
         inputs = self.inputs(m["inputs"][1], f"{where}.inputs", workdir) if "inputs" in m else ()
         sizing = self.sizing(m.get("sizing"), f"{where}.sizing")
         sizing_cpus = self.sizing_cpus(m.get("sizing_cpus"), f"{where}.sizing_cpus", ntasks)
+        array = self.array(m["array"][1], f"{where}.array") if "array" in m else None
 
         stage = StageSpec(
             name=name, run=run, run_is_script=run_is_script, nodes=nodes, ntasks=ntasks,
@@ -946,9 +954,24 @@ class _Parser:
             simulate=simulate, retries=values.get("retries", defaults.get("retries", 0)),
             max_oom_retries=values.get("max_oom_retries", defaults.get("max_oom_retries", DEFAULT_MAX_OOM_RETRIES)),
             inputs=inputs, sizing=sizing, sizing_cpus=sizing_cpus, line=line,
-            slurm=self.slurm_options(values, defaults),
+            slurm=self.slurm_options(values, defaults), array=array,
         )
         return stage, after_node
+
+    def array(self, node: Node, fld: str) -> str:
+        """``array: 0-99``, ``0-99%10``, ``1,5,10-20:2``, or a number of tasks: sbatch's own text back."""
+        fix = "write e.g. array: 0-99 (tasks 0 to 99), array: 0-99%10 (at most 10 at once), or array: 100"
+        if not isinstance(node, ScalarNode) or node.tag in (_TAG_NULL, _TAG_BOOL):
+            raise self.error(node, fld, f"must be an index list or a number of tasks, got {_kind(node)}", fix)
+        value: object = self.number(node) if node.tag == _TAG_INT else node.value
+        try:
+            spec = parse_array(value)
+        except ArrayError as exc:
+            raise self.error(node, fld, str(exc), fix) from None
+        if getattr(self, "strategy", None) == "big-job":
+            raise self.error(node, fld, "big-job runs every stage once inside one allocation, so it cannot fan a "
+                             "stage out as a job array", "use another strategy (e.g. strategy: auto)")
+        return spec.text()
 
     @staticmethod
     def slurm_options(values: dict[str, Any], defaults: dict[str, Any]) -> SlurmOptions:

@@ -94,6 +94,11 @@ def output_paths(wf: WorkflowRun, stage: str) -> dict[str, str]:
     job = wf.current_job(stage) if wf.strategy != "big-job" else (wf.jobs[-1] if wf.jobs else None)
     if job is None or not job.request.output:
         return {}
+    if job.request.array:  # one log per task: <stage>.<task id>.log, <stage>-<array job id>_<index>.out
+        out = {"log": f"{os.path.dirname(job.request.output)}/{stage}.*.log"}
+        if job.job_id is not None:
+            out["slurm_output"] = job.request.output.replace("%A", str(job.job_id)).replace("%a", "*")
+        return out
     out = {"log": f"{os.path.dirname(job.request.output)}/{stage}.log"}
     if job.job_id is not None:
         out["slurm_output"] = job.request.output.replace("%j", str(job.job_id))
@@ -160,6 +165,9 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
                 reason = "(Predecessors)"
         elif run.message:
             reason = f"({run.message})"
+        tasks = array_tasks(wf, name) if job is not None else None
+        if tasks and not run.state.is_final:
+            reason = format_tasks(tasks)  # one row for the whole array: its tasks per state
         req = job.request if job else None
         spec = wf.spec.stage(name)
         limit = req.time_limit_s if req else (run.time_s or spec.time_s)
@@ -182,9 +190,29 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
             "account": (req.account if req else spec.account) or "", "qos": (req.qos if req else spec.qos) or "",
             "tag": job.tag if job is not None else "",
             **output_paths(wf, name),
-            "attempts": run.attempt, "retry": retry_note(tries.get(name, [])),
+            "attempts": run.attempt, "retry": retry_note(tries.get(name, [])), "array_tasks": tasks,
         })
     return out
+
+
+_TASK_ORDER = ("R", "PD", "CD", "F", "OOM", "TO", "CA", "NF")
+
+
+def array_tasks(wf: WorkflowRun, stage: str) -> dict[str, int] | None:
+    """An array stage's tasks per squeue state code over its current attempt's array jobs, or None."""
+    if wf.spec.stage(stage).array is None:
+        return None
+    counts: dict[str, int] = {}
+    for job in wf.current_jobs(stage):
+        for code, n in (job.array_tasks or {}).items():
+            counts[code] = counts.get(code, 0) + n
+    return counts or None
+
+
+def format_tasks(counts: dict[str, int]) -> str:
+    """``R 3, PD 90, CD 7`` (running first, as a user scans for them)."""
+    order = sorted(counts, key=lambda c: (_TASK_ORDER.index(c) if c in _TASK_ORDER else 99, c))
+    return ", ".join(f"{c} {counts[c]}" for c in order)
 
 
 def _cell(row: dict, key: str) -> str:
@@ -289,6 +317,8 @@ def render_summary(s: dict) -> str:
             f"{d(st['perceived_wait_s']):>9} {d(st['est_wait_s']):>9} {d(st['idle_s']):>7}")
         if st.get("message") and st["state"] != "COMPLETED":
             lines.append(f"      {st['message']}")
+        if st.get("array_tasks"):
+            lines.append(f"      array {st['array']}: tasks {format_tasks(st['array_tasks'])}")
         if st.get("log"):
             lines.append(f"      log {st['log']}" + (f"   Slurm output {st['slurm_output']}"
                                                      if st.get("slurm_output") else ""))

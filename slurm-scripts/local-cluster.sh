@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A private, single-host Slurm cluster for asad's tests and for trying asad on a laptop.
 #
-#   local-cluster.sh up     [--nodes N] [--cpus C] [--mem MB] [--gpus G] [--accounting] [--priority basic|multifactor] [--max-age D]
+#   local-cluster.sh up     [--nodes N] [--cpus C] [--mem MB] [--gpus G] [--accounting] [--priority basic|multifactor]
+#                           [--max-age D]          (PriorityMaxAge with multifactor; default 1-0)
+#                           [--max-array-size N]   (Slurm's MaxArraySize; default 1001, Slurm's own)
 #   local-cluster.sh down   [--purge]
 #   local-cluster.sh status
 #   local-cluster.sh env             # prints: export SLURM_CONF=...
@@ -26,10 +28,10 @@ DB_PASS="asad-local"
 die() { echo "local-cluster: error: $*" >&2; exit 1; }
 say() { echo "local-cluster: $*" >&2; }
 
-usage() { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # ---------------------------------------------------------------- settings ---------------------
-NODES=4; CPUS=28; MEM_MB=32000; ACCOUNTING=0; PRIORITY=basic; GPUS=0; MAX_AGE=1-0
+NODES=4; CPUS=28; MEM_MB=32000; ACCOUNTING=0; PRIORITY=basic; GPUS=0; MAX_AGE=1-0; MAX_ARRAY_SIZE=1001
 load_saved_settings() {
     # A later `up` without flags (e.g. after stop-controller) keeps the cluster it started.
     if [[ -f "$DIR/settings" ]]; then
@@ -46,6 +48,7 @@ ACCOUNTING=$ACCOUNTING
 PRIORITY=$PRIORITY
 GPUS=$GPUS
 MAX_AGE=$MAX_AGE
+MAX_ARRAY_SIZE=$MAX_ARRAY_SIZE
 PORT_BASE=$PORT_BASE
 EOF
 }
@@ -166,6 +169,8 @@ SlurmdTimeout=60
 MessageTimeout=10
 # Finished jobs stay visible in squeue/scontrol for 30 minutes (the backend's fallback without sacct).
 MinJobAge=1800
+# Array indices must stay below this (asad splits larger arrays into several array jobs).
+MaxArraySize=$MAX_ARRAY_SIZE
 KillWait=5
 # Scheduling: FIFO priority with backfill, re-run often so tests see starts within seconds.
 SchedulerType=sched/backfill
@@ -352,9 +357,11 @@ cmd_up() {
         [[ -e $f ]] && pid_alive "$f" && was_running=1
     done
     local want_nodes=$NODES want_cpus=$CPUS want_mem=$MEM_MB want_acct=$ACCOUNTING want_prio=$PRIORITY want_gpus=$GPUS
+    local want_mas=$MAX_ARRAY_SIZE
     if ((was_running)) && [[ -f "$DIR/settings" ]]; then
         load_saved_settings
-        if ((FLAGS_GIVEN)) && [[ "$want_nodes $want_cpus $want_mem $want_acct $want_prio $want_gpus" != "$NODES $CPUS $MEM_MB $ACCOUNTING $PRIORITY ${GPUS:-0}" ]]; then
+        MAX_ARRAY_SIZE=${MAX_ARRAY_SIZE:-1001}
+        if ((FLAGS_GIVEN)) && [[ "$want_nodes $want_cpus $want_mem $want_acct $want_prio $want_gpus $want_mas" != "$NODES $CPUS $MEM_MB $ACCOUNTING $PRIORITY ${GPUS:-0} $MAX_ARRAY_SIZE" ]]; then
             die "a cluster is already running in $DIR with different settings ($NODES nodes x $CPUS cpus x $MEM_MB MB, accounting=$ACCOUNTING, priority=$PRIORITY); run '$0 down' first"
         fi
     fi
@@ -449,6 +456,7 @@ main() {
             --cpus) CPUS=${2:?--cpus needs a number}; FLAGS_GIVEN=1; shift 2 ;;
             --mem) MEM_MB=${2:?--mem needs MB}; FLAGS_GIVEN=1; shift 2 ;;
             --gpus) GPUS=${2:?--gpus needs a number}; FLAGS_GIVEN=1; shift 2 ;;
+            --max-array-size) MAX_ARRAY_SIZE=${2:?--max-array-size needs a number}; FLAGS_GIVEN=1; shift 2 ;;
             --accounting) ACCOUNTING=1; FLAGS_GIVEN=1; shift ;;
             --no-accounting) ACCOUNTING=0; FLAGS_GIVEN=1; shift ;;
             --priority) PRIORITY=${2:?--priority needs basic or multifactor}; FLAGS_GIVEN=1; shift 2 ;;
@@ -463,6 +471,8 @@ main() {
     [[ $MEM_MB =~ ^[1-9][0-9]*$ ]] || die "--mem must be a positive number of MB, got '$MEM_MB'"
     GPUS=${GPUS:-0}
     [[ $GPUS =~ ^[0-9]+$ ]] || die "--gpus must be a whole number, got '$GPUS'"
+    MAX_ARRAY_SIZE=${MAX_ARRAY_SIZE:-1001}  # settings saved by an older script lack it
+    [[ $MAX_ARRAY_SIZE =~ ^[1-9][0-9]*$ ]] || die "--max-array-size must be a positive integer, got '$MAX_ARRAY_SIZE'"
     [[ $PRIORITY == basic || $PRIORITY == multifactor ]] || die "--priority must be basic or multifactor"
     case $cmd in
         up) cmd_up ;;

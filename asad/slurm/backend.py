@@ -82,6 +82,7 @@ class SimTruth:
     cpu_efficiency: float = 1.0
     wait_for: tuple[int, ...] = ()
     exit_code: int = 0  # non-zero: the job ends FAILED with this code after runtime_s
+    fail_tasks: tuple[int, ...] = ()  # an array job: these task indices end FAILED (exit 1)
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,8 @@ class JobRequest:
     gres: str | None = None  # --gres
     mail_type: str | None = None  # --mail-type
     mail_user: str | None = None  # --mail-user
+    array: str | None = None  # --array (``0-99%10``): one array job; see asad.arrays
+    array_offset: int = 0  # added to SLURM_ARRAY_TASK_ID in the job (a chunk of a larger array)
 
     @property
     def cpus(self) -> int:
@@ -147,6 +150,7 @@ class JobStatus:
     time_limit_s: int | None = None
     exit_code: int | None = None
     signal: int | None = None
+    array_tasks: dict[str, int] | None = None  # an array job: its tasks per squeue state code
 
     @property
     def wait_s(self) -> float | None:

@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 
+from asad.arrays import DEFAULT_MAX_ARRAY_SIZE, offset_line
 from asad.slurm.backend import (
     JobRequest,
     JobState,
@@ -96,10 +97,16 @@ _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def batch_script(req: JobRequest) -> str:
-    """The request's command as a batch script: a whole script (``#!...``) stays as it is."""
+    """The request's command as a batch script: a whole script (``#!...``) stays as it is. A chunk
+    of a larger array gets the line that makes its task ids global right after the ``#!`` line."""
     if req.command.startswith("#!"):
-        return req.command if req.command.endswith("\n") else req.command + "\n"
-    return "#!/bin/bash\n" + req.command + ("\n" if not req.command.endswith("\n") else "")
+        script = req.command if req.command.endswith("\n") else req.command + "\n"
+    else:
+        script = "#!/bin/bash\n" + req.command + ("\n" if not req.command.endswith("\n") else "")
+    if req.array and req.array_offset:
+        first, _, rest = script.partition("\n")
+        script = f"{first}\n{offset_line(req.array_offset)}\n{rest}"
+    return script
 
 
 def parse_show_config(out: str) -> dict[str, str]:
@@ -135,8 +142,9 @@ def sbatch_args(req: JobRequest) -> list[str]:
                    ("--chdir", req.workdir), ("--constraint", req.constraint))
     if req.exclusive:
         args.append("--exclusive")
-    args += _flags(("--gpus", req.gpus), ("--gres", req.gres), ("--mail-type", req.mail_type),
-                   ("--mail-user", req.mail_user), ("--output", req.output), ("--error", req.error))
+    args += _flags(("--gpus", req.gpus), ("--gres", req.gres), ("--array", req.array),
+                   ("--mail-type", req.mail_type), ("--mail-user", req.mail_user), ("--output", req.output),
+                   ("--error", req.error))
     bad = [k for k in req.env if not _ENV_NAME_RE.match(k)]
     if bad:
         raise SubmitRejected(f"job {req.name!r}: not valid environment variable names: {bad}")
@@ -196,6 +204,12 @@ class SlurmCLI:
     def cluster_name(self) -> str:
         """Slurm's ClusterName: learned queue waits are kept per cluster."""
         return self._config().get("ClusterName") or "slurm"
+
+    @property
+    def max_array_size(self) -> int:
+        """Slurm's MaxArraySize: array indices must stay below it (asad splits larger arrays)."""
+        value = self._config().get("MaxArraySize", "")
+        return int(value) if value.isdigit() and int(value) > 0 else DEFAULT_MAX_ARRAY_SIZE
 
     def priority_rules(self) -> PriorityRules:
         """The site's priority plugin and weights (the default strategy's rule depends on them)."""
@@ -338,8 +352,11 @@ class SlurmCLI:
                 rec = records.get(jid)
                 if rec is None:
                     continue
-                if jid not in live:
+                if jid not in live or (rec.status.array_tasks is not None and rec.status.state.is_final):
+                    # an array: sacct knows every task, squeue may have forgotten the early ones
                     out[jid] = self._with_oom(rec)
+                elif rec.status.array_tasks is not None:
+                    out[jid] = replace(live[jid], state=JobState.RUNNING, end_time=None)  # sacct lags
                 elif rec.status.state.is_final:
                     # slurmctld still knows the job: its record is complete, while slurmdbd's may be
                     # a placeholder (name "allocation", no eligible time) for a few seconds. Take
@@ -349,6 +366,11 @@ class SlurmCLI:
             missing = [j for j in ended if j in live and (j not in records or not records[j].status.state.is_final)]
         else:
             missing = [j for j in ended if j in live]
+        # scontrol shows an array's tasks as separate jobs: an array waits for sacct (still RUNNING)
+        for jid in [j for j in missing if live[j].array_tasks is not None]:
+            missing.remove(jid)  # without accounting squeue's fold of the tasks it still knows is all there is
+            if self.accounting and not (jid in out and out[jid].state.is_final and out[jid].array_tasks is not None):
+                out[jid] = replace(live[jid], state=JobState.RUNNING, end_time=None)
         if missing:
             # Finished in slurmctld but not (yet) in the database: exit code and signal from scontrol.
             detail = self._scontrol_jobs()

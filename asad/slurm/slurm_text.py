@@ -13,6 +13,8 @@ import datetime as dt
 import re
 from dataclasses import dataclass, replace
 
+from asad.arrays import task_count
+from asad.slurm.array_status import fold, fold_usage, split_array_id
 from asad.slurm.backend import JobState, JobStatus, PartitionInfo, SlurmUnavailable, Usage
 
 SEP = "\x1f"
@@ -151,29 +153,34 @@ def _int_or(value: str, default: int = 0) -> int:
     return int(text) if text.isdigit() else default
 
 
-def _rows(text: str, n_fields: int, command: str) -> list[list[str]]:
-    """Split a separator-delimited output into rows of exactly ``n_fields``."""
+def _rows(text: str, n_fields: int, command: str, optional: int = 0) -> list[list[str]]:
+    """Split a separator-delimited output into rows of ``n_fields`` (plus up to ``optional`` trailing
+    fields that outputs recorded before asad asked for them lack; missing ones come back as "")."""
     rows = []
+    allowed = range(n_fields, n_fields + optional + 1)
     for line in text.splitlines():
         if not line.strip():
             continue
         parts = line.split(SEP)
-        if len(parts) == n_fields + 1 and parts[-1].strip() == "":
+        if len(parts) - 1 in allowed and parts[-1].strip() == "":
             parts = parts[:-1]  # squeue -O leaves the separator after the last field too
-        if len(parts) != n_fields:
+        if len(parts) not in allowed:
             raise SlurmParseError(command, text, f"expected {n_fields} fields per line, got {len(parts)} in {line!r}")
-        rows.append(parts)
+        rows.append(parts + [""] * (n_fields + optional - len(parts)))
     return rows
 
 
 # ------------------------------------------------------------------ squeue ---------------------
 SQUEUE_FIELDS = ("JobID", "State", "Reason", "Name", "Comment", "Partition", "SubmitTime", "EligibleTime",
                  "StartTime", "EndTime", "NumCPUs", "NumNodes", "NodeList", "TimeLimit")
+# Asked for after the fields above: an array task's ``<array id>_<index>`` (``16_3``; the pending
+# rest as ``16_[4-9%2]``), or the plain id. Outputs recorded without it still parse.
+SQUEUE_ARRAY_FIELD = "JobArrayID"
 
 
 def squeue_format() -> str:
     """The ``squeue -O`` value: every field unpadded and followed by the separator."""
-    return ",".join(f"{f}:0{SEP}" for f in SQUEUE_FIELDS)
+    return ",".join(f"{f}:0{SEP}" for f in (*SQUEUE_FIELDS, SQUEUE_ARRAY_FIELD))
 
 
 def _status_times(state: JobState, reason: str, nodelist: str, submit: float | None, eligible: float | None,
@@ -191,9 +198,12 @@ def _status_times(state: JobState, reason: str, nodelist: str, submit: float | N
 
 
 def parse_squeue(text: str, command: str = "squeue") -> dict[int, JobStatus]:
+    """Statuses by job id; an array job's tasks are folded into one status under the array's id."""
     out: dict[int, JobStatus] = {}
-    for row in _rows(text, len(SQUEUE_FIELDS), command):
-        f = dict(zip(SQUEUE_FIELDS, row))
+    tasks: dict[int, list[tuple[JobStatus, int]]] = {}
+    for row in _rows(text, len(SQUEUE_FIELDS), command, optional=1):
+        f = dict(zip((*SQUEUE_FIELDS, SQUEUE_ARRAY_FIELD), row))
+        array = split_array_id(f[SQUEUE_ARRAY_FIELD])
         if not f["JobID"].strip().isdigit():
             continue  # array or het job components: never asad's
         try:
@@ -213,7 +223,12 @@ def parse_squeue(text: str, command: str = "squeue") -> dict[int, JobStatus]:
                 nodelist=nodelist, time_limit_s=None if limit is None else int(limit))
         except ValueError as exc:
             raise SlurmParseError(command, text, str(exc)) from None
-        out[status.job_id] = status
+        if array is not None:
+            tasks.setdefault(array[0], []).append((status, task_count(array[1])))
+        else:
+            out[status.job_id] = status
+    for array_id, members in tasks.items():
+        out[array_id] = fold(array_id, members)
     return out
 
 
@@ -221,10 +236,11 @@ def parse_squeue(text: str, command: str = "squeue") -> dict[int, JobStatus]:
 SACCT_FIELDS = ("JobIDRaw", "JobName", "State", "ExitCode", "MaxRSS", "ReqMem", "ElapsedRaw", "TotalCPU",
                 "Submit", "Eligible", "Start", "End", "Comment", "Partition", "AllocCPUS", "NNodes",
                 "NodeList", "TimelimitRaw", "Reason")
+SACCT_ARRAY_FIELD = "JobID"  # ``16_3`` for an array task (its JobIDRaw is the task's own id); optional
 
 
 def sacct_format() -> str:
-    return ",".join(SACCT_FIELDS)
+    return ",".join((*SACCT_FIELDS, SACCT_ARRAY_FIELD))
 
 
 @dataclass(frozen=True)
@@ -240,15 +256,23 @@ def parse_sacct(text: str, command: str = "sacct") -> dict[int, SacctRecord]:
     with ``--duplicates``), the latest submission wins."""
     jobs: dict[int, dict[str, str]] = {}
     step_rss: dict[int, float] = {}
-    rows = _rows(text, len(SACCT_FIELDS), command)
+    array_of: dict[int, tuple[int, str]] = {}  # a task's own id -> (array id, index text)
+    pending_tasks: list[tuple[int, dict[str, str]]] = []  # ``16_[4-9]``: not started, no id of their own
+    rows = _rows(text, len(SACCT_FIELDS), command, optional=1)
     try:
         for row in rows:
-            f = dict(zip(SACCT_FIELDS, row))
+            f = dict(zip((*SACCT_FIELDS, SACCT_ARRAY_FIELD), row))
             raw = f["JobIDRaw"].strip()
             base, dot, _step = raw.partition(".")
             if not base.isdigit():
                 continue
             jid = int(base)
+            array = split_array_id(f[SACCT_ARRAY_FIELD].partition(".")[0])
+            if array is not None and not dot:
+                if array[1].startswith("["):
+                    pending_tasks.append((array[0], f))
+                    continue
+                array_of[jid] = array
             if dot:
                 rss = _mem_or_none(f["MaxRSS"])
                 if rss is not None:
@@ -283,9 +307,35 @@ def parse_sacct(text: str, command: str = "sacct") -> dict[int, SacctRecord]:
                           alloc_cpus=alloc_cpus or None)
             per_node = None if req_total is None else req_total / nnodes
             out[jid] = SacctRecord(status, usage, per_node)
-        return out
+        return _fold_arrays(out, array_of, pending_tasks)
     except ValueError as exc:
         raise SlurmParseError(command, text, str(exc)) from None
+
+
+def _fold_arrays(records: dict[int, SacctRecord], array_of: dict[int, tuple[int, str]],
+                 pending_tasks: list[tuple[int, dict[str, str]]]) -> dict[int, SacctRecord]:
+    """Array tasks' records folded into one per array id (see ``asad.slurm.array_status``)."""
+    if not array_of and not pending_tasks:
+        return records
+    members: dict[int, list[SacctRecord]] = {}
+    out = {}
+    for jid, rec in records.items():
+        if jid in array_of:
+            members.setdefault(array_of[jid][0], []).append(rec)
+        else:
+            out[jid] = rec
+    waiting: dict[int, int] = {}
+    for array_id, f in pending_tasks:
+        waiting[array_id] = waiting.get(array_id, 0) + task_count(f[SACCT_ARRAY_FIELD].split("_", 1)[1])
+    for array_id in set(members) | set(waiting):
+        recs = members.get(array_id, [])
+        tasks = [(r.status, 1) for r in recs]
+        if waiting.get(array_id):
+            tasks.append((JobStatus(job_id=array_id, state=JobState.PENDING), waiting[array_id]))
+        status = fold(array_id, tasks)
+        usage = fold_usage(array_id, [r.usage for r in recs]) if recs else Usage(array_id, None, None, None)
+        out[array_id] = SacctRecord(status, usage, recs[0].req_mem_per_node_mb if recs else None)
+    return out
 
 
 # ------------------------------------------------------------------ scontrol -------------------

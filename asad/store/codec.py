@@ -14,6 +14,7 @@ def request_to_dict(req: JobRequest) -> dict:
                            "offset_min": req.dependency.offset_min}
     if req.truth is not None:
         d["truth"]["wait_for"] = list(req.truth.wait_for)
+        d["truth"]["fail_tasks"] = list(req.truth.fail_tasks)
     return d
 
 
@@ -25,6 +26,7 @@ def request_from_dict(d: dict) -> JobRequest:
     truth = d.get("truth")
     if truth:
         d["truth"] = SimTruth(truth["runtime_s"], truth.get("peak_mem_mb"), truth.get("cpu_efficiency", 1.0),
-                              tuple(truth.get("wait_for", ())))
+                              tuple(truth.get("wait_for", ())), int(truth.get("exit_code", 0)),
+                              tuple(truth.get("fail_tasks", ())))
     d["env"] = dict(d.get("env") or {})
     return JobRequest(**d)

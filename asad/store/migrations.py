@@ -15,6 +15,8 @@ from asad.store.models import SCHEMA_VERSION
 
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {
     1: lambda conn: conn.execute(text("ALTER TABLE stages ADD COLUMN plan_why TEXT DEFAULT ''")),
+    2: lambda conn: (conn.execute(text("ALTER TABLE stages ADD COLUMN retry_from INTEGER DEFAULT 0")),
+                     conn.execute(text("ALTER TABLE jobs ADD COLUMN array_tasks JSON"))),
 }
 
 

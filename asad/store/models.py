@@ -8,7 +8,7 @@ from __future__ import annotations
 from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class Base(DeclarativeBase):
@@ -56,6 +56,7 @@ class StageRow(Base):
     start_time: Mapped[float | None] = mapped_column(Float, nullable=True)
     end_time: Mapped[float | None] = mapped_column(Float, nullable=True)
     message: Mapped[str] = mapped_column(Text, default="")
+    retry_from: Mapped[int] = mapped_column(Integer, default=0)  # attempts up to this one predate a resume
 
 
 class JobRow(Base):
@@ -88,6 +89,7 @@ class JobRow(Base):
     est_wait_s: Mapped[float | None] = mapped_column(Float, nullable=True)
     planned_start: Mapped[float | None] = mapped_column(Float, nullable=True)
     cancelled_by_asad: Mapped[bool] = mapped_column(Boolean, default=False)
+    array_tasks: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # an array job's tasks per state
 
 
 class WaitObservation(Base):

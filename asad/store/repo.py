@@ -17,10 +17,10 @@ from asad.store.db import StoreError, _explain, open_database
 from asad.store.models import DaemonStatus, JobRow, LearnerRow, StageRow, WaitObservation, WorkflowRow
 
 _STAGE_FIELDS = ("state", "attempt", "job_row", "planned_submit_at", "est_wait_s", "est_runtime_s", "cpus",
-                 "mem_mb", "time_s", "size_why", "plan_why", "start_time", "end_time", "message")
+                 "mem_mb", "time_s", "size_why", "plan_why", "start_time", "end_time", "message", "retry_from")
 _JOB_FIELDS = ("job_id", "submitted_at", "reason", "eligible_time", "start_time", "end_time", "alloc_cpus",
                "alloc_nodes", "partition", "nodelist", "exit_code", "peak_rss_mb", "cpu_s", "wait_learned",
-               "est_wait_s", "planned_start", "cancelled_by_asad")
+               "est_wait_s", "planned_start", "cancelled_by_asad", "array_tasks")
 
 
 # Core statements built once: the runner writes thousands of rows per tick at 1,000 workflows, and
@@ -159,6 +159,10 @@ class Store:
     def cancel_requested_ids(self) -> set[int]:
         q = select(WorkflowRow.id).where(WorkflowRow.cancel_requested.is_(True),
                                          WorkflowRow.state == WorkflowState.ACTIVE.value)
+        return set(self.session.scalars(q))
+
+    def active_workflow_ids(self) -> set[int]:
+        q = select(WorkflowRow.id).where(WorkflowRow.state == WorkflowState.ACTIVE.value)
         return set(self.session.scalars(q))
 
     def max_workflow_id(self) -> int:

@@ -37,6 +37,7 @@ class PartitionSpec:
 class SimConfig:
     partitions: tuple[PartitionSpec, ...]
     start_time: float = DEFAULT_START_TIME
+    max_array_size: int = 1001  # Slurm's MaxArraySize (array indices stay below it)
     seed: int = 0
     priority: str = "fifo"  # "fifo" (priority/basic) or "multifactor"
     # "slurm": sched/backfill as Slurm 22.05 runs it (a planned start for every job it tests);

@@ -22,6 +22,7 @@ from asad.slurm.backend import (
     Usage,
 )
 from asad.slurm.sim import errors
+from asad.slurm.sim.arrays import SimArrays
 from asad.slurm.sim.cluster import PartitionState
 from asad.slurm.sim.config import SimConfig
 from asad.slurm.sim.jobs import WAIT_BEGIN, WAIT_DEPENDENCY, WAIT_NEVER, SimJob
@@ -72,6 +73,8 @@ class Simulator:
         self._busy_done = [0.0] * len(self.parts)
         self.workload = None
         self.trace_ids: dict[int, int] = {}  # SWF job number -> simulator job id
+        self.arrays = SimArrays()
+        self.max_array_size = config.max_array_size
         self._now = config.start_time
         self._t0 = config.start_time
         from asad.slurm.sim.workload import BackgroundLoad  # late: workload imports config only
@@ -101,10 +104,13 @@ class Simulator:
         ]
 
     def submit(self, req: JobRequest) -> int:
+        if req.array:
+            self._validate(req)  # refused whole, before any task exists
+            return self.arrays.submit(self, req)
         parts, nodes, cpus, mem_per_node = self._validate(req)
         dep_targets: list[SimJob] = []
         if req.dependency is not None:
-            for jid in req.dependency.job_ids:
+            for jid in self.arrays.expand(req.dependency.job_ids):
                 target = self.jobs.get(int(jid))
                 if target is None:
                     raise errors.DependencyRejected(errors.DEPENDENCY_PROBLEM, errors.DEPENDENCY_PROBLEM)
@@ -137,7 +143,7 @@ class Simulator:
         return job.job_id
 
     def cancel(self, job_ids: list[int]) -> None:
-        for jid in job_ids:
+        for jid in self.arrays.expand(tuple(job_ids)):
             job = self.jobs.get(int(jid))
             if job is None or job.state.is_final:
                 continue
@@ -152,6 +158,9 @@ class Simulator:
     def poll(self, job_ids: list[int]) -> dict[int, JobStatus]:
         out = {}
         for jid in job_ids:
+            if int(jid) in self.arrays.tasks:
+                out[int(jid)] = self.arrays.status(self, int(jid))
+                continue
             job = self.jobs.get(int(jid))
             if job is not None:
                 out[job.job_id] = self._status(job)
@@ -160,11 +169,21 @@ class Simulator:
     def find(self, tag: str) -> dict[int, JobStatus]:
         """Jobs submitted through :meth:`submit` whose name or comment carries ``tag``.
         Background jobs (named ``bg``, no comment) never carry a caller's tag."""
-        return {j.job_id: self._status(j) for j in self._user_jobs if tag in j.name or tag in j.comment}
+        found = {j.job_id: self._status(j) for j in self._user_jobs
+                 if (tag in j.name or tag in j.comment) and j.job_id not in self.arrays.array_of}
+        arrays = {self.arrays.array_of[j.job_id] for j in self._user_jobs
+                  if (tag in j.name or tag in j.comment) and j.job_id in self.arrays.array_of}
+        found.update({a: self.arrays.status(self, a) for a in arrays})
+        return found
 
     def usage(self, job_ids: list[int]) -> dict[int, Usage]:
         out = {}
         for jid in job_ids:
+            if int(jid) in self.arrays.tasks:
+                use = self.arrays.usage(self, int(jid))
+                if use is not None:
+                    out[int(jid)] = use
+                continue
             job = self.jobs.get(int(jid))
             if job is None or not job.state.is_final:
                 continue

@@ -1,0 +1,100 @@
+"""Job arrays on the real cluster: a throttled 5-task array writes one file per task id and its
+dependant sees them all; an array with indices at and above MaxArraySize goes as several array jobs
+whose tasks still see their global ids; a failed task fails the stage."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+
+import pytest
+
+from asad.slurm.cli import SlurmCLI
+from test_workflows_real import asad, asad_env, write_workflow
+
+pytestmark = [pytest.mark.slurm, pytest.mark.timeout(300)]
+
+
+def _max_overlap(spans: list[tuple[float, float]]) -> int:
+    events = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
+    running = peak = 0
+    for _, delta in events:
+        running += delta
+        peak = max(peak, running)
+    return peak
+
+
+def test_throttled_array_and_its_dependant(cluster, tmp_path):
+    env = asad_env(cluster, tmp_path / "state")
+    out = tmp_path / "out"
+    out.mkdir()
+    wf = write_workflow(tmp_path / "a.yaml", f"""\
+name: fan
+strategy: chain
+defaults: {{time: 5m, mem: 100M, cpus: 1}}
+stages:
+  - name: fan
+    array: 0-4%2
+    run: |
+      s=$(date +%s.%N); sleep 2; echo "task $SLURM_ARRAY_TASK_ID" > {out}/part.$SLURM_ARRAY_TASK_ID
+      echo "$s $(date +%s.%N)" > {out}/span.$SLURM_ARRAY_TASK_ID
+  - name: gather
+    run: ls {out} | grep -c '^part\\.' > {tmp_path}/count; cat {out}/part.* > {tmp_path}/all
+""")
+    res = asad(env, "run", str(wf), "--backend", "slurm", "--json", timeout=240)
+    assert res.returncode == 0, res.stdout + res.stderr
+    summary = json.loads(res.stdout)
+    assert summary["state"] == "COMPLETED"
+    assert [s["name"] for s in summary["stages"]] == ["fan", "gather"]  # one stage for the array
+    assert summary["stages"][0]["array_tasks"] == {"CD": 5}
+    assert (tmp_path / "count").read_text().strip() == "5"
+    assert sorted((tmp_path / "all").read_text().split("\n")[:-1]) == [f"task {i}" for i in range(5)]
+    spans = [tuple(map(float, (out / f"span.{i}").read_text().split())) for i in range(5)]
+    assert _max_overlap(spans) <= 2  # the %2 throttle
+    assert summary["stages"][1]["start"] >= max(b for _, b in spans) - 1
+    logs = sorted(p.name for p in (tmp_path / "state" / "runs" / "1").glob("fan.*.log"))
+    assert logs == [f"fan.{i}.log" for i in range(5)]  # each task its own log
+
+
+def test_indices_beyond_max_array_size_go_as_chunks_with_global_ids(cluster, tmp_path):
+    config = SlurmCLI(slurm_conf=cluster.slurm_conf).cmd.run("scontrol", ["show", "config"]).stdout
+    m = int(re.search(r"^MaxArraySize\s*=\s*(\d+)", config, re.M).group(1))
+    env = asad_env(cluster, tmp_path / "state")
+    out = tmp_path / "out"
+    out.mkdir()
+    wanted = [0, 1, m, m + 1]  # an index >= MaxArraySize: Slurm refuses it in one array job
+    wf = write_workflow(tmp_path / "c.yaml", f"""\
+name: chunks
+defaults: {{time: 5m, mem: 100M, cpus: 1}}
+stages:
+  - {{name: fan, array: "{','.join(map(str, wanted))}", run: "touch {out}/part.$SLURM_ARRAY_TASK_ID"}}
+  - {{name: gather, run: "ls {out} > {tmp_path}/seen"}}
+""")
+    res = asad(env, "run", str(wf), "--backend", "slurm", "--json", timeout=240)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert json.loads(res.stdout)["stages"][0]["array_tasks"] == {"CD": 4}
+    assert sorted((tmp_path / "seen").read_text().split()) == sorted(f"part.{i}" for i in wanted)
+    with sqlite3.connect(tmp_path / "state" / "asad.db") as db:
+        chunks = db.execute("select tag, request from jobs where stage = 'fan' order by id").fetchall()
+    arrays = [(json.loads(r)["array"], json.loads(r)["array_offset"]) for _, r in chunks]
+    assert arrays == [("0-1", 0), ("0-1", m)]
+
+
+def test_a_failed_task_fails_the_stage(cluster, tmp_path):
+    env = asad_env(cluster, tmp_path / "state")
+    wf = write_workflow(tmp_path / "f.yaml", f"""\
+name: failing
+defaults: {{time: 5m, mem: 100M, cpus: 1}}
+stages:
+  - {{name: fan, array: 3, run: "test $SLURM_ARRAY_TASK_ID != 1"}}
+  - {{name: gather, run: "touch {tmp_path}/gathered"}}
+""")
+    res = asad(env, "run", str(wf), "--backend", "slurm", "--json", timeout=240)
+    assert res.returncode == 1, res.stdout + res.stderr
+    summary = json.loads(res.stdout)
+    assert summary["state"] == "FAILED" and "stage fan failed" in summary["message"]
+    assert summary["stages"][0]["array_tasks"] == {"CD": 2, "F": 1}
+    assert not (tmp_path / "gathered").exists()
+    res = asad(env, "show", "1")
+    assert "array 0-2: tasks CD 2, F 1" in res.stdout
