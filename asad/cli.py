@@ -122,7 +122,7 @@ def _backend_args(p: argparse.ArgumentParser) -> None:
                    help="slurm, or sim for the simulator (default: Slurm when it answers, else an error)")
     p.add_argument("--preset", help="simulated cluster: small, hpc2n, uppmax, ... (default small)")
     p.add_argument("--load", type=float, help="simulated background load (0 = empty cluster)")
-    p.add_argument("--priority", choices=("fifo", "multifactor"), help="simulated priority policy")
+    p.add_argument("--priority", choices=("fifo", "multifactor", "fairshare"), help="simulated priority policy")
     p.add_argument("--seed", type=int)
 
 
