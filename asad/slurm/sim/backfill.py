@@ -40,7 +40,7 @@ class _PartPlan:
     """The backfill map of one partition during one pass: reservations as whole-node intervals."""
 
     __slots__ = ("part", "iv_node", "iv_b", "iv_e", "min_b", "times", "_arrays", "max_free", "failed",
-                 "failed_free", "_sorted", "_merged")
+                 "failed_free", "_sorted", "_merged", "no_plan")
 
     def __init__(self, part: PartitionState):
         self.part = part
@@ -55,6 +55,10 @@ class _PartPlan:
         self.max_free = part.max_free_cores()
         self.failed: list[tuple[int, int, int, float]] = []  # (shape, end) that could not start now
         self.failed_free: list[tuple[int, int, int]] = []  # shapes that do not fit even unplanned
+        # (nodes, cores, mem, limit) that got no plan (never fit, or beyond bf_window): a job
+        # needing at least as much of each gets none either, since within a pass plans and
+        # starts only make nodes usable later
+        self.no_plan: list[tuple[int, int, int, int]] = []
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self._arrays is None:
@@ -226,7 +230,7 @@ def _plan(cfg, job: SimJob, plans: list[_PartPlan], now: float) -> bool:  # noqa
     best: tuple[float, list[int], _PartPlan] | None = None
     for part in job.parts:
         plan = plans[part.index]
-        got = _planned_start(plan, job, now)
+        got = _planned_start(plan, job, now, now + cfg.bf_window_s)
         if got is not None and (best is None or got[0] < best[0]):
             best = (got[0], got[1], plan)
     if best is None or best[0] > now + cfg.bf_window_s:
@@ -264,27 +268,37 @@ def _try_start_now(sched: Scheduler, job: SimJob, plans: list[_PartPlan], now: f
     return False
 
 
-def _planned_start(plan: _PartPlan, job: SimJob, now: float) -> tuple[float, list[int]] | None:
-    """Earliest start of ``job`` on ``plan``'s partition, and the nodes it would take."""
+def _planned_start(plan: _PartPlan, job: SimJob, now: float,
+                   horizon: float) -> tuple[float, list[int]] | None:
+    """Earliest start of ``job`` on ``plan``'s partition, and the nodes it would take; None if
+    it never fits or only after ``horizon`` (the end of bf_window)."""
     part = plan.part
-    k = job.nodes
-    if not part.fits_empty(k, job.cpus_per_node, job.mem_per_node_mb):
+    k, cpn, mem, limit = job.nodes, job.cpus_per_node, job.mem_per_node_mb, job.time_limit_s
+    if not part.fits_empty(k, cpn, mem):
         return None
-    times = plan.node_times(job.cpus_per_node, job.mem_per_node_mb, now)
-    sorted_fit = plan.sorted_times(job.cpus_per_node, job.mem_per_node_mb, now)
-    kth = float(sorted_fit[k - 1])
-    if kth == INF:
+    for fk, fc, fm, fl in plan.no_plan:
+        if k >= fk and cpn >= fc and mem >= fm and limit >= fl:
+            return None
+    times = plan.node_times(cpn, mem, now)
+    sorted_fit = plan.sorted_times(cpn, mem, now)
+    t_min = max(now, float(sorted_fit[k - 1]))
+    if t_min > horizon:  # also when fewer than k nodes ever fit (inf)
+        if len(plan.no_plan) < 64:
+            plan.no_plan.append((k, cpn, mem, limit))
         return None
-    t_min = max(now, kth)
-    limit = job.time_limit_s
+    ok = times <= t_min
     if not plan.iv_node:
-        ok = times <= t_min
+        return t_min, _choose(ok, k)
+    iv_node, iv_b, iv_e = plan.arrays()
+    ok[iv_node[(iv_e > t_min) & (iv_b <= t_min + limit)]] = False
+    if np.count_nonzero(ok) >= k:  # the earliest possible time works: no sweep needed
         return t_min, _choose(ok, k)
     t = _earliest_sweep(times, sorted_fit, plan.merge_base(), limit, k, t_min)
-    if t is None:
+    if t is None or t > horizon:
+        if len(plan.no_plan) < 64:
+            plan.no_plan.append((k, cpn, mem, limit))
         return None
     ok = times <= t
-    iv_node, iv_b, iv_e = plan.arrays()
     ok[iv_node[(iv_e > t) & (iv_b <= t + limit)]] = False
     return t, _choose(ok, k)
 
