@@ -234,3 +234,12 @@ def test_background_users_are_associations_and_load_runs_with_fairshare():
     assert ft.root_usage > 0
     assert ft.user_usage.sum() == pytest.approx(ft.root_usage) == pytest.approx(ft.acct_usage.sum())
     assert 0 < ft.factor.min() <= ft.factor.max() == 1.0
+
+
+def test_bench_sim_fairshare_runs_both_policies(capsys):
+    from asad.bench.sim_fairshare import run_policy
+
+    rows = [run_policy("small", 2.0, 1, p, "easy", 1) for p in ("multifactor", "fairshare")]
+    assert [r["priority"] for r in rows] == ["multifactor", "fairshare"]
+    for r in rows:
+        assert r["top_jobs"] > 0 and r["other_jobs"] > 0 and r["top_wait_mean_h"] >= 0
