@@ -168,7 +168,10 @@ class FairTree:
 
 def _level_fs(shares: np.ndarray, level_shares: np.ndarray, usage: np.ndarray,
               parent_usage: np.ndarray) -> np.ndarray:
-    """``_calc_assoc_fs``: S / U, infinite when U = 0, 0 when S = 0."""
+    """``_calc_assoc_fs``: S / U, infinite when U = 0, 0 when S = 0. In long double, as Slurm
+    computes it (x86-64: 80-bit), so that a tiny usage does not overflow into a tie with none."""
+    shares, level_shares = shares.astype(np.longdouble), level_shares.astype(np.longdouble)
+    usage, parent_usage = usage.astype(np.longdouble), parent_usage.astype(np.longdouble)
     with np.errstate(all="ignore"):
         s = np.where(level_shares > 0, shares / np.where(level_shares > 0, level_shares, 1), 0.0)
         u = np.where(parent_usage > 0, usage / np.where(parent_usage > 0, parent_usage, 1), 0.0)
