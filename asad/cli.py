@@ -12,7 +12,7 @@ from asad import __version__
 # Each bench module exposes ``register(subparsers)``, adding its own subcommand with
 # ``set_defaults(func=callable(args) -> int)``.
 BENCH_MODULES = ["sim", "convergence", "predictors", "strategies", "sizing", "placement", "overhead", "faults",
-                 "sim_vs_real", "sim_load", "real_strategies"]
+                 "sim_vs_real", "sim_load", "real_strategies", "sim_fairshare"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -132,7 +132,7 @@ def _backend_args(p: argparse.ArgumentParser) -> None:
                    help="slurm, or sim for the simulator (default: Slurm when it answers, else an error)")
     p.add_argument("--preset", help="simulated cluster: small, hpc2n, uppmax, ... (default small)")
     p.add_argument("--load", type=float, help="simulated background load (0 = empty cluster)")
-    p.add_argument("--priority", choices=("fifo", "multifactor"), help="simulated priority policy")
+    p.add_argument("--priority", choices=("fifo", "multifactor", "fairshare"), help="simulated priority policy")
     p.add_argument("--seed", type=int)
 
 

@@ -92,7 +92,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--days", type=float, default=30.0)
     parser.add_argument("--load", type=float, default=0.9)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--priority", choices=["fifo", "multifactor"], default="fifo")
+    parser.add_argument("--priority", choices=["fifo", "multifactor", "fairshare"], default="fifo")
     parser.add_argument("--backfill", choices=["slurm", "easy", "none"], default="slurm")
     parser.add_argument("--scaling", action="store_true",
                         help="also run a quarter and half of the days; report the growth exponent")

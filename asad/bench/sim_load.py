@@ -280,7 +280,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--seeds", type=int, default=1,
                         help="runs with seeds --seed, --seed+1, ...; the week comparison pools their jobs")
-    parser.add_argument("--priority", choices=["fifo", "multifactor"], default="fifo")
+    parser.add_argument("--priority", choices=["fifo", "multifactor", "fairshare"], default="fifo")
     parser.add_argument("--backfill", choices=["easy", "none"], default="easy")
     parser.add_argument("--open", action="store_true",
                         help="the open stream: users never stop submitting (the old background load)")

@@ -2,7 +2,9 @@
 
 Montage, BLAST and Statistics at 28/56/112 cores on the ``hpc2n`` preset and 160/320/640 on
 ``uppmax``, under big-job, per-stage, chain and asa (dependency and naive, with the daemon or
-Slurm's ``--begin`` holding the timing), under fifo and multifactor priority, several seeds.
+Slurm's ``--begin`` holding the timing), under fifo, multifactor and fairshare (multifactor with
+a dominant Fair Tree fair-share weight: the workflow's user competes with ~270 background users
+in ~95 accounts) priority, several seeds.
 
 Fairness: for one (cluster, priority, seed) the background load is warmed up once and
 snapshotted; every strategy starts from an identical copy of that queue. Each variant keeps its
@@ -73,7 +75,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seeds", type=int, default=3, help="measured seeds per cell")
     p.add_argument("--train", type=int, default=1, help="seeds run first to warm the learners (not reported)")
     p.add_argument("--presets", default="hpc2n,uppmax")
-    p.add_argument("--priorities", default="fifo,multifactor")
+    p.add_argument("--priorities", default="fifo,multifactor,fairshare",
+                   help="simulated priority policies (asad.slurm.sim.PRIORITY_PRESETS)")
     p.add_argument("--workflows", default="montage,blast,statistics")
     p.add_argument("--variants", default=",".join(VARIANTS),
                    help="comma-separated; auto@PRICE is auto with that idle price (e.g. auto@0.02,auto@0.1)")
@@ -317,7 +320,14 @@ def plot(agg: dict, path: Path) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from asad.slurm.sim import PRIORITY_PRESETS
+
     presets = args.presets.split(",")
+    unknown = [p for p in args.priorities.split(",") if p not in PRIORITY_PRESETS]
+    if unknown:
+        print(f"asad bench strategies: unknown --priorities {','.join(unknown)}; choose from "
+              f"{','.join(PRIORITY_PRESETS)}", file=sys.stderr)
+        return 2
     seeds, train = args.seeds, args.train
     if args.quick:
         presets, seeds, train = ["hpc2n"], 1, 0

@@ -46,8 +46,10 @@ class PriorityRules:
             if self.accrue_always:
                 return (f"priority/multifactor, PriorityWeightAge={self.weight_age} with ACCRUE_ALWAYS: "
                         "a job held by afterok accrues age too")
+            fairshare = (f", PriorityWeightFairshare={self.weight_fairshare} (fair-share does not "
+                         "depend on when a job was submitted)") if self.weight_fairshare > 0 else ""
             return (f"priority/multifactor, PriorityWeightAge={self.weight_age} (max age "
-                    f"{_human(self.max_age_s)}): a job held by afterok accrues no age")
+                    f"{_human(self.max_age_s)}){fairshare}: a job held by afterok accrues no age")
         return "priority rules unknown: assuming a job held by afterok keeps its place"
 
 
@@ -71,7 +73,8 @@ def rules_from_sim(config: object) -> PriorityRules:
                          max_age_s=float(getattr(config, "max_age_s", 7 * 86400.0)),
                          weight_fairshare=int(getattr(config, "weight_fairshare", 0) or 0) if multifactor else 0,
                          weight_job_size=int(getattr(config, "weight_size", 0)) if multifactor else 0,
-                         accrue_always=bool(getattr(config, "accrue_always", False)), source="simulator")
+                         accrue_always="ACCRUE_ALWAYS" in tuple(getattr(config, "priority_flags", ()) or ()),
+                         source="simulator")
 
 
 def _human(seconds: float) -> str:

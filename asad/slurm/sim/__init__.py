@@ -19,7 +19,17 @@ from asad.slurm.sim.presets import preset as preset_partitions
 from asad.slurm.sim.simulator import Simulator
 
 __all__ = ["Simulator", "SimConfig", "PartitionSpec", "WallClockSimulator", "DependencyRejected",
-           "make_simulator", "simulator_config", "PRESETS", "DEFAULT_START_TIME"]
+           "make_simulator", "simulator_config", "PRESETS", "PRIORITY_PRESETS", "DEFAULT_START_TIME"]
+
+
+# Priority policies by name (benches pass these): ``fairshare`` is multifactor whose fair-share
+# weight dominates, as at most sites: ten times the age weight, so a rank step among ~270
+# users (10000 / 270 = 37 points) outweighs 9 hours of age (max age 7 days = 1000 points).
+PRIORITY_PRESETS: dict[str, dict[str, object]] = {
+    "fifo": {"priority": "fifo"},
+    "multifactor": {"priority": "multifactor"},
+    "fairshare": {"priority": "multifactor", "weight_fairshare": 10000.0},
+}
 
 
 def make_simulator(preset: str = "small", load: float | dict[str, float] | None = None, seed: int = 0,
@@ -33,7 +43,8 @@ def make_simulator(preset: str = "small", load: float | dict[str, float] | None 
 def simulator_config(preset: str = "small", load: float | dict[str, float] | None = None, seed: int = 0,
                      priority: str = "fifo", backfill: str = "slurm", start_time: float | None = None,
                      **overrides: object) -> SimConfig:
-    """The configuration of a named preset. ``load``: None = the preset's default per partition,
+    """The configuration of a named preset. ``priority``: a name in ``PRIORITY_PRESETS`` (fifo,
+    multifactor, fairshare); ``load``: None = the preset's default per partition,
     0 = an empty cluster, x = every partition at offered load x, or a dict per partition name.
     ``overrides``: any
     :class:`SimConfig` field (e.g. ``bf_reservations=4``, ``load_steps=((86400, 1.3),)``)."""
@@ -42,8 +53,11 @@ def simulator_config(preset: str = "small", load: float | dict[str, float] | Non
     unknown = set(overrides) - fields
     if unknown:
         raise ValueError(f"unknown simulator settings {sorted(unknown)}; known: {sorted(fields - {'partitions'})}")
-    kwargs: dict[str, object] = dict(partitions=parts, seed=seed, priority=priority, backfill=backfill,
+    if priority not in PRIORITY_PRESETS:
+        raise ValueError(f"unknown priority {priority!r}; choose one of {', '.join(PRIORITY_PRESETS)}")
+    kwargs: dict[str, object] = dict(partitions=parts, seed=seed, backfill=backfill,
                                      start_time=DEFAULT_START_TIME if start_time is None else start_time)
+    kwargs.update(PRIORITY_PRESETS[priority])
     if isinstance(load, dict):
         kwargs["load"] = {str(k): float(v) for k, v in load.items()}
     elif load is not None:

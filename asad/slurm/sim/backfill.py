@@ -40,7 +40,7 @@ class _PartPlan:
     """The backfill map of one partition during one pass: reservations as whole-node intervals."""
 
     __slots__ = ("part", "iv_node", "iv_b", "iv_e", "min_b", "times", "_arrays", "max_free", "failed",
-                 "failed_free")
+                 "failed_free", "_sorted", "_merged", "no_plan")
 
     def __init__(self, part: PartitionState):
         self.part = part
@@ -49,16 +49,47 @@ class _PartPlan:
         self.iv_e: list[float] = []
         self.min_b: dict[int, float] = {}  # node -> earliest reservation begin on it
         self.times: dict[tuple[int, int], np.ndarray] = {}  # shape -> per-node time it fits
+        self._sorted: dict[tuple[int, int], np.ndarray] = {}  # shape -> those times, sorted
         self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._merged: tuple[np.ndarray, ...] | None = None
         self.max_free = part.max_free_cores()
         self.failed: list[tuple[int, int, int, float]] = []  # (shape, end) that could not start now
         self.failed_free: list[tuple[int, int, int]] = []  # shapes that do not fit even unplanned
+        # (nodes, cores, mem, limit) that got no plan (never fit, or beyond bf_window): a job
+        # needing at least as much of each gets none either, since within a pass plans and
+        # starts only make nodes usable later
+        self.no_plan: list[tuple[int, int, int, int]] = []
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self._arrays is None:
             self._arrays = (np.asarray(self.iv_node, dtype=np.int64), np.asarray(self.iv_b, dtype=float),
                             np.asarray(self.iv_e, dtype=float))
         return self._arrays
+
+    def merge_base(self) -> tuple[np.ndarray, ...]:
+        """The plans' node intervals sorted by node, then begin, with what merging them for any
+        job length needs: each interval's running max end within its node (``run_hi``) and the
+        gap from the previous interval's running end (inf at a new node). For a job of length L
+        the blocked spans are [b - L, e); two consecutive ones of a node merge iff gap <= L."""
+        if self._merged is None:
+            node, b, e = self.arrays()
+            order = np.lexsort((b, node))
+            node, b, e = node[order], b[order], e[order]
+            big = 1e12  # times are < 1e11: node * big keeps the running max inside each node
+            run_hi = np.maximum.accumulate(node * big + e) - node * big
+            gap = np.full(len(node), np.inf)
+            same = node[1:] == node[:-1]
+            gap[1:][same] = b[1:][same] - run_hi[:-1][same]
+            self._merged = (node, b, run_hi, gap)
+        return self._merged
+
+    def sorted_times(self, cores: int, mem: int, now: float) -> np.ndarray:
+        key = (cores, mem)
+        st = self._sorted.get(key)
+        if st is None:
+            st = np.sort(self.node_times(cores, mem, now))
+            self._sorted[key] = st
+        return st
 
     def node_times(self, cores: int, mem: int, now: float) -> np.ndarray:
         key = (cores, mem)
@@ -74,6 +105,7 @@ class _PartPlan:
         for (cores, mem), t in self.times.items():
             for node in nodes:
                 t[node] = part._node_time(node, cores, mem, now)
+        self._sorted.clear()
         self.max_free = part.max_free_cores()
 
     def reserve(self, nodes: list[int], begin: float, end: float) -> None:
@@ -84,14 +116,15 @@ class _PartPlan:
             if begin < self.min_b.get(node, INF):
                 self.min_b[node] = begin
         self._arrays = None
+        self._merged = None
 
 
 def backfill_pass(sched: Scheduler, now: float) -> int:
     """One pass. Plans are made lazily but with exactly the eager outcome: a plan only matters to
     a later job that could start now, so the plans of jobs that failed to start are computed (in
-    priority order) just before the first later job that fits on the free resources as they are;
-    jobs after the last such job never need theirs. ``part.reservations`` therefore lists the
-    plans that were needed, not all of them."""
+    priority order) just before a later job that fits on the free resources as they are, and only
+    those that could begin before that job would end; jobs after the last such job never need
+    theirs. ``part.reservations`` therefore lists the plans that were needed, not all of them."""
     cfg = sched.config
     parts = sched.parts
     plans = [_PartPlan(p) for p in parts]
@@ -105,8 +138,11 @@ def backfill_pass(sched: Scheduler, now: float) -> int:
     else:
         order = sched._in_order()
     tested = started = 0
+    res = cfg.bf_resolution_s
     unplanned: list[SimJob] = []
-    # earliest time any unplanned job could start (a lower bound of its plan: plans only delay)
+    # per unplanned job, the earliest time it could start, ignoring plans and rounded down to
+    # bf_resolution: a lower bound of its plan's begin (plans and starts only delay)
+    bounds: list[float] = []
     unplanned_min = INF
     any_plan = False
     for job in order:
@@ -118,19 +154,26 @@ def backfill_pass(sched: Scheduler, now: float) -> int:
         free_nodes = _fits_now_ignoring_plans(job, plans)
         if free_nodes is None:
             unplanned.append(job)
-            if unplanned_min > now:
-                unplanned_min = min(unplanned_min, _earliest_bound(plans, job, now))
+            bound = (_earliest_bound(plans, job, now) // res) * res
+            bounds.append(bound)
+            if bound < unplanned_min:
+                unplanned_min = bound
             continue
-        res = cfg.bf_resolution_s
-        if unplanned and (unplanned_min // res) * res <= now + job.time_limit_s:
-            # an earlier job's plan might hold these nodes while this one runs: make the plans.
-            # (Otherwise every unplanned job starts after this one ends: starting it first does
-            # not change their plans, since it only delays nodes' fit times to before them; a plan
-            # holds its nodes from its start rounded down to bf_resolution.)
-            for earlier in unplanned:
+        end = now + job.time_limit_s
+        if unplanned and unplanned_min <= end:
+            # An earlier job's plan might hold nodes while this one runs: make the plans, in
+            # priority order, up to the last unplanned job whose plan could begin before this
+            # one's end. Those after it begin after this job ends whatever happens, so starting
+            # this job first does not change their plans (it only makes nodes fit later at
+            # times before they begin) and they can wait until a later job needs them.
+            last = len(bounds) - 1
+            while bounds[last] > end:
+                last -= 1
+            for earlier in unplanned[: last + 1]:
                 any_plan |= _plan(cfg, earlier, plans, now)
-            unplanned.clear()
-            unplanned_min = INF
+            del unplanned[: last + 1]
+            del bounds[: last + 1]
+            unplanned_min = min(bounds) if bounds else INF
         if not any_plan:
             part, nodes = free_nodes
             sched.start_fn(job, part, nodes)
@@ -140,7 +183,12 @@ def backfill_pass(sched: Scheduler, now: float) -> int:
         if _try_start_now(sched, job, plans, now):
             started += 1
             continue
-        any_plan |= _plan(cfg, job, plans, now)
+        # Held off by a plan: it needs one of its own, made (like every plan) in priority order
+        # after those of the unplanned jobs before it; it could start now were it not for plans.
+        unplanned.append(job)
+        bound = (now // res) * res
+        bounds.append(bound)
+        unplanned_min = min(unplanned_min, bound)
     for part in parts:
         part.reservations.sort(key=lambda r: r.start)
     return started
@@ -171,9 +219,9 @@ def _earliest_bound(plans: list[_PartPlan], job: SimJob, now: float) -> float:
     for part in job.parts:
         if not part.fits_empty(k, job.cpus_per_node, job.mem_per_node_mb):
             continue
-        times = plans[part.index].node_times(job.cpus_per_node, job.mem_per_node_mb, now)
-        if np.count_nonzero(np.isfinite(times)) >= k:
-            best = min(best, max(now, float(np.partition(times, k - 1)[k - 1])))
+        kth = float(plans[part.index].sorted_times(job.cpus_per_node, job.mem_per_node_mb, now)[k - 1])
+        if kth < INF:
+            best = min(best, max(now, kth))
     return best
 
 
@@ -182,7 +230,7 @@ def _plan(cfg, job: SimJob, plans: list[_PartPlan], now: float) -> bool:  # noqa
     best: tuple[float, list[int], _PartPlan] | None = None
     for part in job.parts:
         plan = plans[part.index]
-        got = _planned_start(plan, job, now)
+        got = _planned_start(plan, job, now, now + cfg.bf_window_s)
         if got is not None and (best is None or got[0] < best[0]):
             best = (got[0], got[1], plan)
     if best is None or best[0] > now + cfg.bf_window_s:
@@ -220,60 +268,72 @@ def _try_start_now(sched: Scheduler, job: SimJob, plans: list[_PartPlan], now: f
     return False
 
 
-def _planned_start(plan: _PartPlan, job: SimJob, now: float) -> tuple[float, list[int]] | None:
-    """Earliest start of ``job`` on ``plan``'s partition, and the nodes it would take."""
+def _planned_start(plan: _PartPlan, job: SimJob, now: float,
+                   horizon: float) -> tuple[float, list[int]] | None:
+    """Earliest start of ``job`` on ``plan``'s partition, and the nodes it would take; None if
+    it never fits or only after ``horizon`` (the end of bf_window)."""
     part = plan.part
-    k = job.nodes
-    if not part.fits_empty(k, job.cpus_per_node, job.mem_per_node_mb):
+    k, cpn, mem, limit = job.nodes, job.cpus_per_node, job.mem_per_node_mb, job.time_limit_s
+    if not part.fits_empty(k, cpn, mem):
         return None
-    times = plan.node_times(job.cpus_per_node, job.mem_per_node_mb, now)
-    finite = times[np.isfinite(times)]
-    if len(finite) < k:
+    for fk, fc, fm, fl in plan.no_plan:
+        if k >= fk and cpn >= fc and mem >= fm and limit >= fl:
+            return None
+    times = plan.node_times(cpn, mem, now)
+    sorted_fit = plan.sorted_times(cpn, mem, now)
+    t_min = max(now, float(sorted_fit[k - 1]))
+    if t_min > horizon:  # also when fewer than k nodes ever fit (inf)
+        if len(plan.no_plan) < 64:
+            plan.no_plan.append((k, cpn, mem, limit))
         return None
-    t_min = max(now, float(np.partition(finite, k - 1)[k - 1]))
-    limit = job.time_limit_s
+    ok = times <= t_min
     if not plan.iv_node:
-        ok = times <= t_min
         return t_min, _choose(ok, k)
     iv_node, iv_b, iv_e = plan.arrays()
-    t = _earliest_sweep(times, iv_node, iv_b, iv_e, limit, k, t_min)
-    if t is None:
+    ok[iv_node[(iv_e > t_min) & (iv_b <= t_min + limit)]] = False
+    if np.count_nonzero(ok) >= k:  # the earliest possible time works: no sweep needed
+        return t_min, _choose(ok, k)
+    t = _earliest_sweep(times, sorted_fit, plan.merge_base(), limit, k, t_min)
+    if t is None or t > horizon:
+        if len(plan.no_plan) < 64:
+            plan.no_plan.append((k, cpn, mem, limit))
         return None
     ok = times <= t
     ok[iv_node[(iv_e > t) & (iv_b <= t + limit)]] = False
     return t, _choose(ok, k)
 
 
-def _earliest_sweep(times: np.ndarray, iv_node: np.ndarray, iv_b: np.ndarray, iv_e: np.ndarray,
+def _earliest_sweep(times: np.ndarray, sorted_fit: np.ndarray, merged: tuple[np.ndarray, ...],
                     limit: float, k: int, t_min: float) -> float | None:
-    """The earliest t >= t_min at which at least k nodes are usable: fit by t (``times``) and not
-    held by a plan during [t, t + limit], i.e. t outside every [b - limit, e) of the node.
+    """The earliest t >= t_min at which at least k nodes are usable: fit by t (``times``;
+    ``sorted_fit`` = the same, sorted) and not held by a plan during [t, t + limit], i.e. t
+    outside every [b - limit, e) of the node (``merged``: ``_PartPlan.merge_base``).
 
     One sweep over +1/-1 events: +1 at each node's fit time; for each node's merged blocked
     spans, -1 where a span starts (not before the fit time) and +1 where it ends."""
-    # merge each node's blocked spans [b - limit, e) (sorted by node, then start)
-    order = np.lexsort((iv_b, iv_node))
-    node, lo, hi = iv_node[order], iv_b[order] - limit, iv_e[order]
-    big = 1e12  # times are < 1e11: node * big keeps the running max inside each node's group
-    run_hi = np.maximum.accumulate(node * big + hi) - node * big
-    new = np.ones(len(node), dtype=bool)
-    new[1:] = (node[1:] != node[:-1]) | (lo[1:] > run_hi[:-1])
-    seg = np.cumsum(new) - 1
-    m_node = node[new]
-    m_lo = lo[new]
-    m_hi = np.zeros(len(m_node))
-    np.maximum.at(m_hi, seg, hi)
+    node, b, run_hi, gap = merged
+    new = gap > limit  # a new merged span starts here (inf at each node's first interval)
+    first = np.flatnonzero(new)
+    m_node = node[first]
+    m_lo = b[first] - limit
+    last = np.empty(len(first), dtype=np.int64)
+    last[:-1] = first[1:] - 1
+    last[-1] = len(node) - 1
+    m_hi = run_hi[last]
     fit = times[m_node]
-    keep = (m_hi > fit) & np.isfinite(fit)  # spans that end before the node fits do not matter
-    m_lo, m_hi, fit = m_lo[keep], m_hi[keep], fit[keep]
-    if not len(fit):
+    keep = (m_hi > fit) & (fit < INF)  # spans that end before the node fits do not matter
+    if not keep.any():
         return t_min
-    sorted_fit = np.sort(times)  # inf sorts last; counts below never reach it
+    m_lo, m_hi, fit = m_lo[keep], m_hi[keep], fit[keep]
+    nk = len(fit)
     ev_t = np.concatenate([np.maximum(m_lo, fit), m_hi])
-    ev_d = np.concatenate([-np.ones(len(m_lo), dtype=np.int64), np.ones(len(m_hi), dtype=np.int64)])
+    ev_d = np.ones(2 * nk, dtype=np.int64)
+    ev_d[:nk] = -1
     o = np.argsort(ev_t, kind="stable")
     ev_t, run = ev_t[o], np.cumsum(ev_d[o])
-    cand = np.concatenate([[t_min], ev_t[ev_t > t_min], sorted_fit[(sorted_fit > t_min) & np.isfinite(sorted_fit)]])
+    lo = np.searchsorted(sorted_fit, t_min, side="right")
+    hi = np.searchsorted(sorted_fit, INF, side="left")
+    cand = np.concatenate([[t_min], ev_t[ev_t > t_min], sorted_fit[lo:hi]])
     cand.sort()
     i = np.searchsorted(ev_t, cand, side="right")
     span = np.where(i > 0, run[np.maximum(i - 1, 0)], 0)

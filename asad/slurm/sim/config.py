@@ -70,6 +70,15 @@ class SimConfig:
     max_age_s: float = 7 * 86400.0  # PriorityMaxAge
     priority_favor_small: bool = False  # PriorityFavorSmall
     priority_flags: tuple[str, ...] = ()  # PriorityFlags: ACCRUE_ALWAYS, SMALL_RELATIVE_TO_TIME
+    # Fair-share (Fair Tree, see fairshare.py): PriorityWeightFairshare (0 = off) and
+    # PriorityDecayHalfLife. Shares are equal (FairShare=1) unless ``fairshare_shares`` names an
+    # account ("a017") or a user association ("a017/u0042") with other raw shares.
+    weight_fairshare: float = 0.0
+    decay_half_life_s: float = 7 * 86400.0
+    fairshare_shares: dict[str, int] | None = None
+    # Jobs submitted through ``submit`` belong to this user, in JobRequest.account or this account.
+    fairshare_user: str = "asad"
+    fairshare_account: str = "asad"
     # Between the start slurmctld records and the job's program running (launch, prolog); the
     # local cluster's recorded runs show it is under a second.
     launch_delay_s: float = 0.0
@@ -88,6 +97,11 @@ class SimConfig:
     first_job_id: int = 1
     extra: dict[str, object] = field(default_factory=dict)
 
+    @property
+    def fairshare(self) -> bool:
+        """Fair-share counts: multifactor with a non-zero PriorityWeightFairshare."""
+        return self.priority == "multifactor" and self.weight_fairshare > 0
+
     def base_load(self, spec: PartitionSpec) -> float:
         if self.load is not None and spec.name in self.load:
             return float(self.load[spec.name])
@@ -100,7 +114,8 @@ class SimConfig:
         if len(set(names)) != len(names):
             raise ValueError(f"duplicate partition names: {names}")
         if self.priority not in ("fifo", "multifactor"):
-            raise ValueError(f"priority must be 'fifo' or 'multifactor', got {self.priority!r}")
+            raise ValueError(f"priority must be 'fifo' or 'multifactor', got {self.priority!r} "
+                             "(make_simulator(priority='fairshare') is multifactor with fair-share)")
         if self.backfill not in ("slurm", "easy", "none"):
             raise ValueError(f"backfill must be 'slurm', 'easy' or 'none', got {self.backfill!r}")
         if self.node_select not in ("consec", "bestfit"):
@@ -111,6 +126,10 @@ class SimConfig:
         if unknown_flags:
             raise ValueError(f"unknown priority_flags {sorted(unknown_flags)}; known: ACCRUE_ALWAYS, "
                              "SMALL_RELATIVE_TO_TIME")
+        if self.weight_fairshare < 0 or self.decay_half_life_s < 0:
+            raise ValueError("weight_fairshare and decay_half_life_s must not be negative")
+        if any(int(v) < 0 for v in (self.fairshare_shares or {}).values()):
+            raise ValueError("fairshare_shares must not be negative")
         if self.bf_reservations < 1:
             raise ValueError("bf_reservations must be at least 1")
         if not 0.0 < self.oom_time_fraction <= 1.0:

@@ -25,7 +25,7 @@ class SimJob:
         "dep_time", "runtime_s", "peak_mem_mb", "cpu_efficiency", "wait_for", "barrier_left",
         "work_start", "background", "alloc_nodes", "slots", "token", "sort_key", "queued",
         "exit_code", "signal", "seen_pass", "res_time_min", "dependents", "user", "accrue_time",
-        "fail_code",
+        "fail_code", "assoc",
     )
 
     def __init__(self, job_id: int, name: str, parts: list[PartitionState], nodes: int, cpus: int,
@@ -72,6 +72,7 @@ class SimJob:
         self.user = False
         self.accrue_time = submit_time  # when multifactor's age starts (the eligible time)
         self.fail_code = 0  # true exit code: non-zero ends the job FAILED
+        self.assoc = 0  # fair-share user association (index into the scheduler's FairTree)
 
     @property
     def mem_total_mb(self) -> int:

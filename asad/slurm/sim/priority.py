@@ -11,10 +11,12 @@ and ``_get_priority_internal``), the factors this simulator has:
   not a partition's. FavorSmall=YES: ((N - nodes) / N + (C - cpus) / C) / 2.
   ``PriorityFlags=SMALL_RELATIVE_TO_TIME``: max(nodes * C / N, cpus) / time limit in minutes / C
   (1 - that with FavorSmall).
-- the weighted sum is truncated to an unsigned integer, at least 1 (0 means held).
+- **fair-share** (``PriorityWeightFairshare`` > 0): the job's user association's Fair Tree factor
+  (``fairshare.py``), recomputed at every ``PriorityCalcPeriod``;
+- the weighted sum (age + fair-share + job size, in Slurm's order) is truncated to an unsigned integer, at least 1 (0 means held).
 
 Ties in priority go to the lower job id (``sort_job_queue2``). Fair-share, QOS, partition and TRES
-factors are not modelled (weight 0).
+factors are not modelled (weight 0): QOS, partition, association, TRES, site, nice.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class Multifactor:
     def __init__(self, config: SimConfig):
         self.w_age = float(config.weight_age)
         self.w_size = float(config.weight_size)
+        self.w_fs = float(config.weight_fairshare)
         self.max_age = max(1, int(config.max_age_s))
         self.favor_small = bool(config.priority_favor_small)
         self.flags = frozenset(config.priority_flags)
@@ -60,11 +63,16 @@ class Multifactor:
         return np.minimum(diff, self.max_age) / self.max_age
 
     def of_arrays(self, now: float, accrue: np.ndarray, nodes: np.ndarray, cpus: np.ndarray,
-                  limit_s: np.ndarray) -> np.ndarray:
-        prio = (self.w_age * self.age_factor(now, accrue)
-                + self.w_size * self.size_factor(nodes.astype(float), cpus.astype(float), limit_s))
+                  limit_s: np.ndarray, fs: np.ndarray | None = None) -> np.ndarray:
+        """Integer priorities; ``fs`` = each job's fair-share factor (None: no fair-share)."""
+        prio = self.w_age * self.age_factor(now, accrue)
+        if fs is not None and self.w_fs:
+            prio = prio + self.w_fs * fs
+        prio = prio + self.w_size * self.size_factor(nodes.astype(float), cpus.astype(float), limit_s)
         return np.maximum(1, np.floor(prio)).astype(np.int64)
 
-    def of_job(self, now: float, accrue: float, nodes: int, cpus: int, limit_s: int) -> int:
+    def of_job(self, now: float, accrue: float, nodes: int, cpus: int, limit_s: int,
+               fs: float | None = None) -> int:
         return int(self.of_arrays(now, np.array([accrue], dtype=float), np.array([nodes]),
-                                  np.array([cpus]), np.array([limit_s]))[0])
+                                  np.array([cpus]), np.array([limit_s]),
+                                  None if fs is None else np.array([fs]))[0])

@@ -11,7 +11,8 @@ imposes on itself:
   (see ``backfill.py``); ``easy`` reserves for the first K blocked jobs of each partition only.
 - **Priority**: ``fifo`` orders by job id (submission order, like ``priority/basic``: a job held
   by a dependency keeps its place). ``multifactor`` is Slurm's integer age + job-size priority
-  (see ``priority.py``), recomputed every ``PriorityCalcPeriod``.
+  (see ``priority.py``), plus Fair Tree fair-share when weighted (``fairshare.py``), recomputed
+  every ``PriorityCalcPeriod``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 from asad.slurm.sim import backfill as slurm_backfill
 from asad.slurm.sim.cluster import PartitionState, Reservation
 from asad.slurm.sim.config import SimConfig
+from asad.slurm.sim.fairshare import FairTree
 from asad.slurm.sim.jobs import SimJob
 from asad.slurm.sim.priority import Multifactor
 
@@ -38,7 +40,7 @@ class JobQueue:
     rule out, in one vectorised step, every job that cannot fit anywhere in the partition now.
     """
 
-    _FIELDS = ("a_nodes", "a_cpn", "a_cpus", "a_mem", "a_limit", "a_elig", "a_id", "a_live")
+    _FIELDS = ("a_nodes", "a_cpn", "a_cpus", "a_mem", "a_limit", "a_elig", "a_id", "a_live", "a_assoc")
 
     def __init__(self) -> None:
         self.keys: list[object] = []
@@ -57,6 +59,7 @@ class JobQueue:
         self.a_elig = np.zeros(cap, dtype=float)
         self.a_id = np.zeros(cap, dtype=np.int64)
         self.a_live = np.zeros(cap, dtype=bool)
+        self.a_assoc = np.zeros(cap, dtype=np.int64)
 
     def _grow(self) -> None:
         cap = len(self.a_live) * 2
@@ -75,6 +78,7 @@ class JobQueue:
         self.a_elig[i] = job.accrue_time
         self.a_id[i] = job.job_id
         self.a_live[i] = True
+        self.a_assoc[i] = job.assoc
 
     def add(self, job: SimJob) -> None:
         key = job.sort_key
@@ -117,7 +121,8 @@ class JobQueue:
         n = len(self.jobs)
         live = np.flatnonzero(self.a_live[:n])
         ids = self.a_id[live]
-        prio = priority_of(self.a_elig[live], self.a_nodes[live], self.a_cpus[live], self.a_limit[live])
+        prio = priority_of(self.a_elig[live], self.a_nodes[live], self.a_cpus[live], self.a_limit[live],
+                           self.a_assoc[live])
         order = np.lexsort((ids, -prio))
         sel = live[order]
         old_jobs = self.jobs
@@ -169,10 +174,14 @@ class Scheduler:
         self.eligible_count = 0
         self.fast_path = True  # tests switch it off to check the fast path changes nothing
         self.multifactor = Multifactor(config)
+        # Fair-share associations and usage (None unless multifactor with a fair-share weight).
+        self.fairtree = (FairTree(config.decay_half_life_s, config.fairshare_shares, config.start_time)
+                         if config.fairshare else None)
 
     # ---- queue membership ------------------------------------------------------------------
     def priority(self, job: SimJob, now: float) -> int:
-        return self.multifactor.of_job(now, job.accrue_time, job.nodes, job.cpus, job.time_limit_s)
+        fs = None if self.fairtree is None else float(self.fairtree.factor[job.assoc])
+        return self.multifactor.of_job(now, job.accrue_time, job.nodes, job.cpus, job.time_limit_s, fs)
 
     def enqueue(self, job: SimJob, now: float) -> None:
         job.accrue_time = self.multifactor.accrue_time(job.submit_time, job.eligible_time)
@@ -194,9 +203,11 @@ class Scheduler:
     def recalc_priorities(self, now: float) -> None:
         mf = self.multifactor
 
+        factor = None if self.fairtree is None else self.fairtree.factor
+
         def priority_of(accrue: np.ndarray, nodes: np.ndarray, cpus: np.ndarray,
-                        limit: np.ndarray) -> np.ndarray:
-            return mf.of_arrays(now, accrue, nodes, cpus, limit)
+                        limit: np.ndarray, assoc: np.ndarray) -> np.ndarray:
+            return mf.of_arrays(now, accrue, nodes, cpus, limit, None if factor is None else factor[assoc])
 
         for queue in self.queues:
             queue.reprioritise(priority_of)

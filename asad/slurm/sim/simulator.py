@@ -79,10 +79,18 @@ class Simulator:
         self._t0 = config.start_time
         from asad.slurm.sim.workload import BackgroundLoad  # late: workload imports config only
 
+        self.fairtree = self.sched.fairtree
+        self._bg_assoc: list[int] = []  # background user index -> fair-share association
+        if self.fairtree is not None:
+            self.fairtree.assoc(config.fairshare_user, config.fairshare_account)
         if any(config.base_load(p.spec) > 0 for p in self.parts):
             self.workload = BackgroundLoad(config, self.parts, self.rng)
             self._now = config.start_time - config.warmup_s
             self._t0 = self._now
+            if self.fairtree is not None:
+                users = self.workload.users
+                self._bg_assoc = self.fairtree.add_population(users.user_names, users.user_accounts)
+                self.fairtree.last_ran = self._now
             self._push(self._now, EV_GEN, None, 0)
             self.run_until(config.start_time)
         self._now = config.start_time
@@ -128,6 +136,9 @@ class Simulator:
                      self._now, runtime, background=False)
         job.comment = req.comment
         job.user = True
+        if self.fairtree is not None:
+            job.assoc = self.fairtree.assoc(self.config.fairshare_user,
+                                            req.account or self.config.fairshare_account)
         if truth is not None:
             job.peak_mem_mb = truth.peak_mem_mb
             job.cpu_efficiency = truth.cpu_efficiency
@@ -205,6 +216,12 @@ class Simulator:
         if best is not None and req.begin is not None:
             best = max(best, req.begin)
         return best
+
+    def priority_rules(self):  # noqa: ANN201 -- asad.slurm.priority_rules.PriorityRules
+        """This simulator's own priority rules (what ``scontrol show config`` tells of a real one)."""
+        from asad.slurm.priority_rules import rules_from_sim
+
+        return rules_from_sim(self.config)
 
     # ================================================================== virtual clock =======
     def next_event_time(self) -> float | None:
@@ -391,6 +408,8 @@ class Simulator:
         job.state = JobState.RUNNING
         job.start_time = now
         self._running[job.job_id] = job
+        if self.fairtree is not None:
+            self.fairtree.job_started(job, job.cpus)
         self.counters["started"] += 1
         self._changes += 1
         if job.job_id in self._watch:
@@ -464,6 +483,8 @@ class Simulator:
         job.slots = []
         self._busy_done[part.index] += job.cpus * (t - job.start_time)
         del self._running[job.job_id]
+        if self.fairtree is not None:
+            self.fairtree.job_ended(job, job.cpus, t)
         job.token += 1
         self._record_end(job, state, t)
 
@@ -532,6 +553,8 @@ class Simulator:
         sched = self.sched
         if self._prio_wanted:
             self._prio_wanted = False
+            if self.fairtree is not None:
+                self.fairtree.run(now)  # the decay thread: usage, then Fair Tree, then priorities
             sched.recalc_priorities(now)
             self._changes += 1  # new priorities: backfill must look again
         if self._full_pass_wanted:
@@ -550,9 +573,18 @@ class Simulator:
                 else:
                     sched.backfill_pass(now)
                     self._bf_changes_seen = self._changes
+        cfg = self.config
+        origin = cfg.timer_origin_s
+        # The decay thread runs every PriorityCalcPeriod. Without fair-share it only matters to
+        # pending jobs; with it, also while jobs run (their usage is added run by run). When
+        # nothing runs or pends, skipping runs changes nothing: usage then only decays, by
+        # decay_factor ** (total time) either way, and a uniform decay keeps every ratio.
+        if (not self._armed[2] and cfg.priority == "multifactor"
+                and (sched.eligible_count or (self.fairtree is not None and self._running))):
+            self._armed[2] = True
+            prio_origin = origin if cfg.prio_origin_s is None else cfg.prio_origin_s
+            self._push(_next_tick(now, cfg.priority_calc_period_s, prio_origin), EV_PRIO, None, 0)
         if sched.eligible_count:
-            cfg = self.config
-            origin = cfg.timer_origin_s
             if not self._armed[0]:
                 self._armed[0] = True
                 self._push(_next_tick(now, cfg.sched_interval_s, origin), EV_MAIN, None, 0)
@@ -560,10 +592,6 @@ class Simulator:
                 self._armed[1] = True
                 bf_origin = origin if cfg.bf_origin_s is None else cfg.bf_origin_s
                 self._push(_next_tick(now, cfg.bf_interval_s, bf_origin), EV_BF, None, 0)
-            if not self._armed[2] and cfg.priority == "multifactor":
-                self._armed[2] = True
-                prio_origin = origin if cfg.prio_origin_s is None else cfg.prio_origin_s
-                self._push(_next_tick(now, cfg.priority_calc_period_s, prio_origin), EV_PRIO, None, 0)
 
     # ================================================================== background load =====
     def _generate(self, t: float) -> None:
@@ -581,6 +609,9 @@ class Simulator:
             self.trace_ids[arrival[7]] = job.job_id
         self.jobs[job.job_id] = job
         self.counters["background_submitted"] += 1
+        if self.fairtree is not None:
+            user = arrival[8] if len(arrival) > 8 else None
+            job.assoc = self._bg_assoc[user] if user is not None else self.fairtree.assoc("bg", "bg")
         job.eligible_time = self._now
         self.sched.enqueue(job, self._now)
         self._changes += 1

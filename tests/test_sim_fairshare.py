@@ -1,0 +1,245 @@
+"""Fair-share (Fair Tree) in the simulator, against values worked out by hand from Slurm 22.05's
+``fair_tree.c`` and ``priority_multifactor.c``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from asad.slurm.backend import JobRequest, SimTruth
+from asad.slurm.priority_rules import rules_of
+from asad.slurm.sim import make_simulator, simulator_config
+from asad.slurm.sim.fairshare import FairTree, fair_tree_factors
+
+
+def _factors(tree: dict[str, dict[str, float]], shares: dict[str, float] | None = None) -> dict[str, float]:
+    """Fair Tree factors of {account: {user: usage}} (root usage = the sum)."""
+    shares = shares or {}
+    accounts = list(tree)
+    users, acct_of, usage = [], [], []
+    for a, members in enumerate(tree.values()):
+        for user, u in members.items():
+            users.append(user)
+            acct_of.append(a)
+            usage.append(u)
+    acct_of_arr = np.array(acct_of)
+    user_usage = np.array(usage, dtype=float)
+    acct_usage = np.bincount(acct_of_arr, weights=user_usage, minlength=len(accounts))
+    f = fair_tree_factors(acct_of_arr, user_usage, acct_usage, float(user_usage.sum()),
+                          np.array([float(shares.get(u, 1)) for u in users]),
+                          np.array([float(shares.get(a, 1)) for a in accounts]))
+    return dict(zip(users, f.tolist()))
+
+
+def test_fair_tree_ranks_by_level_fs():
+    # A: a1 30, a2 10; B: b1 60. Root 100. Accounts: S = 1/2, U_A = 0.4 -> LF 1.25, U_B = 0.6 -> 0.83:
+    # A first. In A: S = 1/2, U_a1 = 0.75 -> 0.67, U_a2 = 0.25 -> 2: a2, a1. N = 3 users:
+    # a2 = 3/3, a1 = 2/3, b1 = 1/3.
+    f = _factors({"A": {"a1": 30, "a2": 10}, "B": {"b1": 60}})
+    assert f == pytest.approx({"a2": 1.0, "a1": 2 / 3, "b1": 1 / 3})
+
+
+def test_fair_tree_no_usage_is_infinite_level_fs_and_ties_share_a_rank():
+    # A has no usage: U = 0 -> LF = inf, ranked first; its users' parent has no usage -> U = 0,
+    # LF = inf, tied -> both keep rank 3 (3/3); b1 gets rnt = 1 -> 1/3 (rnt counts every user).
+    f = _factors({"A": {"a1": 0, "a2": 0}, "B": {"b1": 10}})
+    assert f == pytest.approx({"a1": 1.0, "a2": 1.0, "b1": 1 / 3})
+    assert _factors({"A": {"a1": 0}, "B": {"b1": 0}}) == pytest.approx({"a1": 1.0, "b1": 1.0})
+
+
+def test_tied_accounts_are_walked_one_after_the_other_as_in_22_05():
+    # A and B both 40 of 80: LF 1.0 each, tied. _count_tied_accounts stops at the next account,
+    # so A is walked first: a1 (LF 2) rank 4, a2 (LF 0.67) rank 3; B starts tied: b1 keeps
+    # rank 3, b2 (same LF as b1) too. (Merging the tied accounts would have put a2 last: 1/4.)
+    f = _factors({"A": {"a1": 10, "a2": 30}, "B": {"b1": 20, "b2": 20}})
+    assert f == pytest.approx({"a1": 1.0, "a2": 0.75, "b1": 0.75, "b2": 0.75})
+
+
+def test_shares_weigh_the_level_fs():
+    # A has 3 shares, B 1: S_A = 0.75, S_B = 0.25. Usage A 60, B 40: LF_A = 0.75/0.6 = 1.25,
+    # LF_B = 0.25/0.4 = 0.625: A first although it used more. Zero shares -> LF 0, last.
+    assert _factors({"A": {"a1": 60}, "B": {"b1": 40}}, {"A": 3}) == pytest.approx({"a1": 1.0, "b1": 0.5})
+    assert _factors({"A": {"a1": 60}, "B": {"b1": 40}}) == pytest.approx({"a1": 0.5, "b1": 1.0})
+    assert _factors({"A": {"a1": 0}, "B": {"b1": 40}}, {"A": 0}) == pytest.approx({"a1": 0.5, "b1": 1.0})
+
+
+class _Job:
+    def __init__(self, assoc: int, start: float):
+        self.assoc, self.start_time, self.end_time = assoc, start, None
+
+
+def test_usage_decay_and_accrual_follow_the_decay_thread():
+    hl = 1000.0
+    ft = FairTree(hl, start=0.0)
+    a = ft.assoc("u1", "acct")
+    df = 1 - 0.693 / hl  # Slurm's decay_factor per second
+    assert ft.decay_factor == pytest.approx(df)
+    job = _Job(a, 100.0)
+    ft.job_started(job, 4)
+    ft.run(300.0)  # first run: no usage yet to decay; the job ran 200 s since its start
+    u1 = 200 * df ** 200 * 4
+    assert ft.user_usage[a] == pytest.approx(u1)
+    ft.run(600.0)  # decay 300 s, then 300 s more of the job (since the last run)
+    u2 = u1 * df ** 300 + 300 * df ** 300 * 4
+    assert ft.user_usage[a] == pytest.approx(u2)
+    assert ft.acct_usage[0] == pytest.approx(u2) and ft.root_usage == pytest.approx(u2)
+    job.end_time = 700.0
+    ft.job_ended(job, 4, 700.0)  # priority_p_job_end: last run to the end, at once
+    u3 = u2 + 100 * df ** 100 * 4
+    assert ft.user_usage[a] == pytest.approx(u3)
+    ft.run(900.0)  # only decay now
+    assert ft.user_usage[a] == pytest.approx(u3 * df ** 300)
+    # half-life: with Slurm's approximation, usage halves in (about) one half-life
+    assert df ** hl == pytest.approx(0.5, rel=2e-3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.floats(0, 1e6), min_size=1, max_size=5), min_size=1, max_size=6),
+       st.data())
+def test_more_usage_never_a_higher_factor_among_siblings(tree, data):
+    """Same shares, same account: a user with more decayed usage never ranks above one with less;
+    and between single-user accounts the same holds across accounts."""
+    spec = {f"A{i}": {f"u{i}_{j}": u for j, u in enumerate(users)} for i, users in enumerate(tree)}
+    f = _factors(spec)
+    for members in spec.values():
+        for x, ux in members.items():
+            for y, uy in members.items():
+                if ux > uy:
+                    assert f[x] <= f[y]
+    singles = [next(iter(m.items())) for m in spec.values() if len(m) == 1]
+    for x, ux in singles:
+        for y, uy in singles:
+            if ux > uy:
+                assert f[x] <= f[y]
+    for v in f.values():
+        assert 0 < v <= 1
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.floats(0, 5000), st.floats(1, 5000), st.integers(1, 16)),
+                min_size=1, max_size=25))
+def test_decayed_usage_order_gives_factor_order_through_the_decay_thread(jobs):
+    """Jobs of four one-user accounts run through FairTree's decay runs; after the last run, a
+    user with more usage never has a higher factor, and usage matches a direct recomputation."""
+    hl = 3600.0
+    ft = FairTree(hl, start=0.0)
+    assocs = [ft.assoc(f"u{i}", f"a{i}") for i in range(4)]
+    events = []
+    for who, start, run, cpus in jobs:
+        events.append((start, 0, who, run, cpus))
+    events.sort()
+    ticks = np.arange(300.0, 12000.0, 300.0)
+    live: list[tuple[_Job, int, float]] = []
+    expected = np.zeros(4)
+    df = ft.decay_factor
+    ei = 0
+    last = 0.0
+    for tick in ticks:
+        # ends and starts before this tick, in time order
+        while True:
+            nxt_start = events[ei][0] if ei < len(events) else math.inf
+            ending = min(live, key=lambda x: x[2], default=None)
+            nxt_end = ending[2] if ending else math.inf
+            t = min(nxt_start, nxt_end)
+            if t >= tick:
+                break
+            if nxt_end <= nxt_start:
+                job, cpus, end = ending
+                live.remove(ending)
+                job.end_time = end
+                ft.job_ended(job, cpus, end)
+                d = end - max(last, job.start_time)
+                expected[job.assoc] += d * df ** d * cpus
+            else:
+                start, _, who, run, cpus = events[ei]
+                ei += 1
+                job = _Job(assocs[who], start)
+                ft.job_started(job, cpus)
+                live.append((job, cpus, start + run))
+        expected *= df ** (tick - last)
+        for job, cpus, _ in live:
+            d = tick - max(last, job.start_time)
+            expected[job.assoc] += d * df ** d * cpus
+        ft.run(float(tick))
+        last = float(tick)
+    np.testing.assert_allclose(ft.user_usage, expected, rtol=1e-9, atol=1e-6)
+    for i in range(4):
+        for j in range(4):
+            if ft.user_usage[i] > ft.user_usage[j] * (1 + 1e-12):
+                assert ft.factor[i] <= ft.factor[j]
+
+
+def test_fairshare_policy_orders_the_queue_by_usage():
+    """End to end: an account that has used the cluster waits behind one that has not, although
+    its job was submitted first and is as old (the light account's job needs the whole cluster)."""
+    sim = make_simulator("small", load=0, seed=3, priority="fairshare", weight_size=0)
+    t0 = sim.now()
+    # account "heavy" fills the 4 x 28-core cluster for 2 hours
+    for _ in range(4):
+        sim.submit(JobRequest(name="fill", command="x", cpus_per_task=28, time_limit_s=7200,
+                              account="heavy", truth=SimTruth(runtime_s=7000)))
+    sim.run_until(t0 + 3600)
+    heavy = sim.submit(JobRequest(name="h", command="x", cpus_per_task=28, time_limit_s=3600,
+                                  account="heavy", truth=SimTruth(runtime_s=600)))
+    light = sim.submit(JobRequest(name="l", command="x", nodes=4, ntasks=4, cpus_per_task=28, time_limit_s=3600,
+                                  account="light", truth=SimTruth(runtime_s=600)))
+    sim.run_until(t0 + 4 * 3600)
+    st_ = sim.poll([heavy, light])
+    assert st_[light].start_time < st_[heavy].start_time
+    ft = sim.fairtree
+    heavy_assoc = ft.assoc("asad", "heavy")
+    light_assoc = ft.assoc("asad", "light")
+    assert ft.factor[light_assoc] > ft.factor[heavy_assoc]
+    # and the same stream under plain multifactor (job size off in both): the heavy job,
+    # submitted first and as old, goes first
+    sim2 = make_simulator("small", load=0, seed=3, priority="multifactor", weight_size=0)
+    for _ in range(4):
+        sim2.submit(JobRequest(name="fill", command="x", cpus_per_task=28, time_limit_s=7200,
+                               account="heavy", truth=SimTruth(runtime_s=7000)))
+    sim2.run_until(t0 + 3600)
+    h2 = sim2.submit(JobRequest(name="h", command="x", cpus_per_task=28, time_limit_s=3600,
+                                account="heavy", truth=SimTruth(runtime_s=600)))
+    l2 = sim2.submit(JobRequest(name="l", command="x", nodes=4, ntasks=4, cpus_per_task=28, time_limit_s=3600,
+                                account="light", truth=SimTruth(runtime_s=600)))
+    sim2.run_until(t0 + 4 * 3600)
+    s2 = sim2.poll([h2, l2])
+    assert s2[h2].start_time <= s2[l2].start_time
+
+
+def test_fairshare_preset_and_rules():
+    cfg = simulator_config("small", priority="fairshare")
+    assert cfg.priority == "multifactor" and cfg.weight_fairshare > 0 and cfg.fairshare
+    assert not simulator_config("small", priority="multifactor").fairshare
+    sim = make_simulator("small", load=0, priority="fairshare", weight_fairshare=5000)
+    rules = rules_of(sim)
+    assert rules.type == "multifactor" and rules.weight_fairshare == 5000 and rules.source == "simulator"
+    assert "Fairshare=5000" in rules.describe()
+    assert rules_of(make_simulator("small", load=0, priority="fifo")).weight_fairshare == 0
+    with pytest.raises(ValueError, match="fairshare"):
+        simulator_config("small", priority="fair")
+
+
+def test_background_users_are_associations_and_load_runs_with_fairshare():
+    sim = make_simulator("small", seed=2, priority="fairshare", warmup_s=86400)
+    ft = sim.fairtree
+    pop = sim.workload.users
+    assert len(ft.users) == len(pop) + 1  # + the asad user
+    assert set(pop.accounts) <= set(ft.accounts)
+    sim.run_until(sim.now() + 86400)
+    sim.check_invariants()
+    assert ft.root_usage > 0
+    assert ft.user_usage.sum() == pytest.approx(ft.root_usage) == pytest.approx(ft.acct_usage.sum())
+    assert 0 < ft.factor.min() <= ft.factor.max() == 1.0
+
+
+def test_bench_sim_fairshare_runs_both_policies(capsys):
+    from asad.bench.sim_fairshare import run_policy
+
+    rows = [run_policy("small", 2.0, 1, p, "easy", 1) for p in ("multifactor", "fairshare")]
+    assert [r["priority"] for r in rows] == ["multifactor", "fairshare"]
+    for r in rows:
+        assert r["top_jobs"] > 0 and r["other_jobs"] > 0 and r["top_wait_mean_h"] >= 0
