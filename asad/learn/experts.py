@@ -77,6 +77,12 @@ class ExpertsConfig:
     # adaptive conformal inference (Gibbs & Candes 2021): each stratum nudges the level it
     # reads from its residuals by ``aci_gamma * (q - covered)`` after every wait (0: off)
     aci_gamma: float = 0.0
+    # strata of "stratum" residuals: "level-count" (which level answered, and its waits), "level"
+    # (warm key or which coarser level), or "none" (one window per coarsest key)
+    strata: str = "level-count"
+    # the point estimate: the key's (shrunk) median as is ("median"), or shifted by the median
+    # residual of its stratum ("calibrated": e.g. cold answers that ran low are raised)
+    point: str = "median"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "levels", tuple(tuple(level) for level in self.levels))
@@ -88,6 +94,8 @@ class ExpertsConfig:
             raise ValueError("change_factor > 1 and change_run >= 0")
         if self.prior_n < 0 or not 0 <= self.aci_gamma < 1:
             raise ValueError("prior_n >= 0 and 0 <= aci_gamma < 1")
+        if self.point not in ("median", "calibrated"):
+            raise ValueError("point must be 'median' or 'calibrated'")
         if self.residuals_from not in ("coarsest", "finest", "stratum"):
             raise ValueError("residuals_from must be 'coarsest', 'finest' or 'stratum'")
         if self.long_memory < 100 or self.residual_window < 1 or self.min_residuals < 1:
@@ -458,7 +466,9 @@ class ExpertsPool:
         for _, median, count in reversed(found[:-1]):
             value = (count * median + prior_n * value) / (count + prior_n)
         slot, _, count = found[0]
-        return value, f"{slot}:{_count_bucket(count)}"
+        strata = self.config.strata
+        return value, (f"{slot}:{_count_bucket(count)}" if strata == "level-count" else
+                       str(slot) if strata == "level" else "all")
 
     def _combine(self, key: str, available: list[tuple[int, float]]) -> float | None:
         if not available:
@@ -608,7 +618,11 @@ class ExpertsPredictor:
 
     def estimate(self, *, slurm_estimate_s: float | None = None) -> float:
         y = self.pool.estimate_log(self.key)
-        return 0.0 if y is None else max(0.0, 10.0**y - 1.0)
+        if y is None:
+            return 0.0
+        if self.pool.config.point == "calibrated":
+            y += (self.pool.residual_quantiles(self.key, (0.5,)) or [0.0])[0]
+        return max(0.0, 10.0**y - 1.0)
 
     def observe(self, wait_s: float, *, slurm_estimate_s: float | None = None, at_s: float | None = None) -> None:
         self.pool.observe(self.key, wait_s, at_s)
