@@ -47,6 +47,22 @@ DEFAULT_LEVELS: tuple[tuple[str, ...], ...] = (
     ("cluster", "partition", "qos", "walltime"),
     ("cluster",),
 )
+# ``median-backoff``'s levels, chosen on the weeks before 2021-06-10 (docs/results/learn.md):
+# the same account's jobs first (waits depend on the account's fair share far more than on
+# the exact geometry: a new geometry of a known account is predicted best by that account's
+# other jobs of the same walltime bucket), then the geometry for any account. In real use a
+# key has no account (one user's asad sees its own jobs only), so the account levels become
+# "my jobs of this partition / walltime bucket / cluster".
+BACKOFF_LEVELS: tuple[tuple[str, ...], ...] = (
+    ("cluster", "account", "partition", "qos", "nodes", "cpus2", "walltime"),
+    ("cluster", "account", "partition", "qos", "walltime"),
+    ("cluster", "account", "walltime"),
+    ("cluster", "account"),
+    ("cluster", "partition", "qos", "nodes", "cpus", "walltime"),  # the geometry, any account
+    ("cluster", "partition", "qos", "nodes", "cpus2", "walltime"),
+    ("cluster", "partition", "qos", "walltime"),
+    ("cluster",),
+)
 STATS = ("last", "median5", "median20", "median100", "median-long")
 _WINDOWS = (1, 5, 20, 100)
 HISTORY = 2000  # timed snapshots kept per key (at least this many, at most twice)
