@@ -259,3 +259,17 @@ def test_stratum_residuals_make_cold_answers_wider_than_warm_ones():
     cold_q = pool.view(geometry_key(cluster="c", partition="p", nodes=1, cpus=99_999, time_limit_s=3000)).quantiles(
         [0.1, 0.9])
     assert cold_q[1] / cold_q[0] > 10 * (warm_q[1] / warm_q[0])
+
+
+def test_median_backoff_asks_the_same_account_before_other_accounts():
+    config = GeometryKeyConfig(fields=("cluster", "account", "partition", "qos", "nodes", "cpus", "walltime"))
+
+    def key(account, cpus):
+        return geometry_key(cluster="c", account=account, partition="p", cpus=cpus, time_limit_s=3000, config=config)
+
+    pool = make_pool("median-backoff")
+    for _ in range(5):
+        pool.view(key("a1", 8)).observe(30_000.0)  # a1's own jobs of another size wait long
+        pool.view(key("a2", 4)).observe(60.0)  # another account's jobs of this very geometry do not
+    assert pool.view(key("a1", 4)).estimate() == pytest.approx(30_000.0)
+    assert pool.view(key("a3", 4)).estimate() == pytest.approx(60.0)  # a new account: the geometry

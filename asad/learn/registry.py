@@ -90,7 +90,7 @@ POOLED: tuple[str, ...] = ("experts", "median-backoff")
 # the answers given by the same level (the key itself, or which coarser key) on the cluster.
 # Chosen on the weeks before 2021-06-10 (docs/results/learn.md).
 BACKOFF_DEFAULTS: dict[str, Any] = {"mode": "backoff", "change_run": 5, "levels": BACKOFF_LEVELS,
-                                    "residuals_from": "stratum", "strata": "level"}
+                                    "residuals_from": "stratum", "strata": "level", "min_residuals": 100}
 
 # What recommended_predictor() returns; chosen by the measurements in docs/results/learn.md.
 RECOMMENDED: tuple[str, dict[str, Any]] = ("median-backoff", {})
