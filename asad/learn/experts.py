@@ -97,7 +97,8 @@ class ExpertsConfig:
     # (warm key or which coarser level), or "none" (one window per coarsest key)
     strata: str = "level-count"
     # the point estimate: the key's (shrunk) median as is ("median"), or shifted by the median
-    # residual of its stratum ("calibrated": e.g. cold answers that ran low are raised)
+    # residual of its stratum ("calibrated": e.g. cold answers that ran low are raised;
+    # "calibrated-cold": only answers borrowed from a coarser key)
     point: str = "median"
 
     def __post_init__(self) -> None:
@@ -110,8 +111,8 @@ class ExpertsConfig:
             raise ValueError("change_factor > 1 and change_run >= 0")
         if self.prior_n < 0 or not 0 <= self.aci_gamma < 1:
             raise ValueError("prior_n >= 0 and 0 <= aci_gamma < 1")
-        if self.point not in ("median", "calibrated"):
-            raise ValueError("point must be 'median' or 'calibrated'")
+        if self.point not in ("median", "calibrated", "calibrated-cold"):
+            raise ValueError("point must be 'median', 'calibrated' or 'calibrated-cold'")
         if self.residuals_from not in ("coarsest", "finest", "stratum"):
             raise ValueError("residuals_from must be 'coarsest', 'finest' or 'stratum'")
         if self.long_memory < 100 or self.residual_window < 1 or self.min_residuals < 1:
@@ -548,6 +549,10 @@ class ExpertsPool:
             coarsest.add_residual(y - before)  # the pooled fallback for a stratum still short of residuals
             coarsest.stratum(stratum).add(y - before, self.config.aci_gamma)
 
+    def borrowed(self, key: str) -> bool:
+        """("backoff") Whether the key's estimate comes from a coarser key (it has no wait of its own)."""
+        return self.estimate_log(key) is not None and not self.n_observations(key)
+
     def residual_quantiles(self, key: str, qs: Sequence[float]) -> list[float] | None:
         levels = self.levels(key)
         if self.config.residuals_from == "stratum" and self.config.mode == "backoff":
@@ -636,7 +641,8 @@ class ExpertsPredictor:
         y = self.pool.estimate_log(self.key)
         if y is None:
             return 0.0
-        if self.pool.config.point == "calibrated":
+        point = self.pool.config.point
+        if point == "calibrated" or (point == "calibrated-cold" and self.pool.borrowed(self.key)):
             y += (self.pool.residual_quantiles(self.key, (0.5,)) or [0.0])[0]
         return max(0.0, 10.0**y - 1.0)
 
