@@ -273,3 +273,18 @@ def test_median_backoff_asks_the_same_account_before_other_accounts():
         pool.view(key("a2", 4)).observe(60.0)  # another account's jobs of this very geometry do not
     assert pool.view(key("a1", 4)).estimate() == pytest.approx(30_000.0)
     assert pool.view(key("a3", 4)).estimate() == pytest.approx(60.0)  # a new account: the geometry
+
+
+def test_calibrated_cold_point_raises_only_borrowed_answers_that_ran_low():
+    pools = {point: make_pool("median-backoff", point=point, min_residuals=20, change_run=0)
+             for point in ("median", "calibrated-cold")}
+    cold_key = geometry_key(cluster="c", partition="p", nodes=99_999, cpus=4, time_limit_s=3000)
+    for pool in pools.values():
+        for i in range(1000):
+            pool.view(KEY4).observe(100.0, at_s=1000.0 * i)
+        for i in range(200):  # every new geometry waits 10x the neighbours' median: borrowed answers run low
+            pool.view(geometry_key(cluster="c", partition="p", nodes=2 + i, cpus=4, time_limit_s=3000)).observe(
+                1000.0, at_s=1e6 + 2000.0 * i)
+        assert pool.view(KEY4).estimate() == pytest.approx(100.0)  # its own waits: never shifted
+        assert pool.borrowed(cold_key) and not pool.borrowed(KEY4)
+    assert pools["calibrated-cold"].view(cold_key).estimate() > 1.5 * pools["median"].view(cold_key).estimate()
