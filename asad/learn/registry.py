@@ -14,7 +14,8 @@ Names (``make_predictor(kind, seed, **params)``; params override the preset):
     experts         exponential weights over running medians / the last wait of the key and of
                     coarser keys, calibrated quantiles (asad.learn.experts)
     median-backoff  the same pool without weights: the median of the finest key that has seen a
-                    wait, since its last detected change; the same calibrated quantiles
+                    wait, since its last detected change, the account's own coarser keys first;
+                    quantiles from the residuals of answers by the same level (BACKOFF_DEFAULTS)
     last, median-k, median-all, qbets, slurm-estimate   the baselines (asad.learn.baselines)
 
 ``experts`` is *pooled*: one :class:`ExpertsPool` serves every key (coarse keys are shared),
