@@ -18,7 +18,10 @@ estimate is the weighted median of the available experts.
 Quantiles are calibrated by conformal correction: every observed wait leaves its residual
 (``log10(1 + wait) - log10(1 + estimate)``, the estimate as it stood before the wait was
 learned) in a window at each level of its key; ``quantiles(qs)`` is the estimate shifted by
-the residuals' empirical quantiles at the finest level holding ``min_residuals`` of them.
+the residuals' empirical quantiles at the coarsest (or finest) level holding ``min_residuals``
+of them. ``median-backoff`` (``residuals_from="stratum"``) keeps them instead per coarsest key
+and per *answering level* (the key itself, or which coarser key answered), so a borrowed
+answer gets the wider quantiles such answers earned.
 
 One :class:`ExpertsPool` holds every key (the statistics of a coarse key are shared by
 all keys under it); :meth:`ExpertsPool.view` gives the per-key
