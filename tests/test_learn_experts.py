@@ -214,3 +214,77 @@ def test_one_stored_key_restores_as_a_predictor_for_asad_predict():
     assert restored.kind == "median-backoff"
     assert restored.estimate() == pytest.approx(pool.view(KEY4).estimate())
     assert restored.n_observations == 3
+
+
+def test_aci_moves_the_level_until_the_quantile_is_covered_as_asked():
+    from asad.learn.experts import ACI_QS, ResidualWindow
+
+    window = ResidualWindow(200)
+    for i in range(200):  # residuals of a calm period: uniform on [-1, 1]
+        window.add(-1.0 + 2.0 * (i * 37 % 200) / 199)
+    q90 = ACI_QS.index(0.9)
+    rng = np.random.default_rng(5)
+    covered = []
+    for r in 3.0 * rng.uniform(-1.0, 1.0, 4000):  # the spread tripled: plain conformal is too narrow
+        covered.append(r <= window.quantiles([0.9])[0])
+        window.add(float(r), aci_gamma=0.01)
+    assert window.offsets[q90] != 0.0
+    assert abs(np.mean(covered[-2000:]) - 0.9) <= 0.03
+    levels = [window.level(q) for q in np.linspace(0.0, 1.0, 41)]
+    assert levels == sorted(levels) and levels[0] == 0.0 and levels[-1] == 1.0
+
+
+def test_prior_n_shrinks_a_young_key_towards_its_coarser_key():
+    pool = make_pool("median-backoff", prior_n=2.0)
+    for _ in range(50):
+        pool.view(KEY4).observe(10_000.0)
+    pool.view(KEY3).observe(100.0)
+    young = math.log10(1 + pool.view(KEY3).estimate())
+    # one own wait against two pseudo-waits at the coarser key's median (10,000 s), in log10
+    assert young == pytest.approx((1 * math.log10(101) + 2 * math.log10(10_001)) / 3)
+    for _ in range(200):
+        pool.view(KEY3).observe(100.0)
+    assert pool.view(KEY3).estimate() < 110.0  # an old key is its own median
+
+
+def test_stratum_residuals_make_cold_answers_wider_than_warm_ones():
+    rng = np.random.default_rng(2)
+    pool = make_pool("median-backoff", residuals_from="stratum", min_residuals=50, strata="level")
+    for i in range(3000):
+        warm = i % 2 == 0
+        key = KEY4 if warm else geometry_key(cluster="c", partition="p", nodes=1, cpus=100 + i, time_limit_s=3000)
+        # a warm key's waits sit tight around 1000 s; each new geometry waits anywhere
+        pool.view(key).observe(1000.0 * float(np.exp((0.1 if warm else 2.0) * rng.standard_normal())), at_s=10.0 * i)
+    warm_q = pool.view(KEY4).quantiles([0.1, 0.9])
+    cold_q = pool.view(geometry_key(cluster="c", partition="p", nodes=1, cpus=99_999, time_limit_s=3000)).quantiles(
+        [0.1, 0.9])
+    assert cold_q[1] / cold_q[0] > 10 * (warm_q[1] / warm_q[0])
+
+
+def test_median_backoff_asks_the_same_account_before_other_accounts():
+    config = GeometryKeyConfig(fields=("cluster", "account", "partition", "qos", "nodes", "cpus", "walltime"))
+
+    def key(account, cpus):
+        return geometry_key(cluster="c", account=account, partition="p", cpus=cpus, time_limit_s=3000, config=config)
+
+    pool = make_pool("median-backoff")
+    for _ in range(5):
+        pool.view(key("a1", 8)).observe(30_000.0)  # a1's own jobs of another size wait long
+        pool.view(key("a2", 4)).observe(60.0)  # another account's jobs of this very geometry do not
+    assert pool.view(key("a1", 4)).estimate() == pytest.approx(30_000.0)
+    assert pool.view(key("a3", 4)).estimate() == pytest.approx(60.0)  # a new account: the geometry
+
+
+def test_calibrated_cold_point_raises_only_borrowed_answers_that_ran_low():
+    pools = {point: make_pool("median-backoff", point=point, min_residuals=20, change_run=0)
+             for point in ("median", "calibrated-cold")}
+    cold_key = geometry_key(cluster="c", partition="p", nodes=99_999, cpus=4, time_limit_s=3000)
+    for pool in pools.values():
+        for i in range(1000):
+            pool.view(KEY4).observe(100.0, at_s=1000.0 * i)
+        for i in range(200):  # every new geometry waits 10x the neighbours' median: borrowed answers run low
+            pool.view(geometry_key(cluster="c", partition="p", nodes=2 + i, cpus=4, time_limit_s=3000)).observe(
+                1000.0, at_s=1e6 + 2000.0 * i)
+        assert pool.view(KEY4).estimate() == pytest.approx(100.0)  # its own waits: never shifted
+        assert pool.borrowed(cold_key) and not pool.borrowed(KEY4)
+    assert pools["calibrated-cold"].view(cold_key).estimate() > 1.5 * pools["median"].view(cold_key).estimate()

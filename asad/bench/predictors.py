@@ -248,27 +248,35 @@ def targets(result: dict[str, Any]) -> dict[str, Any]:
     if recommended and test_scope:
         rows = result["scopes"][test_scope]["rows"]
         judged = recommended[0]
-        r = rows[judged]
+        warm_row = rows[judged]
+        # judged on every job it answers, cold keys included: a user's first job of a geometry
+        # is cold, and that is when a prediction is hardest (the warm-only number beside it)
+        r = rows.get(f"{judged} (+cold)", warm_row)
         out["graham_test_median_abs_log10_le_0.33"] = {
-            "scope": test_scope, "judged": judged, "median_abs_log10": r["median_abs_log10"], "n": r["n"],
-            "with_cold_jobs": rows.get(f"{judged} (+cold)", {}).get("median_abs_log10"),
-            "met": r["median_abs_log10"] <= 0.33}
+            "scope": test_scope, "judged": f"{judged}, all jobs", "median_abs_log10": r["median_abs_log10"],
+            "n": r["n"], "warm_jobs_only": warm_row["median_abs_log10"], "met": r["median_abs_log10"] <= 0.33}
         out["graham_test_within_x3_ge_60pct"] = {
-            "scope": test_scope, "judged": judged, "within_x3": r["within_x3"],
-            "with_cold_jobs": rows.get(f"{judged} (+cold)", {}).get("within_x3"), "met": r["within_x3"] >= 0.60}
+            "scope": test_scope, "judged": f"{judged}, all jobs", "within_x3": r["within_x3"],
+            "warm_jobs_only": warm_row["within_x3"], "met": r["within_x3"] >= 0.60}
         medians = [lb for lb, spec in preds.items() if spec["kind"] in RUNNING_MEDIANS and rows[lb].get("n")]
-        if medians:
+        if medians:  # on the warm jobs: the only ones a running median can answer
             best = min(medians, key=lambda lb: rows[lb]["median_abs_log10"])
             out["graham_test_beats_best_running_median"] = {
                 "best_running_median": best, "its_median_abs_log10": rows[best]["median_abs_log10"],
-                "its_within_x3": rows[best]["within_x3"], "judged_median_abs_log10": r["median_abs_log10"],
-                "met": r["median_abs_log10"] < rows[best]["median_abs_log10"]
-                and r["within_x3"] > rows[best]["within_x3"]}
-        if "quantile_coverage" in r:
-            worst = max(abs(c - float(q)) for q, c in r["quantile_coverage"].items())
-            out["graham_test_quantile_coverage_within_5_points"] = {
-                "coverage": {q: round(c, 3) for q, c in r["quantile_coverage"].items()},
-                "worst_gap_points": round(100 * worst, 1), "pinball_log10": r["pinball_log10"], "met": worst <= 0.05}
+                "its_within_x3": rows[best]["within_x3"], "judged_median_abs_log10": warm_row["median_abs_log10"],
+                "judged_within_x3": warm_row["within_x3"],
+                "met": warm_row["median_abs_log10"] <= rows[best]["median_abs_log10"]
+                and warm_row["within_x3"] >= rows[best]["within_x3"]}
+        for scope in (test_scope, test_scope.replace("graham", "cedar")):
+            scope_rows = result["scopes"].get(scope, {}).get("rows", {})
+            row = scope_rows.get(f"{judged} (+cold)", scope_rows.get(judged, {}))
+            if "quantile_coverage" in row:
+                worst = max(abs(c - float(q)) for q, c in row["quantile_coverage"].items())
+                name = scope.split()[0]
+                out[f"{name}_test_quantile_coverage_within_5_points"] = {
+                    "judged": f"{judged}, all jobs", "coverage": {q: round(c, 3) for q, c in row["quantile_coverage"].items()},
+                    "worst_gap_points": round(100 * worst, 1), "pinball_log10": row["pinball_log10"],
+                    "met": worst <= 0.05}
     return out
 
 

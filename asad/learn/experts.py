@@ -18,7 +18,10 @@ estimate is the weighted median of the available experts.
 Quantiles are calibrated by conformal correction: every observed wait leaves its residual
 (``log10(1 + wait) - log10(1 + estimate)``, the estimate as it stood before the wait was
 learned) in a window at each level of its key; ``quantiles(qs)`` is the estimate shifted by
-the residuals' empirical quantiles at the finest level holding ``min_residuals`` of them.
+the residuals' empirical quantiles at the coarsest (or finest) level holding ``min_residuals``
+of them. ``median-backoff`` (``residuals_from="stratum"``) keeps them instead per coarsest key
+and per *answering level* (the key itself, or which coarser key answered), so a borrowed
+answer gets the wider quantiles such answers earned.
 
 One :class:`ExpertsPool` holds every key (the statistics of a coarse key are shared by
 all keys under it); :meth:`ExpertsPool.view` gives the per-key
@@ -47,6 +50,22 @@ DEFAULT_LEVELS: tuple[tuple[str, ...], ...] = (
     ("cluster", "partition", "qos", "walltime"),
     ("cluster",),
 )
+# ``median-backoff``'s levels, chosen on the weeks before 2021-06-10 (docs/results/learn.md):
+# the same account's jobs first (waits depend on the account's fair share far more than on
+# the exact geometry: a new geometry of a known account is predicted best by that account's
+# other jobs of the same walltime bucket), then the geometry for any account. In real use a
+# key has no account (one user's asad sees its own jobs only), so the account levels become
+# "my jobs of this partition / walltime bucket / cluster".
+BACKOFF_LEVELS: tuple[tuple[str, ...], ...] = (
+    ("cluster", "account", "partition", "qos", "nodes", "cpus2", "walltime"),
+    ("cluster", "account", "partition", "qos", "walltime"),
+    ("cluster", "account", "walltime"),
+    ("cluster", "account"),
+    ("cluster", "partition", "qos", "nodes", "cpus", "walltime"),  # the geometry, any account
+    ("cluster", "partition", "qos", "nodes", "cpus2", "walltime"),
+    ("cluster", "partition", "qos", "walltime"),
+    ("cluster",),
+)
 STATS = ("last", "median5", "median20", "median100", "median-long")
 _WINDOWS = (1, 5, 20, 100)
 HISTORY = 2000  # timed snapshots kept per key (at least this many, at most twice)
@@ -69,6 +88,21 @@ class ExpertsConfig:
     # (or all below) a key's long median, its long history is cut to those waits (0: never)
     change_factor: float = 3.0
     change_run: int = 0
+    # "backoff" only: shrink each key's median towards its coarser key's estimate with this
+    # many pseudo-waits, ``(n m + k parent) / (n + k)`` in log10 (0: the finest key alone)
+    prior_n: float = 0.0
+    # "stratum" residuals ("backoff" only): kept per (coarsest key, which level answered, how
+    # many waits it had), so a cold geometry's quantiles are as wide as cold answers were
+    # adaptive conformal inference (Gibbs & Candes 2021): each stratum nudges the level it
+    # reads from its residuals by ``aci_gamma * (q - covered)`` after every wait (0: off)
+    aci_gamma: float = 0.0
+    # strata of "stratum" residuals: "level-count" (which level answered, and its waits), "level"
+    # (warm key or which coarser level), or "none" (one window per coarsest key)
+    strata: str = "level-count"
+    # the point estimate: the key's (shrunk) median as is ("median"), or shifted by the median
+    # residual of its stratum ("calibrated": e.g. cold answers that ran low are raised;
+    # "calibrated-cold": only answers borrowed from a coarser key)
+    point: str = "median"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "levels", tuple(tuple(level) for level in self.levels))
@@ -78,6 +112,12 @@ class ExpertsConfig:
             raise ValueError(f"mode must be 'hedge' or 'backoff', not {self.mode!r}")
         if self.change_factor <= 1 or self.change_run < 0:
             raise ValueError("change_factor > 1 and change_run >= 0")
+        if self.prior_n < 0 or not 0 <= self.aci_gamma < 1:
+            raise ValueError("prior_n >= 0 and 0 <= aci_gamma < 1")
+        if self.point not in ("median", "calibrated", "calibrated-cold"):
+            raise ValueError("point must be 'median', 'calibrated' or 'calibrated-cold'")
+        if self.residuals_from not in ("coarsest", "finest", "stratum"):
+            raise ValueError("residuals_from must be 'coarsest', 'finest' or 'stratum'")
         if self.long_memory < 100 or self.residual_window < 1 or self.min_residuals < 1:
             raise ValueError("long_memory >= 100, residual_window >= 1, min_residuals >= 1")
 
@@ -129,6 +169,11 @@ def key_levels(key: str, levels: Sequence[Sequence[str]] = DEFAULT_LEVELS) -> li
     return out
 
 
+def _count_bucket(count: int) -> int:
+    """0: one wait, 1: 2-4, 2: 5-19, 3: 20 or more (strata of the residuals)."""
+    return 0 if count < 2 else 1 if count < 5 else 2 if count < 20 else 3
+
+
 def _median_of_sorted(values: list[float]) -> float:
     n = len(values)
     return values[n // 2] if n % 2 else 0.5 * (values[n // 2 - 1] + values[n // 2])
@@ -141,12 +186,73 @@ def _quantile_of_sorted(values: list[float], q: float) -> float:
     return values[low] + (values[high] - values[low]) * (position - low)
 
 
+ACI_QS = (0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95)  # levels adaptive conformal inference tracks
+
+
+class ResidualWindow:
+    """The last ``window`` residuals of one stratum, and (ACI) how far each tracked level has
+    been moved so that the quantile it reads is covered as often as asked."""
+
+    __slots__ = ("offsets", "residuals", "sorted", "window")
+
+    def __init__(self, window: int) -> None:
+        self.window = window
+        self.residuals: deque[float] = deque()
+        self.sorted: list[float] = []
+        self.offsets = [0.0] * len(ACI_QS)
+
+    def __len__(self) -> int:
+        return len(self.residuals)
+
+    def _levels(self) -> list[float]:
+        levels, top = [], 0.0
+        for q, offset in zip(ACI_QS, self.offsets):
+            top = max(top, min(max(q + offset, 0.0), 1.0))  # kept monotone: quantiles stay ordered
+            levels.append(top)
+        return levels
+
+    def level(self, q: float) -> float:
+        """The level read for a nominal ``q``: ACI's adjusted levels, interpolated between them."""
+        xs, ys = (0.0, *ACI_QS, 1.0), (0.0, *self._levels(), 1.0)
+        q = min(max(q, 0.0), 1.0)
+        i = min(max(bisect.bisect_right(xs, q) - 1, 0), len(xs) - 2)
+        return ys[i] + (ys[i + 1] - ys[i]) * (q - xs[i]) / (xs[i + 1] - xs[i])
+
+    def quantiles(self, qs: Sequence[float]) -> list[float]:
+        return [_quantile_of_sorted(self.sorted, self.level(float(q))) for q in qs]
+
+    def add(self, r: float, aci_gamma: float = 0.0) -> None:
+        if aci_gamma and self.sorted:
+            levels = self._levels()
+            for i, q in enumerate(ACI_QS):
+                covered = 1.0 if r <= _quantile_of_sorted(self.sorted, levels[i]) else 0.0
+                self.offsets[i] = min(max(self.offsets[i] + aci_gamma * (q - covered), -q), 1.0 - q)
+        self.residuals.append(r)
+        bisect.insort(self.sorted, r)
+        if len(self.residuals) > self.window:
+            old = self.residuals.popleft()
+            del self.sorted[bisect.bisect_left(self.sorted, old)]
+
+    def to_state(self) -> dict[str, Any]:
+        return {"residuals": list(self.residuals), "offsets": list(self.offsets)}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any], window: int) -> "ResidualWindow":
+        out = cls(window)
+        out.residuals.extend(float(r) for r in state["residuals"][-window:])
+        out.sorted = sorted(out.residuals)
+        offsets = [float(v) for v in state.get("offsets", ())]
+        if len(offsets) == len(ACI_QS):
+            out.offsets = offsets
+        return out
+
+
 class KeyStats:
     """What one key (fine or coarse) has seen: its waits and its residuals, in log10(1 + s)."""
 
-    __slots__ = ("_experts", "change_log10", "change_run", "history", "history_s", "long_memory", "misses",
-                 "n", "only_long", "recent", "residual_window", "residuals", "sorted", "sorted_residuals",
-                 "trimmed")
+    __slots__ = ("_experts", "change_log10", "change_run", "history", "history_n", "history_s", "long_memory",
+                 "misses", "n", "only_long", "recent", "residual_window", "residuals", "sorted", "sorted_residuals",
+                 "strata", "trimmed")
 
     def __init__(self, long_memory: int, residual_window: int, change_factor: float = 3.0,
                  change_run: int = 0, only_long: bool = False) -> None:
@@ -163,16 +269,24 @@ class KeyStats:
         # (time, experts) after each timed wait: what the experts said at an earlier instant
         self.history_s: list[float] = []
         self.history: list[list[float]] = []
+        self.history_n: list[int] = []  # waits behind the long median at each snapshot
         self.trimmed = False
+        # residuals per stratum (only at a coarsest key, with residuals_from="stratum")
+        self.strata: dict[str, ResidualWindow] = {}
 
     def experts_at(self, t: float | None) -> list[float] | None:
         """The experts as they stood at time ``t`` (None: now); None when the key had no wait yet."""
+        snapshot = self.snapshot_at(t)
+        return None if snapshot is None else snapshot[0]
+
+    def snapshot_at(self, t: float | None) -> tuple[list[float], int] | None:
+        """(experts, waits behind the long median) at time ``t`` (None: now); None before any wait."""
         if t is None or not self.history_s or t >= self.history_s[-1]:
-            return self.experts() if self.n else None
+            return (self.experts(), len(self.sorted)) if self.n else None
         i = bisect.bisect_right(self.history_s, t)
         if i == 0:
-            return self.history[0] if self.trimmed else None
-        return self.history[i - 1]
+            return (self.history[0], self.history_n[0]) if self.trimmed else None
+        return self.history[i - 1], self.history_n[i - 1]
 
     def add(self, y: float, at_s: float | None = None) -> None:
         if self.change_run and self.sorted:
@@ -200,8 +314,9 @@ class KeyStats:
         if at_s is not None:
             self.history_s.append(at_s)
             self.history.append(self.experts())
+            self.history_n.append(len(self.sorted))
             if len(self.history_s) > 2 * HISTORY:
-                del self.history_s[:HISTORY], self.history[:HISTORY]
+                del self.history_s[:HISTORY], self.history[:HISTORY], self.history_n[:HISTORY]
                 self.trimmed = True
 
     def add_residual(self, r: float) -> None:
@@ -229,8 +344,18 @@ class KeyStats:
             self._experts = out
         return self._experts
 
+    def stratum(self, name: str) -> ResidualWindow:
+        window = self.strata.get(name)
+        if window is None:
+            window = self.strata[name] = ResidualWindow(self.residual_window)
+        return window
+
     def to_state(self) -> dict[str, Any]:
-        return {"recent": list(self.recent), "residuals": list(self.residuals), "n": self.n, "misses": self.misses}
+        state: dict[str, Any] = {"recent": list(self.recent), "residuals": list(self.residuals), "n": self.n,
+                                 "misses": self.misses}
+        if self.strata:
+            state["strata"] = {name: window.to_state() for name, window in sorted(self.strata.items())}
+        return state
 
     @classmethod
     def from_state(cls, state: dict[str, Any], long_memory: int, residual_window: int,
@@ -244,6 +369,8 @@ class KeyStats:
             stats.residuals.append(float(r))
         stats.sorted_residuals = sorted(stats.residuals)
         stats.n = int(state["n"])
+        for name, window in state.get("strata", {}).items():
+            stats.strata[name] = ResidualWindow.from_state(window, residual_window)
         return stats
 
 
@@ -260,6 +387,7 @@ class ExpertsPool:
         self._slots: dict[str, list[tuple[int, str]]] = {}
         self._levels: dict[str, list[str]] = {}
         self._estimates: dict[str, float | None] = {}  # estimate_log per key; cleared by any wait
+        self._strata: dict[str, str | None] = {}  # "backoff": which stratum the estimate came from
 
     # -- structure ------------------------------------------------------------------
     def levels(self, key: str) -> list[str]:
@@ -330,7 +458,37 @@ class ExpertsPool:
         return value
 
     def _estimate_log(self, key: str) -> float | None:
+        if self.config.mode == "backoff":
+            found = self._backoff(key)
+            self._strata[key] = None if found is None else found[1]
+            return None if found is None else found[0]
         return self._combine(key, self._available(key))
+
+    def _backoff(self, key: str, at_s: float | None = None) -> tuple[float, str] | None:
+        """("backoff") The long median of the finest key that had seen a wait (now, or at ``at_s``),
+        shrunk towards its coarser keys' with ``prior_n`` pseudo-waits; and its stratum
+        (which level answered, how many waits it had) for the quantiles."""
+        found: list[tuple[int, float, int]] = []  # (slot, long median, waits behind it), fine to coarse
+        prior_n = self.config.prior_n
+        for slot, level_key in self.slots(key):
+            stats = self.stats.get(level_key)
+            if stats is None or not stats.n:
+                continue
+            snapshot = stats.snapshot_at(at_s)
+            if snapshot is None:
+                continue
+            found.append((slot, snapshot[0][-1], snapshot[1]))
+            if not prior_n:
+                break
+        if not found:
+            return None
+        value = found[-1][1]
+        for _, median, count in reversed(found[:-1]):
+            value = (count * median + prior_n * value) / (count + prior_n)
+        slot, _, count = found[0]
+        strata = self.config.strata
+        return value, (f"{slot}:{_count_bucket(count)}" if strata == "level-count" else
+                       str(slot) if strata == "level" else "all")
 
     def _combine(self, key: str, available: list[tuple[int, float]]) -> float | None:
         if not available:
@@ -364,9 +522,16 @@ class ExpertsPool:
         wait = clean_wait(wait_s)
         y = math.log10(1.0 + wait)
         decided_s = None if at_s is None else float(at_s) - wait
-        available = self._available(key, decided_s)
-        before = self._combine(key, available)
+        stratum = None
+        if self.config.mode == "backoff":
+            available: list[tuple[int, float]] = []
+            found = self._backoff(key, decided_s)
+            before, stratum = (None, None) if found is None else found
+        else:
+            available = self._available(key, decided_s)
+            before = self._combine(key, available)
         self._estimates.clear()
+        self._strata.clear()
         if available and self.config.mode == "hedge":
             cfg = self.config
             weights = self._weights(key)
@@ -379,12 +544,30 @@ class ExpertsPool:
                 weights[i] = max(weights[i] - top, floor)
         for level_key in self.levels(key):
             stats = self._stats(level_key)
-            if before is not None:
+            if before is not None and self.config.residuals_from != "stratum":
                 stats.add_residual(y - before)
             stats.add(y, at_s)
+        if before is not None and stratum is not None and self.config.residuals_from == "stratum":
+            coarsest = self._stats(self.levels(key)[-1])
+            coarsest.add_residual(y - before)  # the pooled fallback for a stratum still short of residuals
+            coarsest.stratum(stratum).add(y - before, self.config.aci_gamma)
+
+    def borrowed(self, key: str) -> bool:
+        """("backoff") Whether the key's estimate comes from a coarser key (it has no wait of its own)."""
+        return self.estimate_log(key) is not None and not self.n_observations(key)
 
     def residual_quantiles(self, key: str, qs: Sequence[float]) -> list[float] | None:
         levels = self.levels(key)
+        if self.config.residuals_from == "stratum" and self.config.mode == "backoff":
+            self.estimate_log(key)
+            coarsest = self.stats.get(levels[-1])
+            stratum = self._strata.get(key)
+            if coarsest is not None and stratum is not None:
+                window = coarsest.strata.get(stratum)
+                if window is not None and len(window) >= self.config.min_residuals:
+                    return window.quantiles(qs)
+                if len(coarsest.sorted_residuals) >= self.config.min_residuals:
+                    return [_quantile_of_sorted(coarsest.sorted_residuals, float(q)) for q in qs]
         for level_key in (levels if self.config.residuals_from == "finest" else levels[::-1]):
             stats = self.stats.get(level_key)
             if stats is not None and len(stats.sorted_residuals) >= self.config.min_residuals:
@@ -410,6 +593,7 @@ class ExpertsPool:
 
     def load_key_state(self, key: str, state: dict[str, Any]) -> None:
         self._estimates.clear()
+        self._strata.clear()
         if state.get("stats") is not None:
             cfg = self.config
             self.stats[key] = KeyStats.from_state(state["stats"], cfg.long_memory, cfg.residual_window,
@@ -458,7 +642,12 @@ class ExpertsPredictor:
 
     def estimate(self, *, slurm_estimate_s: float | None = None) -> float:
         y = self.pool.estimate_log(self.key)
-        return 0.0 if y is None else max(0.0, 10.0**y - 1.0)
+        if y is None:
+            return 0.0
+        point = self.pool.config.point
+        if point == "calibrated" or (point == "calibrated-cold" and self.pool.borrowed(self.key)):
+            y += (self.pool.residual_quantiles(self.key, (0.5,)) or [0.0])[0]
+        return max(0.0, 10.0**y - 1.0)
 
     def observe(self, wait_s: float, *, slurm_estimate_s: float | None = None, at_s: float | None = None) -> None:
         self.pool.observe(self.key, wait_s, at_s)

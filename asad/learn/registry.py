@@ -14,7 +14,8 @@ Names (``make_predictor(kind, seed, **params)``; params override the preset):
     experts         exponential weights over running medians / the last wait of the key and of
                     coarser keys, calibrated quantiles (asad.learn.experts)
     median-backoff  the same pool without weights: the median of the finest key that has seen a
-                    wait, since its last detected change; the same calibrated quantiles
+                    wait, since its last detected change, the account's own coarser keys first;
+                    quantiles from the residuals of answers by the same level (BACKOFF_DEFAULTS)
     last, median-k, median-all, qbets, slurm-estimate   the baselines (asad.learn.baselines)
 
 ``experts`` is *pooled*: one :class:`ExpertsPool` serves every key (coarse keys are shared),
@@ -39,7 +40,7 @@ from asad.learn.baselines import (
     QbetsPredictor,
     SlurmEstimatePredictor,
 )
-from asad.learn.experts import ExpertsConfig, ExpertsPool, ExpertsPredictor
+from asad.learn.experts import BACKOFF_LEVELS, ExpertsConfig, ExpertsPool, ExpertsPredictor
 from asad.learn.losses import LossConfig
 from asad.learn.mix import AsaMixPredictor, MixConfig
 
@@ -86,6 +87,12 @@ _STATE_CLASSES: dict[str, type] = {
 # Kinds whose keys share one pool (make_pool); the rest are one independent predictor per key.
 POOLED: tuple[str, ...] = ("experts", "median-backoff")
 
+# median-backoff: keys fine to coarse with the account first; quantiles from the residuals of
+# the answers given by the same level (the key itself, or which coarser key) on the cluster.
+# Chosen on the weeks before 2021-06-10 (docs/results/learn.md).
+BACKOFF_DEFAULTS: dict[str, Any] = {"mode": "backoff", "change_run": 5, "levels": BACKOFF_LEVELS,
+                                    "residuals_from": "stratum", "strata": "level", "min_residuals": 100}
+
 # What recommended_predictor() returns; chosen by the measurements in docs/results/learn.md.
 RECOMMENDED: tuple[str, dict[str, Any]] = ("median-backoff", {})
 
@@ -103,7 +110,7 @@ def make_pool(kind: str, seed: int = 0, **params: Any) -> ExpertsPool:
     if kind == "experts":
         return ExpertsPool(ExpertsConfig(**params), seed=seed, kind=kind)
     if kind == "median-backoff":
-        return ExpertsPool(ExpertsConfig(**{"mode": "backoff", "change_run": 5, **params}), seed=seed, kind=kind)
+        return ExpertsPool(ExpertsConfig(**{**BACKOFF_DEFAULTS, **params}), seed=seed, kind=kind)
     raise ValueError(f"{kind!r} is not a pooled predictor; pooled: {list(POOLED)}")
 
 
