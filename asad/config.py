@@ -28,7 +28,7 @@ class Settings:
     predictor: str = ""  # wait learner kind; "" = the measured recommendation
     asa_timing: str = "daemon"  # daemon | begin
     # auto strategy, where age counts: makespan seconds one idle core-second costs (docs/asa.md)
-    idle_price: float = 0.05
+    idle_price: float = 0.2
     seed: int = 0
     sim_preset: str = "small"
     sim_load: float | None = None

@@ -30,7 +30,7 @@ from asad.strategies.base import SubmitAt, SubmitNow
 from asad.strategies.big_job import big_job_shape
 
 BIG_JOB_STAGE = "*"
-DEFAULT_IDLE_PRICE = 0.05
+DEFAULT_IDLE_PRICE = 0.2
 FAILED_STATES = (JobState.FAILED, JobState.TIMEOUT, JobState.OUT_OF_MEMORY, JobState.NODE_FAIL,
                  JobState.CANCELLED)
 # The chunk whose ending speaks for a failed array stage (an OOM makes the retry ask for more memory).
@@ -101,12 +101,16 @@ class Context:
         req = self.request_for(wf, stage)
         return self.learned.estimate_wait(self.geometry_key(req))
 
+    def idle_price(self, wf: WorkflowRun) -> float:
+        """The workflow's own ``idle_price`` when its file sets one, else the daemon's setting."""
+        return wf.spec.idle_price if wf.spec.idle_price is not None else self.config.idle_price
+
     def quantile_lead(self, wf: WorkflowRun, stage: str) -> tuple[float, float, int]:
         """(lead in s, quantile level, waits seen): the learned wait quantile that minimises the
         expected cost of a submission without a dependency (``asad.strategies.auto``). A geometry
         with no wait seen yet gets no lead: a prior's guess would only buy idle cores."""
         req = self.request_for(wf, stage)
-        tau = quantile_level(self.config.idle_price, req.cpus)
+        tau = quantile_level(self.idle_price(wf), req.cpus)
         key = self.geometry_key(req)
         seen = self.learned.wait_observations(key)
         return (self.learned.wait_quantiles(key, [tau])[0] if seen else 0.0), tau, seen

@@ -67,7 +67,7 @@ _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _SLURM_WORD_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*\Z")  # partition, account, qos
 SCRIPT_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".py", ".pl", ".R", ".r", ".sbatch", ".slurm")
 
-TOP_KEYS = ("name", "strategy", "mode", "defaults", "workdir", "sizing", "stages")
+TOP_KEYS = ("name", "strategy", "mode", "defaults", "workdir", "sizing", "idle_price", "stages")
 DEFAULT_KEYS = ("partition", "account", "qos", "time", "mem", "mem_per_cpu", "cpus", "retries",
                 "max_oom_retries", "env", *SLURM_OPTION_KEYS)
 STAGE_KEYS = ("name", "run", "cpus", "nodes", "ntasks", "cpus_per_task", "mem", "mem_per_cpu",
@@ -325,6 +325,7 @@ class WorkflowSpec:
     path: str  # the workflow file, absolute ("<string>" when parsed from text)
     mode: str = DEFAULT_MODE  # asa only: dependency | naive
     sizing: str | None = None
+    idle_price: float | None = None  # auto strategy: this workflow's price of an idle core-second
     _index: dict[str, int] = field(init=False, repr=False, compare=False, hash=False)
     _successors: dict[str, tuple[str, ...]] = field(init=False, repr=False, compare=False, hash=False)
 
@@ -376,14 +377,16 @@ class WorkflowSpec:
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "strategy": self.strategy, "mode": self.mode, "workdir": self.workdir,
-                "path": self.path, "sizing": self.sizing, "stages": [s.to_dict() for s in self.stages]}
+                "path": self.path, "sizing": self.sizing, "idle_price": self.idle_price,
+                "stages": [s.to_dict() for s in self.stages]}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> WorkflowSpec:
         return cls(name=str(data["name"]), strategy=str(data["strategy"]),
                    stages=tuple(StageSpec.from_dict(s) for s in data["stages"]),
                    workdir=str(data["workdir"]), path=str(data["path"]),
-                   mode=str(data.get("mode") or DEFAULT_MODE), sizing=data.get("sizing"))
+                   mode=str(data.get("mode") or DEFAULT_MODE), sizing=data.get("sizing"),
+                   idle_price=data.get("idle_price"))
 
 
 def _topo_indices(stages: tuple[StageSpec, ...], index: Mapping[str, int]) -> list[int]:
@@ -547,6 +550,15 @@ class _Parser:
             return None
         return value
 
+    def idle_price(self, node: Node) -> float:
+        value = self.number(node) if isinstance(node, ScalarNode) and node.tag != _TAG_BOOL else None
+        if value is None or value < 0:
+            shown = node.value if isinstance(node, ScalarNode) else _kind(node)
+            raise self.error(node, "idle_price", f"must be a number ≥ 0, got '{shown}'",
+                             "write e.g. idle_price: 0.02 (makespan seconds one idle core-second is worth; "
+                             "lower submits earlier)")
+        return float(value)
+
     def positive_int(self, node: Node, fld: str, *, allow_zero: bool = False) -> int:
         what = "a whole number ≥ 0" if allow_zero else "a positive whole number"
         if not isinstance(node, ScalarNode) or node.tag in (_TAG_NULL, _TAG_BOOL):
@@ -651,6 +663,7 @@ class _Parser:
 
         workdir = self.workdir(top.get("workdir"))
         sizing = self.sizing(top.get("sizing"), "sizing")
+        idle_price = self.idle_price(top["idle_price"][1]) if "idle_price" in top else None
         defaults = self.defaults(top.get("defaults"))
 
         if "stages" not in top:
@@ -679,7 +692,7 @@ class _Parser:
             after_nodes.append(after_node)
         self.check_after(stages, after_nodes)
         return WorkflowSpec(name=wf_name, strategy=strategy, stages=tuple(stages), workdir=workdir,
-                            path=self.abs_path, mode=mode, sizing=sizing)
+                            path=self.abs_path, mode=mode, sizing=sizing, idle_price=idle_price)
 
     def compose(self, text: str) -> Node:
         try:

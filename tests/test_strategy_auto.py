@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from asad.app import run_in_process
 from asad.slurm.priority_rules import PriorityRules, rules_from_scontrol, rules_of
 from asad.slurm.sim import make_simulator
-from asad.spec import load_workflow
+from asad.spec import SpecError, WorkflowSpec, load_workflow, parse_workflow
 from asad.status import render_explain
 from asad.store.repo import Store
 from asad.strategies.auto import quantile_level
@@ -110,6 +110,9 @@ class _Ctx:
     def quantile_lead(self, wf, stage):
         return self.lead_s, 0.4, 10
 
+    def idle_price(self, wf):
+        return self.config.idle_price
+
 
 def _two_stage_running_first(now):
     from asad.model import StageState, WorkflowRun
@@ -154,3 +157,18 @@ def test_auto_is_chain_whatever_the_lead_where_age_does_not_count():
     for rules in (PriorityRules(type="basic"), PriorityRules(type="multifactor", weight_age=1000, accrue_always=True)):
         plan = Auto().plan(wf, "b", 500.0, _Ctx(rules, lead_s=5000.0))
         assert plan.dependency_on == ("a",) and plan.begin is None and "rule chain" in plan.why
+
+
+def test_a_workflow_sets_its_own_idle_price(tmp_path):
+    from asad.engine import EngineConfig
+
+    text = "name: w\nidle_price: 0.02\nstages:\n  - {name: a, cpus: 28, time: 1h, run: x}\n"
+    spec = parse_workflow(text)
+    assert spec.idle_price == 0.02
+    assert WorkflowSpec.from_dict(spec.to_dict()).idle_price == 0.02  # kept by the store
+    assert parse_workflow(text.replace("idle_price: 0.02\n", "")).idle_price is None
+    with pytest.raises(SpecError, match="idle_price: must be a number ≥ 0, got '-1'"):
+        parse_workflow(text.replace("0.02", "-1"))
+    with pytest.raises(SpecError, match="idle_price: must be a number"):
+        parse_workflow(text.replace("0.02", "cheap"))
+    assert EngineConfig().idle_price == 0.2

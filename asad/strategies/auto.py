@@ -74,7 +74,7 @@ class Auto:
         at = expected_end - lead
         why = (f"rule quantile ({rules.describe()}): eligible at the predecessors' expected end "
                f"({expected_end - now:+.0f} s) minus the learned wait's {tau:.0%} quantile ({lead:.0f} s over "
-               f"{seen} waits seen; idle_price {ctx.config.idle_price:g} per idle core-second); no dependency, "
+               f"{seen} waits seen; idle_price {ctx.idle_price(wf):g} per idle core-second); no dependency, "
                "held at a barrier")
         return SubmitNow(barrier_on=tuple(running), begin=at if at > now else None, est_wait_s=lead,
                          planned_start=expected_end, why=why)
