@@ -15,7 +15,9 @@ and run time is stretched work-conservingly: a task that kept ``u`` cores busy t
 busy cores free by construction: core·h savings under ``shrink`` are not evidence.
 
 Rows: the traces' own requests (the users' defaults), the anchor "largest peak so far
-× 1.1, first task at the request, doubling on failure", then every agent.
+× 1.1, first task at the request, doubling on failure", then every agent. ``--agents
+ceiling-constant`` adds a bound, not an agent: one size per process picked in hindsight
+from all its peaks with ≤ 3% of its tasks above it (:func:`replay_ceiling`).
 
 Input size (``--input-feature``), only what is known when the task is submitted:
 
@@ -252,6 +254,33 @@ def replay_anchor(tasks: list[TraceTask], ttf: float, margin: float = 1.1, delay
     return tally
 
 
+def replay_ceiling(tasks: list[TraceTask], ttf: float, fail_budget: float = 0.03) -> Tally:
+    """Not an agent, a bound: one memory size per process chosen *in hindsight* from all its
+    peaks (the smallest whose share of tasks above it is ≤ ``fail_budget``); a task above it is
+    killed at ``ttf`` and retried at the process's largest peak. What any agent that sizes a
+    process by one value, knowing its whole future, would get with that failure rate; only
+    per-task knowledge (a feature that predicts the peak) can beat it."""
+    by_proc: dict[str, list[float]] = {}
+    for task in tasks:
+        by_proc.setdefault(task.process, []).append(task.peak_mb)
+    size: dict[str, tuple[int, int]] = {}
+    for proc, peaks in by_proc.items():
+        ordered = sorted(peaks)
+        n = len(ordered)
+        allowed = int(math.floor(fail_budget * n + 1e-9))  # tasks that may be above the size
+        size[proc] = (int(math.ceil(ordered[n - 1 - allowed])), int(math.ceil(ordered[-1])))
+    tally = Tally()
+    for task in tasks:
+        tally.tasks += 1
+        d = default_request(task)
+        first, top = size[task.process]
+        time_s = max(d.time_s, int(math.ceil(task.realtime_s)))
+        if not play_attempt(tally, task, Request(d.cpus, first, time_s), ttf).completed:
+            play_attempt(tally, task, Request(d.cpus, top, time_s), ttf)
+    return tally
+
+
+CEILING = "ceiling-constant"
 WITT_AGENTS = ("pc50", "pc95", "lr-mean±", "lr-mean-", "lr-max-")
 TOVAR_AGENTS = ("tovar-min-waste", "tovar-max-throughput")
 ZUNKER_AGENTS = ("bandit", "qlearn")
@@ -399,6 +428,8 @@ def _one(job: tuple[float, str, str, str, int, dict, bool]) -> tuple[float, str,
         tally = replay_requests(tasks, ttf)
     elif name == ANCHOR:
         tally = replay_anchor(tasks, ttf, delayed=delayed)
+    elif name == CEILING:
+        tally = replay_ceiling(tasks, ttf)
     else:
         rule = paper_rule(name) if retry_mode == "paper" else retry_mode
         tally = replay_agent(tasks, ttf, lambda s: make_agent(name, caps=BENCH_CAPS, seed=s, **params),
