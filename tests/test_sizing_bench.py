@@ -8,6 +8,7 @@ import pytest
 
 from asad.bench.sizing import (DEFAULT_TRACES, Tally, load_trace, load_traces, play_attempt, replay_agent,
                                replay_anchor, replay_requests, run)
+from asad.sizing.base import SizingError
 from asad.sizing.registry import make_agent
 
 MIB = 1024 * 1024
@@ -149,7 +150,7 @@ def test_paper_retry_rules():
     killed = Outcome(request=Request(1, 1000, 600), peak_mem_mb=1000.0, cpu_s=1.0, elapsed_s=5.0,
                      input_bytes=None, state="OUT_OF_MEMORY")
     assert paper_rule("pc95") == "witt" and paper_rule("tovar-min-waste") == "tovar"
-    assert paper_rule("sizey-like") == "max-peak" and paper_rule("bandit") == "max-peak"
+    assert paper_rule("sizey-like") == "max-peak" and paper_rule("bandit") == "zunker"
     assert paper_retry("witt", killed, 1, 5000.0, caps).mem_mb == 2000  # doubling, not the largest peak
     assert paper_retry("tovar", killed, 1, 5000.0, caps).mem_mb == 5000  # the largest peak seen (a_m)
     user = Request(1, 3000, 600)
@@ -159,3 +160,54 @@ def test_paper_retry_rules():
     timed_out = Outcome(request=Request(1, 1000, 600), peak_mem_mb=None, cpu_s=1.0, elapsed_s=600.0,
                         input_bytes=None, state="TIMEOUT")
     assert paper_retry("witt", timed_out, 1, None, caps).time_s == 1200
+
+
+def test_zunker_retry_rule_must_grow():
+    from asad.bench.sizing import paper_retry
+    from asad.sizing.base import Caps, Outcome, Request
+
+    caps = Caps(max_cpus=8, max_mem_mb=10_000, max_time_s=None)
+    killed = Outcome(request=Request(1, 1000, 600), peak_mem_mb=1000.0, cpu_s=1.0, elapsed_s=5.0,
+                     input_bytes=None, state="OUT_OF_MEMORY")
+    user = Request(1, 3000, 600)
+
+    def retry(pick_mb, default=user):
+        return paper_retry("zunker", killed, 1, 9000.0, caps, default=default,
+                           agent_pick=Request(1, pick_mb, 600)).mem_mb
+
+    assert retry(1500) == 1500  # the agent's own larger pick stands (not the largest peak seen)
+    assert retry(700) == 1400  # a smaller pick is doubled
+    assert retry(400) == 3000  # doubled still too small: the user's value
+    assert retry(400, default=Request(1, 900, 600)) == 2000  # thesis silent: double the failed
+    with pytest.raises(SizingError):
+        paper_retry("zunker", Outcome(request=Request(1, 10_000, 600), peak_mem_mb=10_000.0, cpu_s=1.0,
+                                      elapsed_s=5.0, input_bytes=None, state="OUT_OF_MEMORY"),
+                    1, None, caps, default=user, agent_pick=Request(1, 500, 600))
+
+
+def test_qlearn_withdraw_restores_state():
+    from asad.sizing.base import Request
+    from asad.sizing.qlearn import QLearningAgent
+
+    agent = QLearningAgent(seed=1)
+    default = Request(2, 4000, 600)
+    agent.propose(default)
+    before = (agent.state, list(agent.pending))
+    agent.propose(default)
+    agent.withdraw()
+    assert (agent.state, agent.pending) == before
+
+
+def test_ceiling_constant_is_hindsight_size_per_process():
+    from asad.bench.sizing import TraceTask, replay_ceiling
+
+    def task(i, peak):
+        return TraceTask(task_id=i, process="p", cpus=1, mem_mb=1000.0, time_s=600, peak_mb=peak,
+                         realtime_s=10.0, cpu_usage=1.0, input_bytes=None)
+
+    tasks = [task(i, 100.0) for i in range(49)] + [task(49, 500.0)]
+    t = replay_ceiling(tasks, 0.5, fail_budget=0.03)  # 1 of 50 may fail: size 100, the 500 one retried
+    assert (t.attempts, t.oom) == (51, 1)
+    used = 49 * 100 * 10 + 500 * 10
+    assert t.maq == pytest.approx(used / (49 * 100 * 10 + 100 * 5 + 500 * 10))
+    assert replay_ceiling(tasks, 0.5, fail_budget=0.0).oom == 0  # no budget: the largest peak

@@ -57,3 +57,16 @@ def test_cold_start_uses_user_then_largest_peak_with_margin():
     agent.observe(Outcome(DEFAULT, 1000.0, 100.0, 100.0, None, "COMPLETED"))
     d = agent.propose(DEFAULT)
     assert d.request.mem_mb == 1100 and "too few" in d.why
+
+
+def test_quantile_predictor_is_off_by_default_and_a_recent_quantile_when_on():
+    ys = np.array([100.0, 300.0, 200.0, 900.0, 400.0])
+    assert BestAgent()._predict("quantile", ys, ys, None) is None
+    on = BestAgent(quantile_q=0.5, quantile_n=4)
+    assert on._predict("quantile", ys, ys, None) == 400.0  # median ("higher") of 300, 200, 900, 400
+    # a stage whose peaks vary widely at the same input: it trades kills for MAQ, within bounds
+    rng = np.random.default_rng(2)
+    peaks = rng.choice([3000.0, 4500.0, 9000.0], size=300, p=[0.5, 0.4, 0.1])
+    maq_off, kills_off = replay(BestAgent(seed=1), [None] * 300, peaks)
+    maq_on, kills_on = replay(BestAgent(seed=1, quantile_q=0.5), [None] * 300, peaks)
+    assert maq_on > maq_off + 0.05 and kills_off < kills_on < 0.15

@@ -319,6 +319,11 @@ class AgentBase:
             self.time.observe_timeout(outcome.request.time_s)
         self._learn(outcome, sample)
 
+    def withdraw(self) -> None:
+        """Forget the last :meth:`propose`: its request was overruled (a retry rule took
+        another size), so an agent that remembers what it chose must not learn from it."""
+        return None
+
     def to_state(self) -> dict:
         return {"agent": self.name, "kind": self.kind, "seed": self.seed, "params": self.params,
                 "caps": None if self.caps is None else self.caps.to_dict(),

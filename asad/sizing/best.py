@@ -6,7 +6,10 @@ the chosen predictor's prediction times a learned safety factor.
 
 * Predictors (all fitted only on completed runs, never on kills): ``max`` (the largest
   peak so far), ``recent`` (the largest of the last 20), ``lr`` (least squares line of
-  peak on input size), ``knn`` (the largest peak of the 10 runs nearest in log input size).
+  peak on input size), ``knn`` (the largest peak of the 10 runs nearest in log input size),
+  and, when ``quantile_q`` > 0 (off by default), ``quantile`` (that quantile of the last
+  ``quantile_n`` peaks; tried for processes whose peaks vary widely at the same input: it
+  did not help on held-out traces, docs/results/sizing.md).
 * Prequential errors: when a run completes, each predictor's prediction for it, made from
   the runs before it, gives a ratio ``peak / prediction``.
 * Learned offset: for each predictor, the safety factor (a quantile of its recent
@@ -32,7 +35,7 @@ import numpy as np
 from asad.sizing.base import AgentBase, GrowingColumns, Outcome, Request, Sample
 from asad.sizing.feedback import fit_line
 
-PREDICTORS = ("max", "recent", "lr", "knn")
+PREDICTORS = ("max", "recent", "lr", "knn", "quantile")
 
 
 class BestAgent(AgentBase):
@@ -41,10 +44,12 @@ class BestAgent(AgentBase):
 
     def __init__(self, fail_penalty: float = 5.0, window: int = 200, min_runs: int = 1,
                  min_ratios: int = 5, cold_margin: float = 1.1, ttf_assumed: float = 0.5,
-                 knn_k: int = 10, recent_n: int = 20, cpu_q: float = 0.95, **kw) -> None:
+                 knn_k: int = 10, recent_n: int = 20, cpu_q: float = 0.95, quantile_q: float = 0.0,
+                 quantile_n: int = 50, **kw) -> None:
         super().__init__(fail_penalty=fail_penalty, window=window, min_runs=min_runs, min_ratios=min_ratios,
                          cold_margin=cold_margin, ttf_assumed=ttf_assumed, knn_k=knn_k, recent_n=recent_n,
-                         cpu_q=cpu_q, **kw)
+                         cpu_q=cpu_q, quantile_q=quantile_q, quantile_n=quantile_n, **kw)
+        self.quantile_q, self.quantile_n = float(quantile_q), int(quantile_n)
         self.fail_penalty, self.window, self.min_runs = float(fail_penalty), int(window), int(min_runs)
         self._cached_choice: list | None = None
         self._cached_at = -1
@@ -62,6 +67,10 @@ class BestAgent(AgentBase):
             return float(np.max(ys))
         if name == "recent":
             return float(np.max(ys[-self.recent_n:]))
+        if name == "quantile":
+            if not self.quantile_q > 0:
+                return None
+            return float(np.quantile(ys[-self.quantile_n:], self.quantile_q, method="higher"))
         xs, ys = xs[-self.window:], ys[-self.window:]
         if x is None or not x > 0 or len(ys) < 3 or not np.all(xs > 0):  # NaN fails > 0
             return None

@@ -106,6 +106,12 @@ class QLearningAgent(AgentBase):
             f"qlearn: {how} action {ACTIONS[a]} from ({s[0]} CPUs, {s[1]} chunks) to "
             f"({nxt[0]} CPUs, {nxt[1]} × {self.chunk_mb:.0f} MB = {mem} MB)")
 
+    def withdraw(self) -> None:
+        """The last step was overruled: back to the state it left, nothing to learn."""
+        if self.pending:
+            s, _, _ = self.pending.pop()
+            self.state = s
+
     def _learn(self, outcome: Outcome, sample: Sample | None) -> None:
         if self.chunk_mb is None:
             return
