@@ -14,7 +14,7 @@ from asad.sizing.cpus import keep_user_cpus
 from asad.spec import SpecError, parse_workflow
 from asad.status import render_explain
 from asad.store.repo import Store
-from tests.test_sizing_engine import _run
+from tests.test_sizing_engine import OOM_WF, _run
 
 CPU_WF = """
 name: threads
@@ -112,20 +112,6 @@ def test_the_raised_limit_stays_within_the_partition(db_url):
     assert limit == 6000
     back = TimeLimitLearner.from_dict(t.to_dict())
     assert back.timeout_floor_s == 6000 and back.timed_out_at_s == 3000
-
-
-OOM_WF = """
-name: oomy
-strategy: per-stage
-sizing: off
-stages:
-  - name: grow
-    cpus: 2
-    mem: 1G
-    time: 1h
-    run: grow --big
-    simulate: {runtime: 20m, peak_mem: 3G}
-"""
 
 
 def test_show_and_explain_list_every_attempt_and_why(db_url):
