@@ -7,6 +7,9 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+# auto strategy: makespan seconds one idle core-second costs; tuned on training seeds (docs/asa.md §10)
+DEFAULT_IDLE_PRICE = 0.2
+
 
 class ConfigError(Exception):
     pass
@@ -28,7 +31,7 @@ class Settings:
     predictor: str = ""  # wait learner kind; "" = the measured recommendation
     asa_timing: str = "daemon"  # daemon | begin
     # auto strategy, where age counts: makespan seconds one idle core-second costs (docs/asa.md)
-    idle_price: float = 0.2
+    idle_price: float = DEFAULT_IDLE_PRICE
     seed: int = 0
     sim_preset: str = "small"
     sim_load: float | None = None

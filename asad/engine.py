@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from asad.arrays import DEFAULT_MAX_ARRAY_SIZE
+from asad.config import DEFAULT_IDLE_PRICE
 from asad.learn.geometry import GeometryKeyConfig, request_key
 from asad.learned import Learned
 from asad.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun, WorkflowState
@@ -30,7 +31,6 @@ from asad.strategies.base import SubmitAt, SubmitNow
 from asad.strategies.big_job import big_job_shape
 
 BIG_JOB_STAGE = "*"
-DEFAULT_IDLE_PRICE = 0.2
 FAILED_STATES = (JobState.FAILED, JobState.TIMEOUT, JobState.OUT_OF_MEMORY, JobState.NODE_FAIL,
                  JobState.CANCELLED)
 # The chunk whose ending speaks for a failed array stage (an OOM makes the retry ask for more memory).
