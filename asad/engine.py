@@ -343,7 +343,7 @@ class Engine:
                 run.message = "predecessors ended before the planned --begin; resubmitted"
                 out.dirty_stages.append(run)
                 return
-            if job.reason == "DependencyNeverSatisfied":
+            if job.reason == "DependencyNeverSatisfied" and not self._predecessor_ending(wf, name, [job]):
                 # A predecessor failed; if it is being retried, resubmit against the new attempt.
                 out.cancel.append(job)
                 job.cancelled_by_asad = True
@@ -397,7 +397,8 @@ class Engine:
             self._learn_wait(job, now, out)
         states = [j.state for j in chunks]
         if all(s is JobState.PENDING for s in states):
-            if any(j.reason == "DependencyNeverSatisfied" for j in chunks):
+            if (any(j.reason == "DependencyNeverSatisfied" for j in chunks)
+                    and not self._predecessor_ending(wf, name, chunks)):
                 for job in chunks:  # a predecessor failed: resubmit against its retry
                     out.cancel.append(job)
                     job.cancelled_by_asad = True
@@ -494,6 +495,15 @@ class Engine:
         out.finished.append(wf)
 
     # -- helpers ---------------------------------------------------------------------------
+    def _predecessor_ending(self, wf: WorkflowRun, name: str, jobs: list[JobRecord]) -> bool:
+        """Do these jobs depend on a predecessor's job that asad has not yet seen end? Slurm marks
+        a dependant DependencyNeverSatisfied the moment a predecessor fails, a poll or more before
+        that predecessor's own end is final to asad (an array's accounting lags): resubmitting
+        then would only queue another job against the same failed one."""
+        depends_on = {j for job in jobs if job.request.dependency is not None for j in job.request.dependency.job_ids}
+        return any(pred.job_id in depends_on and not pred.state.is_final
+                   for p in wf.spec.predecessors(name) for pred in wf.current_jobs(p))
+
     def _preds_done(self, wf: WorkflowRun, name: str) -> bool:
         return all(wf.stages[p].state is StageState.COMPLETED for p in wf.spec.predecessors(name))
 

@@ -3,6 +3,7 @@ status, and array stages run by the engine on the simulator."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
 import pytest
@@ -14,12 +15,13 @@ from asad.arrays import ArrayError, compress, parse_array
 from asad.config import Settings
 from asad.model import StageState, WorkflowState
 from asad.slurm.backend import JobRequest, JobState
-from asad.slurm.cli import batch_script, sbatch_args
+from asad.slurm.cli import SlurmCLI, batch_script, sbatch_args
 from asad.slurm.sim import make_simulator
 from asad.slurm.slurm_text import SEP, parse_sacct, parse_squeue
 from asad.spec import SpecError, parse_workflow
 from asad.status import status_rows
 from asad.store.repo import Store
+from test_slurm_cli_parse import backend
 
 
 # ------------------------------------------------------------------ the key -------------------
@@ -116,6 +118,41 @@ def test_sacct_array_tasks_fold_into_one_record_with_the_worst_ending():
     assert rec[16].usage.peak_rss_mb == 50
 
 
+def _array_poll(squeue: str, sacct: list[str], *, submitted: str | None = None) -> SlurmCLI:
+    """A SlurmCLI whose squeue always prints ``squeue`` and whose sacct prints ``sacct`` in turn."""
+    slurm, _, _ = backend({"squeue": [squeue], "sacct": sacct, "sbatch": ["16\n"]})
+    if submitted:
+        slurm.submit(JobRequest(name="asad.1.fan", command="true", array=submitted))
+    return slurm
+
+
+# what the local cluster printed for `--array=0-2` where task 1 fails, polled 0.4 s apart: slurmctld
+# knows all three ended tasks, while slurmdbd first has only the array's own record (task 2, as a
+# plain job or as 16_2) and the two others' a second later.
+_ENDED = "\n".join([_sq("16", "COMPLETED", "None", "1700000001", "1700000005", "16_2"),
+                    _sq("17", "COMPLETED", "None", "1700000001", "1700000005", "16_0"),
+                    _sq("18", "FAILED", "NonZeroExitCode", "1700000001", "1700000005", "16_1")])
+_ALL = "\n".join([_sa("16_0", "17", "COMPLETED", "0:0"), _sa("16_1", "18", "FAILED", "1:0"),
+                  _sa("16_2", "16", "COMPLETED", "0:0")])
+
+
+@pytest.mark.parametrize("lagging", [_sa("16", "16", "COMPLETED", "0:0"), _sa("16_2", "16", "COMPLETED", "0:0")])
+def test_an_array_waits_for_every_task_in_sacct_before_it_ends(lagging):
+    slurm = _array_poll(_ENDED, [lagging, _ALL])
+    first = slurm.poll([16])[16]
+    assert first.state is JobState.RUNNING and first.reason == "AccountingPending"
+    assert first.array_tasks == {"CD": 2, "F": 1}
+    then = slurm.poll([16])[16]
+    assert then.state is JobState.FAILED and then.exit_code == 1 and then.array_tasks == {"CD": 2, "F": 1}
+
+
+def test_a_forgotten_array_waits_for_as_many_tasks_as_were_submitted():
+    # squeue no longer knows the job: the count asad submitted stands in for squeue's view
+    slurm = _array_poll("", [_sa("16_2", "16", "COMPLETED", "0:0"), _ALL], submitted="0-2")
+    assert slurm.poll([16])[16].state is JobState.RUNNING
+    assert slurm.poll([16])[16].state is JobState.FAILED
+
+
 # ------------------------------------------------------------------ the engine, on the sim ------
 FAN = """
 name: fan
@@ -175,6 +212,36 @@ def test_a_failed_task_fails_the_stage_and_its_dependant_never_runs(db_url):
     assert wf.stages["gather"].state is StageState.CANCELLED
     assert [j.array_tasks for j in wf.jobs if j.stage == "fan"] == [{"CD": 4, "F": 1}]
     assert all(j.start_time is None for j in wf.jobs if j.stage == "gather")
+    store.close()
+
+
+class _LaggingAccounting:
+    """The simulator seen through a slurmdbd that lags: an ended array job is reported as still
+    ending for a few polls (what SlurmCLI does while sacct lacks some tasks), while its
+    dependants already say DependencyNeverSatisfied, as slurmctld does."""
+
+    def __init__(self, sim, polls: int):  # noqa: ANN001
+        self._sim, self._polls, self._seen = sim, polls, Counter()
+
+    def poll(self, job_ids):  # noqa: ANN001, ANN201
+        out = self._sim.poll(job_ids)
+        for jid, st in out.items():
+            if st.array_tasks is not None and st.state.is_final and self._seen[jid] < self._polls:
+                self._seen[jid] += 1
+                out[jid] = replace(st, state=JobState.RUNNING, reason="AccountingPending", end_time=None)
+        return out
+
+    def __getattr__(self, item):  # noqa: ANN001, ANN204
+        return getattr(self._sim, item)
+
+
+@pytest.mark.parametrize("array", ["0-4", "0-9"])  # one array job, and chunks of four
+def test_a_dependant_waits_for_its_failed_predecessor_to_be_seen_ending(db_url, array):
+    sim = make_simulator("small", load=0.0, seed=1)
+    store, _, wf = _run(db_url, FAN.format(strategy="chain", array=array), fail_tasks=(3,),
+                        max_array_size=4, sim=_LaggingAccounting(sim, polls=3))
+    assert wf.state is WorkflowState.FAILED
+    assert wf.stages["gather"].attempt == 1  # never resubmitted against the same failed job
     store.close()
 
 

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 
-from asad.arrays import DEFAULT_MAX_ARRAY_SIZE, offset_line
+from asad.arrays import DEFAULT_MAX_ARRAY_SIZE, offset_line, task_count
 from asad.slurm.backend import (
     JobRequest,
     JobState,
@@ -77,6 +77,16 @@ def is_oom(status: JobStatus, usage: Usage | None, req_mem_mb: float | None) -> 
     if usage is None or usage.peak_rss_mb is None or req_mem_mb is None:
         return False
     return usage.peak_rss_mb > req_mem_mb
+
+
+def _tasks(status: JobStatus) -> int:
+    return sum((status.array_tasks or {}).values())
+
+
+def _still_ending(status: JobStatus) -> JobStatus:
+    """An ended job reported as still running while its accounting catches up."""
+    return replace(status, state=JobState.RUNNING, reason="AccountingPending", end_time=None,
+                   exit_code=None, signal=None)
 
 
 def format_time_limit(seconds: int) -> str:
@@ -178,6 +188,7 @@ class SlurmCLI:
         self.user = user or getpass.getuser()
         self._submit_times: dict[int, float] = {}
         self._req_mem_per_node: dict[int, float] = {}
+        self._array_size: dict[int, int] = {}  # an array job asad submitted: how many tasks it has
         self._lock = threading.Lock()
 
     # ---------------------------------------------------------------- bookkeeping -------------
@@ -252,6 +263,8 @@ class SlurmCLI:
             total = req.total_mem_mb()
             if total is not None:
                 self._req_mem_per_node[job_id] = total / max(1, req.nodes)
+            if req.array:
+                self._array_size[job_id] = task_count(req.array)
         return job_id
 
     def _refusal(self, result: CommandResult, req: JobRequest) -> SlurmError:
@@ -346,31 +359,30 @@ class SlurmCLI:
         if not ended:
             return live
         out = dict(live)
+        records: dict[int, SacctRecord] = {}
         if self.accounting:
             records = self._sacct(["--jobs=" + ",".join(map(str, ended))], self._sacct_starttime(ended, live))
             for jid in ended:
                 rec = records.get(jid)
-                if rec is None:
+                if jid in live and live[jid].array_tasks is not None:
+                    out[jid] = self._array_from_both(live[jid], rec)
+                elif rec is None:
                     continue
-                if jid not in live or (rec.status.array_tasks is not None and rec.status.state.is_final):
-                    # an array: sacct knows every task, squeue may have forgotten the early ones
+                elif jid not in live:
                     out[jid] = self._with_oom(rec)
-                elif rec.status.array_tasks is not None:
-                    out[jid] = replace(live[jid], state=JobState.RUNNING, end_time=None)  # sacct lags
+                    if not self._all_tasks_seen(out[jid]):
+                        out[jid] = _still_ending(out[jid])
                 elif rec.status.state.is_final:
                     # slurmctld still knows the job: its record is complete, while slurmdbd's may be
                     # a placeholder (name "allocation", no eligible time) for a few seconds. Take
                     # only what squeue lacks: exit code, signal and the OOM verdict.
                     merged = replace(live[jid], exit_code=rec.status.exit_code, signal=rec.status.signal)
                     out[jid] = self._with_oom(SacctRecord(merged, rec.usage, rec.req_mem_per_node_mb))
-            missing = [j for j in ended if j in live and (j not in records or not records[j].status.state.is_final)]
+            missing = [j for j in ended if j in live and live[j].array_tasks is None
+                       and (j not in records or not records[j].status.state.is_final)]
         else:
-            missing = [j for j in ended if j in live]
-        # scontrol shows an array's tasks as separate jobs: an array waits for sacct (still RUNNING)
-        for jid in [j for j in missing if live[j].array_tasks is not None]:
-            missing.remove(jid)  # without accounting squeue's fold of the tasks it still knows is all there is
-            if self.accounting and not (jid in out and out[jid].state.is_final and out[jid].array_tasks is not None):
-                out[jid] = replace(live[jid], state=JobState.RUNNING, end_time=None)
+            # without accounting squeue's fold of an array's tasks it still knows is all there is
+            missing = [j for j in ended if j in live and live[j].array_tasks is None]
         if missing:
             # Finished in slurmctld but not (yet) in the database: exit code and signal from scontrol.
             detail = self._scontrol_jobs()
@@ -380,9 +392,25 @@ class SlurmCLI:
         if self.accounting:
             for jid in ended:
                 if jid in out and self._verdict_pending(out[jid], records.get(jid)):
-                    out[jid] = replace(out[jid], state=JobState.RUNNING, reason="AccountingPending",
-                                       end_time=None, exit_code=None, signal=None)
+                    out[jid] = _still_ending(out[jid])
         return out
+
+    def _array_from_both(self, queued: JobStatus, rec: SacctRecord | None) -> JobStatus:
+        """An ended array job slurmctld still knows: final only once slurmdbd has a record of every
+        task squeue shows. Slurm writes a task's record when the task starts under its own job id,
+        a second or more after the array's first record; until then sacct shows a complete-looking
+        array of fewer tasks (or a plain job), and taking it would end the stage too early."""
+        if (rec is None or rec.status.array_tasks is None or not rec.status.state.is_final
+                or _tasks(rec.status) < _tasks(queued)):
+            return _still_ending(queued)
+        status = self._with_oom(rec)
+        return status if self._all_tasks_seen(status) else _still_ending(status)
+
+    def _all_tasks_seen(self, status: JobStatus) -> bool:
+        """Does a final array status count every task asad submitted? (After a restart the count
+        is not known here; squeue's view, or MinJobAge having passed, then stands for it.)"""
+        expected = self._array_size.get(status.job_id)
+        return status.array_tasks is None or expected is None or _tasks(status) >= expected
 
     def _verdict_pending(self, status: JobStatus, rec: SacctRecord | None) -> bool:
         """A job killed by signal 9 whose peak memory slurmdbd has not recorded yet (its step
