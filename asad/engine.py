@@ -26,7 +26,7 @@ from asad.slurm.backend import Dependency, DependencyType, JobRequest, JobState,
 from asad.slurm.priority_rules import PriorityRules
 from asad.strategies import STRATEGIES
 from asad.strategies.asa import too_early
-from asad.strategies.auto import quantile_level
+from asad.strategies.auto import begin_offset, quantile_level
 from asad.strategies.base import SubmitAt, SubmitNow
 from asad.strategies.big_job import big_job_shape
 
@@ -65,6 +65,10 @@ class Decisions:
     finished: list[WorkflowRun] = field(default_factory=list)
     observed: list[JobRecord] = field(default_factory=list)  # jobs whose wait was just learned
     wake_at: float = math.inf
+
+
+# The wait quantiles auto's instant is computed from: fine enough for a 112-core stage's 4% level.
+WAIT_GRID = tuple(round(0.01 + 0.02 * i, 2) for i in range(50))
 
 
 class Context:
@@ -114,6 +118,22 @@ class Context:
         key = self.geometry_key(req)
         seen = self.learned.wait_observations(key)
         return (self.learned.wait_quantiles(key, [tau])[0] if seen else 0.0), tau, seen
+
+    def quantile_begin(self, wf: WorkflowRun, stage: str, running: list[str]) -> tuple[float, float, int]:
+        """(eligible instant, quantile level, waits seen) for a submission of ``stage`` without a
+        dependency while its predecessors ``running`` run: the latest of their starts plus the
+        ``1 - tau`` quantile of run time minus wait (``asad.strategies.auto.begin_offset``)."""
+        req = self.request_for(wf, stage)
+        tau = quantile_level(self.idle_price(wf), req.cpus)
+        key = self.geometry_key(req)
+        seen = self.learned.wait_observations(key)
+        waits = self.learned.wait_quantiles(key, list(WAIT_GRID)) if seen else [0.0]
+        instants = []
+        for p in running:
+            runs = self.learned.runtime(self.runtime_key(wf, p)).recent
+            start = wf.stages[p].start_time or 0.0
+            instants.append(start + begin_offset(runs or [self.expected_end(wf, p) - start], waits, tau))
+        return max(instants), tau, seen
 
     def holds_at_barrier(self, wf: WorkflowRun) -> bool:
         """The workflow's early jobs carry no Slurm dependency and hold their allocation at a

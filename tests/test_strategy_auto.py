@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -12,7 +13,7 @@ from asad.slurm.sim import make_simulator
 from asad.spec import SpecError, WorkflowSpec, load_workflow, parse_workflow
 from asad.status import render_explain
 from asad.store.repo import Store
-from asad.strategies.auto import quantile_level
+from asad.strategies.auto import begin_offset, quantile_level
 from tests.conftest import EXAMPLES
 
 
@@ -83,6 +84,21 @@ def test_auto_under_multifactor_completes_in_order_and_says_why(db_url):
     assert "rule quantile" in render_explain(wf, spec.stages[1].name)
 
 
+@given(st.lists(st.floats(0, 1e5), min_size=1, max_size=20), st.floats(0, 1e4), st.floats(0.02, 0.98))
+def test_one_run_time_seen_leads_by_the_wait_quantile(waits, runtime, tau):
+    waits = sorted(waits)
+    assert begin_offset([runtime], waits, tau) == pytest.approx(runtime - float(np.quantile(waits, tau)), abs=1e-6)
+
+
+def test_a_run_time_that_varies_moves_the_instant_later_when_idling_is_dear():
+    waits = [100.0, 200.0, 300.0, 400.0, 500.0]
+    steady = begin_offset([1000.0] * 4, waits, tau=0.15)
+    varied = begin_offset([700.0, 900.0, 1100.0, 1300.0], waits, tau=0.15)  # same mean, spread
+    assert varied > steady  # a predecessor that may run long must not find the allocation idling
+    # and earlier when idling is cheap (a high quantile of the wait is worth leading by)
+    assert begin_offset([700.0, 900.0, 1100.0, 1300.0], waits, tau=0.9) < begin_offset([1000.0] * 4, waits, tau=0.9)
+
+
 class _Runtime:
     n_observations = 3
 
@@ -107,8 +123,8 @@ class _Ctx:
     def expected_end(self, wf, stage):
         return 1000.0
 
-    def quantile_lead(self, wf, stage):
-        return self.lead_s, 0.4, 10
+    def quantile_begin(self, wf, stage, running):
+        return self.expected_end(wf, running[0]) - self.lead_s, 0.4, 10
 
     def idle_price(self, wf):
         return self.config.idle_price

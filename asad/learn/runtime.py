@@ -41,6 +41,11 @@ class RuntimeEstimator:
     def n_observations(self) -> int:
         return self._n
 
+    @property
+    def recent(self) -> tuple[float, ...]:
+        """The run times in the window, oldest first (their spread prices ``auto``'s lead)."""
+        return tuple(self._recent)
+
     def observe(self, runtime_s: float) -> None:
         runtime = float(runtime_s)
         if not np.isfinite(runtime) or runtime < 0:

@@ -12,7 +12,11 @@
   expected cost is least when the lead is the wait distribution's quantile
   ``tau = 1 / (1 + idle_price x cpus)`` (the newsvendor solution: raise the lead while the
   chance that the wait is shorter, times the price of idling, is below the chance that it is
-  longer). The instant is handed to Slurm with ``--begin``, so a slow or restarted daemon cannot
+  longer). The predecessor's run time is uncertain too: an allocation that arrives before a
+  predecessor that ran long idles as well. So the instant is chosen from the distribution of
+  ``R - W`` (the predecessor's run time, from its recent runs, minus the wait): eligible at the
+  predecessor's start plus that difference's ``1 - tau`` quantile (:func:`begin_offset`); with one
+  run time seen, this is ``run time - the wait's tau quantile``. The instant is handed to Slurm with ``--begin``, so a slow or restarted daemon cannot
   delay it. When that lead is short (under ``MIN_LEAD_S``) or the predecessors' run time is not
   learned yet, the stage is submitted at once with ``afterok`` instead: it then starts the moment
   they end, and nothing idles.
@@ -20,7 +24,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
+
+import numpy as np
 
 from asad.model import StageState
 from asad.strategies.base import Plan, SubmitNow
@@ -35,6 +42,20 @@ MIN_LEAD_S = 60.0
 def quantile_level(idle_price: float, cpus: int) -> float:
     """The wait quantile that minimises idle_price x idle core-seconds + lost makespan seconds."""
     return 1.0 / (1.0 + max(0.0, idle_price) * max(1, cpus))
+
+
+def begin_offset(runtimes_s: Sequence[float], wait_quantiles_s: Sequence[float], tau: float) -> float:
+    """Seconds after a predecessor's start at which its successor should become eligible.
+
+    Eligible at ``start + x``, the allocation comes at ``start + x + W`` and the predecessor ends at
+    ``start + R``: ``c·(R - W - x)+`` core-seconds idle, ``(x - (R - W))+`` seconds lost. The
+    expected cost ``idle_price·c·E[(Y - x)+] + E[(x - Y)+]`` with ``Y = R - W`` is least where
+    ``P(Y <= x) = 1 - tau``. ``Y``'s distribution: every recent run time against every point of a
+    quantile grid of the wait (the two are independent).
+    """
+    runs = np.asarray(runtimes_s, dtype=float)
+    waits = np.asarray(wait_quantiles_s, dtype=float)
+    return float(np.quantile((runs[:, None] - waits[None, :]).ravel(), 1.0 - tau))
 
 
 class Auto:
@@ -61,7 +82,8 @@ class Auto:
             runtime_known &= ctx.learned.runtime(ctx.runtime_key(wf, p)).n_observations > 0
         if not running:
             return SubmitNow(why=f"rule quantile ({rules.describe()}): no predecessor running; submitted at once")
-        lead, tau, seen = ctx.quantile_lead(wf, stage)
+        at, tau, seen = ctx.quantile_begin(wf, stage, running)
+        lead = expected_end - at
         if not runtime_known or lead < MIN_LEAD_S:
             # Without a lead there is no age to win, and afterok starts the job the moment its
             # predecessors end (no idle, no early or late --begin); without a learned run time the
@@ -71,10 +93,9 @@ class Auto:
                       "no age worth winning" if seen else "no wait of this geometry seen yet")
             return SubmitNow(dependency_on=tuple(running), est_wait_s=lead, planned_start=expected_end,
                              why=f"rule quantile ({rules.describe()}): {reason}; submitted at once with afterok")
-        at = expected_end - lead
-        why = (f"rule quantile ({rules.describe()}): eligible at the predecessors' expected end "
-               f"({expected_end - now:+.0f} s) minus the learned wait's {tau:.0%} quantile ({lead:.0f} s over "
-               f"{seen} waits seen; idle_price {ctx.idle_price(wf):g} per idle core-second); no dependency, "
-               "held at a barrier")
+        why = (f"rule quantile ({rules.describe()}): eligible {lead:.0f} s before the predecessors' "
+               f"expected end ({expected_end - now:+.0f} s): the {1 - tau:.0%} quantile of their run time "
+               f"minus the wait ({seen} waits seen; idle_price {ctx.idle_price(wf):g} per idle core-second); "
+               "no dependency, held at a barrier")
         return SubmitNow(barrier_on=tuple(running), begin=at if at > now else None, est_wait_s=lead,
                          planned_start=expected_end, why=why)
