@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 # auto strategy: makespan seconds one idle core-second costs; tuned on training seeds (docs/asa.md §10)
-DEFAULT_IDLE_PRICE = 0.2
+DEFAULT_IDLE_PRICE = 0.3
 
 
 class ConfigError(Exception):

@@ -8,6 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from asad.app import run_in_process
+from asad.config import DEFAULT_IDLE_PRICE
 from asad.slurm.priority_rules import PriorityRules, rules_from_scontrol, rules_of
 from asad.slurm.sim import make_simulator
 from asad.spec import SpecError, WorkflowSpec, load_workflow, parse_workflow
@@ -187,4 +188,4 @@ def test_a_workflow_sets_its_own_idle_price(tmp_path):
         parse_workflow(text.replace("0.02", "-1"))
     with pytest.raises(SpecError, match="idle_price: must be a number"):
         parse_workflow(text.replace("0.02", "cheap"))
-    assert EngineConfig().idle_price == 0.2
+    assert EngineConfig().idle_price == DEFAULT_IDLE_PRICE > 0
