@@ -89,8 +89,9 @@ class Auto:
             # predecessors end (no idle, no early or late --begin); without a learned run time the
             # predecessors' end is only their time limit.
             reason = ("a predecessor's run time is not learned yet" if not runtime_known else
-                      f"the learned wait's {tau:.0%} quantile is {lead:.0f} s (< {MIN_LEAD_S:.0f} s): "
-                      "no age worth winning" if seen else "no wait of this geometry seen yet")
+                      f"the lead is {lead:.0f} s (< {MIN_LEAD_S:.0f} s; the {1 - tau:.0%} quantile of the "
+                      "predecessors' run time minus the wait): no age worth winning" if seen
+                      else "no wait of this geometry seen yet")
             return SubmitNow(dependency_on=tuple(running), est_wait_s=lead, planned_start=expected_end,
                              why=f"rule quantile ({rules.describe()}): {reason}; submitted at once with afterok")
         why = (f"rule quantile ({rules.describe()}): eligible {lead:.0f} s before the predecessors' "
