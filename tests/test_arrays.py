@@ -120,7 +120,7 @@ def test_sacct_array_tasks_fold_into_one_record_with_the_worst_ending():
 
 def _array_poll(squeue: str, sacct: list[str], *, submitted: str | None = None) -> SlurmCLI:
     """A SlurmCLI whose squeue always prints ``squeue`` and whose sacct prints ``sacct`` in turn."""
-    slurm, _, _ = backend({"squeue": [squeue], "sacct": sacct, "sbatch": ["16\n"]})
+    slurm, _, _ = backend({"squeue": [squeue], "sacct": sacct, "sbatch": ["16\n"]}, clock=lambda: 1700000006.0)
     if submitted:
         slurm.submit(JobRequest(name="asad.1.fan", command="true", array=submitted))
     return slurm
@@ -144,6 +144,15 @@ def test_an_array_waits_for_every_task_in_sacct_before_it_ends(lagging):
     assert first.array_tasks == {"CD": 2, "F": 1}
     then = slurm.poll([16])[16]
     assert then.state is JobState.FAILED and then.exit_code == 1 and then.array_tasks == {"CD": 2, "F": 1}
+
+
+def test_an_array_slurmdbd_never_completes_ends_on_slurmctld_s_word_after_a_minute():
+    slurm = _array_poll(_ENDED, [_sa("16_2", "16", "COMPLETED", "0:0")])
+    slurm.clock = lambda: 1700000005 + 30
+    assert slurm.poll([16])[16].state is JobState.RUNNING
+    slurm.clock = lambda: 1700000005 + 61
+    late = slurm.poll([16])[16]
+    assert late.state is JobState.FAILED and late.array_tasks == {"CD": 2, "F": 1}
 
 
 def test_a_forgotten_array_waits_for_as_many_tasks_as_were_submitted():

@@ -402,6 +402,8 @@ class SlurmCLI:
         array of fewer tasks (or a plain job), and taking it would end the stage too early."""
         if (rec is None or rec.status.array_tasks is None or not rec.status.state.is_final
                 or _tasks(rec.status) < _tasks(queued)):
+            if queued.end_time is not None and self.clock() - queued.end_time >= _VERDICT_WAIT_S:
+                return queued  # slurmdbd never caught up: slurmctld's view of every task is the verdict
             return _still_ending(queued)
         status = self._with_oom(rec)
         return status if self._all_tasks_seen(status) else _still_ending(status)
