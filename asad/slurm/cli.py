@@ -399,7 +399,8 @@ class SlurmCLI:
         """An ended array job slurmctld still knows: final only once slurmdbd has a record of every
         task squeue shows. Slurm writes a task's record when the task starts under its own job id,
         a second or more after the array's first record; until then sacct shows a complete-looking
-        array of fewer tasks (or a plain job), and taking it would end the stage too early."""
+        array of fewer tasks (or a plain job), and taking it would end the stage too early. A minute
+        after the end, slurmctld's view decides (``_VERDICT_WAIT_S``)."""
         if (rec is None or rec.status.array_tasks is None or not rec.status.state.is_final
                 or _tasks(rec.status) < _tasks(queued)):
             if queued.end_time is not None and self.clock() - queued.end_time >= _VERDICT_WAIT_S:
