@@ -47,3 +47,28 @@ def test_variant_names():
         variant_setup("chain@0.1")
     with pytest.raises(SystemExit, match="must be a number"):
         variant_setup("auto@cheap")
+
+
+def test_pooling_runs_judges_the_default_over_all_their_seeds(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT as REPO
+
+    def row(seed, variant, makespan, core_h):  # noqa: ANN001, ANN202
+        return {"priority": "multifactor", "measured": True, "state": "COMPLETED", "seed": seed,
+                "variant": variant, "workflow": "w", "preset": "p", "cores": 28, "makespan_s": makespan,
+                "total_wait_s": 0.0, "real_wait_s": 0.0, "core_hours": core_h, "overhead_core_hours": 0.0,
+                "interstage_wait_s": 100.0 if variant == "per-stage" else 50.0, "hit_ratio": None,
+                "resubmissions": 0}
+    for name, seeds, extra in (("a", (1, 2), "asa-naive"), ("b", (3,), "auto@0.2")):
+        rows = [row(s, v, m, c) for s in seeds for v, m, c in
+                (("per-stage", 1000.0, 10.0), ("chain", 900.0, 10.0), ("auto", 810.0 + s * 10, 10.3), (extra, 1.0, 99.0))]
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "strategies.json").write_text(json.dumps({"rows": rows}))
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "strategies_pool.py"), str(tmp_path / "a"),
+                          str(tmp_path / "b"), "--resamples", "50"], capture_output=True, text=True, check=True).stdout
+    assert "over 3 measured seeds (1..3); variants compared: auto, chain, per-stage" in out  # only what all have
+    assert "makespan_vs_best_cheap     0.922" in out  # mean of 820, 830, 840 over chain's 900
+    assert "core_hours_vs_per_stage    0.030" in out and "hidden_interstage_wait     0.500" in out
