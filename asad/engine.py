@@ -145,8 +145,16 @@ class Context:
         return wf.strategy == "auto" and self.priority_rules.age_counts
 
     def barrier_lead(self, wf: WorkflowRun, stage: str) -> float:
-        """How far ahead of the predecessors' end a fresh submission of ``stage`` would be made."""
-        return self.quantile_lead(wf, stage)[0] if wf.strategy == "auto" else self.estimate_wait(wf, stage)
+        """How far ahead of the predecessors' end a fresh submission of ``stage`` would be made
+        (for auto: the lead its rule would take now, run-time spread included)."""
+        if wf.strategy != "auto":
+            return self.estimate_wait(wf, stage)
+        preds = [p for p in wf.spec.predecessors(stage) if wf.stages[p].state is not StageState.COMPLETED]
+        if not preds or any(wf.stages[p].state is not StageState.RUNNING or wf.stages[p].start_time is None
+                            for p in preds):
+            return self.quantile_lead(wf, stage)[0]
+        at, _, _ = self.quantile_begin(wf, stage, preds)
+        return max(self.expected_end(wf, p) for p in preds) - at
 
     # -- requests ------------------------------------------------------------------------
     def request_for(self, wf: WorkflowRun, stage: str, plan: SubmitNow | None = None,
