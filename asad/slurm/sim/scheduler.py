@@ -466,11 +466,12 @@ class Scheduler:
         allow = None
         overlapping = part.reservations[:hits]  # reservations are kept in start order
         if overlapping:
-            def allow(node: int) -> bool:
+            def within_slack(node: int) -> bool:
                 for r in overlapping:
                     if node in r.slack_c and (r.slack_c[node] < cores or r.slack_m[node] < mem):
                         return False
                 return True
+            allow = within_slack
         nodes = part.find_nodes(job.nodes, cores, mem, allow)
         if nodes is None:
             failed.append(shape)
