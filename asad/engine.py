@@ -113,20 +113,20 @@ class Context:
         """(lead in s, quantile level, waits seen): the learned wait quantile that minimises the
         expected cost of a submission without a dependency (``asad.strategies.auto``). A geometry
         with no wait seen yet gets no lead: a prior's guess would only buy idle cores."""
-        req = self.request_for(wf, stage)
-        tau = quantile_level(self.idle_price(wf), req.cpus)
-        key = self.geometry_key(req)
-        seen = self.learned.wait_observations(key)
+        tau, key, seen = self._wait_level(wf, stage)
         return (self.learned.wait_quantiles(key, [tau])[0] if seen else 0.0), tau, seen
+
+    def _wait_level(self, wf: WorkflowRun, stage: str) -> tuple[float, str, int]:
+        """(quantile level tau, geometry key, waits seen) of a stage's submission without a dependency."""
+        req = self.request_for(wf, stage)
+        key = self.geometry_key(req)
+        return quantile_level(self.idle_price(wf), req.cpus), key, self.learned.wait_observations(key)
 
     def quantile_begin(self, wf: WorkflowRun, stage: str, running: list[str]) -> tuple[float, float, int]:
         """(eligible instant, quantile level, waits seen) for a submission of ``stage`` without a
         dependency while its predecessors ``running`` run: the latest of their starts plus the
         ``1 - tau`` quantile of run time minus wait (``asad.strategies.auto.begin_offset``)."""
-        req = self.request_for(wf, stage)
-        tau = quantile_level(self.idle_price(wf), req.cpus)
-        key = self.geometry_key(req)
-        seen = self.learned.wait_observations(key)
+        tau, key, seen = self._wait_level(wf, stage)
         waits = self.learned.wait_quantiles(key, list(WAIT_GRID)) if seen else [0.0]
         instants = []
         for p in running:

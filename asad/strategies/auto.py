@@ -17,9 +17,9 @@
   ``R - W`` (the predecessor's run time, from its recent runs, minus the wait): eligible at the
   predecessor's start plus that difference's ``1 - tau`` quantile (:func:`begin_offset`); with one
   run time seen, this is ``run time - the wait's tau quantile``. The instant is handed to Slurm
-  with ``--begin``, so a slow or restarted daemon cannot delay it. When that lead is short (under ``MIN_LEAD_S``) or the predecessors' run time is not
-  learned yet, the stage is submitted at once with ``afterok`` instead: it then starts the moment
-  they end, and nothing idles.
+  with ``--begin``, so a slow or restarted daemon cannot delay it. When that lead is short (under
+  ``MIN_LEAD_S``) or the predecessors' run time is not learned yet, the stage is submitted at
+  once with ``afterok`` instead: it then starts the moment they end, and nothing idles.
 """
 
 from __future__ import annotations
