@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from asad.slurm.backend import Dependency, DependencyType, JobRequest, JobState, SimTruth
 from asad.slurm.sim import DEFAULT_START_TIME as T0
 from asad.slurm.sim import make_simulator
@@ -135,3 +137,72 @@ def test_backfill_fast_path_gives_exactly_the_full_loops_schedule():
 
     for priority in ("fifo", "multifactor"):
         assert schedule(True, priority) == schedule(False, priority)
+
+
+def test_will_run_takes_running_jobs_away_in_batches_as_cons_tres_does():
+    # Node 0 keeps 8 cores free until its job's limit (960 s), node 1 is full until 990 s, nodes
+    # 2-3 for long. A (a whole node) would fit on node 0 at 960 s; cons_tres's will-run test takes
+    # the jobs ending within 30-60 s of the first end away together and reports the last end
+    # (990 s). X (8 cores, limit 945 s) is tested by the backfill pass at 30 s and would end at
+    # 975 s: before A's plan under Slurm's rule, so it starts; after it under the exact rule.
+    got = {}
+    for will_run in ("slurm", "exact"):
+        sim = make_simulator("small", load=0.0, will_run=will_run, bf_resolution_s=1)
+        sim.submit(job(nodes=1, cpus=20, runtime=960, limit=960))
+        sim.submit(job(nodes=1, cpus=28, runtime=990, limit=990))
+        sim.submit(job(nodes=2, cpus=28, runtime=5000, limit=5000))
+        sim.run_until(T0 + 1)
+        a = sim.submit(job(nodes=1, cpus=28, runtime=100, limit=600))
+        x = sim.submit(job(nodes=1, cpus=8, runtime=900, limit=945))
+        finish(sim)
+        got[will_run] = {k: s.start_time - T0 for k, s in zip("ax", sim.poll([a, x]).values())}
+    assert got["slurm"]["x"] < 60 and got["slurm"]["a"] >= 960
+    assert got["exact"]["x"] >= 960 and got["exact"]["a"] < got["exact"]["x"]
+
+
+def test_will_run_batches_pass_over_jobs_on_unusable_nodes_as_the_c_loop_does():
+    # A state recorded on the local Slurm (contention-fifo, run 3, 34 s in): slurmctld's log
+    # planned a whole-node job (16 cores) for 134 s on n1. Node 3 is held by another plan, so
+    # its jobs (ends 68, 128) do not count; the first batch ends at 30 s past 61 rounded up
+    # (73 + 30), the second at 73 + 60 = 133, but the job after 124 is on node 3 and is passed
+    # over without the check, so the batch takes the job ending at 134 too and reports 134.
+    from asad.slurm.sim.backfill import _PartPlan, _will_run
+    from asad.slurm.sim.cluster import PartitionState
+    from asad.slurm.sim.config import PartitionSpec
+    from asad.slurm.sim.jobs import SimJob
+
+    part = PartitionState(PartitionSpec("main", nodes=5, cores_per_node=16, mem_per_node_mb=24000), 0)
+    part.select = "consec"
+    base = 1795449257.0  # the run's first submission (= 17 mod 30, as recorded)
+    running = [(0, 2, 61), (2, 4, 68), (0, 8, 76), (0, 4, 122), (0, 2, 124), (2, 8, 128), (3, 1, 134),
+               (3, 1, 140), (1, 13, 154), (4, 12, 261), (3, 8, 609)]
+    for owner, (node, cores, end) in enumerate(running, start=1):
+        part.allocate([node], cores, 1000, base + end, owner=owner)
+    now = base + 34
+    plan = _PartPlan(part)
+    job = SimJob(99, "c25", [part], 1, 16, 16000, 60, now, 19.0, background=False)
+    times = plan.node_times(16, 16000, now)
+    avail = np.array([True, True, False, True, True])
+    start, fits = _will_run(plan, times, avail, job, now, guess_s=5.0)
+    assert start - base == 134 and fits.tolist() == [True, False, False, False, False]
+    # the earliest instant node 1 is free is 124: that is the exact rule's answer, not Slurm's
+    assert float(times[0]) - base == 124
+
+
+def test_bf_poll_backfill_thread_looks_every_second_after_a_quiet_spell():
+    # With bf_poll the backfill thread runs a pass bf_interval after its last one only if
+    # something changed; otherwise it looks again a second later (slurmctld's _backfill_agent).
+    # A job that needs backfill (the head of the queue is blocked) submitted after a quiet spell
+    # starts at the next one-second look, not at the next tick of a fixed bf_interval grid.
+    got = {}
+    for poll in (False, True):
+        sim = make_simulator("small", load=0.0, bf_poll=poll, bf_interval_s=30.0, bf_resolution_s=1,
+                             batch_sched_delay_s=3.0, sched_interval_s=600.0)
+        sim.submit(job(nodes=4, cpus=20, runtime=5000, limit=5000))  # 8 cores left on each node
+        sim.run_until(T0 + 100.5)
+        sim.submit(job(nodes=4, cpus=28, runtime=100, limit=600))  # blocked: the head
+        x = sim.submit(job(nodes=1, cpus=8, runtime=100, limit=600))  # only backfill starts it
+        finish(sim)
+        got[poll] = sim.poll([x])[x].start_time - T0
+    assert got[False] == 120.0  # the fixed grid: every 30 s
+    assert got[True] == 101.0  # the first look after the submission

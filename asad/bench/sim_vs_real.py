@@ -178,14 +178,15 @@ def _show_config(env: dict[str, str]) -> dict[str, str]:
     return conf
 
 
-def _restart_controller(script: Path, conf_path: Path, overrides: dict[str, str], env: dict[str, str]) -> None:
+def _restart_controller(script: Path, conf_path: Path, overrides: dict[str, str | None],
+                        env: dict[str, str]) -> None:
     """Stop slurmctld, apply the scenario's slurm.conf lines, start it again (its timers then start
     at a boot time we know)."""
     _run([str(script), "stop-controller"], env)
     lines = conf_path.read_text().splitlines()
     keys = {k.lower() for k in overrides}
     kept = [ln for ln in lines if ln.split("=", 1)[0].strip().lower() not in keys]
-    kept += [f"{k}={v}" for k, v in overrides.items()]
+    kept += [f"{k}={v}" for k, v in overrides.items() if v is not None]
     conf_path.write_text("\n".join(kept) + "\n")
     _run(["slurmctld", "-f", str(conf_path)], env)
     deadline = time.time() + 60
@@ -198,7 +199,7 @@ def _restart_controller(script: Path, conf_path: Path, overrides: dict[str, str]
     raise RuntimeError("slurmctld did not come back with idle nodes within 60 s")
 
 
-def record(scenario: Scenario, script: Path) -> dict:
+def record(scenario: Scenario, script: Path, debug_flags: str | None = None) -> dict:
     from asad.slurm.cli import SlurmCLI
 
     cluster_dir = Path(os.environ.get("ASAD_CLUSTER_DIR", "/tmp/asad-cluster"))
@@ -213,7 +214,11 @@ def record(scenario: Scenario, script: Path) -> dict:
         raise RuntimeError(f"local-cluster.sh up failed: {res.stderr.strip()}")
     conf_path = cluster_dir / "slurm.conf"
     env["SLURM_CONF"] = str(conf_path)
-    _restart_controller(script, conf_path, scenario.conf, env)
+    conf = dict(scenario.conf)
+    # DebugFlags=Backfill logs every planned start ("to start at ... on nodes ..."): the ground
+    # truth for the simulator's plans. Logging costs slurmctld little; the run stays comparable.
+    conf["DebugFlags"] = debug_flags  # None: whatever an earlier recording set is taken out
+    _restart_controller(script, conf_path, conf, env)
     backend = SlurmCLI(slurm_conf=str(conf_path))
     tag = f"svr-{scenario.name}-{int(time.time())}"
     ids: dict[str, int] = {}
@@ -259,11 +264,11 @@ def collect(scenario: Scenario, backend, ids: dict[str, int], t0: float, env: di
         st = statuses[ids[job.label]]
         jobs_out.append({**asdict(job), "job_id": ids[job.label], "state": st.state.value,
                          "submit": st.submit_time, "eligible": st.eligible_time, "start": st.start_time,
-                         "end": st.end_time, "exit_code": st.exit_code})
+                         "end": st.end_time, "exit_code": st.exit_code, "nodelist": st.nodelist})
     keep = ("BOOT_TIME", "SchedulerParameters", "PriorityType", "PriorityWeightAge", "PriorityWeightJobSize",
             "PriorityWeightFairshare", "PriorityMaxAge", "PriorityCalcPeriod", "PriorityFlags",
             "PriorityFavorSmall", "OverTimeLimit", "KillWait", "SLURM_VERSION", "SchedulerType", "SelectType",
-            "SelectTypeParameters", "PriorityDecayHalfLife")
+            "SelectTypeParameters", "PriorityDecayHalfLife", "DebugFlags")
     log = Path(str(conf_path)).parent / "log" / "slurmctld.log"
     return {"scenario": scenario.name, "about": scenario.about, "priority": scenario.priority,
             "cluster": CLUSTER, "t0": t0, "timers": timer_phases(log, t0),
@@ -331,13 +336,24 @@ def sim_settings(rec: dict) -> dict:
         default_queue_depth=int(_sched_param(params, "default_queue_depth", 100)),
         batch_sched_delay_s=_sched_param(params, "batch_sched_delay", 3),
         node_select="consec",
-        # sub-second: the recorded runs' end - start equals the sleep to the whole second
-        launch_delay_s=0.5,
+        # Measured in slurmctld's log of the recorded runs (not fitted to the comparison): from
+        # "sched: Allocate"/"Started" to "_job_complete" takes the sleep plus 0.03-0.13 s (median
+        # 0.05); from "_job_complete" to the next "sched: Allocate" on the freed nodes 0.08-0.54 s
+        # (median 0.4): the epilog-complete message that brings the nodes back and runs a pass.
+        launch_delay_s=0.05,
+        epilog_s=0.4,
+        # The same logs: the background loop's "sched: Allocate" ticks drift 2.2 ms a second,
+        # the backfill thread's passes 2.2 ms a pass (bf_interval=2, no DebugFlags; 7 ms with
+        # DebugFlags=Backfill, whose logging lengthens each pass: a fit over its "beginning" lines).
+        loop_tick_s=1.0022,
+        bf_tick_s=_sched_param(params, "bf_interval", 30) + (0.0069 if "Backfill" in (conf.get("DebugFlags") or "")
+                                                              else 0.0022),
         oom_time_fraction=0.5,
         timer_origin_s=rec["timers"]["loop_start"],
         bf_origin_s=rec["timers"]["backfill_start"],
         prio_origin_s=rec["timers"]["daemon_start"],
         over_time_limit_s=60.0 * _seconds(conf.get("OverTimeLimit"), 0),
+        kill_wait_s=_seconds(conf.get("KillWait"), 30),
         warmup_s=0.0,
     )
     if multifactor:
@@ -361,7 +377,22 @@ def _duration_s(text: str) -> float:
     return days * 86400.0 + h * 3600 + m * 60 + s
 
 
-def replay(rec: dict, **overrides) -> dict[str, dict]:
+def submit_instants(rec: dict) -> dict[str, float]:
+    """When each job reached slurmctld, to the sub-second: Slurm records whole seconds, but the
+    recorder submitted at ``t0 + submit_s`` and sbatch adds a latency that is nearly constant
+    within a run; it is the midpoint of the latencies that agree with every recorded second.
+    The sub-second phase matters: slurmctld's timers tick at fixed fractions of a second."""
+    t0 = rec.get("t0")
+    if t0 is None:
+        return {j["label"]: float(j["submit"]) for j in rec["jobs"]}
+    lo = max(j["submit"] - t0 - j["submit_s"] for j in rec["jobs"])
+    hi = min(j["submit"] + 1 - t0 - j["submit_s"] for j in rec["jobs"])
+    latency = (lo + hi) / 2
+    return {j["label"]: min(max(t0 + j["submit_s"] + latency, j["submit"]), j["submit"] + 0.999)
+            for j in rec["jobs"]}
+
+
+def replay(rec: dict, submit_at: dict[str, float] | None = None, **overrides) -> dict[str, dict]:
     """Run the recorded requests through the simulator; per label: start/end/state."""
     from asad.slurm.sim import PartitionSpec, SimConfig, Simulator
 
@@ -374,8 +405,9 @@ def replay(rec: dict, **overrides) -> dict[str, dict]:
                                   max_time_s=None, default=True),),
         start_time=float(int(first_submit)) - 1.0, **settings))
     ids: dict[str, int] = {}
-    for job in sorted(rec["jobs"], key=lambda j: (j["submit"], j["job_id"])):
-        sim.run_until(job["submit"])
+    at = submit_at or submit_instants(rec)
+    for job in sorted(rec["jobs"], key=lambda j: (at[j["label"]], j["job_id"])):
+        sim.run_until(at[job["label"]])
         dep = None
         if job["dep_type"]:
             dep = Dependency(DependencyType(job["dep_type"]), tuple(ids[d] for d in job["dep_on"]))
@@ -445,25 +477,88 @@ def compare(rec: dict, sim: dict[str, dict]) -> dict:
             "met": kendall_tau(rs, ss) >= TARGET_TAU and median <= TARGET_MEDIAN_S}
 
 
+def recording_path(name: str, run: int) -> Path:
+    """Run 1 of a scenario is ``NAME.json``; further recordings of it are ``NAME.runN.json``."""
+    return DATA_DIR / (f"{name}.json" if run == 1 else f"{name}.run{run}.json")
+
+
+def compare_runs(first: dict, second: dict) -> dict:
+    """Two real runs of one scenario against each other (Slurm's own noise floor): the second
+    run's starts, shifted to the first run's clock, in place of the simulator's."""
+    shift = min(j["submit"] for j in first["jobs"]) - min(j["submit"] for j in second["jobs"])
+    other = {j["label"]: {"start": None if j["start"] is None else j["start"] + shift,
+                          "end": None if j["end"] is None else j["end"] + shift, "state": j["state"]}
+             for j in second["jobs"]}
+    return compare(first, other)
+
+
 def load_recordings(names: list[str] | None = None) -> list[dict]:
+    """Every recorded run, each with ``run`` (1 for ``NAME.json``) and ``id`` (the file's stem)."""
     out = []
     for path in sorted(DATA_DIR.glob("*.json")):
         rec = json.loads(path.read_text())
         if names and rec["scenario"] not in names:
             continue
+        rec.setdefault("run", 1)
+        rec["id"] = path.stem
         out.append(rec)
     return out
 
 
 def table(results: list[dict]) -> str:
-    lines = ["| scenario | jobs | Kendall tau | same position | median / max abs start diff (s) | "
+    lines = ["| scenario | run | against | jobs | Kendall tau | same position | median / max abs start diff (s) | "
              "median abs end diff (s) | same final state | target met |",
-             "|---|---:|---:|---:|---:|---:|---:|---|"]
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in results:
-        lines.append(f"| {r['scenario']} | {r['jobs']} | {r['kendall_tau']:.3f} | {r['same_position']:.2f} | "
+        lines.append(f"| {r['scenario']} | {r.get('run', 1)} | {r.get('against', 'simulator')} | {r['jobs']} | "
+                     f"{r['kendall_tau']:.3f} | {r['same_position']:.2f} | "
                      f"{r['median_abs_start_diff_s']:.1f} / {r['max_abs_start_diff_s']:.0f} | "
                      f"{r['median_abs_end_diff_s']} | {r['same_final_state']:.2f} | "
                      f"{'met' if r['met'] else 'not met'} |")
+    return "\n".join(lines)
+
+
+def noise_floor(recs: list[dict]) -> list[dict]:
+    """Every later run of a scenario against its first run: how far Slurm is from itself."""
+    first: dict[str, dict] = {}
+    out = []
+    for rec in sorted(recs, key=lambda r: (r["scenario"], r["run"])):
+        if rec["scenario"] not in first:
+            first[rec["scenario"]] = rec
+            continue
+        got = compare_runs(first[rec["scenario"]], rec)
+        got.update(run=rec["run"], against=f"real run {first[rec['scenario']]['run']}")
+        out.append(got)
+    return out
+
+
+# What each part of the model is worth: the replay with one part switched back at a time.
+ABLATIONS: dict[str, dict] = {
+    "full model": {},
+    "will_run=exact (earliest instant, no batches)": {"will_run": "exact"},
+    "no completing phase (epilog_s=0)": {"epilog_s": 0.0},
+    "launch_delay_s=0.5 (the earlier guess)": {"launch_delay_s": 0.5},
+    "no timer drift (1 s loop, bf_interval)": {"loop_tick_s": 1.0, "bf_tick_s": None},
+    "bf_poll (one-second looks when nothing changed)": {"bf_poll": True},
+    "submissions at the recorded whole second": {"_stamps": True},
+    "EASY backfill, best fit, main pass at submission": {"backfill": "easy", "node_select": "bestfit",
+                                                          "batch_sched_delay_s": None},
+}
+
+
+def ablation(recs: list[dict]) -> str:
+    lines = ["| variant | " + " | ".join(r["id"] for r in recs) + " | mean tau |",
+             "|---|" + "---:|" * (len(recs) + 1)]
+    for name, over in ABLATIONS.items():
+        over = dict(over)
+        stamps = over.pop("_stamps", False)
+        cells, taus = [], []
+        for rec in recs:
+            at = {j["label"]: float(j["submit"]) for j in rec["jobs"]} if stamps else None
+            got = compare(rec, replay(rec, submit_at=at, **over))
+            taus.append(got["kendall_tau"])
+            cells.append(f"{got['kendall_tau']:.3f} / {got['median_abs_start_diff_s']:.0f} s")
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {sum(taus) / len(taus):.3f} |")
     return "\n".join(lines)
 
 
@@ -478,8 +573,9 @@ def main_with(args: argparse.Namespace) -> int:
                 print(f"unknown scenario {name!r}; scenarios: {', '.join(all_sc)}", file=sys.stderr)
                 return 2
             print(f"recording {name} ...", file=sys.stderr, flush=True)
-            rec = record(all_sc[name], script)
-            (DATA_DIR / f"{name}.json").write_text(json.dumps(rec, indent=1) + "\n")
+            rec = record(all_sc[name], script, args.debug_flags)
+            rec["run"] = args.run
+            recording_path(name, args.run).write_text(json.dumps(rec, indent=1) + "\n")
     recs = load_recordings(names)
     if not recs:
         print(f"no recorded scenarios in {DATA_DIR}; record them with --record", file=sys.stderr)
@@ -487,7 +583,15 @@ def main_with(args: argparse.Namespace) -> int:
     overrides = {}
     if args.backfill:
         overrides["backfill"] = args.backfill
-    results = [compare(rec, replay(rec, **overrides)) for rec in recs]
+    if args.ablation:
+        print(ablation(recs))
+        return 0
+    results = []
+    for rec in recs:
+        got = compare(rec, replay(rec, **overrides))
+        got["run"] = rec["run"]
+        results.append(got)
+    results += noise_floor(recs)
     print(table(results))
     if args.json:
         print(json.dumps(results, indent=2))
@@ -498,8 +602,15 @@ def _add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", action="store_true",
                    help="record the scenarios on the local cluster first (needs root; ~20 min)")
     p.add_argument("--scenario", action="append", help="only this scenario (repeatable)")
+    p.add_argument("--debug-flags", help="with --record: slurmctld DebugFlags for the run (e.g. Backfill: "
+                                         "its log then shows every planned start)")
+    p.add_argument("--run", type=int, default=1,
+                   help="with --record: the run number to write (1: NAME.json, N: NAME.runN.json); "
+                        "two runs of a scenario give Slurm's own noise floor")
     p.add_argument("--backfill", choices=["slurm", "easy", "none"], help="replay with this backfill model")
     p.add_argument("--json", action="store_true", help="also print the numbers as JSON")
+    p.add_argument("--ablation", action="store_true",
+                   help="replay with each part of the model switched back in turn (tau / median start diff)")
     p.add_argument("--cluster-script", default=str(Path(__file__).resolve().parents[2] / "slurm-scripts"
                                                    / "local-cluster.sh"), help=argparse.SUPPRESS)
 

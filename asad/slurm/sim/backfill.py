@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asad.slurm.sim.cluster import PartitionState, Reservation
+from asad.slurm.sim.cluster import PartitionState, Reservation, consec_pick
 from asad.slurm.sim.jobs import SimJob
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ class _PartPlan:
     """The backfill map of one partition during one pass: reservations as whole-node intervals."""
 
     __slots__ = ("part", "iv_node", "iv_b", "iv_e", "min_b", "times", "_arrays", "max_free", "failed",
-                 "failed_free", "_sorted", "_merged", "no_plan")
+                 "failed_free", "_sorted", "_merged", "no_plan", "_ends", "_frees", "_jobs")
 
     def __init__(self, part: PartitionState):
         self.part = part
@@ -52,6 +52,9 @@ class _PartPlan:
         self._sorted: dict[tuple[int, int], np.ndarray] = {}  # shape -> those times, sorted
         self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._merged: tuple[np.ndarray, ...] | None = None
+        self._ends: tuple[np.ndarray, ...] | None = None  # running pieces by end: running_ends()
+        self._jobs: tuple[np.ndarray, np.ndarray] | None = None  # running_jobs()
+        self._frees: tuple[np.ndarray, ...] | None = None  # see free_instants()
         self.max_free = part.max_free_cores()
         self.failed: list[tuple[int, int, int, float]] = []  # (shape, end) that could not start now
         self.failed_free: list[tuple[int, int, int]] = []  # shapes that do not fit even unplanned
@@ -83,6 +86,50 @@ class _PartPlan:
             self._merged = (node, b, run_hi, gap)
         return self._merged
 
+    def running_ends(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Every running job's pieces (one per node) as (end, node, cores, job), sorted by end
+        and job (a job's pieces are next to each other)."""
+        if self._ends is None:
+            part = self.part
+            hi = part.p_hi
+            act = part.p_active[:hi]
+            ends, nodes, cores = part.p_end[:hi][act], part.p_node[:hi][act], part.p_c[:hi][act]
+            jobs = part.p_job[:hi][act]
+            order = np.lexsort((jobs, ends))
+            self._ends = (ends[order], nodes[order], cores[order], jobs[order])
+        return self._ends
+
+    def running_jobs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per running job, in end order: the index of its first piece in running_ends(), and
+        its end."""
+        if self._jobs is None:
+            p_end, _, _, p_job = self.running_ends()
+            first = np.flatnonzero(np.concatenate([[True], (p_job[1:] != p_job[:-1]) | (p_end[1:] != p_end[:-1])]))
+            self._jobs = (first, p_end[first])
+        return self._jobs
+
+    def free_cores_at(self, t: float) -> np.ndarray:
+        """Free cores per node once every running job ending by ``t`` (its limit) has gone."""
+        ends, nodes, cores, _ = self.running_ends()
+        gone = int(np.searchsorted(ends, t, side="right"))
+        return self.part.np_free_c + np.bincount(nodes[:gone], weights=cores[:gone],
+                                                 minlength=self.part.n).astype(np.int64)
+
+    def free_instants(self) -> tuple[np.ndarray, ...]:
+        """The plans as merged spans per node, (node, begin, end), and every instant at which a
+        plan begins or ends (node_space's segment boundaries), sorted."""
+        if self._frees is None:
+            node, b, run_hi, gap = self.merge_base()
+            new = gap > 0  # a span that starts when the previous one ended joins it
+            first = np.flatnonzero(new)
+            last = np.empty(len(first), dtype=np.int64)
+            last[:-1] = first[1:] - 1
+            if len(first):
+                last[-1] = len(node) - 1
+            bounds = np.unique(np.concatenate([self.arrays()[1], self.arrays()[2]]))
+            self._frees = (node[first], b[first], run_hi[last], bounds)
+        return self._frees
+
     def sorted_times(self, cores: int, mem: int, now: float) -> np.ndarray:
         key = (cores, mem)
         st = self._sorted.get(key)
@@ -106,6 +153,7 @@ class _PartPlan:
             for node in nodes:
                 t[node] = part._node_time(node, cores, mem, now)
         self._sorted.clear()
+        self._ends = self._jobs = None
         self.max_free = part.max_free_cores()
 
     def reserve(self, nodes: list[int], begin: float, end: float) -> None:
@@ -117,6 +165,7 @@ class _PartPlan:
                 self.min_b[node] = begin
         self._arrays = None
         self._merged = None
+        self._frees = None
 
 
 def backfill_pass(sched: Scheduler, now: float) -> int:
@@ -176,12 +225,19 @@ def backfill_pass(sched: Scheduler, now: float) -> int:
             unplanned_min = min(bounds) if bounds else INF
         if not any_plan:
             part, nodes = free_nodes
+            if part.completing and not part.completing.keys().isdisjoint(nodes):
+                any_plan |= _plan_at(cfg, job, plans[part.index], nodes, now + 1.0)
+                continue
             sched.start_fn(job, part, nodes)
             plans[part.index].started(nodes, now)
             started += 1
             continue
-        if _try_start_now(sched, job, plans, now):
+        got = _try_start_now(sched, job, plans, now)
+        if got is True:
             started += 1
+            continue
+        if got is not False:  # its nodes are still completing: planned for a second later
+            any_plan |= _plan_at(cfg, job, plans[got[0].index], got[1], now + 1.0)
             continue
         # Held off by a plan: it needs one of its own, made (like every plan) in priority order
         # after those of the unplanned jobs before it; it could start now were it not for plans.
@@ -189,6 +245,9 @@ def backfill_pass(sched: Scheduler, now: float) -> int:
         bound = (now // res) * res
         bounds.append(bound)
         unplanned_min = min(unplanned_min, bound)
+    if cfg.bf_plan_all:
+        for job in unplanned:
+            _plan(cfg, job, plans, now)
     for part in parts:
         part.reservations.sort(key=lambda r: r.start)
     return started
@@ -205,7 +264,7 @@ def _fits_now_ignoring_plans(job: SimJob, plans: list[_PartPlan]) -> tuple[Parti
             if nn >= fn and cpn >= fc and mem >= fm:
                 break
         else:
-            nodes = part.find_nodes(nn, cpn, mem)
+            nodes = part.find_nodes(nn, cpn, mem, completing_ok=True)
             if nodes is not None:
                 return part, nodes
             plan.failed_free.append((nn, cpn, mem))
@@ -230,12 +289,22 @@ def _plan(cfg, job: SimJob, plans: list[_PartPlan], now: float) -> bool:  # noqa
     best: tuple[float, list[int], _PartPlan] | None = None
     for part in job.parts:
         plan = plans[part.index]
-        got = _planned_start(plan, job, now, now + cfg.bf_window_s)
+        if cfg.will_run == "slurm":
+            got = _planned_start_slurm(plan, job, now, now + cfg.bf_window_s,
+                                       cfg.kill_wait_s + cfg.over_time_limit_s)
+        else:
+            got = _planned_start(plan, job, now, now + cfg.bf_window_s)
         if got is not None and (best is None or got[0] < best[0]):
             best = (got[0], got[1], plan)
     if best is None or best[0] > now + cfg.bf_window_s:
         return False  # never fits, or too far ahead to plan for
     t_start, nodes, plan = best
+    return _plan_at(cfg, job, plan, nodes, t_start)
+
+
+def _plan_at(cfg, job: SimJob, plan: _PartPlan, nodes: list[int], t_start: float) -> bool:  # noqa: ANN001
+    """Reserve ``nodes`` for the job from ``t_start`` for its time limit (both rounded down to
+    bf_resolution, as _add_reservation does)."""
     res = cfg.bf_resolution_s
     plan.reserve(nodes, (t_start // res) * res, ((t_start + job.time_limit_s) // res) * res)
     plan.part.reservations.append(Reservation(
@@ -247,7 +316,10 @@ def _plan(cfg, job: SimJob, plans: list[_PartPlan], now: float) -> bool:  # noqa
     return True
 
 
-def _try_start_now(sched: Scheduler, job: SimJob, plans: list[_PartPlan], now: float) -> bool:
+def _try_start_now(sched: Scheduler, job: SimJob, plans: list[_PartPlan],
+                   now: float) -> bool | tuple[PartitionState, list[int]]:
+    """Start the job now on nodes no plan holds while it would run; True if it started. If the
+    nodes it would get are still completing, it cannot start yet: (partition, nodes)."""
     cpn, nn, mem = job.cpus_per_node, job.nodes, job.mem_per_node_mb
     end = now + job.time_limit_s
     for part in job.parts:
@@ -259,8 +331,10 @@ def _try_start_now(sched: Scheduler, job: SimJob, plans: list[_PartPlan], now: f
                 break
         else:
             held = [node for node, b in plan.min_b.items() if b <= end]
-            nodes = part.find_nodes(nn, cpn, mem, blocked=held)
+            nodes = part.find_nodes(nn, cpn, mem, blocked=held, completing_ok=True)
             if nodes is not None:
+                if part.completing and not part.completing.keys().isdisjoint(nodes):
+                    return part, nodes
                 sched.start_fn(job, part, nodes)
                 plan.started(nodes, now)
                 return True
@@ -301,6 +375,124 @@ def _planned_start(plan: _PartPlan, job: SimJob, now: float,
     ok = times <= t
     ok[iv_node[(iv_e > t) & (iv_b <= t + limit)]] = False
     return t, _choose(ok, k)
+
+
+WILL_RUN_WINDOW_S = 30.0  # cons_common/job_test.c: _will_run_test's first time_window
+
+
+def _will_run(plan: _PartPlan, times: np.ndarray, avail: np.ndarray, job: SimJob, now: float,
+              guess_s: float) -> tuple[float, np.ndarray] | None:
+    """cons_tres's will-run test on the nodes ``avail``: the start it reports and the nodes
+    that fit then, or None. First the job is tried on the nodes as they are now. Then running
+    jobs are taken away in order of their end (the time limit), in batches: the first batch
+    ends 30 s past the first end rounded up to 30 s, each next one doubles that window
+    (``_will_run_test``). After each batch the job is tried again; the start is the end of the
+    batch's last job, not the first instant the job would fit, and for a job already past its
+    limit a guess (``_guess_job_end``: its limit plus ``guess_s``, at least a second ahead)."""
+    k = job.nodes
+    part = plan.part
+    fits = avail & (part.np_free_c >= job.cpus_per_node) & (part.np_free_m >= job.mem_per_node_mb)
+    if np.count_nonzero(fits) >= k:
+        return now, fits
+    p_end, p_node, _, _ = plan.running_ends()
+    if not len(p_end):
+        return None
+    first_piece, ends = plan.running_jobs()
+    # per running job (in end order): does it have a usable node
+    usable = np.flatnonzero(np.maximum.reduceat(avail[p_node].astype(np.int8), first_piece))
+    if not len(usable):
+        return None
+    n = len(ends)
+    first = float(ends[usable[0]])
+    anchor = first + (WILL_RUN_WINDOW_S - first % WILL_RUN_WINDOW_S)
+    window = WILL_RUN_WINDOW_S
+    pos = 0  # the next job _will_run_test's iterator returns
+    while True:
+        # Take jobs away until the one after a removed job ends past anchor + window. Jobs on no
+        # usable node are passed over without that check, so a batch may reach past the window
+        # by one job (as the C loop does).
+        cutoff = anchor + window
+        q = max(pos, int(np.searchsorted(ends, cutoff, side="right")))  # first job past it
+        lo, hi = np.searchsorted(usable, (pos, q))
+        if hi > lo and usable[hi - 1] == q - 1:
+            last_i = q - 1
+        elif hi < len(usable):
+            last_i = int(usable[hi])
+        elif hi > lo:
+            last_i = int(usable[hi - 1])
+        else:
+            return None
+        pos = last_i + 1
+        if pos < n:
+            window *= 2
+            while ends[pos] > anchor + window:
+                window *= 2
+        last = float(ends[last_i])
+        fits = avail & (times <= max(last, now))  # a fit time <= now means free already
+        if np.count_nonzero(fits) >= k:
+            if last <= now:  # the batch's last job is past its limit: still being killed
+                last = max(last + guess_s, now + 1.0)
+            return last, fits
+        if pos >= n:
+            return None
+
+
+def _planned_start_slurm(plan: _PartPlan, job: SimJob, now: float, horizon: float,
+                         guess_s: float) -> tuple[float, list[int]] | None:
+    """The planned start as sched/backfill finds it (``_attempt_backfill``'s TRY_LATER loop):
+    from ``start_res`` (first: now), the usable nodes are those no plan holds during
+    [start_res, start_res + limit]; the will-run test on them gives a start; if that is after the
+    next instant a planned node comes free (``later_start``), or the chosen nodes meet a plan
+    before the job would end, try again from that instant."""
+    part = plan.part
+    k, cpn, mem, limit = job.nodes, job.cpus_per_node, job.mem_per_node_mb, job.time_limit_s
+    if not part.fits_empty(k, cpn, mem):
+        return None
+    for fk, fc, fm, fl in plan.no_plan:
+        if k >= fk and cpn >= fc and mem >= fm and limit >= fl:
+            return None
+    times = plan.node_times(cpn, mem, now)
+    sorted_fit = plan.sorted_times(cpn, mem, now)
+    if max(now, float(sorted_fit[k - 1])) > horizon:  # also when fewer than k nodes ever fit
+        if len(plan.no_plan) < 64:
+            plan.no_plan.append((k, cpn, mem, limit))
+        return None
+    iv_node, iv_b, iv_e = plan.arrays()
+    span_node, span_b, span_e, bounds = plan.free_instants()
+    start_res = now
+    for _ in range(1000):
+        if start_res > horizon:
+            break
+        end_time = start_res + limit
+        avail = np.ones(part.n, dtype=bool)
+        avail[iv_node[(iv_e > start_res) & (iv_b <= end_time)]] = False
+        # later_start: the first segment end after which a node held so far is free again;
+        # Slurm looks only at the segments up to the one after the job's end
+        ahead = bounds[bounds > start_res]
+        cap = ahead[min(int(np.count_nonzero(ahead <= end_time)) + 1, len(ahead) - 1)] if len(ahead) else INF
+        frees = span_e[(span_e > start_res) & (span_b <= end_time) & (span_e <= cap)]
+        later = float(frees.min()) if len(frees) else INF
+        got = _will_run(plan, times, avail, job, now, guess_s)
+        if got is None:
+            if later == INF:
+                break
+            start_res = later
+            continue
+        at, fits = got  # the will-run test's own instant: the nodes' free cores are those then
+        start = max(at, start_res)
+        if start > later:
+            start_res = later
+            continue
+        idx = np.flatnonzero(fits)
+        nodes = consec_pick(idx, plan.free_cores_at(at)[idx], k, cpn)
+        clash = np.isin(iv_node, nodes) & (iv_e > start) & (iv_b <= start + limit)
+        if clash.any():
+            start_res = start if start > start_res else float(iv_e[clash].min())
+            continue
+        return start, nodes
+    if len(plan.no_plan) < 64:
+        plan.no_plan.append((k, cpn, mem, limit))
+    return None
 
 
 def _earliest_sweep(times: np.ndarray, sorted_fit: np.ndarray, merged: tuple[np.ndarray, ...],

@@ -36,6 +36,39 @@ class Reservation:
     slack_m: dict[int, int]
 
 
+def consec_pick(idx: np.ndarray, free: np.ndarray, nodes: int, cores: int) -> list[int]:
+    """cons_tres's ``_eval_nodes`` without topology or weights, on the usable nodes ``idx``
+    (sorted) with ``free`` cores each: they form runs of consecutive nodes; take the tightest run
+    (fewest free cores) that holds the rest of the job, the first on ties (else the biggest run,
+    and go on), from its first node, except that the last node is the one with the fewest free
+    cores in the run (a single-node best fit)."""
+    if len(idx) == 1:
+        return [int(idx[0])]
+    cut = np.flatnonzero(np.diff(idx) != 1) + 1
+    starts = np.concatenate([[0], cut])
+    ends = np.concatenate([cut, [len(idx)]])
+    run_cpus = np.add.reduceat(free, starts)
+    run_n = ends - starts
+    alive = np.ones(len(starts), dtype=bool)
+    chosen: list[int] = []
+    rem = nodes
+    while rem > 0:
+        suff = alive & (run_cpus >= rem * cores) & (run_n >= rem)
+        if suff.any():
+            r = int(np.argmin(np.where(suff, run_cpus, np.iinfo(np.int64).max)))
+        else:
+            r = int(np.argmax(np.where(alive, run_cpus, -1)))
+        alive[r] = False
+        a, b = int(starts[r]), int(ends[r])
+        if rem == 1:
+            chosen.append(int(idx[a + int(np.argmin(free[a:b]))]))  # all hold the job: tightest
+            return chosen
+        take = min(rem, b - a)
+        chosen.extend(int(x) for x in idx[a: a + take])
+        rem -= take
+    return chosen
+
+
 class PartitionState:
     def __init__(self, spec: PartitionSpec, index: int):
         self.spec = spec
@@ -46,6 +79,9 @@ class PartitionState:
         self.mem = spec.mem_per_node_mb
         self.speed = spec.speed
         self.select = "bestfit"  # or "consec" (select/cons_tres); set by the simulator
+        # node -> jobs whose epilog still runs there: its cores are free, the node is not
+        # (slurmctld's cg_node_bitmap)
+        self.completing: dict[int, int] = {}
         self.free_c = [self.cores] * self.n
         self.free_m = [self.mem] * self.n
         # numpy mirrors of free_c/free_m for the vectorised planner (lists are faster per node)
@@ -60,6 +96,7 @@ class PartitionState:
         self.p_node = np.zeros(cap, dtype=np.int64)
         self.p_c = np.zeros(cap, dtype=np.int64)
         self.p_m = np.zeros(cap, dtype=np.int64)
+        self.p_job = np.zeros(cap, dtype=np.int64)  # which job a piece belongs to
         self.p_active = np.zeros(cap, dtype=bool)
         self.p_hi = 0  # slots [0, p_hi) have been used at least once
         self.p_free: list[int] = []
@@ -81,11 +118,15 @@ class PartitionState:
 
     def find_nodes(self, nodes: int, cores: int, mem_mb: int,
                    allow: Callable[[int], bool] | None = None,
-                   blocked: list[int] | None = None) -> list[int] | None:
+                   blocked: list[int] | None = None, completing_ok: bool = False) -> list[int] | None:
         """Nodes for a job now, or None if too few hold it. ``select`` decides which: "consec"
-        is select/cons_tres's default, "bestfit" the nodes with the fewest free cores."""
+        is select/cons_tres's default, "bestfit" the nodes with the fewest free cores. Nodes
+        still completing a job (epilog) are left out unless ``completing_ok`` (backfill's
+        will-run test sees their cores as free)."""
         if nodes * cores > self.free_cores_total:
             return None
+        if self.completing and not completing_ok:
+            blocked = list(self.completing) + (blocked or [])
         if self.select == "consec":
             return self._find_consec(nodes, cores, mem_mb, allow, blocked)
         if blocked:
@@ -123,33 +164,7 @@ class PartitionState:
             idx = np.array([i for i in idx.tolist() if allow(i)], dtype=np.int64)
         if len(idx) < nodes:
             return None
-        if len(idx) == 1:
-            return [int(idx[0])]
-        cut = np.flatnonzero(np.diff(idx) != 1) + 1
-        starts = np.concatenate([[0], cut])
-        ends = np.concatenate([cut, [len(idx)]])
-        free = free_c[idx]
-        run_cpus = np.add.reduceat(free, starts)
-        run_n = ends - starts
-        alive = np.ones(len(starts), dtype=bool)
-        chosen: list[int] = []
-        rem = nodes
-        while rem > 0:
-            suff = alive & (run_cpus >= rem * cores) & (run_n >= rem)
-            if suff.any():
-                r = int(np.argmin(np.where(suff, run_cpus, np.iinfo(np.int64).max)))
-            else:
-                r = int(np.argmax(np.where(alive, run_cpus, -1)))
-            alive[r] = False
-            a, b = int(starts[r]), int(ends[r])
-            if rem == 1:
-                sub = free[a:b]
-                chosen.append(int(idx[a + int(np.argmin(sub))]))  # all hold the job: tightest
-                return chosen
-            take = min(rem, b - a)
-            chosen.extend(int(x) for x in idx[a: a + take])
-            rem -= take
-        return chosen
+        return consec_pick(idx, free_c[idx], nodes, cores)
 
     def max_free_cores(self) -> int:
         buckets = self.buckets
@@ -175,7 +190,7 @@ class PartitionState:
         return cnt_ge, np.maximum.accumulate(most[::-1])[::-1]
 
     # ---- allocation --------------------------------------------------------------------------
-    def allocate(self, nodes: list[int], cores: int, mem_mb: int, end_latest: float) -> list[int]:
+    def allocate(self, nodes: list[int], cores: int, mem_mb: int, end_latest: float, owner: int = 0) -> list[int]:
         free_c, free_m, buckets = self.free_c, self.free_m, self.buckets
         slots = []
         for node in nodes:
@@ -186,7 +201,9 @@ class PartitionState:
             free_m[node] -= mem_mb
             self.np_free_c[node] = before - cores
             self.np_free_m[node] = free_m[node]
-            slots.append(self._add_piece(end_latest, node, cores, mem_mb))
+            slot = self._add_piece(end_latest, node, cores, mem_mb)
+            self.p_job[slot] = owner
+            slots.append(slot)
         self.free_cores_total -= cores * len(nodes)
         return slots
 
@@ -211,6 +228,18 @@ class PartitionState:
             del self.piece_info[slot]
         self._change_log.extend(nodes)
 
+    def start_completing(self, nodes: list[int]) -> None:
+        for node in nodes:
+            self.completing[node] = self.completing.get(node, 0) + 1
+
+    def end_completing(self, nodes: list[int]) -> None:
+        for node in nodes:
+            left = self.completing[node] - 1
+            if left:
+                self.completing[node] = left
+            else:
+                del self.completing[node]
+
     def _add_piece(self, end: float, node: int, cores: int, mem_mb: int) -> int:
         if self.p_free:
             slot = self.p_free.pop()
@@ -232,7 +261,7 @@ class PartitionState:
 
     def _grow(self) -> None:
         cap = len(self.p_end) * 2
-        for attr in ("p_end", "p_node", "p_c", "p_m", "p_active"):
+        for attr in ("p_end", "p_node", "p_c", "p_m", "p_active", "p_job"):
             old = getattr(self, attr)
             new = np.zeros(cap, dtype=old.dtype)
             new[: len(old)] = old

@@ -49,6 +49,15 @@ class SimConfig:
     bf_max_job_test: int = 500  # bf_max_job_test: backfill looks at most this deep into the queue
     bf_resolution_s: float = 60.0  # bf_resolution: planned starts/ends are rounded down to this
     bf_window_s: float = 86400.0  # bf_window: no plans for starts later than this ahead
+    # How a blocked job's planned start is found. "slurm": as select/cons_tres's will-run test
+    # does it: running jobs are taken away in batches by end time (windows of 30 s, aligned to
+    # 30 s, then doubling), and the start is the last end of the batch after which the job fits;
+    # the plan is retried from the next instant a planned node comes free. "exact": the earliest
+    # instant at which enough nodes are free of running jobs and plans.
+    will_run: str = "slurm"
+    # Plan every tested job, as slurmctld does (and logs with DebugFlags=Backfill), instead of
+    # only those a later start depends on: slower, and it changes no start (for comparisons).
+    bf_plan_all: bool = False
     sched_interval_s: float = 60.0  # full main pass (sched_interval)
     default_queue_depth: int = 100  # jobs tested by an event-triggered main pass
     # Node choice: "consec" = select/cons_tres's default (runs of consecutive nodes, tightest run);
@@ -60,10 +69,23 @@ class SimConfig:
     # slurmctld's periodic timers (backfill, main pass, priority recalculation, time-limit check)
     # tick at timer_origin_s + k * interval: the daemon's boot time sets their phase.
     timer_origin_s: float = 0.0
+    # The real length of slurmctld's timer periods: its background loop sleeps 10 x 100 ms
+    # between ticks (a little over a second: the sleeps overshoot), so the loop's timers (main
+    # passes, time-limit checks) drift against the clock; the backfill thread sleeps bf_interval
+    # after a pass, which takes time too. None: the nominal 1 s and bf_interval.
+    loop_tick_s: float = 1.0
+    bf_tick_s: float | None = None
+    # The backfill thread as slurmctld runs it (_backfill_agent): after a pass it sleeps
+    # bf_interval, then runs a pass if anything changed in or after the second the last pass
+    # ended (_more_work), else looks again a second later: the passes' phase moves by a second
+    # after a quiet spell. False: passes on a fixed bf_interval grid, skipped when nothing changed
+    # (cheaper: no event every second).
+    bf_poll: bool = False
     bf_origin_s: float | None = None  # the backfill thread's own phase (None: timer_origin_s)
     prio_origin_s: float | None = None  # the priority recalculation's phase (None: timer_origin_s)
     time_limit_check_s: float = 30.0  # PERIODIC_TIMEOUT: how often slurmctld checks time limits
     over_time_limit_s: float = 0.0  # OverTimeLimit (in seconds here; minutes in slurm.conf)
+    kill_wait_s: float = 30.0  # KillWait: backfill's guess of when a job past its limit is gone
     priority_calc_period_s: float = 300.0  # PriorityCalcPeriod (multifactor only)
     weight_age: float = 1000.0  # PriorityWeightAge
     weight_size: float = 100.0  # PriorityWeightJobSize
@@ -82,6 +104,10 @@ class SimConfig:
     # Between the start slurmctld records and the job's program running (launch, prolog); the
     # local cluster's recorded runs show it is under a second.
     launch_delay_s: float = 0.0
+    # Between a job's recorded end and its nodes coming back: slurmd's epilog and its
+    # epilog-complete message, which also triggers a main pass. Until then the nodes are
+    # completing: nothing starts on them.
+    epilog_s: float = 0.0
     oom_time_fraction: float = 0.5  # an OOM kill happens at this fraction of the true run time
     # A job submitted without SimTruth runs for this fraction of its time limit and completes.
     untruthed_runtime_fraction: float = 0.5
@@ -118,6 +144,8 @@ class SimConfig:
                              "(make_simulator(priority='fairshare') is multifactor with fair-share)")
         if self.backfill not in ("slurm", "easy", "none"):
             raise ValueError(f"backfill must be 'slurm', 'easy' or 'none', got {self.backfill!r}")
+        if self.will_run not in ("slurm", "exact"):
+            raise ValueError(f"will_run must be 'slurm' or 'exact', got {self.will_run!r}")
         if self.node_select not in ("consec", "bestfit"):
             raise ValueError(f"node_select must be 'consec' or 'bestfit', got {self.node_select!r}")
         if self.bf_resolution_s <= 0 or self.bf_interval_s <= 0 or self.sched_interval_s <= 0:

@@ -28,7 +28,7 @@ from asad.slurm.sim.config import SimConfig
 from asad.slurm.sim.jobs import WAIT_BEGIN, WAIT_DEPENDENCY, WAIT_NEVER, SimJob
 from asad.slurm.sim.scheduler import Scheduler
 
-EV_END, EV_ELIGIBLE, EV_ARRIVAL, EV_GEN, EV_MAIN, EV_BF, EV_PRIO, EV_PASS, EV_LOOP_PASS = range(9)
+EV_END, EV_ELIGIBLE, EV_ARRIVAL, EV_GEN, EV_MAIN, EV_BF, EV_PRIO, EV_PASS, EV_LOOP_PASS, EV_RELEASE = range(10)
 NEVER = -1.0  # a dependency that can no longer be satisfied
 _DEP_KIND, _BARRIER_KIND = 0, 1
 _FAIL_SIGNAL = {JobState.TIMEOUT: 15, JobState.CANCELLED: 15, JobState.OUT_OF_MEMORY: 9}
@@ -67,6 +67,9 @@ class Simulator:
         self._armed = [False, False, False]  # main, backfill, priority ticks
         self._changes = 0
         self._bf_changes_seen = -1
+        self._last_change_t = -math.inf  # when something last changed (slurmctld's last_*_update)
+        self._last_bf_end = -math.inf  # when the last backfill pass ran (last_backfill_time)
+        self._bf_next: float | None = None  # bf_poll: the backfill thread's next look
         self.counters = {"events": 0, "submitted": 0, "background_submitted": 0, "started": 0,
                          "finished": 0, "backfill_skipped_unchanged": 0, "swf_skipped": 0}
         self.final_states: dict[str, int] = {}
@@ -151,6 +154,10 @@ class Simulator:
         self.counters["submitted"] += 1
         self._arrive(job, dep_targets)
         self._request_pass()
+        if self.config.batch_sched_delay_s is not None:
+            # the main pass it asked for may come after the next backfill tick: that tick must
+            # be on the heap (an immediate pass arms the timers itself if the job still waits)
+            self._arm_timers(self._now)
         return job.job_id
 
     def cancel(self, job_ids: list[int]) -> None:
@@ -362,7 +369,7 @@ class Simulator:
             return
         job.wait_reason = None
         self.sched.enqueue(job, self._now)
-        self._changes += 1
+        self._changed()
         self._pass_wanted = True
 
     def _on_target_event(self, target: SimJob) -> None:
@@ -401,8 +408,9 @@ class Simulator:
     def _start_job(self, job: SimJob, part: PartitionState, nodes: list[int]) -> None:
         now = self._now
         self.sched.dequeue(job)
+        # slurmctld's end_time (what its planners assume): start_time, a whole second, + limit
         job.slots = part.allocate(nodes, job.cpus_per_node, job.mem_per_node_mb,
-                                  now + job.time_limit_s)
+                                  math.floor(now) + job.time_limit_s, owner=job.job_id)
         job.alloc_nodes = nodes
         job.part = part
         job.state = JobState.RUNNING
@@ -411,7 +419,7 @@ class Simulator:
         if self.fairtree is not None:
             self.fairtree.job_started(job, job.cpus)
         self.counters["started"] += 1
-        self._changes += 1
+        self._changed()
         if job.job_id in self._watch:
             self._hit = True
         if job.dependents:
@@ -452,7 +460,7 @@ class Simulator:
         time is the end Slurm records."""
         cfg = self.config
         due = job.start_time + job.time_limit_s + cfg.over_time_limit_s
-        return _tick_at_or_after(due, cfg.time_limit_check_s, cfg.timer_origin_s)
+        return _tick_at_or_after(due, cfg.time_limit_check_s * cfg.loop_tick_s, cfg.timer_origin_s)
 
     def _plan_work(self, job: SimJob, work_start: float) -> None:
         """The job's real work begins: decide how and when it ends from its hidden truth."""
@@ -480,6 +488,12 @@ class Simulator:
     def _finish(self, job: SimJob, state: JobState, t: float) -> None:
         part = job.part
         part.release(job.alloc_nodes, job.cpus_per_node, job.mem_per_node_mb, job.slots)
+        epilog = self.config.epilog_s
+        if epilog > 0:
+            # completing: the cores are free, the nodes are not until the epilog is done (its
+            # completion message also runs a main pass)
+            part.start_completing(job.alloc_nodes)
+            self._push(t + epilog, EV_RELEASE, job, 0, (part, list(job.alloc_nodes)))
         job.slots = []
         self._busy_done[part.index] += job.cpus * (t - job.start_time)
         del self._running[job.job_id]
@@ -496,7 +510,7 @@ class Simulator:
         job.signal = _FAIL_SIGNAL.get(state)
         self.counters["finished"] += 1
         self.final_states[state.value] = self.final_states.get(state.value, 0) + 1
-        self._changes += 1
+        self._changed()
         self._pass_wanted = True
         if job.job_id in self._watch:
             self._hit = True
@@ -520,6 +534,11 @@ class Simulator:
             if kind == EV_END:
                 if obj.token == token and obj.state is JobState.RUNNING:
                     self._finish(obj, extra, t)
+            elif kind == EV_RELEASE:
+                part, nodes = extra
+                part.end_completing(nodes)
+                self._changed()
+                self._pass_wanted = True
             elif kind == EV_ARRIVAL:
                 self._background_arrival(extra)
             elif kind == EV_BF:
@@ -539,7 +558,7 @@ class Simulator:
                 if obj.state is JobState.PENDING and not obj.queued and obj.wait_reason != WAIT_NEVER:
                     obj.wait_reason = None
                     self.sched.enqueue(obj, t)
-                    self._changes += 1
+                    self._changed()
                     self._pass_wanted = True
             elif kind == EV_PRIO:
                 self._armed[2] = False
@@ -556,7 +575,7 @@ class Simulator:
             if self.fairtree is not None:
                 self.fairtree.run(now)  # the decay thread: usage, then Fair Tree, then priorities
             sched.recalc_priorities(now)
-            self._changes += 1  # new priorities: backfill must look again
+            self._changed()  # new priorities: backfill must look again
         if self._full_pass_wanted:
             self._full_pass_wanted = self._pass_wanted = False
             sched.main_pass(None)
@@ -565,7 +584,19 @@ class Simulator:
             sched.main_pass(self.config.default_queue_depth)
         if self._bf_wanted:
             self._bf_wanted = False
-            if self.config.backfill != "none":
+            cfg = self.config
+            if cfg.backfill != "none" and cfg.bf_poll:
+                # _more_work: an update in or after the second the last pass ended
+                if self._last_change_t > -math.inf and (self._last_bf_end == -math.inf or math.floor(
+                        self._last_change_t) >= math.floor(self._last_bf_end)):
+                    sched.backfill_pass(now)
+                    self._bf_changes_seen = self._changes
+                    self._last_bf_end = now
+                    self._bf_next = now + (cfg.bf_interval_s if cfg.bf_tick_s is None else cfg.bf_tick_s)
+                else:
+                    self.counters["backfill_skipped_unchanged"] += 1
+                    self._bf_next = now + 1.0
+            elif cfg.backfill != "none":
                 if self._changes == self._bf_changes_seen:
                     # Nothing started, ended or arrived since the last pass: it would find
                     # exactly the same answer, so keep its reservations.
@@ -573,6 +604,17 @@ class Simulator:
                 else:
                     sched.backfill_pass(now)
                     self._bf_changes_seen = self._changes
+        self._arm_timers(now)
+
+    def _changed(self) -> None:
+        self._changes += 1
+        self._last_change_t = self._now
+
+    def _arm_timers(self, now: float) -> None:
+        """Put slurmctld's periodic timers back on the event heap once there is work for them.
+        They are left off while nothing is eligible (a tick would find nothing to do), on the
+        same grid of ticks, so arming must follow every change that makes a job eligible."""
+        sched = self.sched
         cfg = self.config
         origin = cfg.timer_origin_s
         # The decay thread runs every PriorityCalcPeriod. Without fair-share it only matters to
@@ -584,14 +626,24 @@ class Simulator:
             self._armed[2] = True
             prio_origin = origin if cfg.prio_origin_s is None else cfg.prio_origin_s
             self._push(_next_tick(now, cfg.priority_calc_period_s, prio_origin), EV_PRIO, None, 0)
+        if cfg.bf_poll and not self._armed[1] and cfg.backfill != "none":
+            # the thread looks whether or not anything is eligible: its phase depends on it
+            self._armed[1] = True
+            t = self._bf_next
+            if t is None:
+                t = origin if cfg.bf_origin_s is None else cfg.bf_origin_s
+            if t <= now:
+                t += math.floor(now - t) + 1.0
+            self._push(t, EV_BF, None, 0)
         if sched.eligible_count:
             if not self._armed[0]:
                 self._armed[0] = True
-                self._push(_next_tick(now, cfg.sched_interval_s, origin), EV_MAIN, None, 0)
+                self._push(_next_tick(now, cfg.sched_interval_s * cfg.loop_tick_s, origin), EV_MAIN, None, 0)
             if not self._armed[1] and cfg.backfill != "none":
                 self._armed[1] = True
                 bf_origin = origin if cfg.bf_origin_s is None else cfg.bf_origin_s
-                self._push(_next_tick(now, cfg.bf_interval_s, bf_origin), EV_BF, None, 0)
+                bf_tick = cfg.bf_interval_s if cfg.bf_tick_s is None else cfg.bf_tick_s
+                self._push(_next_tick(now, bf_tick, bf_origin), EV_BF, None, 0)
 
     # ================================================================== background load =====
     def _generate(self, t: float) -> None:
@@ -614,7 +666,7 @@ class Simulator:
             job.assoc = self._bg_assoc[user] if user is not None else self.fairtree.assoc("bg", "bg")
         job.eligible_time = self._now
         self.sched.enqueue(job, self._now)
-        self._changes += 1
+        self._changed()
         self._request_pass()
 
     def _request_pass(self) -> None:
@@ -627,9 +679,10 @@ class Simulator:
         if self._loop_pass_armed:
             return
         origin = self.config.timer_origin_s
-        t = _next_tick(self._now, 1.0, origin)
+        tick = self.config.loop_tick_s
+        t = _next_tick(self._now, tick, origin)
         if self._last_loop_pass > -math.inf:
-            t = max(t, _tick_at_or_after(self._last_loop_pass + delay, 1.0, origin))
+            t = max(t, _tick_at_or_after(self._last_loop_pass + delay * tick, tick, origin))
         self._loop_pass_armed = True
         self._push(t, EV_LOOP_PASS, None, 0)
 
@@ -725,9 +778,12 @@ def _dep_status(dtype: DependencyType, target: SimJob, offset_s: float) -> float
 
 
 def _next_tick(now: float, interval: float, origin: float = 0.0) -> float:
-    """The first tick of the grid ``origin + k * interval`` strictly after ``now``."""
-    return origin + (math.floor((now - origin) / interval) + 1) * interval
+    """The first tick of the grid ``origin + k * interval`` strictly after ``now``. A tick
+    computed earlier from the same grid may sit a rounding error below its own ``k``: the
+    division is nudged so that such a tick counts as passed (else the same tick comes again)."""
+    t = origin + (math.floor((now - origin) / interval + 1e-9) + 1) * interval
+    return t if t > now else t + interval
 
 
 def _tick_at_or_after(t: float, interval: float, origin: float = 0.0) -> float:
-    return origin + math.ceil((t - origin) / interval) * interval
+    return origin + math.ceil((t - origin) / interval - 1e-9) * interval
