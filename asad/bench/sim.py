@@ -20,10 +20,10 @@ from asad.slurm.sim import make_simulator
 
 
 def run_once(preset: str, days: float, load: float, seed: int, priority: str, backfill: str,
-             per_day: bool = False) -> dict:
+             per_day: bool = False, will_run: str = "slurm") -> dict:
     wall0, cpu0 = time.perf_counter(), time.process_time()
     sim = make_simulator(preset, load=load, seed=seed, priority=priority, backfill=backfill,
-                         warmup_s=0.0)
+                         warmup_s=0.0, will_run=will_run)
     days_log = []
     end = sim.now() + days * 86400
     if per_day:  # the same run, paused once a simulated day to read the clocks
@@ -44,6 +44,7 @@ def run_once(preset: str, days: float, load: float, seed: int, priority: str, ba
     jobs = int(stats["jobs_submitted"])
     return {
         "preset": preset, "load": load, "seed": seed, "priority": priority, "backfill": backfill,
+        "will_run": will_run,
         "sim_days": days, "jobs": jobs, "jobs_started": stats["jobs_started"],
         "events": stats["events"], "main_passes": stats["main_passes"],
         "backfill_passes": stats["backfill_passes"],
@@ -70,7 +71,7 @@ def growth_exponent(jobs: list[int], seconds: list[float]) -> float:
 def main(args: argparse.Namespace) -> int:
     sizes = [args.days / 4, args.days / 2, args.days] if args.scaling else [args.days]
     runs = [run_once(args.preset, d, args.load, args.seed, args.priority, args.backfill,
-                     per_day=args.per_day and d == sizes[-1]) for d in sizes]
+                     per_day=args.per_day and d == sizes[-1], will_run=args.will_run) for d in sizes]
     result = dict(runs[-1])
     if args.scaling:
         jobs = [r["jobs"] for r in runs]
@@ -94,6 +95,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--priority", choices=["fifo", "multifactor", "fairshare"], default="fifo")
     parser.add_argument("--backfill", choices=["slurm", "easy", "none"], default="slurm")
+    parser.add_argument("--will-run", choices=["slurm", "exact"], default="slurm",
+                        help="how the Slurm backfill finds a planned start (docs/simulator.md)")
     parser.add_argument("--scaling", action="store_true",
                         help="also run a quarter and half of the days; report the growth exponent")
     parser.add_argument("--per-day", action="store_true",

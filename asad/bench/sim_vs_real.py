@@ -5,6 +5,8 @@ Record (needs root and the Debian Slurm packages; takes ~20 minutes, one scenari
 
     export ASAD_CLUSTER_DIR=/tmp/asad-cluster-simsched ASAD_CLUSTER_PORT_BASE=16900
     asad bench sim-vs-real --record            # all scenarios; or --record --scenario NAME
+    asad bench sim-vs-real --record --run 2    # again, as NAME.run2.json: Slurm's noise floor
+    asad bench sim-vs-real --record --run 3 --debug-flags Backfill   # slurmctld logs every plan
 
 Recording brings up ``slurm-scripts/local-cluster.sh up --accounting --nodes 5 --cpus 16
 --mem 24000`` (``--priority`` as the scenario needs), restarts slurmctld right before each
@@ -14,9 +16,10 @@ the requests, Slurm's configuration (``scontrol show config``) and what Slurm re
 
 Replay (seconds, no cluster)::
 
-    asad bench sim-vs-real                     # every recorded scenario: tau, same position, start diffs
+    asad bench sim-vs-real                     # every recorded run: tau, same position, start diffs
+    asad bench sim-vs-real --ablation          # the same with each part of the model switched back
 
-The replay submits each job at its real submit time into a simulator whose clock is the real epoch
+The replay submits each job at its real submit instant into a simulator whose clock is the real epoch
 clock, so that the periodic timers (backfill, main pass, priority recalculation, time-limit check)
 have the phase they had in slurmctld.
 """
@@ -26,281 +29,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import random
-import subprocess
 import sys
-import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from asad.bench.sim_vs_real_record import record, scenarios
 from asad.slurm.backend import Dependency, DependencyType, JobRequest, SimTruth
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "sim_vs_real"
-CLUSTER = dict(nodes=5, cpus=16, mem_mb=24000)
 TARGET_TAU = 0.95
 TARGET_MEDIAN_S = 2.0
-
-
-# ====================================================================== scenarios ============
-@dataclass(frozen=True)
-class ScenarioJob:
-    label: str
-    submit_s: float  # offset from the scenario's start
-    nodes: int
-    cpus_per_node: int  # one task per node with this many CPUs
-    mem_mb: int  # per node
-    limit_s: int  # a whole number of minutes (Slurm's unit)
-    runtime_s: int
-    exit_code: int = 0  # non-zero: the job fails after runtime_s
-    oom_after_s: int | None = None  # allocates more than mem_mb after this many seconds
-    dep_type: str | None = None  # afterok / afterany / afternotok
-    dep_on: tuple[str, ...] = ()
-
-    def command(self) -> str:
-        if self.oom_after_s is not None:
-            grab = self.mem_mb * 2
-            return (f"python3 -c \"import time; time.sleep({self.oom_after_s}); "
-                    f"b = b'x' * ({grab} << 20); time.sleep({self.runtime_s})\"")
-        if self.exit_code:
-            return f"sleep {self.runtime_s}; exit {self.exit_code}"
-        return f"sleep {self.runtime_s}"
-
-
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    priority: str  # basic | multifactor
-    jobs: tuple[ScenarioJob, ...]
-    # slurm.conf lines that replace local-cluster.sh's (multifactor weights)
-    conf: dict[str, str] = field(default_factory=dict)
-    about: str = ""
-
-
-def _mixed_jobs(rng: random.Random, n: int, prefix: str, t_from: float, t_to: float,
-                long_limits: bool = True) -> list[ScenarioJob]:
-    """Jobs of mixed shapes: small single-node ones, whole nodes and multi-node ones."""
-    jobs = []
-    for i in range(n):
-        kind = rng.random()
-        if kind < 0.5:
-            nodes, cpn = 1, rng.choice([1, 2, 4, 6, 8])
-        elif kind < 0.75:
-            nodes, cpn = 1, rng.choice([12, 16])
-        else:
-            nodes, cpn = rng.choice([2, 3, 5]), rng.choice([2, 8, 16])
-        runtime = rng.randint(8, 70)
-        # limits well above the run time for some jobs: what makes backfill order interesting
-        minutes = max(1, -(-runtime // 60)) + (rng.choice([0, 0, 1, 3, 9]) if long_limits else 0)
-        submit = round(rng.uniform(t_from, t_to), 1)
-        jobs.append(ScenarioJob(f"{prefix}{i:02d}", submit, nodes, cpn, 1000 * min(cpn, 8), minutes * 60, runtime))
-    return sorted(jobs, key=lambda j: (j.submit_s, j.label))
-
-
-def scenarios() -> dict[str, Scenario]:
-    out: dict[str, Scenario] = {}
-    rng = random.Random(11)
-    jobs = _mixed_jobs(rng, 60, "c", 0, 90)
-    out["contention-fifo"] = Scenario(
-        "contention-fifo", "basic", tuple(jobs),
-        about="60 jobs of mixed shapes within 90 s on 5 x 16 cores: FIFO with backfill")
-
-    rng = random.Random(23)
-    jobs = _mixed_jobs(rng, 30, "b", 0, 40)
-    chain: list[ScenarioJob] = []
-    for k in range(6):
-        t = 5.0 + 6 * k
-        ok = k % 2 == 0
-        head = ScenarioJob(f"h{k}", t, 1, rng.choice([4, 8, 16]), 2000, 120, rng.randint(10, 40),
-                           exit_code=0 if ok else 1)
-        chain.append(head)
-        chain.append(ScenarioJob(f"ok{k}", t + 0.5, 1, rng.choice([2, 8]), 2000, 120, rng.randint(10, 30),
-                                 dep_type="afterok", dep_on=(head.label,)))
-        chain.append(ScenarioJob(f"any{k}", t + 1.0, rng.choice([1, 2]), 8, 2000, 180, rng.randint(10, 30),
-                                 dep_type="afterany", dep_on=(head.label,)))
-        chain.append(ScenarioJob(f"notok{k}", t + 1.5, 1, 4, 2000, 60, rng.randint(5, 20),
-                                 dep_type="afternotok", dep_on=(head.label,)))
-    out["deps-fifo"] = Scenario(
-        "deps-fifo", "basic", tuple(sorted(jobs + chain, key=lambda j: (j.submit_s, j.label))),
-        about="30 contention jobs and 6 heads (half failing) with afterok/afterany/afternotok dependants")
-
-    rng = random.Random(37)
-    jobs = _mixed_jobs(rng, 40, "t", 0, 60)
-    extra = []
-    for k in range(8):  # run past their 1-minute limit
-        extra.append(ScenarioJob(f"to{k}", round(3 + 7 * k + rng.random(), 1), 1, rng.choice([2, 4, 16]), 1000,
-                                 60, 200))
-    for k in range(6):  # exceed --mem after 10-25 s
-        extra.append(ScenarioJob(f"oom{k}", round(4 + 9 * k + rng.random(), 1), 1, rng.choice([2, 4]), 500,
-                                 120, 60, oom_after_s=rng.randint(10, 25)))
-    for k in range(4):  # dependants of timeouts and OOM kills
-        extra.append(ScenarioJob(f"after{k}", round(5 + 9 * k, 1), 1, 8, 2000, 120, 20,
-                                 dep_type=("afterany", "afternotok")[k % 2],
-                                 dep_on=((f"to{k}",) if k < 2 else (f"oom{k}",))))
-    out["timeouts-oom"] = Scenario(
-        "timeouts-oom", "basic", tuple(sorted(jobs + extra, key=lambda j: (j.submit_s, j.label))),
-        about="40 contention jobs, 8 jobs past their time limit, 6 OOM kills, 4 dependants of them")
-
-    rng = random.Random(53)
-    jobs = _mixed_jobs(rng, 50, "m", 0, 120)
-    deps = []
-    for k in range(5):
-        t = 10.0 + 20 * k
-        head = ScenarioJob(f"mh{k}", t, 1, 8, 2000, 120, rng.randint(10, 30), exit_code=k % 2)
-        deps += [head,
-                 ScenarioJob(f"mok{k}", t + 0.5, 2, 8, 2000, 120, rng.randint(10, 30), dep_type="afterok",
-                             dep_on=(head.label,)),
-                 ScenarioJob(f"many{k}", t + 1.0, 1, 16, 2000, 120, rng.randint(10, 30), dep_type="afterany",
-                             dep_on=(head.label,))]
-    out["multifactor"] = Scenario(
-        "multifactor", "multifactor", tuple(sorted(jobs + deps, key=lambda j: (j.submit_s, j.label))),
-        conf={"PriorityWeightAge": "1000", "PriorityWeightJobSize": "1000", "PriorityWeightFairshare": "0",
-              "PriorityMaxAge": "00:10:00", "PriorityCalcPeriod": "1"},
-        about="50 contention jobs and 5 afterok/afterany chains; multifactor age 1000 (max age 10 min), "
-              "job size 1000, priorities recalculated every minute")
-    return out
-
-
-# ====================================================================== recording =============
-def _run(cmd: list[str], env: dict[str, str] | None = None, check: bool = True) -> str:
-    res = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if check and res.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed: {res.stderr.strip() or res.stdout.strip()}")
-    return res.stdout
-
-
-def _show_config(env: dict[str, str]) -> dict[str, str]:
-    conf = {}
-    for line in _run(["scontrol", "show", "config"], env).splitlines():
-        if " = " in line:
-            k, v = line.split(" = ", 1)
-            conf[k.strip()] = v.strip()
-    return conf
-
-
-def _restart_controller(script: Path, conf_path: Path, overrides: dict[str, str | None],
-                        env: dict[str, str]) -> None:
-    """Stop slurmctld, apply the scenario's slurm.conf lines, start it again (its timers then start
-    at a boot time we know)."""
-    _run([str(script), "stop-controller"], env)
-    lines = conf_path.read_text().splitlines()
-    keys = {k.lower() for k in overrides}
-    kept = [ln for ln in lines if ln.split("=", 1)[0].strip().lower() not in keys]
-    kept += [f"{k}={v}" for k, v in overrides.items() if v is not None]
-    conf_path.write_text("\n".join(kept) + "\n")
-    _run(["slurmctld", "-f", str(conf_path)], env)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if subprocess.run(["scontrol", "ping"], capture_output=True, text=True, env=env).stdout.count("UP"):
-            out = _run(["sinfo", "-h", "-N", "-o", "%t"], env, check=False).split()
-            if out and all(s.startswith("idle") for s in out):
-                return
-        time.sleep(0.5)
-    raise RuntimeError("slurmctld did not come back with idle nodes within 60 s")
-
-
-def record(scenario: Scenario, script: Path, debug_flags: str | None = None) -> dict:
-    from asad.slurm.cli import SlurmCLI
-
-    cluster_dir = Path(os.environ.get("ASAD_CLUSTER_DIR", "/tmp/asad-cluster"))
-    env = dict(os.environ)
-    up = [str(script), "up", "--accounting", "--nodes", str(CLUSTER["nodes"]), "--cpus", str(CLUSTER["cpus"]),
-          "--mem", str(CLUSTER["mem_mb"]), "--priority", scenario.priority]
-    res = subprocess.run(up, capture_output=True, text=True, env=env)
-    if res.returncode != 0 and "different settings" in res.stderr:
-        _run([str(script), "down"], env)  # the other priority plugin: a fresh cluster
-        _run(up, env)
-    elif res.returncode != 0:
-        raise RuntimeError(f"local-cluster.sh up failed: {res.stderr.strip()}")
-    conf_path = cluster_dir / "slurm.conf"
-    env["SLURM_CONF"] = str(conf_path)
-    conf = dict(scenario.conf)
-    # DebugFlags=Backfill logs every planned start ("to start at ... on nodes ..."): the ground
-    # truth for the simulator's plans. Logging costs slurmctld little; the run stays comparable.
-    conf["DebugFlags"] = debug_flags  # None: whatever an earlier recording set is taken out
-    _restart_controller(script, conf_path, conf, env)
-    backend = SlurmCLI(slurm_conf=str(conf_path))
-    tag = f"svr-{scenario.name}-{int(time.time())}"
-    ids: dict[str, int] = {}
-    t0 = time.time()
-    for job in scenario.jobs:
-        delay = t0 + job.submit_s - time.time()
-        if delay > 0:
-            time.sleep(delay)
-        dep = None
-        if job.dep_type:
-            dep = Dependency(DependencyType(job.dep_type), tuple(ids[d] for d in job.dep_on))
-        ids[job.label] = backend.submit(JobRequest(
-            name=f"{tag}-{job.label}", comment=tag, command=job.command(), partition="main",
-            nodes=job.nodes, ntasks=job.nodes, cpus_per_task=job.cpus_per_node, mem_mb=job.mem_mb,
-            time_limit_s=job.limit_s, output="/dev/null", dependency=dep))
-    return collect(scenario, backend, ids, t0, env, conf_path)
-
-
-def _settled(st) -> bool:  # noqa: ANN001
-    """Ended, or pending on a dependency that can never be satisfied (Slurm 22.05 keeps such a
-    job pending for ever unless kill_invalid_depend is set)."""
-    return st.state.is_final or (st.state.value == "PENDING" and st.reason == "DependencyNeverSatisfied")
-
-
-def collect(scenario: Scenario, backend, ids: dict[str, int], t0: float, env: dict[str, str],  # noqa: ANN001
-            conf_path: Path) -> dict:
-    """Follow the scenario's jobs until all have settled, then read what Slurm recorded."""
-    statuses = {}
-    deadline = time.time() + 1800
-    while time.time() < deadline:
-        time.sleep(3)
-        statuses = backend.poll(list(ids.values()))
-        if all(j in statuses and _settled(statuses[j]) for j in ids.values()):
-            break
-    else:
-        raise RuntimeError(f"scenario {scenario.name} did not finish within 30 minutes")
-    never = [j for j in ids.values() if not statuses[j].state.is_final]
-    if never:
-        backend.cancel(never)
-    config = _show_config(env)
-    jobs_out = []
-    for job in scenario.jobs:
-        st = statuses[ids[job.label]]
-        jobs_out.append({**asdict(job), "job_id": ids[job.label], "state": st.state.value,
-                         "submit": st.submit_time, "eligible": st.eligible_time, "start": st.start_time,
-                         "end": st.end_time, "exit_code": st.exit_code, "nodelist": st.nodelist})
-    keep = ("BOOT_TIME", "SchedulerParameters", "PriorityType", "PriorityWeightAge", "PriorityWeightJobSize",
-            "PriorityWeightFairshare", "PriorityMaxAge", "PriorityCalcPeriod", "PriorityFlags",
-            "PriorityFavorSmall", "OverTimeLimit", "KillWait", "SLURM_VERSION", "SchedulerType", "SelectType",
-            "SelectTypeParameters", "PriorityDecayHalfLife", "DebugFlags")
-    log = Path(str(conf_path)).parent / "log" / "slurmctld.log"
-    return {"scenario": scenario.name, "about": scenario.about, "priority": scenario.priority,
-            "cluster": CLUSTER, "t0": t0, "timers": timer_phases(log, t0),
-            "slurm_config": {k: config.get(k) for k in keep}, "jobs": jobs_out}
-
-
-def timer_phases(log: Path, t0: float) -> dict[str, float]:
-    """When slurmctld's timers started, from its log (the last start before ``t0``): the daemon
-    itself (priority recalculation), its background loop (main passes, time-limit checks: the
-    "mcs:" line is logged as that thread starts) and the backfill thread (the first backfill
-    pass comes one second after "Running as primary controller"; see docs/simulator.md)."""
-    from datetime import datetime, timezone
-
-    def stamp(line: str) -> float:
-        return datetime.fromisoformat(line[1:24]).replace(tzinfo=timezone.utc).timestamp()
-
-    marks: dict[str, float] = {}
-    for line in log.read_text(errors="replace").splitlines():
-        if not line.startswith("[20"):
-            continue
-        t = stamp(line)
-        if t > t0:
-            break
-        if "slurmctld version" in line and " started" in line:
-            marks = {"daemon_start": t}
-        elif "Running as primary controller" in line:
-            marks["primary"] = t
-        elif "mcs: MCSParameters" in line and "loop_start" not in marks:
-            marks["loop_start"] = t
-    if "primary" in marks:
-        marks["backfill_start"] = marks["primary"] + 1.0
-    return marks
 
 
 # ====================================================================== replay ================

@@ -7,14 +7,16 @@ What it does, as Slurm does it:
 - A job starts now if it fits on nodes that no earlier job of this pass has reserved over
   [now, now + time limit] (a reservation blocks a whole node: Slurm's backfill map is a node
   bitmap per time slice; the reserved job's spare cores are not lent out).
-- A job that cannot start now gets a planned start: the earliest time at which enough nodes have
-  its cores and memory free, assuming every running job runs to its time limit (select/cons_tres
-  in will-run mode), on nodes not reserved for a higher job over [start, start + limit]. Its
+- A job that cannot start now gets a planned start, found as ``_attempt_backfill``'s TRY_LATER
+  loop and cons_tres's will-run test find it (``_planned_start_slurm``, ``_will_run``): running
+  jobs (each to its time limit) are taken away in batches of end times, and the start is the end
+  of the batch after which the job fits, on nodes no higher plan holds while it would run; its
   nodes are reserved for [start, start + limit], both rounded down to ``bf_resolution``, unless
   the start lies beyond ``bf_window``. Every later (lower-priority) job then works around all of
-  these plans: nothing is started that would delay any of them.
-- The nodes a plan takes are chosen like cons_tres's default node selection: the smallest run of
-  consecutive usable nodes that is big enough, from its first node.
+  these plans: nothing is started that would delay any of them. (``will_run="exact"``: the
+  earliest instant instead, ``_planned_start``.)
+- The nodes are chosen like cons_tres's default node selection (``consec_pick``).
+- A job whose nodes are still completing (epilog) is planned a second later instead of started.
 
 Not modelled: ``bf_continue`` and lock yielding (a simulated pass takes no time), per-user and
 per-partition limits (``bf_max_job_user`` ...), licenses, advance reservations, features,
