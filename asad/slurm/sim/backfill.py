@@ -344,13 +344,13 @@ def _try_start_now(sched: Scheduler, job: SimJob, plans: list[_PartPlan],
     return False
 
 
-def _planned_start(plan: _PartPlan, job: SimJob, now: float,
-                   horizon: float) -> tuple[float, list[int]] | None:
-    """Earliest start of ``job`` on ``plan``'s partition, and the nodes it would take; None if
-    it never fits or only after ``horizon`` (the end of bf_window)."""
-    part = plan.part
+def _fit_times(plan: _PartPlan, job: SimJob, now: float,
+               horizon: float) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """Per node, when the job's shape fits it (running jobs to their limits), those times
+    sorted, and the earliest instant enough nodes fit; None (and the shape remembered as
+    getting no plan) if that is never or beyond ``horizon``."""
     k, cpn, mem, limit = job.nodes, job.cpus_per_node, job.mem_per_node_mb, job.time_limit_s
-    if not part.fits_empty(k, cpn, mem):
+    if not plan.part.fits_empty(k, cpn, mem):
         return None
     for fk, fc, fm, fl in plan.no_plan:
         if k >= fk and cpn >= fc and mem >= fm and limit >= fl:
@@ -362,6 +362,18 @@ def _planned_start(plan: _PartPlan, job: SimJob, now: float,
         if len(plan.no_plan) < 64:
             plan.no_plan.append((k, cpn, mem, limit))
         return None
+    return times, sorted_fit, t_min
+
+
+def _planned_start(plan: _PartPlan, job: SimJob, now: float,
+                   horizon: float) -> tuple[float, list[int]] | None:
+    """Earliest start of ``job`` on ``plan``'s partition, and the nodes it would take; None if
+    it never fits or only after ``horizon`` (the end of bf_window)."""
+    got = _fit_times(plan, job, now, horizon)
+    if got is None:
+        return None
+    times, sorted_fit, t_min = got
+    k, cpn, mem, limit = job.nodes, job.cpus_per_node, job.mem_per_node_mb, job.time_limit_s
     ok = times <= t_min
     if not plan.iv_node:
         return t_min, _choose(ok, k)
@@ -446,19 +458,12 @@ def _planned_start_slurm(plan: _PartPlan, job: SimJob, now: float, horizon: floa
     [start_res, start_res + limit]; the will-run test on them gives a start; if that is after the
     next instant a planned node comes free (``later_start``), or the chosen nodes meet a plan
     before the job would end, try again from that instant."""
+    got = _fit_times(plan, job, now, horizon)
+    if got is None:
+        return None
+    times = got[0]
     part = plan.part
     k, cpn, mem, limit = job.nodes, job.cpus_per_node, job.mem_per_node_mb, job.time_limit_s
-    if not part.fits_empty(k, cpn, mem):
-        return None
-    for fk, fc, fm, fl in plan.no_plan:
-        if k >= fk and cpn >= fc and mem >= fm and limit >= fl:
-            return None
-    times = plan.node_times(cpn, mem, now)
-    sorted_fit = plan.sorted_times(cpn, mem, now)
-    if max(now, float(sorted_fit[k - 1])) > horizon:  # also when fewer than k nodes ever fit
-        if len(plan.no_plan) < 64:
-            plan.no_plan.append((k, cpn, mem, limit))
-        return None
     iv_node, iv_b, iv_e = plan.arrays()
     span_node, span_b, span_e, bounds = plan.free_instants()
     start_res = now
