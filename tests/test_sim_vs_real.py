@@ -85,3 +85,11 @@ def test_kendall_tau():
     assert kendall_tau([1, 2, 3, 4], [1, 2, 3, 4]) == 1.0
     assert kendall_tau([1, 2, 3, 4], [4, 3, 2, 1]) == -1.0
     assert kendall_tau([1, 2, 3], [1, 3, 2]) == pytest.approx(1 / 3)
+
+
+def test_planning_every_tested_job_changes_no_start():
+    # bf_plan_all plans what slurmctld plans (and logs with DebugFlags=Backfill); the default plans
+    # only what a later start depends on. The starts must be the same.
+    rec = RECORDINGS.get("contention-fifo.run3") or next(iter(RECORDINGS.values()))
+    lazy, eager = replay(rec), replay(rec, bf_plan_all=True)
+    assert {k: v["start"] for k, v in lazy.items()} == {k: v["start"] for k, v in eager.items()}
