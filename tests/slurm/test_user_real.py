@@ -73,8 +73,12 @@ def test_ctrl_c_on_run_cancels_its_slurm_jobs(cluster, tmp_path):
     wf.write_text("name: long\nstrategy: chain\ndefaults: {time: 5m, mem: 100M, cpus: 1}\nstages:\n"
                   "  - {name: a, run: 'sleep 300'}\n  - {name: b, run: 'sleep 300'}\n")
     env = user_env(cluster, tmp_path / "state")
+    # Ctrl-C reaches a foreground process whose SIGINT is not ignored. A suite started as a
+    # background job (`cmd &` in a script) inherits SIGINT ignored, and Python then keeps it
+    # ignored: give the child the terminal's default back.
     proc = subprocess.Popen([sys.executable, "-m", "asad", "run", str(wf), "--backend", "slurm"], env=env,
-                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         job_ids: list[int] = []
