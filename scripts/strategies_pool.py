@@ -2,9 +2,10 @@
 """Pool several `asad bench strategies --out DIR` runs over disjoint seeds and print issue 11's
 targets over all their measured seeds, with how far the seeds alone move them.
 
-    scripts/strategies_pool.py [--priority multifactor] [--default auto] DIR [DIR ...]
+    scripts/strategies_pool.py [--priority multifactor] [--default auto] [--variants A,B] DIR [DIR ...]
 
-Only the variants every run has are compared (the best cheap variant is chosen among them). Beside
+Only the variants every run has (and, with --variants, only those) are compared: the best cheap
+variant is chosen among them, so runs with different variant lists compare like with like. Beside
 each target: a 90% bootstrap interval over the measured seeds (seeds resampled with replacement,
 the bench's own per-seed targets recomputed), which says what a run of this many seeds can resolve.
 """
@@ -22,10 +23,12 @@ from asad.bench.strategies import cell_means, targets
 KEYS = ("makespan_vs_best_cheap", "core_hours_vs_per_stage", "hidden_interstage_wait")
 
 
-def load(dirs: list[Path], priority: str) -> list[dict]:
+def load(dirs: list[Path], priority: str, only: set[str] | None = None) -> list[dict]:
     runs = [[r for r in json.loads((d / "strategies.json").read_text())["rows"]
              if r["priority"] == priority and r["measured"] and r["state"] == "COMPLETED"] for d in dirs]
     common = set.intersection(*({r["variant"] for r in rows} for rows in runs))
+    if only is not None:
+        common &= only
     return [r for rows in runs for r in rows if r["variant"] in common]
 
 
@@ -34,9 +37,12 @@ def main() -> None:
     parser.add_argument("dirs", nargs="+", type=Path)
     parser.add_argument("--priority", default="multifactor")
     parser.add_argument("--default", default="auto", help="the variant judged")
+    parser.add_argument("--variants", default="", help="compare only these (comma-separated)")
     parser.add_argument("--resamples", type=int, default=2000)
     args = parser.parse_args()
-    rows = load(args.dirs, args.priority)
+    rows = load(args.dirs, args.priority, set(args.variants.split(",")) if args.variants else None)
+    if not rows:
+        raise SystemExit(f"no measured rows for priority {args.priority!r} and those variants")
     seeds = sorted({r["seed"] for r in rows})
 
     def judged(sample: list[int]) -> dict:
