@@ -72,3 +72,9 @@ def test_pooling_runs_judges_the_default_over_all_their_seeds(tmp_path):
     assert "over 3 measured seeds (1..3); variants compared: auto, chain, per-stage" in out  # only what all have
     assert "makespan_vs_best_cheap     0.922" in out  # mean of 820, 830, 840 over chain's 900
     assert "core_hours_vs_per_stage    0.030" in out and "hidden_interstage_wait     0.500" in out
+    # --variants narrows the comparison: without chain the best cheap variant is per-stage's 1000
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "strategies_pool.py"), str(tmp_path / "a"),
+                          "--variants", "per-stage,auto", "--resamples", "50"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "over 2 measured seeds (1..2); variants compared: auto, per-stage" in out
+    assert "makespan_vs_best_cheap     0.825" in out  # mean of 820, 830 over per-stage's 1000
