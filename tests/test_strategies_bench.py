@@ -78,3 +78,19 @@ def test_pooling_runs_judges_the_default_over_all_their_seeds(tmp_path):
                          capture_output=True, text=True, check=True).stdout
     assert "over 2 measured seeds (1..2); variants compared: auto, per-stage" in out
     assert "makespan_vs_best_cheap     0.825" in out  # mean of 820, 830 over per-stage's 1000
+
+
+def test_result_row_counts_only_the_waits_of_stages_that_follow_another():
+    from asad.bench.strategies import EXAMPLES, result_row
+    from asad.spec import load_workflow
+
+    spec = load_workflow(EXAMPLES / "montage.yaml")
+    first, second = spec.stages[0].name, next(st.name for st in spec.stages if spec.predecessors(st.name))
+    stages = [{"name": first, "wait_s": 100.0, "perceived_wait_s": 100.0, "attempts": 1},
+              {"name": second, "wait_s": 40.0, "perceived_wait_s": 30.0, "attempts": 3}]
+    s = {"state": "COMPLETED", "makespan_s": 500.0, "total_wait_s": 130.0, "queue_wait_s": 140.0,
+         "core_hours": 2.0, "overhead_core_hours": 0.1, "hit_ratio": None, "jobs": 4, "stages": stages}
+    row = result_row(s, spec, seed=7, variant="auto")
+    assert row["seed"] == 7 and row["variant"] == "auto" and row["makespan_s"] == 500.0
+    assert row["interstage_wait_s"] == 30.0  # the first stage's wait cannot be hidden
+    assert row["real_wait_s"] == 70.0 and row["resubmissions"] == 2

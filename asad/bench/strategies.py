@@ -141,24 +141,29 @@ def _series(task: dict) -> list[dict]:
                         settings.idle_price = price if price is not None else task["idle_price"]
                     (s,) = run_in_process(stores[variant], sim, [spec], settings=settings, strategy=strategy,
                                           mode=mode)
-                    waits = [st["wait_s"] for st in s["stages"] if st["wait_s"] is not None]
-                    rows.append({
-                        "preset": preset, "priority": priority, "seed": task["first_seed"] + seed,
-                        "measured": seed >= task["train"],
-                        "workflow": wf_name, "cores": cores, "variant": variant, "state": s["state"],
-                        "makespan_s": s["makespan_s"], "total_wait_s": s["total_wait_s"],
-                        # perceived waits of stages that follow another: what overlapping can hide
-                        "interstage_wait_s": sum(st["perceived_wait_s"] or 0.0 for st in s["stages"]
-                                                 if spec.predecessors(st["name"])),
-                        "queue_wait_s": s["queue_wait_s"], "real_wait_s": float(np.mean(waits)) if waits else 0.0,
-                        "core_hours": s["core_hours"], "overhead_core_hours": s["overhead_core_hours"],
-                        "hit_ratio": s["hit_ratio"], "jobs": s["jobs"],
-                        "resubmissions": sum(max(0, st["attempts"] - 1) for st in s["stages"]),
-                    })
+                    rows.append(result_row(s, spec, preset=preset, priority=priority,
+                                           seed=task["first_seed"] + seed, measured=seed >= task["train"],
+                                           workflow=wf_name, cores=cores, variant=variant))
         print(f"  {preset}/{priority} seed {seed}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
     for st in stores.values():
         st.close()
     return rows
+
+
+def result_row(s: dict, spec: WorkflowSpec, **cell: object) -> dict:
+    """One run's row: ``cell`` (preset, priority, seed, measured, workflow, cores, variant) and
+    what the workflow's summary ``s`` says."""
+    waits = [st["wait_s"] for st in s["stages"] if st["wait_s"] is not None]
+    return {
+        **cell, "state": s["state"], "makespan_s": s["makespan_s"], "total_wait_s": s["total_wait_s"],
+        # perceived waits of stages that follow another: what overlapping can hide
+        "interstage_wait_s": sum(st["perceived_wait_s"] or 0.0 for st in s["stages"]
+                                 if spec.predecessors(st["name"])),
+        "queue_wait_s": s["queue_wait_s"], "real_wait_s": float(np.mean(waits)) if waits else 0.0,
+        "core_hours": s["core_hours"], "overhead_core_hours": s["overhead_core_hours"],
+        "hit_ratio": s["hit_ratio"], "jobs": s["jobs"],
+        "resubmissions": sum(max(0, st["attempts"] - 1) for st in s["stages"]),
+    }
 
 
 def aggregate(rows: list[dict]) -> dict:
