@@ -10,6 +10,7 @@ import random
 import secrets
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from sqlalchemy import create_engine, event, inspect, make_url, select
@@ -77,9 +78,11 @@ def make_engine(url: str) -> Engine:
         @event.listens_for(engine, "connect")
         def _pragmas(dbapi_conn, _record):  # noqa: ANN001
             cur = dbapi_conn.cursor()
-            if path is not None:
-                cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA busy_timeout=10000")
+            if path is not None:
+                # Turning a fresh file to WAL needs its exclusive lock, and SQLite reports "locked"
+                # at once (no busy wait) when another process is doing the same: try again.
+                _retrying_creation_race(lambda: cur.execute("PRAGMA journal_mode=WAL"))
             cur.execute("PRAGMA foreign_keys=ON")
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.close()
@@ -114,7 +117,9 @@ def open_database(url: str, *, create: bool = True) -> tuple[Engine, sessionmake
             from asad.store.migrations import migrate
 
             migrate(engine, version)
-        Base.metadata.create_all(engine)  # tables added by this version but unused by migrations
+        # tables added by this version but unused by migrations; on a fresh store, another process
+        # that wrote the meta rows first may still be creating tables
+        _retrying_creation_race(lambda: Base.metadata.create_all(engine))
     except StoreError:
         raise
     except (DatabaseError, OperationalError) as exc:
@@ -153,6 +158,20 @@ def _create_or_read_meta(engine: Engine, factory: sessionmaker[Session], url: st
             time.sleep(random.uniform(0.01, 0.05))
         with engine.connect() as conn:
             tables = set(inspect(conn).get_table_names())
+
+
+def _retrying_creation_race(step: Callable[[], object], timeout_s: float = 30.0) -> None:
+    """Run ``step``; while it fails because another process is creating the same store (a table
+    that now exists, a lock held for that), run it again, for up to ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            step()
+            return
+        except (IntegrityError, OperationalError, sqlite3.OperationalError) as exc:
+            if time.monotonic() > deadline or not _lost_creation_race(exc):
+                raise
+            time.sleep(random.uniform(0.01, 0.05))
 
 
 def _lost_creation_race(exc: BaseException) -> bool:
