@@ -2,7 +2,7 @@
 """Pool several `asad bench strategies --out DIR` runs over disjoint seeds and print issue 11's
 targets over all their measured seeds, with how far the seeds alone move them.
 
-    scripts/strategies_pool.py [--priority multifactor] [--default auto] [--variants A,B] DIR [DIR ...]
+    scripts/strategies_pool.py [--priority multifactor] [--default auto] [--variants A,B] [--seeds S,T] DIR [DIR ...]
 
 Only the variants every run has (and, with --variants, only those) are compared: the best cheap
 variant is chosen among them, so runs with different variant lists compare like with like. Beside
@@ -23,9 +23,11 @@ from asad.bench.strategies import cell_means, targets
 KEYS = ("makespan_vs_best_cheap", "core_hours_vs_per_stage", "hidden_interstage_wait")
 
 
-def load(dirs: list[Path], priority: str, only: set[str] | None = None) -> list[dict]:
+def load(dirs: list[Path], priority: str, only: set[str] | None = None,
+         seeds: set[int] | None = None) -> list[dict]:
     runs = [[r for r in json.loads((d / "strategies.json").read_text())["rows"]
-             if r["priority"] == priority and r["measured"] and r["state"] == "COMPLETED"] for d in dirs]
+             if r["priority"] == priority and r["measured"] and r["state"] == "COMPLETED"
+             and (seeds is None or r["seed"] in seeds)] for d in dirs]
     common = set.intersection(*({r["variant"] for r in rows} for rows in runs))
     if only is not None:
         common &= only
@@ -38,9 +40,11 @@ def main() -> None:
     parser.add_argument("--priority", default="multifactor")
     parser.add_argument("--default", default="auto", help="the variant judged")
     parser.add_argument("--variants", default="", help="compare only these (comma-separated)")
+    parser.add_argument("--seeds", default="", help="only these measured seeds (comma-separated)")
     parser.add_argument("--resamples", type=int, default=2000)
     args = parser.parse_args()
-    rows = load(args.dirs, args.priority, set(args.variants.split(",")) if args.variants else None)
+    rows = load(args.dirs, args.priority, set(args.variants.split(",")) if args.variants else None,
+                {int(x) for x in args.seeds.split(",")} if args.seeds else None)
     if not rows:
         raise SystemExit(f"no measured rows for priority {args.priority!r} and those variants")
     seeds = sorted({r["seed"] for r in rows})

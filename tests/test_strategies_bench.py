@@ -78,6 +78,10 @@ def test_pooling_runs_judges_the_default_over_all_their_seeds(tmp_path):
                          capture_output=True, text=True, check=True).stdout
     assert "over 2 measured seeds (1..2); variants compared: auto, per-stage" in out
     assert "makespan_vs_best_cheap     0.825" in out  # mean of 820, 830 over per-stage's 1000
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "strategies_pool.py"), str(tmp_path / "a"),
+                          str(tmp_path / "b"), "--seeds", "2,3", "--resamples", "50"],
+                         capture_output=True, text=True, check=True).stdout
+    assert "over 2 measured seeds (2..3)" in out and "makespan_vs_best_cheap     0.928" in out  # 835 / 900
 
 
 def test_result_row_counts_only_the_waits_of_stages_that_follow_another():
