@@ -29,7 +29,7 @@ for db in sorted(db_dir.glob("*.db")):
     cpn = 28 if preset == "hpc2n" else 20
     cells = [(wf, c) for wf in workflows for c in SCALES[preset]]
     store = Store(f"sqlite:///{db}")
-    wrs = sorted(store.workflow_rows(), key=lambda r: r.id)
+    wrs = sorted((r for r in store.workflow_rows() if r.summary is not None), key=lambda r: r.id)  # ended
     n_full = len(wrs) // len(cells) * len(cells)  # only whole seeds
     for i, r in enumerate(wrs[:n_full]):
         seed = i // len(cells)
