@@ -17,17 +17,17 @@ import json
 import sys
 from pathlib import Path
 
-from asad.bench.strategies import EXAMPLES, SCALES, SERIAL_FRACTION, aggregate, result_row, scale_spec
+from asad.bench.strategies import (CORES_PER_NODE, EXAMPLES, SCALES, SERIAL_FRACTION, aggregate, result_row,
+                                   scale_spec)
 from asad.spec import load_workflow
 from asad.store.repo import Store
 
 db_dir, out, first_seed, train = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-workflows = ["montage", "blast", "statistics"]
 rows = []
 for db in sorted(db_dir.glob("*.db")):
     preset, priority, variant = db.stem.split("-", 2)
-    cpn = 28 if preset == "hpc2n" else 20
-    cells = [(wf, c) for wf in workflows for c in SCALES[preset]]
+    cpn = CORES_PER_NODE[preset]
+    cells = [(wf, c) for wf in SERIAL_FRACTION for c in SCALES[preset]]  # the bench's default order
     store = Store(f"sqlite:///{db}")
     wrs = sorted((r for r in store.workflow_rows() if r.summary is not None), key=lambda r: r.id)  # ended
     n_full = len(wrs) // len(cells) * len(cells)  # only whole seeds

@@ -38,6 +38,7 @@ from asad.spec import WorkflowSpec, load_workflow
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SCALES = {"hpc2n": (28, 56, 112), "uppmax": (160, 320, 640)}
 SERIAL_FRACTION = {"montage": 1.0, "blast": 0.07, "statistics": 0.57}
+CORES_PER_NODE = {"hpc2n": 28, "uppmax": 20}
 BASE_CORES = 28
 VARIANTS = {
     "auto": ("auto", "dependency", "daemon"),  # the default: chain or quantile, by the priority rules
@@ -77,7 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--presets", default="hpc2n,uppmax")
     p.add_argument("--priorities", default="fifo,multifactor,fairshare",
                    help="simulated priority policies (asad.slurm.sim.PRIORITY_PRESETS)")
-    p.add_argument("--workflows", default="montage,blast,statistics")
+    p.add_argument("--workflows", default=",".join(SERIAL_FRACTION))
     p.add_argument("--variants", default=",".join(VARIANTS),
                    help="comma-separated; auto@PRICE is auto with that idle price (e.g. auto@0.02,auto@0.1)")
     p.add_argument("--load", type=float, default=None, help="background load (default: the preset's)")
@@ -120,7 +121,7 @@ def _series(task: dict) -> list[dict]:
     from asad.store.repo import Store
 
     preset, priority, out_dir = task["preset"], task["priority"], Path(task["out"])
-    cpn = 28 if preset == "hpc2n" else 20
+    cpn = CORES_PER_NODE[preset]
     stores = {v: Store(f"sqlite:///{out_dir / f'{preset}-{priority}-{v}.db'}") for v in task["variants"]}
     rows = []
     for seed in range(task["train"] + task["seeds"]):

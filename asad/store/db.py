@@ -11,6 +11,7 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Callable
+from typing import TypeVar
 from pathlib import Path
 
 from sqlalchemy import create_engine, event, inspect, make_url, select
@@ -19,6 +20,8 @@ from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, Operati
 from sqlalchemy.orm import Session, sessionmaker
 
 from asad.store.models import SCHEMA_VERSION, Base, Meta
+
+T = TypeVar("T")
 
 
 class StoreError(Exception):
@@ -94,7 +97,7 @@ def open_database(url: str, *, create: bool = True) -> tuple[Engine, sessionmake
     try:
         engine = make_engine(url)
         with engine.connect() as conn:
-            tables = set(inspect(conn).get_table_names())
+            inspect(conn).get_table_names()  # a file that is no database fails here, explained below
     except StoreError:
         raise
     except (DatabaseError, sqlite3.DatabaseError) as exc:
@@ -107,7 +110,7 @@ def open_database(url: str, *, create: bool = True) -> tuple[Engine, sessionmake
                          "env ASAD_DB_URL or --db).") from exc
     factory = sessionmaker(engine, expire_on_commit=False)
     try:
-        version, store_id = _create_or_read_meta(engine, factory, url, tables, create)
+        version, store_id = _create_or_read_meta(engine, factory, url, create)
         if version > SCHEMA_VERSION:
             raise StoreError(
                 f"the store {shown_url(url)} was written by a newer asad (schema {version}; this asad knows up to "
@@ -127,7 +130,7 @@ def open_database(url: str, *, create: bool = True) -> tuple[Engine, sessionmake
     return engine, factory, store_id
 
 
-def _create_or_read_meta(engine: Engine, factory: sessionmaker[Session], url: str, tables: set[str],
+def _create_or_read_meta(engine: Engine, factory: sessionmaker[Session], url: str,
                          create: bool) -> tuple[int, str]:
     """The store's schema version and id, creating the schema first if the store is new.
 
@@ -135,39 +138,36 @@ def _create_or_read_meta(engine: Engine, factory: sessionmaker[Session], url: st
     at the same moment. Each creates what is missing; a table or meta row another process created in
     between (``already exists``, a duplicate key) or one not yet committed is simply read again.
     """
-    deadline = time.monotonic() + 30.0
-    while True:
-        try:
-            if "meta" not in tables and tables and not create:
-                raise StoreError(f"{shown_url(url)} holds tables but no asad schema version: not an asad store.")
-            if "meta" not in tables or "workflows" not in tables:
-                Base.metadata.create_all(engine)  # checkfirst: creates only what is missing
-            with factory() as s:
-                version_row, id_row = s.get(Meta, "schema_version"), s.get(Meta, "store_id")
-                if version_row is not None and id_row is not None:
-                    return int(version_row.value), id_row.value
-            with factory.begin() as s:  # one transaction: another process sees both rows or neither
-                if version_row is None:
-                    s.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
-                if id_row is None:
-                    s.add(Meta(key="store_id", value=secrets.token_hex(3)))
-        except (IntegrityError, OperationalError) as exc:
-            # Lost the race: a table or the meta rows were created by another process. Read again.
-            if time.monotonic() > deadline or not _lost_creation_race(exc):
-                raise
-            time.sleep(random.uniform(0.01, 0.05))
+    def attempt() -> tuple[int, str] | None:
         with engine.connect() as conn:
             tables = set(inspect(conn).get_table_names())
+        if "meta" not in tables and tables and not create:
+            raise StoreError(f"{shown_url(url)} holds tables but no asad schema version: not an asad store.")
+        if "meta" not in tables or "workflows" not in tables:
+            Base.metadata.create_all(engine)  # checkfirst: creates only what is missing
+        with factory() as s:
+            version_row, id_row = s.get(Meta, "schema_version"), s.get(Meta, "store_id")
+            if version_row is not None and id_row is not None:
+                return int(version_row.value), id_row.value
+        with factory.begin() as s:  # one transaction: another process sees both rows or neither
+            if version_row is None:
+                s.add(Meta(key="schema_version", value=str(SCHEMA_VERSION)))
+            if id_row is None:
+                s.add(Meta(key="store_id", value=secrets.token_hex(3)))
+        return None  # written: read them back (a process that lost the race reads the winner's)
+
+    while (got := _retrying_creation_race(attempt)) is None:
+        pass
+    return got
 
 
-def _retrying_creation_race(step: Callable[[], object], timeout_s: float = 30.0) -> None:
-    """Run ``step``; while it fails because another process is creating the same store (a table
-    that now exists, a lock held for that), run it again, for up to ``timeout_s``."""
+def _retrying_creation_race(step: Callable[[], T], timeout_s: float = 30.0) -> T:
+    """``step()``; while it fails because another process is creating the same store (a table or
+    meta row that now exists, a lock held for that), run it again, for up to ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            step()
-            return
+            return step()
         except (IntegrityError, OperationalError, sqlite3.OperationalError) as exc:
             if time.monotonic() > deadline or not _lost_creation_race(exc):
                 raise

@@ -403,16 +403,14 @@ WILL_RUN_WINDOW_S = 30.0  # cons_common/job_test.c: _will_run_test's first time_
 
 
 def _will_run(plan: _PartPlan, times: np.ndarray, avail: np.ndarray, job: SimJob, now: float,
-              guess_s: float, not_after: float = INF) -> tuple[float, np.ndarray] | None:
+              guess_s: float) -> tuple[float, np.ndarray] | None:
     """cons_tres's will-run test on the nodes ``avail``: the start it reports and the nodes
     that fit then, or None. First the job is tried on the nodes as they are now. Then running
     jobs are taken away in order of their end (the time limit), in batches: the first batch
     ends 30 s past the first end rounded up to 30 s, each next one doubles that window
     (``_will_run_test``). After each batch the job is tried again; the start is the end of the
     batch's last job, not the first instant the job would fit, and for a job already past its
-    limit a guess (``_guess_job_end``: its limit plus ``guess_s``, at least a second ahead).
-    None also when the start would be later than ``not_after`` (known without the batches: it
-    is never before the k-th earliest fit time)."""
+    limit a guess (``_guess_job_end``: its limit plus ``guess_s``, at least a second ahead)."""
     k = job.nodes
     part = plan.part
     fits = avail & (part.np_free_c >= job.cpus_per_node) & (part.np_free_m >= job.mem_per_node_mb)
@@ -428,7 +426,7 @@ def _will_run(plan: _PartPlan, times: np.ndarray, avail: np.ndarray, job: SimJob
     if len(cand) < k:
         return None
     kth = float(np.partition(cand, k - 1)[k - 1])
-    if kth == INF or kth > not_after:
+    if kth == INF:
         return None
     first_piece, ends = plan.running_jobs()
     # per running job (in end order): does it have a usable node
@@ -499,8 +497,8 @@ def _planned_start_slurm(plan: _PartPlan, job: SimJob, now: float, horizon: floa
         cap = bounds[min(i_end + 1, len(bounds) - 1)] if i_res < len(bounds) else INF
         frees = span_e[(span_e > start_res) & (span_b <= end_time) & (span_e <= cap)]
         later = float(frees.min()) if len(frees) else INF
-        got = _will_run(plan, times, avail, job, now, guess_s, not_after=later)
-        if got is None:  # never, or not before ``later``
+        got = _will_run(plan, times, avail, job, now, guess_s)
+        if got is None:
             if later == INF:
                 break
             start_res = later
