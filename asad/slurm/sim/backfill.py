@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from asad.slurm.sim import plan_kernel
 from asad.slurm.sim.cluster import PartitionState, Reservation, consec_pick
 from asad.slurm.sim.jobs import SimJob
 
@@ -108,7 +109,7 @@ class _PartPlan:
         its end."""
         if self._jobs is None:
             p_end, _, _, p_job = self.running_ends()
-            first = np.flatnonzero(np.concatenate([[True], (p_job[1:] != p_job[:-1]) | (p_end[1:] != p_end[:-1])]))
+            first = np.flatnonzero(np.concatenate([[len(p_end) > 0], (p_job[1:] != p_job[:-1]) | (p_end[1:] != p_end[:-1])]))
             self._jobs = (first, p_end[first])
         return self._jobs
 
@@ -479,11 +480,36 @@ def _planned_start_slurm(plan: _PartPlan, job: SimJob, now: float, horizon: floa
     got = _fit_times(plan, job, now, horizon)
     if got is None:
         return None
-    times = got[0]
-    part = plan.part
-    k, cpn, mem, limit = job.nodes, job.cpus_per_node, job.mem_per_node_mb, job.time_limit_s
+    if plan_kernel.enabled():
+        planned = _try_later_compiled(plan, got[0], job, now, horizon, guess_s)
+    else:
+        planned = _try_later(plan, got[0], job, now, horizon, guess_s)
+    if planned is None and len(plan.no_plan) < 64:
+        plan.no_plan.append((job.nodes, job.cpus_per_node, job.mem_per_node_mb, job.time_limit_s))
+    return planned
+
+
+def _try_later_compiled(plan: _PartPlan, times: np.ndarray, job: SimJob, now: float, horizon: float,
+                        guess_s: float) -> tuple[float, list[int]] | None:
+    """_try_later, compiled (``plan_kernel``): the same plan."""
     iv_node, iv_b, iv_e = plan.arrays()
-    span_node, span_b, span_e, bounds = plan.free_instants()
+    p_end, p_node, p_c, _ = plan.running_ends()
+    first_piece, job_ends = plan.running_jobs()
+    part = plan.part
+    start, nodes = plan_kernel.planned_start(
+        times, part.np_free_c, part.np_free_m, int(job.nodes), int(job.cpus_per_node),
+        int(job.mem_per_node_mb), float(job.time_limit_s), float(now), float(horizon), float(guess_s),
+        iv_node, iv_b, iv_e, p_end, p_node, p_c, first_piece, job_ends)
+    return None if start < 0 else (float(start), nodes.tolist())
+
+
+def _try_later(plan: _PartPlan, times: np.ndarray, job: SimJob, now: float, horizon: float,
+               guess_s: float) -> tuple[float, list[int]] | None:
+    """The TRY_LATER loop of _planned_start_slurm, on numpy (the reference of plan_kernel)."""
+    part = plan.part
+    k, cpn, limit = job.nodes, job.cpus_per_node, job.time_limit_s
+    iv_node, iv_b, iv_e = plan.arrays()
+    _, span_b, span_e, bounds = plan.free_instants()
     start_res = now
     for _ in range(1000):
         if start_res > horizon:
@@ -517,8 +543,6 @@ def _planned_start_slurm(plan: _PartPlan, job: SimJob, now: float, horizon: floa
             start_res = start if start > start_res else float(iv_e[clash].min())
             continue
         return start, nodes
-    if len(plan.no_plan) < 64:
-        plan.no_plan.append((k, cpn, mem, limit))
     return None
 
 

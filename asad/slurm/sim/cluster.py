@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from asad.slurm.sim import plan_kernel
 from asad.slurm.sim.config import PartitionSpec
 
 
@@ -41,9 +42,11 @@ def consec_pick(idx: np.ndarray, free: np.ndarray, nodes: int, cores: int) -> li
     (sorted) with ``free`` cores each: they form runs of consecutive nodes; take the tightest run
     (fewest free cores) that holds the rest of the job, the first on ties (else the biggest run,
     and go on), from its first node, except that the last node is the one with the fewest free
-    cores in the run (a single-node best fit)."""
+    cores in the run (a single-node best fit). Compiled as ``plan_kernel.consec_pick``."""
     if len(idx) == 1:
         return [int(idx[0])]
+    if plan_kernel.enabled():
+        return plan_kernel.consec_pick(idx, free, nodes, cores).tolist()
     cut = np.flatnonzero(np.diff(idx) != 1) + 1
     starts = np.concatenate([[0], cut])
     ends = np.concatenate([cut, [len(idx)]])

@@ -1,0 +1,254 @@
+"""The backfill planner's inner loop, compiled with numba: the same TRY_LATER loop, will-run
+test and node pick as ``backfill._planned_start_slurm``, ``backfill._will_run`` and
+``cluster.consec_pick`` (the readable reference), on scalars instead of small numpy calls.
+
+Why: a backfill pass on a full queue makes ~80 plans, each a few will-run tests over ~100
+nodes and ~300 running pieces; as numpy calls a plan costs ~0.6 ms, nearly all of it call
+overhead. Compiled, the same arithmetic takes a few microseconds. ``tests/test_sim_plan_kernel.py``
+checks that both give the same plan on random partitions; without numba the reference is used.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+try:  # numba is a dependency; its absence (or ASAD_SIM_COMPILED=0) falls back to the reference
+    from numba import njit
+except ImportError:  # pragma: no cover - exercised only on a machine without numba
+    njit = None
+
+INF = np.inf
+WILL_RUN_WINDOW_S = 30.0  # cons_common/job_test.c: _will_run_test's first time_window
+
+
+_ENABLED = njit is not None and os.environ.get("ASAD_SIM_COMPILED", "1") != "0"
+
+
+def enabled() -> bool:
+    """Whether the simulator uses the compiled planner (tests switch ``_ENABLED``)."""
+    return _ENABLED
+
+
+def _consec_pick(idx, free, nodes, cores):  # noqa: ANN001, ANN202
+    """cluster.consec_pick: the tightest run of consecutive usable nodes that holds the rest of
+    the job (else the biggest run, and go on); the last node is the run's tightest."""
+    m = len(idx)
+    out = np.empty(nodes, dtype=np.int64)
+    if m == 1:
+        out[0] = idx[0]
+        return out
+    starts = np.empty(m, dtype=np.int64)
+    ends = np.empty(m, dtype=np.int64)
+    run_cpus = np.zeros(m, dtype=np.int64)
+    nrun = 0
+    for i in range(m):
+        if i == 0 or idx[i] != idx[i - 1] + 1:
+            starts[nrun] = i
+            nrun += 1
+        ends[nrun - 1] = i + 1
+        run_cpus[nrun - 1] += free[i]
+    alive = np.ones(nrun, dtype=np.bool_)
+    got = 0
+    rem = nodes
+    while rem > 0:
+        r = -1
+        for j in range(nrun):  # the tightest sufficient run, first on ties
+            if alive[j] and run_cpus[j] >= rem * cores and ends[j] - starts[j] >= rem:
+                if r < 0 or run_cpus[j] < run_cpus[r]:
+                    r = j
+        if r < 0:  # none holds the rest: the biggest run, first on ties
+            best = -1
+            for j in range(nrun):
+                val = run_cpus[j] if alive[j] else -1
+                if val > best:
+                    best = val
+                    r = j
+        alive[r] = False
+        a, b = starts[r], ends[r]
+        if rem == 1:
+            t = a
+            for i in range(a + 1, b):
+                if free[i] < free[t]:
+                    t = i
+            out[got] = idx[t]
+            return out
+        take = min(rem, b - a)
+        for i in range(a, a + take):
+            out[got] = idx[i]
+            got += 1
+        rem -= take
+    return out[:got]
+
+
+def _will_run(times, avail, free_c, free_m, cpn, mem, k, now, guess_s, p_node, first_piece,
+              job_ends):  # noqa: ANN001, ANN202
+    """backfill._will_run: (start, fit-by instant) or (-1, 0) for no start. The nodes that fit
+    are those in ``avail`` free now (fit-by instant = now, start = now) or fitting by the
+    fit-by instant."""
+    n = len(times)
+    count = 0
+    for i in range(n):
+        if avail[i] and free_c[i] >= cpn and free_m[i] >= mem:
+            count += 1
+    if count >= k:
+        return now, -INF
+    n_jobs = len(job_ends)
+    if n_jobs == 0:
+        return -1.0, 0.0
+    cand = np.empty(n)
+    nc = 0
+    for i in range(n):
+        if avail[i]:
+            cand[nc] = times[i]
+            nc += 1
+    if nc < k:
+        return -1.0, 0.0
+    kth = np.partition(cand[:nc], k - 1)[k - 1]
+    if kth == INF:
+        return -1.0, 0.0
+    # per running job (in end order): does it have a piece on a usable node
+    usable = np.empty(n_jobs, dtype=np.int64)
+    n_use = 0
+    n_pieces = len(p_node)
+    for j in range(n_jobs):
+        stop = first_piece[j + 1] if j + 1 < n_jobs else n_pieces
+        for p in range(first_piece[j], stop):
+            if avail[p_node[p]]:
+                usable[n_use] = j
+                n_use += 1
+                break
+    if n_use == 0:
+        return -1.0, 0.0
+    usable = usable[:n_use]
+    first = job_ends[usable[0]]
+    anchor = first + (WILL_RUN_WINDOW_S - first % WILL_RUN_WINDOW_S)
+    window = WILL_RUN_WINDOW_S
+    pos = 0
+    while True:
+        q = max(pos, np.searchsorted(job_ends, anchor + window, side="right"))
+        lo = np.searchsorted(usable, pos)
+        hi = lo + np.searchsorted(usable[lo:], q)
+        if hi > lo and usable[hi - 1] == q - 1:
+            last_i = q - 1
+        elif hi < n_use:
+            last_i = usable[hi]
+        elif hi > lo:
+            last_i = usable[hi - 1]
+        else:
+            return -1.0, 0.0
+        pos = last_i + 1
+        if pos < n_jobs:
+            window *= 2
+            while job_ends[pos] > anchor + window:
+                window *= 2
+        last = job_ends[last_i]
+        by = max(last, now)
+        if kth <= by:
+            if last <= now:  # the batch's last job is past its limit: still being killed
+                last = max(last + guess_s, now + 1.0)
+            return last, by
+        if pos >= n_jobs:
+            return -1.0, 0.0
+
+
+def _free_spans(iv_node, iv_b, iv_e):  # noqa: ANN001, ANN202
+    """backfill._PartPlan.free_instants: the plans merged into spans per node (begin, end; a
+    span that begins when the previous one ends joins it), and every instant a plan begins or
+    ends, sorted."""
+    m = len(iv_node)
+    by_b = np.argsort(iv_b, kind="mergesort")
+    order = by_b[np.argsort(iv_node[by_b], kind="mergesort")]  # by node, then begin
+    span_b = np.empty(m)
+    span_e = np.empty(m)
+    ns = 0
+    for j in range(m):
+        i = order[j]
+        if j > 0 and iv_node[i] == iv_node[order[j - 1]] and iv_b[i] <= span_e[ns - 1]:
+            span_e[ns - 1] = max(span_e[ns - 1], iv_e[i])
+        else:
+            span_b[ns] = iv_b[i]
+            span_e[ns] = iv_e[i]
+            ns += 1
+    bounds = np.unique(np.concatenate((iv_b, iv_e)))
+    return span_b[:ns], span_e[:ns], bounds
+
+
+def _planned_start(times, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
+                   iv_node, iv_b, iv_e, p_end, p_node, p_c, first_piece, job_ends):  # noqa: ANN001, ANN202
+    """backfill._planned_start_slurm's loop: (start, nodes), start = -1 for no plan."""
+    span_b, span_e, bounds = _free_spans(iv_node, iv_b, iv_e)
+    n = len(times)
+    n_iv = len(iv_node)
+    n_b = len(bounds)
+    avail = np.empty(n, dtype=np.bool_)
+    start_res = now
+    for _ in range(1000):
+        if start_res > horizon:
+            break
+        end_time = start_res + limit
+        avail[:] = True
+        for i in range(n_iv):
+            if iv_e[i] > start_res and iv_b[i] <= end_time:
+                avail[iv_node[i]] = False
+        i_res = np.searchsorted(bounds, start_res, side="right")
+        i_end = np.searchsorted(bounds, end_time, side="right")
+        cap = bounds[min(i_end + 1, n_b - 1)] if i_res < n_b else INF
+        later = INF
+        for i in range(len(span_e)):
+            e = span_e[i]
+            if e > start_res and span_b[i] <= end_time and e <= cap and e < later:
+                later = e
+        at, by = _will_run(times, avail, free_c, free_m, cpn, mem, k, now, guess_s, p_node,
+                           first_piece, job_ends)
+        if at < 0:
+            if later == INF:
+                break
+            start_res = later
+            continue
+        start = max(at, start_res)
+        if start > later:
+            start_res = later
+            continue
+        # the nodes that fit at the will-run test's instant, and their free cores then
+        free_then = free_c.copy()
+        for p in range(len(p_end)):
+            if p_end[p] <= at:
+                free_then[p_node[p]] += p_c[p]
+            else:
+                break
+        idx = np.empty(n, dtype=np.int64)
+        m = 0
+        for i in range(n):
+            if avail[i] and ((by == -INF and free_c[i] >= cpn and free_m[i] >= mem)
+                             or (by != -INF and times[i] <= by)):
+                idx[m] = i
+                m += 1
+        free_idx = np.empty(m, dtype=np.int64)
+        for j in range(m):
+            free_idx[j] = free_then[idx[j]]
+        nodes = _consec_pick(idx[:m], free_idx, k, cpn)
+        chosen = np.zeros(n, dtype=np.bool_)
+        for node in nodes:
+            chosen[node] = True
+        clash_end = INF
+        clash = False
+        for i in range(n_iv):
+            if chosen[iv_node[i]] and iv_e[i] > start and iv_b[i] <= start + limit:
+                clash = True
+                clash_end = min(clash_end, iv_e[i])
+        if clash:
+            start_res = start if start > start_res else clash_end
+            continue
+        return start, nodes
+    return -1.0, np.empty(0, dtype=np.int64)
+
+
+if njit is not None:
+    _consec_pick = consec_pick = njit(cache=True)(_consec_pick)
+    _free_spans = njit(cache=True)(_free_spans)
+    _will_run = njit(cache=True)(_will_run)
+    planned_start = njit(cache=True)(_planned_start)
+else:  # pragma: no cover
+    planned_start = consec_pick = None

@@ -1,0 +1,89 @@
+"""The compiled planner (``plan_kernel``) against its numpy reference (``backfill._try_later``,
+``cluster.consec_pick``): the same plan, node for node, on random partitions, running jobs and
+reservations; and the same schedule over a busy simulated day."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from asad.slurm.sim import make_simulator, plan_kernel
+from asad.slurm.sim.backfill import _fit_times, _PartPlan, _try_later, _try_later_compiled
+from asad.slurm.sim.cluster import PartitionState, consec_pick
+from asad.slurm.sim.config import PartitionSpec
+from asad.slurm.sim.jobs import SimJob
+
+pytestmark = pytest.mark.skipif(plan_kernel.njit is None, reason="numba is not installed")
+
+NOW = 1_000_020.0
+CORES, MEM = 8, 8000
+
+running_job = st.tuples(st.lists(st.integers(0, 11), min_size=1, max_size=3, unique=True),
+                        st.integers(1, CORES), st.integers(-60, 4000))  # nodes, cores, end - now
+reservation = st.tuples(st.lists(st.integers(0, 11), min_size=1, max_size=4, unique=True),
+                        st.integers(0, 3000), st.integers(60, 3000))  # nodes, begin - now, length
+job_shape = st.tuples(st.integers(1, 5), st.integers(1, CORES), st.integers(60, 3600))
+
+
+@pytest.fixture
+def reference(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
+    """Switch the compiled planner off while a reference result is computed."""
+    def run(fn, *args):  # noqa: ANN001, ANN202
+        monkeypatch.setattr(plan_kernel, "_ENABLED", False)
+        try:
+            return fn(*args)
+        finally:
+            monkeypatch.setattr(plan_kernel, "_ENABLED", True)
+    return run
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(1, 12), st.lists(running_job, max_size=25), st.lists(reservation, max_size=6), job_shape,
+       st.sampled_from([0.0, 35.0]))
+def test_compiled_plan_equals_the_reference(reference, n_nodes, running, reservations, shape, guess_s) -> None:  # noqa: ANN001
+    part = PartitionState(PartitionSpec("p", nodes=n_nodes, cores_per_node=CORES, mem_per_node_mb=MEM), 0)
+    part.select = "consec"
+    for owner, (nodes, cores, end) in enumerate(running, start=1):
+        nodes = [n for n in nodes if n < n_nodes and part.free_c[n] >= cores]
+        if nodes:
+            part.allocate(nodes, cores, 100, NOW + end, owner=owner)
+    plan = _PartPlan(part)
+    for nodes, begin, length in reservations:
+        nodes = [n for n in nodes if n < n_nodes]
+        if nodes:
+            plan.reserve(nodes, NOW + begin - begin % 60, NOW + begin + length)
+    k, cpn, limit = shape
+    job = SimJob(9999, "j", [part], min(k, n_nodes), cpn * min(k, n_nodes), 100, limit, NOW, 10.0,
+                 background=False)
+    horizon = NOW + 86400
+    got = _fit_times(plan, job, NOW, horizon)
+    if got is None:
+        return
+    want = reference(_try_later, plan, got[0], job, NOW, horizon, guess_s)
+    assert _try_later_compiled(plan, got[0], job, NOW, horizon, guess_s) == want
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=30, unique=True), st.data())
+def test_compiled_node_pick_equals_the_reference(reference, usable, data) -> None:  # noqa: ANN001
+    idx = np.array(sorted(usable), dtype=np.int64)
+    free = np.array(data.draw(st.lists(st.integers(1, CORES), min_size=len(idx), max_size=len(idx))),
+                    dtype=np.int64)
+    nodes = data.draw(st.integers(1, len(idx)))
+    cores = data.draw(st.integers(1, int(free.min())))
+    want = reference(consec_pick, idx, free, nodes, cores)
+    assert consec_pick(idx, free, nodes, cores) == want
+
+
+def test_compiled_planner_gives_the_reference_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Two busy days of the small preset under multifactor: every start time the same either way.
+    def starts(compiled: bool) -> list[tuple[int, float | None]]:
+        monkeypatch.setattr(plan_kernel, "_ENABLED", compiled)
+        sim = make_simulator("small", load=0.95, seed=7, warmup_s=0, priority="multifactor")
+        sim.run_until(sim.now() + 2 * 86400)
+        assert sim.stats()["backfill_starts"] > 50
+        return [(j.job_id, j.start_time) for j in sim.jobs.values()]
+
+    assert starts(True) == starts(False)
