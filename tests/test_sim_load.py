@@ -187,6 +187,8 @@ def test_bench_sim_load_runs_and_reports(capsys):
     assert bench(["--preset", "small", "--days", "3", "--no-real"]) == 0
     text = capsys.readouterr().out
     assert "day  util" in text and "(warm-up)" in text
+    assert bench(["--preset", "small", "--days", "3", "--no-real", "--backfill", "slurm", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["runs"][0]["backfill"] == "slurm"
 
 
 @pytest.mark.parametrize("argv, message", [
