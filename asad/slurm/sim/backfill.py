@@ -43,18 +43,20 @@ INF = float("inf")
 class _PartPlan:
     """The backfill map of one partition during one pass: reservations as whole-node intervals."""
 
-    __slots__ = ("part", "iv_node", "iv_b", "iv_e", "min_b", "times", "_arrays", "max_free", "failed",
-                 "failed_free", "_sorted", "_merged", "no_plan", "_ends", "_frees", "_jobs", "_ends_l")
+    __slots__ = ("part", "n_iv", "_iv_node", "_iv_b", "_iv_e", "min_b", "times", "max_free", "failed",
+                 "failed_free", "_sorted", "_order", "_merged", "no_plan", "_ends", "_frees", "_jobs", "_ends_l")
 
     def __init__(self, part: PartitionState):
         self.part = part
-        self.iv_node: list[int] = []
-        self.iv_b: list[float] = []
-        self.iv_e: list[float] = []
+        # the plans' node intervals: [0, n_iv) of growing arrays (node, begin, end)
+        self.n_iv = 0
+        self._iv_node = np.empty(64, dtype=np.int64)
+        self._iv_b = np.empty(64)
+        self._iv_e = np.empty(64)
         self.min_b: dict[int, float] = {}  # node -> earliest reservation begin on it
         self.times: dict[tuple[int, int], np.ndarray] = {}  # shape -> per-node time it fits
         self._sorted: dict[tuple[int, int], np.ndarray] = {}  # shape -> those times, sorted
-        self._arrays: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._order: dict[tuple[int, int], np.ndarray] = {}  # shape -> nodes by those times
         self._merged: tuple[np.ndarray, ...] | None = None
         self._ends: tuple[np.ndarray, ...] | None = None  # running pieces by end: running_ends()
         self._jobs: tuple[np.ndarray, np.ndarray] | None = None  # running_jobs()
@@ -69,10 +71,8 @@ class _PartPlan:
         self.no_plan: list[tuple[int, int, int, int]] = []
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if self._arrays is None:
-            self._arrays = (np.asarray(self.iv_node, dtype=np.int64), np.asarray(self.iv_b, dtype=float),
-                            np.asarray(self.iv_e, dtype=float))
-        return self._arrays
+        n = self.n_iv
+        return self._iv_node[:n], self._iv_b[:n], self._iv_e[:n]
 
     def merge_base(self) -> tuple[np.ndarray, ...]:
         """The plans' node intervals sorted by node, then begin, with what merging them for any
@@ -141,6 +141,15 @@ class _PartPlan:
             self._frees = (node[first], b[first], run_hi[last], bounds)
         return self._frees
 
+    def time_order(self, cores: int, mem: int, now: float) -> np.ndarray:
+        """The nodes in order of node_times (for the compiled planner's k-th fit time)."""
+        key = (cores, mem)
+        order = self._order.get(key)
+        if order is None:
+            order = np.argsort(self.node_times(cores, mem, now))  # ties: any order gives the same k-th time
+            self._order[key] = order
+        return order
+
     def sorted_times(self, cores: int, mem: int, now: float) -> np.ndarray:
         key = (cores, mem)
         st = self._sorted.get(key)
@@ -164,17 +173,24 @@ class _PartPlan:
             for node in nodes:
                 t[node] = part._node_time(node, cores, mem, now)
         self._sorted.clear()
+        self._order.clear()
         self._ends = self._jobs = self._ends_l = None
         self.max_free = part.max_free_cores()
 
     def reserve(self, nodes: list[int], begin: float, end: float) -> None:
+        n, k = self.n_iv, len(nodes)
+        if n + k > len(self._iv_node):
+            grow = max(2 * len(self._iv_node), n + k)
+            self._iv_node = np.resize(self._iv_node, grow)
+            self._iv_b = np.resize(self._iv_b, grow)
+            self._iv_e = np.resize(self._iv_e, grow)
+        self._iv_node[n: n + k] = nodes
+        self._iv_b[n: n + k] = begin
+        self._iv_e[n: n + k] = end
+        self.n_iv = n + k
         for node in nodes:
-            self.iv_node.append(node)
-            self.iv_b.append(begin)
-            self.iv_e.append(end)
             if begin < self.min_b.get(node, INF):
                 self.min_b[node] = begin
-        self._arrays = None
         self._merged = None
         self._frees = None
 
@@ -384,7 +400,7 @@ def _planned_start(plan: _PartPlan, job: SimJob, now: float,
     times, sorted_fit, t_min = got
     k, cpn, mem, limit = job.nodes, job.cpus_per_node, job.mem_per_node_mb, job.time_limit_s
     ok = times <= t_min
-    if not plan.iv_node:
+    if not plan.n_iv:
         return t_min, _choose(ok, k)
     iv_node, iv_b, iv_e = plan.arrays()
     ok[iv_node[(iv_e > t_min) & (iv_b <= t_min + limit)]] = False
@@ -496,8 +512,9 @@ def _try_later_compiled(plan: _PartPlan, times: np.ndarray, job: SimJob, now: fl
     p_end, p_node, p_c, _ = plan.running_ends()
     first_piece, job_ends = plan.running_jobs()
     part = plan.part
+    by_time = plan.time_order(job.cpus_per_node, job.mem_per_node_mb, now)
     start, nodes = plan_kernel.planned_start(
-        times, part.np_free_c, part.np_free_m, int(job.nodes), int(job.cpus_per_node),
+        times, by_time, part.np_free_c, part.np_free_m, int(job.nodes), int(job.cpus_per_node),
         int(job.mem_per_node_mb), float(job.time_limit_s), float(now), float(horizon), float(guess_s),
         iv_node, iv_b, iv_e, p_end, p_node, p_c, first_piece, job_ends)
     return None if start < 0 else (float(start), nodes.tolist())

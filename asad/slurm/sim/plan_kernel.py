@@ -82,11 +82,11 @@ def _consec_pick(idx, free, nodes, cores):  # noqa: ANN001, ANN202
     return out[:got]
 
 
-def _will_run(times, avail, free_c, free_m, cpn, mem, k, now, guess_s, p_node, first_piece,
+def _will_run(times, by_time, avail, free_c, free_m, cpn, mem, k, now, guess_s, p_node, first_piece,
               job_ends):  # noqa: ANN001, ANN202
     """backfill._will_run: (start, fit-by instant) or (-1, 0) for no start. The nodes that fit
-    are those in ``avail`` free now (fit-by instant = now, start = now) or fitting by the
-    fit-by instant."""
+    are those in ``avail`` free now (fit-by instant -inf, start = now) or fitting by the
+    fit-by instant. ``by_time``: the nodes in order of ``times``."""
     n = len(times)
     count = 0
     for i in range(n):
@@ -97,15 +97,14 @@ def _will_run(times, avail, free_c, free_m, cpn, mem, k, now, guess_s, p_node, f
     n_jobs = len(job_ends)
     if n_jobs == 0:
         return -1.0, 0.0
-    cand = np.empty(n)
-    nc = 0
-    for i in range(n):
+    kth = INF  # the k-th smallest fit time of the usable nodes
+    seen = 0
+    for i in by_time:
         if avail[i]:
-            cand[nc] = times[i]
-            nc += 1
-    if nc < k:
-        return -1.0, 0.0
-    kth = np.partition(cand[:nc], k - 1)[k - 1]
+            seen += 1
+            if seen == k:
+                kth = times[i]
+                break
     if kth == INF:
         return -1.0, 0.0
     # per running job (in end order): does it have a piece on a usable node
@@ -121,15 +120,14 @@ def _will_run(times, avail, free_c, free_m, cpn, mem, k, now, guess_s, p_node, f
                 break
     if n_use == 0:
         return -1.0, 0.0
-    usable = usable[:n_use]
     first = job_ends[usable[0]]
     anchor = first + (WILL_RUN_WINDOW_S - first % WILL_RUN_WINDOW_S)
     window = WILL_RUN_WINDOW_S
     pos = 0
     while True:
-        q = max(pos, np.searchsorted(job_ends, anchor + window, side="right"))
-        lo = np.searchsorted(usable, pos)
-        hi = lo + np.searchsorted(usable[lo:], q)
+        q = max(pos, _bisect_right(job_ends, anchor + window))
+        lo = _bisect_left(usable, pos, 0, n_use)
+        hi = _bisect_left(usable, q, lo, n_use)
         if hi > lo and usable[hi - 1] == q - 1:
             last_i = q - 1
         elif hi < n_use:
@@ -153,35 +151,93 @@ def _will_run(times, avail, free_c, free_m, cpn, mem, k, now, guess_s, p_node, f
             return -1.0, 0.0
 
 
-def _free_spans(iv_node, iv_b, iv_e):  # noqa: ANN001, ANN202
-    """backfill._PartPlan.free_instants: the plans merged into spans per node (begin, end; a
-    span that begins when the previous one ends joins it), and every instant a plan begins or
-    ends, sorted."""
+def _bisect_right(a, x):  # noqa: ANN001, ANN202
+    lo, hi = 0, len(a)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if x < a[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _bisect_left(a, x, lo, hi):  # noqa: ANN001, ANN202
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _free_spans(n, iv_node, iv_b, iv_e):  # noqa: ANN001, ANN202
+    """backfill._PartPlan.free_instants' spans: the plans merged per node (a plan that begins
+    by the time the previous one ends joins it), as (begin, end). Plans are grouped by node
+    (counting sort) and each node's few are sorted by begin (insertion sort)."""
     m = len(iv_node)
-    by_b = np.argsort(iv_b, kind="mergesort")
-    order = by_b[np.argsort(iv_node[by_b], kind="mergesort")]  # by node, then begin
+    head = np.zeros(n + 1, dtype=np.int64)
+    for i in range(m):
+        head[iv_node[i] + 1] += 1
+    for node in range(n):
+        head[node + 1] += head[node]
+    fill = head[:n].copy()
+    order = np.empty(m, dtype=np.int64)
+    for i in range(m):  # stable: a node's plans keep their order of creation
+        order[fill[iv_node[i]]] = i
+        fill[iv_node[i]] += 1
     span_b = np.empty(m)
     span_e = np.empty(m)
     ns = 0
-    for j in range(m):
-        i = order[j]
-        if j > 0 and iv_node[i] == iv_node[order[j - 1]] and iv_b[i] <= span_e[ns - 1]:
-            span_e[ns - 1] = max(span_e[ns - 1], iv_e[i])
-        else:
-            span_b[ns] = iv_b[i]
-            span_e[ns] = iv_e[i]
-            ns += 1
-    bounds = np.unique(np.concatenate((iv_b, iv_e)))
-    return span_b[:ns], span_e[:ns], bounds
+    for node in range(n):
+        a, b = head[node], head[node + 1]
+        for j in range(a + 1, b):  # by begin, ties in creation order (as np.lexsort)
+            x = order[j]
+            t = j
+            while t > a and iv_b[order[t - 1]] > iv_b[x]:
+                order[t] = order[t - 1]
+                t -= 1
+            order[t] = x
+        for j in range(a, b):
+            i = order[j]
+            if j > a and iv_b[i] <= span_e[ns - 1]:
+                span_e[ns - 1] = max(span_e[ns - 1], iv_e[i])
+            else:
+                span_b[ns] = iv_b[i]
+                span_e[ns] = iv_e[i]
+                ns += 1
+    return span_b[:ns], span_e[:ns]
 
 
-def _planned_start(times, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
+def _cap(iv_b, iv_e, start_res, end_time):  # noqa: ANN001, ANN202
+    """Where Slurm stops looking for a plan's next free node: the second plan boundary (begin
+    or end, distinct values) after ``end_time``, else the last boundary; inf if no boundary is
+    after ``start_res``. (backfill: ``bounds[min(i_end + 1, len - 1)]`` on the sorted bounds.)"""
+    first = INF
+    second = INF
+    last = -INF
+    for arr in (iv_b, iv_e):
+        for v in arr:
+            if v > last:
+                last = v
+            if v > end_time:
+                if v < first:
+                    second = first
+                    first = v
+                elif first < v < second:
+                    second = v
+    if not last > start_res:
+        return INF
+    return second if second < INF else last
+
+
+def _planned_start(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
                    iv_node, iv_b, iv_e, p_end, p_node, p_c, first_piece, job_ends):  # noqa: ANN001, ANN202
     """backfill._planned_start_slurm's loop: (start, nodes), start = -1 for no plan."""
-    span_b, span_e, bounds = _free_spans(iv_node, iv_b, iv_e)
     n = len(times)
+    span_b, span_e = _free_spans(n, iv_node, iv_b, iv_e)
     n_iv = len(iv_node)
-    n_b = len(bounds)
     avail = np.empty(n, dtype=np.bool_)
     start_res = now
     for _ in range(1000):
@@ -192,15 +248,13 @@ def _planned_start(times, free_c, free_m, k, cpn, mem, limit, now, horizon, gues
         for i in range(n_iv):
             if iv_e[i] > start_res and iv_b[i] <= end_time:
                 avail[iv_node[i]] = False
-        i_res = np.searchsorted(bounds, start_res, side="right")
-        i_end = np.searchsorted(bounds, end_time, side="right")
-        cap = bounds[min(i_end + 1, n_b - 1)] if i_res < n_b else INF
+        cap = _cap(iv_b, iv_e, start_res, end_time)
         later = INF
         for i in range(len(span_e)):
             e = span_e[i]
             if e > start_res and span_b[i] <= end_time and e <= cap and e < later:
                 later = e
-        at, by = _will_run(times, avail, free_c, free_m, cpn, mem, k, now, guess_s, p_node,
+        at, by = _will_run(times, by_time, avail, free_c, free_m, cpn, mem, k, now, guess_s, p_node,
                            first_piece, job_ends)
         if at < 0:
             if later == INF:
@@ -247,7 +301,10 @@ def _planned_start(times, free_c, free_m, k, cpn, mem, limit, now, horizon, gues
 
 if njit is not None:
     _consec_pick = consec_pick = njit(cache=True)(_consec_pick)
+    _bisect_left = njit(cache=True)(_bisect_left)
+    _bisect_right = njit(cache=True)(_bisect_right)
     _free_spans = njit(cache=True)(_free_spans)
+    _cap = njit(cache=True)(_cap)
     _will_run = njit(cache=True)(_will_run)
     planned_start = njit(cache=True)(_planned_start)
 else:  # pragma: no cover
