@@ -213,3 +213,14 @@ def test_calibration_against_the_real_queues_when_present():
     assert sum(both[c]["jobs"] for c in SIZE_CLASSES) == 263_144
     # Bigger jobs wait longer in the real queues: what the calibration has to reproduce.
     assert both["1"]["median_h"] < both["9-32"]["median_h"] < both[">32"]["median_h"]
+
+
+def test_bench_sim_reports_the_preset_load_and_per_day_clocks(capsys):
+    from asad.cli import build_parser
+
+    args = build_parser().parse_args(["bench", "sim", "--preset", "small", "--days", "2", "--per-day", "--json"])
+    assert args.func(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["load"] == {"main": 0.7}  # the preset's own default, not a fixed number
+    assert [d["day"] for d in out["per_day"]] == [1, 2] and out["jobs"] > 0
+    assert out["per_day"][0]["cpu_s"] <= out["per_day"][1]["cpu_s"]

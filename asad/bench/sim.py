@@ -19,7 +19,7 @@ import numpy as np
 from asad.slurm.sim import make_simulator
 
 
-def run_once(preset: str, days: float, load: float, seed: int, priority: str, backfill: str,
+def run_once(preset: str, days: float, load: float | None, seed: int, priority: str, backfill: str,
              per_day: bool = False, will_run: str = "slurm") -> dict:
     wall0, cpu0 = time.perf_counter(), time.process_time()
     sim = make_simulator(preset, load=load, seed=seed, priority=priority, backfill=backfill,
@@ -43,7 +43,8 @@ def run_once(preset: str, days: float, load: float, seed: int, priority: str, ba
                       if j.start_time is not None])
     jobs = int(stats["jobs_submitted"])
     return {
-        "preset": preset, "load": load, "seed": seed, "priority": priority, "backfill": backfill,
+        "preset": preset, "load": {p.name: sim.config.base_load(p) for p in sim.config.partitions},
+        "seed": seed, "priority": priority, "backfill": backfill,
         "will_run": will_run,
         "sim_days": days, "jobs": jobs, "jobs_started": stats["jobs_started"],
         "events": stats["events"], "main_passes": stats["main_passes"],
@@ -91,7 +92,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                    description=__doc__)
     parser.add_argument("--preset", default="hpc2n")
     parser.add_argument("--days", type=float, default=30.0)
-    parser.add_argument("--load", type=float, default=0.9)
+    parser.add_argument("--load", type=float, default=None,
+                        help="offered load for every partition (default: the preset's own, e.g. hpc2n 1.2)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--priority", choices=["fifo", "multifactor", "fairshare"], default="fifo")
     parser.add_argument("--backfill", choices=["slurm", "easy", "none"], default="slurm")
