@@ -517,7 +517,7 @@ def _try_later_compiled(plan: _PartPlan, times: np.ndarray, job: SimJob, now: fl
         times, by_time, part.np_free_c, part.np_free_m, int(job.nodes), int(job.cpus_per_node),
         int(job.mem_per_node_mb), float(job.time_limit_s), float(now), float(horizon), float(guess_s),
         iv_node, iv_b, iv_e, p_end, p_node, p_c, first_piece, job_ends)
-    return None if start < 0 else (float(start), nodes.tolist())
+    return None if start == -np.inf else (float(start), nodes.tolist())
 
 
 def _try_later(plan: _PartPlan, times: np.ndarray, job: SimJob, now: float, horizon: float,

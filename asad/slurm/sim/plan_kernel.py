@@ -84,7 +84,7 @@ def _consec_pick(idx, free, nodes, cores):  # noqa: ANN001, ANN202
 
 def _will_run(times, by_time, avail, free_c, free_m, cpn, mem, k, now, guess_s, p_node, first_piece,
               job_ends):  # noqa: ANN001, ANN202
-    """backfill._will_run: (start, fit-by instant) or (-1, 0) for no start. The nodes that fit
+    """backfill._will_run: (start, fit-by instant), start -inf for none. The nodes that fit
     are those in ``avail`` free now (fit-by instant -inf, start = now) or fitting by the
     fit-by instant. ``by_time``: the nodes in order of ``times``."""
     n = len(times)
@@ -96,7 +96,7 @@ def _will_run(times, by_time, avail, free_c, free_m, cpn, mem, k, now, guess_s, 
         return now, -INF
     n_jobs = len(job_ends)
     if n_jobs == 0:
-        return -1.0, 0.0
+        return -INF, 0.0
     kth = INF  # the k-th smallest fit time of the usable nodes
     seen = 0
     for i in by_time:
@@ -106,7 +106,7 @@ def _will_run(times, by_time, avail, free_c, free_m, cpn, mem, k, now, guess_s, 
                 kth = times[i]
                 break
     if kth == INF:
-        return -1.0, 0.0
+        return -INF, 0.0
     # per running job (in end order): does it have a piece on a usable node
     usable = np.empty(n_jobs, dtype=np.int64)
     n_use = 0
@@ -119,7 +119,7 @@ def _will_run(times, by_time, avail, free_c, free_m, cpn, mem, k, now, guess_s, 
                 n_use += 1
                 break
     if n_use == 0:
-        return -1.0, 0.0
+        return -INF, 0.0
     first = job_ends[usable[0]]
     anchor = first + (WILL_RUN_WINDOW_S - first % WILL_RUN_WINDOW_S)
     window = WILL_RUN_WINDOW_S
@@ -135,7 +135,7 @@ def _will_run(times, by_time, avail, free_c, free_m, cpn, mem, k, now, guess_s, 
         elif hi > lo:
             last_i = usable[hi - 1]
         else:
-            return -1.0, 0.0
+            return -INF, 0.0
         pos = last_i + 1
         if pos < n_jobs:
             window *= 2
@@ -148,7 +148,7 @@ def _will_run(times, by_time, avail, free_c, free_m, cpn, mem, k, now, guess_s, 
                 last = max(last + guess_s, now + 1.0)
             return last, by
         if pos >= n_jobs:
-            return -1.0, 0.0
+            return -INF, 0.0
 
 
 def _bisect_right(a, x):  # noqa: ANN001, ANN202
@@ -234,7 +234,7 @@ def _cap(iv_b, iv_e, start_res, end_time):  # noqa: ANN001, ANN202
 
 def _planned_start(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
                    iv_node, iv_b, iv_e, p_end, p_node, p_c, first_piece, job_ends):  # noqa: ANN001, ANN202
-    """backfill._planned_start_slurm's loop: (start, nodes), start = -1 for no plan."""
+    """backfill._planned_start_slurm's loop: (start, nodes), start -inf for no plan."""
     n = len(times)
     span_b, span_e = _free_spans(n, iv_node, iv_b, iv_e)
     n_iv = len(iv_node)
@@ -256,7 +256,7 @@ def _planned_start(times, by_time, free_c, free_m, k, cpn, mem, limit, now, hori
                 later = e
         at, by = _will_run(times, by_time, avail, free_c, free_m, cpn, mem, k, now, guess_s, p_node,
                            first_piece, job_ends)
-        if at < 0:
+        if at == -INF:
             if later == INF:
                 break
             start_res = later
@@ -296,7 +296,7 @@ def _planned_start(times, by_time, free_c, free_m, k, cpn, mem, limit, now, hori
             start_res = start if start > start_res else clash_end
             continue
         return start, nodes
-    return -1.0, np.empty(0, dtype=np.int64)
+    return -INF, np.empty(0, dtype=np.int64)
 
 
 if njit is not None:
