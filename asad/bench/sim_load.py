@@ -282,8 +282,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="runs with seeds --seed, --seed+1, ...; the week comparison pools their jobs")
     parser.add_argument("--priority", choices=["fifo", "multifactor", "fairshare"], default="fifo")
     parser.add_argument("--backfill", choices=["slurm", "easy", "none"], default="easy",
-                        help="slurm: sched/backfill as Slurm runs it (~50 CPU s a simulated day of a "
-                             "full hpc2n queue); easy (default here): EASY, ~40x cheaper")
+                        help="slurm: sched/backfill as Slurm runs it (a full hpc2n queue costs some 100 "
+                             "CPU s a simulated day); easy (default here): EASY, far cheaper")
     parser.add_argument("--open", action="store_true",
                         help="the open stream: users never stop submitting (the old background load)")
     parser.add_argument("--pile-up-days", type=float, default=None,
