@@ -60,7 +60,7 @@ def _consec_pick(idx, free, nodes, cores):  # noqa: ANN001, ANN202
                 if r < 0 or run_cpus[j] < run_cpus[r]:
                     r = j
         if r < 0:  # none holds the rest: the biggest run, first on ties
-            best = -1
+            best = -2  # np.argmax: the first of the largest, dead runs counting -1
             for j in range(nrun):
                 val = run_cpus[j] if alive[j] else -1
                 if val > best:
