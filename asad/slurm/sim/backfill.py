@@ -154,7 +154,7 @@ class _PartPlan:
         key = (cores, mem)
         st = self._sorted.get(key)
         if st is None:
-            st = np.sort(self.node_times(cores, mem, now))
+            st = self.node_times(cores, mem, now)[self.time_order(cores, mem, now)]  # one sort for both
             self._sorted[key] = st
         return st
 
