@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from asad.bench.convergence import run_convergence, targets
-from asad.bench.predictors import DEFAULT_DATA, load_jobs, replay, run_bench, score
+from asad.bench.predictors import DEFAULT_DATA, KEY_CONFIGS, load_jobs, replay, run_bench, score
 from asad.cli import main
 
 HEADER = ("cluster,job_unique_id,cluster_id,submit_time,eligible_time,start_time,end_time,req_cpus,req_mem_total,"
@@ -126,3 +126,19 @@ def test_convergence_feeds_a_slurm_estimate():
     without = run_convergence(seed=0, policies=("slurm-estimate",), noise_sigma=0.5)  # falls back to the last wait
     assert with_estimate["predictors"]["slurm-estimate"]["mae_log10"] < 0.1
     assert without["predictors"]["slurm-estimate"]["mae_log10"] > with_estimate["predictors"]["slurm-estimate"]["mae_log10"]
+
+
+def test_replay_floors_on_jobs_still_pending_and_only_those(tmp_path):
+    path = tmp_path / "jobs.csv.gz"
+    write_jobs(path, [
+        ("cedar", "00:00:00", "00:00:10", 4),  # wait 10 s: the learned median
+        ("cedar", "00:01:00", "02:00:00", 4),  # pending from 60 s to 7200 s
+        ("cedar", "01:00:00", "01:00:05", 4),  # at 3600 s job 1 has waited 3540 s: the floor
+        ("cedar", "03:00:00", "03:00:05", 4),  # at 10800 s nothing is pending: no floor
+    ])
+    jobs = load_jobs(str(path), key_config=KEY_CONFIGS["account"])
+    out = replay(jobs, [("mb", "median-backoff", {}), ("flat", "median-backoff", {"pending_floor": []})])
+    mb, flat = out["estimates"]["mb"], out["estimates"]["flat"]
+    assert flat[2] == pytest.approx(10.0) and mb[2] == pytest.approx(3540.0)
+    assert mb[3] == flat[3]  # job 1 started at 7200 s: no floor any more
+    assert mb[1] == pytest.approx(10.0)  # job 0 started before job 1 was eligible: nothing pending

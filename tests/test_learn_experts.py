@@ -288,3 +288,68 @@ def test_calibrated_cold_point_raises_only_borrowed_answers_that_ran_low():
         assert pool.view(KEY4).estimate() == pytest.approx(100.0)  # its own waits: never shifted
         assert pool.borrowed(cold_key) and not pool.borrowed(KEY4)
     assert pools["calibrated-cold"].view(cold_key).estimate() > 1.5 * pools["median"].view(cold_key).estimate()
+
+
+def _account_key(account, cpus, partition="p"):
+    config = GeometryKeyConfig(fields=("cluster", "account", "partition", "qos", "nodes", "cpus", "walltime"))
+    return geometry_key(cluster="c", account=account, partition=partition, cpus=cpus, time_limit_s=3000,
+                        config=config)
+
+
+def test_change_point_only_at_the_key_itself_keeps_coarse_histories():
+    pool = make_pool("median-backoff", pending_floor=())
+    assert pool.config.change_scope == "key"
+    for _ in range(200):
+        pool.view(_account_key("a1", 4)).observe(100.0)
+    for _ in range(5):  # five far waits of another geometry: a batch, not a change of a1's queue
+        pool.view(_account_key("a1", 64)).observe(50_000.0)
+    account_level = pool.levels(_account_key("a1", 4))[-4]  # (cluster, account)
+    assert account_level == "cluster=c|account=a1"
+    assert pool.stats[account_level].n == len(pool.stats[account_level].recent) == 205  # not cut
+    assert pool.view(_account_key("a1", 4)).estimate() == pytest.approx(100.0)
+    everywhere = make_pool("median-backoff", pending_floor=(), change_scope="all")
+    for _ in range(200):
+        everywhere.view(_account_key("a1", 4)).observe(100.0)
+    for _ in range(5):
+        everywhere.view(_account_key("a1", 64)).observe(50_000.0)
+    assert len(everywhere.stats[account_level].recent) == 5  # the old rule cut the account's history
+
+
+def test_pending_floor_raises_the_answer_to_what_a_pending_job_has_waited():
+    pool = make_pool("median-backoff")
+    key = _account_key("a1", 4)
+    assert pool.floor_key(key) == "cluster=c|account=a1|partition=p|qos=|walltime<=1h"
+    assert pool.floor_key(_account_key("a1", 64)) == pool.floor_key(key)  # same class: partition, walltime
+    for i in range(10):
+        pool.view(key).observe(100.0, at_s=1000.0 * i)
+    view = pool.view(key)
+    assert view.estimate() == pytest.approx(100.0)
+    # the oldest pending job of the class has waited 5,000 s already: the answer is at least that
+    assert view.estimate(now_s=20_000.0, pending_since_s=15_000.0) == pytest.approx(5000.0)
+    told = pool.told(key, 20_000.0, 15_000.0)
+    assert told[1].endswith(":p") and told[0] == pytest.approx(math.log10(5001.0))
+    # a floor below the estimate changes nothing, and no floor without the caller's pending time
+    assert pool.told(key, 20_000.0, 19_990.0) == pool.told(key) == pool.told(key, 20_000.0, None)
+    assert pool.told(key)[1] == "0"
+    quantiles = view.quantiles(QS, now_s=20_000.0, pending_since_s=15_000.0)
+    assert quantiles == sorted(quantiles)
+    # the residual of an answer as told lands in its own stratum
+    pool.observe(key, 7000.0, at_s=27_000.0, told=told)
+    assert len(pool.stats[pool.levels(key)[-1]].strata[told[1]]) == 1
+    off = make_pool("median-backoff", pending_floor=())
+    off.view(key).observe(100.0)
+    assert off.floor_key(key) is None
+    assert off.view(key).estimate(now_s=20_000.0, pending_since_s=0.0) == pytest.approx(100.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.0, 1e6), min_size=1, max_size=30), st.floats(0.0, 1e6), st.floats(0.0, 1e6))
+def test_a_floored_answer_is_never_below_the_unfloored_one_nor_below_the_floor(waits, now, since):
+    pool = make_pool("median-backoff")
+    key = _account_key("a1", 4)
+    for wait in waits:
+        pool.view(key).observe(wait)
+    plain = pool.view(key).estimate()
+    floored = pool.view(key).estimate(now_s=now, pending_since_s=since)
+    assert floored >= plain - 1e-6 * max(1.0, plain)
+    assert floored >= max(0.0, now - since) - 1e-6 * max(1.0, now - since)

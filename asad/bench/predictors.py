@@ -25,6 +25,7 @@ import json
 import math
 import sys
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,6 +125,12 @@ def replay(jobs: Jobs, predictors: list[tuple[str, str, dict[str, Any]]], seed: 
     observed_keys: set[str] = set()
     per_key: dict[str, list[Any]] = {}
     started: list[tuple[float, int]] = []  # (start time, job index)
+    # A pooled learner with a pending floor is told, per job, when the oldest job of the job's
+    # floor class that has not started yet became eligible (what squeue shows one user);
+    # pending[label][class] holds job indices in eligible order, started ones dropped lazily.
+    pending: dict[str, dict[str, deque[int]]] = {label: {} for label in pools if pools[label].config.pending_floor}
+    has_started = np.zeros(len(jobs), dtype=bool)
+    told: dict[str, list[Any]] = {label: [None] * len(jobs) for label in pools}
     for j in range(len(jobs)):
         if progress and j and j % 50_000 == 0:
             print(f"  replayed {j}/{len(jobs)} jobs", file=sys.stderr, flush=True)
@@ -131,10 +138,11 @@ def replay(jobs: Jobs, predictors: list[tuple[str, str, dict[str, Any]]], seed: 
         while started and started[0][0] <= now:
             _, done = heapq.heappop(started)
             observed_keys.add(jobs.key[done])
+            has_started[done] = True
             for (label, _, _), predictor in zip(predictors, per_key[jobs.key[done]]):
                 t0 = time.perf_counter()
                 if label in pools:  # a pooled learner is told when the wait became known
-                    predictor.observe(jobs.wait_s[done], at_s=jobs.start_s[done])
+                    predictor.observe(jobs.wait_s[done], at_s=jobs.start_s[done], told=told[label][done])
                 else:
                     predictor.observe(jobs.wait_s[done])
                 seconds[label] += time.perf_counter() - t0
@@ -145,13 +153,26 @@ def replay(jobs: Jobs, predictors: list[tuple[str, str, dict[str, Any]]], seed: 
                             for label, kind, params in predictors]
         warm[j] = key in observed_keys
         for (label, _, _), predictor in zip(predictors, per_key[key]):
-            if label in pools or predictor.n_observations:
+            if label in pools:
                 t0 = time.perf_counter()
-                estimate = predictor.estimate()
-                if label not in pools or pools[label].estimate_log(key) is not None:
-                    estimates[label][j] = estimate
+                pool, since = pools[label], None
+                if label in pending:
+                    queue = pending[label].setdefault(pool.floor_key(key), deque())
+                    while queue and has_started[queue[0]]:
+                        queue.popleft()
+                    since = jobs.eligible_s[queue[0]] if queue else None
+                    queue.append(j)
+                told[label][j] = pool.told(key, now, since)
+                if told[label][j] is not None:
+                    estimates[label][j] = predictor.estimate(now_s=now, pending_since_s=since)
                     if quantiles:
-                        quantile_estimates[label][j] = predictor.quantiles(quantiles)
+                        quantile_estimates[label][j] = predictor.quantiles(quantiles, now_s=now, pending_since_s=since)
+                seconds[label] += time.perf_counter() - t0
+            elif predictor.n_observations:
+                t0 = time.perf_counter()
+                estimates[label][j] = predictor.estimate()
+                if quantiles:
+                    quantile_estimates[label][j] = predictor.quantiles(quantiles)
                 seconds[label] += time.perf_counter() - t0
         heapq.heappush(started, (jobs.start_s[j], j))
     return {"estimates": estimates, "quantiles": quantile_estimates, "warm": warm, "seconds": seconds,

@@ -66,6 +66,9 @@ BACKOFF_LEVELS: tuple[tuple[str, ...], ...] = (
     ("cluster", "partition", "qos", "walltime"),
     ("cluster",),
 )
+# ``median-backoff``'s pending floor (chosen on the weeks before 2021-06-10): the same account's
+# jobs of this partition and walltime bucket; in real use, one user's own jobs of that class.
+PENDING_FLOOR: tuple[str, ...] = ("cluster", "account", "partition", "qos", "walltime")
 STATS = ("last", "median5", "median20", "median100", "median-long")
 _WINDOWS = (1, 5, 20, 100)
 HISTORY = 2000  # timed snapshots kept per key (at least this many, at most twice)
@@ -88,6 +91,16 @@ class ExpertsConfig:
     # (or all below) a key's long median, its long history is cut to those waits (0: never)
     change_factor: float = 3.0
     change_run: int = 0
+    # where the change point is looked for: at "all" levels of a key, or at the "key" itself only
+    # (a coarse level mixes geometries and batches, whose runs of far-off waits are no change
+    # of the queue: cutting its history there made the real replay worse)
+    change_scope: str = "all"
+    # the floor from waits already under way: the fields of the class (e.g. the same account's
+    # jobs of this partition and walltime bucket) whose oldest pending job, eligible since t,
+    # floors the estimate at log10(1 + now - t); () = no floor. The caller says when the
+    # oldest pending job became eligible (``pending_since_s``): a wait still running is a
+    # right-censored observation that the medians of finished waits do not see yet.
+    pending_floor: tuple[str, ...] = ()
     # "backoff" only: shrink each key's median towards its coarser key's estimate with this
     # many pseudo-waits, ``(n m + k parent) / (n + k)`` in log10 (0: the finest key alone)
     prior_n: float = 0.0
@@ -112,6 +125,9 @@ class ExpertsConfig:
             raise ValueError(f"mode must be 'hedge' or 'backoff', not {self.mode!r}")
         if self.change_factor <= 1 or self.change_run < 0:
             raise ValueError("change_factor > 1 and change_run >= 0")
+        if self.change_scope not in ("all", "key"):
+            raise ValueError(f"change_scope must be 'all' or 'key', not {self.change_scope!r}")
+        object.__setattr__(self, "pending_floor", tuple(self.pending_floor))
         if self.prior_n < 0 or not 0 <= self.aci_gamma < 1:
             raise ValueError("prior_n >= 0 and 0 <= aci_gamma < 1")
         if self.point not in ("median", "calibrated", "calibrated-cold"):
@@ -288,8 +304,9 @@ class KeyStats:
             return (self.history[0], self.history_n[0]) if self.trimmed else None
         return self.history[i - 1], self.history_n[i - 1]
 
-    def add(self, y: float, at_s: float | None = None) -> None:
-        if self.change_run and self.sorted:
+    def add(self, y: float, at_s: float | None = None, detect_change: bool = True) -> None:
+        detect = self.change_run and detect_change
+        if detect and self.sorted:
             gap = y - _median_of_sorted(self.sorted)
             if gap > self.change_log10:
                 self.misses = self.misses + 1 if self.misses > 0 else 1
@@ -302,7 +319,7 @@ class KeyStats:
         if len(self.recent) > self.long_memory:
             old = self.recent.popleft()
             del self.sorted[bisect.bisect_left(self.sorted, old)]
-        if self.change_run and abs(self.misses) >= self.change_run:
+        if detect and abs(self.misses) >= self.change_run:
             # the queue changed: the long history no longer describes it
             keep = list(self.recent)[-self.change_run:]
             self.recent.clear()
@@ -511,13 +528,40 @@ class ExpertsPool:
         stats = self.stats.get(key)
         return stats.n if stats is not None else 0
 
-    def observe(self, key: str, wait_s: float, at_s: float | None = None) -> None:
+    def floor_key(self, key: str) -> str | None:
+        """The class whose oldest pending job floors ``key``'s estimate (None: no floor configured)."""
+        if not self.config.pending_floor:
+            return None
+        return key_levels_by_slot(key, (self.config.pending_floor,))[0]
+
+    def told(self, key: str, now_s: float | None = None,
+             pending_since_s: float | None = None) -> tuple[float, str | None] | None:
+        """(estimate in log10(1 + s), residual stratum) as a job of ``key`` is told it now: the
+        learned estimate, raised to ``log10(1 + now_s - pending_since_s)`` when the oldest job
+        of its pending class has already waited longer (the stratum then ends in ``:p``, so
+        floored answers earn quantiles of their own). None when nothing was learned yet."""
+        y = self.estimate_log(key)
+        if y is None:
+            return None
+        stratum = self._strata.get(key)
+        if self.config.pending_floor and now_s is not None and pending_since_s is not None:
+            floor = math.log10(1.0 + max(0.0, float(now_s) - float(pending_since_s)))
+            if floor > y:
+                return floor, (None if stratum is None else f"{stratum}:p")
+        return y, stratum
+
+    def observe(self, key: str, wait_s: float, at_s: float | None = None,
+                told: tuple[float, str | None] | None = None) -> None:
         """Learn one wait. ``at_s``: when the job started (the wait is known from then on).
 
         With ``at_s`` the experts are scored on what they said when the job was submitted
         (``at_s - wait``), not on what they say now: between the two, the waits of the jobs
         that started first (the shorter ones of a batch) have arrived, and scoring against
         them would favour the short memories, which look good only in hindsight.
+
+        ``told``: what :meth:`told` said when the job was submitted (then its residual is
+        scored against that answer, floor included); without it, the answer is rebuilt from
+        the keys' state at ``at_s - wait``.
         """
         wait = clean_wait(wait_s)
         y = math.log10(1.0 + wait)
@@ -525,7 +569,7 @@ class ExpertsPool:
         stratum = None
         if self.config.mode == "backoff":
             available: list[tuple[int, float]] = []
-            found = self._backoff(key, decided_s)
+            found = told if told is not None else self._backoff(key, decided_s)
             before, stratum = (None, None) if found is None else found
         else:
             available = self._available(key, decided_s)
@@ -542,11 +586,12 @@ class ExpertsPool:
             floor = -cfg.log_weight_floor
             for i, _ in available:
                 weights[i] = max(weights[i] - top, floor)
+        key_only = self.config.change_scope == "key"
         for level_key in self.levels(key):
             stats = self._stats(level_key)
             if before is not None and self.config.residuals_from != "stratum":
                 stats.add_residual(y - before)
-            stats.add(y, at_s)
+            stats.add(y, at_s, detect_change=not key_only or level_key == key)
         if before is not None and stratum is not None and self.config.residuals_from == "stratum":
             coarsest = self._stats(self.levels(key)[-1])
             coarsest.add_residual(y - before)  # the pooled fallback for a stratum still short of residuals
@@ -556,12 +601,14 @@ class ExpertsPool:
         """("backoff") Whether the key's estimate comes from a coarser key (it has no wait of its own)."""
         return self.estimate_log(key) is not None and not self.n_observations(key)
 
-    def residual_quantiles(self, key: str, qs: Sequence[float]) -> list[float] | None:
+    def residual_quantiles(self, key: str, qs: Sequence[float], stratum: str | None = None) -> list[float] | None:
+        """Quantiles of the residuals that answers like ``key``'s earned (``stratum``: the one
+        :meth:`told` gave; by default the unfloored estimate's)."""
         levels = self.levels(key)
         if self.config.residuals_from == "stratum" and self.config.mode == "backoff":
             self.estimate_log(key)
             coarsest = self.stats.get(levels[-1])
-            stratum = self._strata.get(key)
+            stratum = stratum or self._strata.get(key)
             if coarsest is not None and stratum is not None:
                 window = coarsest.strata.get(stratum)
                 if window is not None and len(window) >= self.config.min_residuals:
@@ -640,24 +687,31 @@ class ExpertsPredictor:
     def n_observations(self) -> int:
         return self.pool.n_observations(self.key)
 
-    def estimate(self, *, slurm_estimate_s: float | None = None) -> float:
-        y = self.pool.estimate_log(self.key)
-        if y is None:
+    def estimate(self, *, slurm_estimate_s: float | None = None, now_s: float | None = None,
+                 pending_since_s: float | None = None) -> float:
+        """The point estimate (s); ``now_s`` and ``pending_since_s`` (when the oldest pending job
+        of the key's floor class became eligible) floor it (:meth:`ExpertsPool.told`)."""
+        told = self.pool.told(self.key, now_s, pending_since_s)
+        if told is None:
             return 0.0
+        y, stratum = told
         point = self.pool.config.point
         if point == "calibrated" or (point == "calibrated-cold" and self.pool.borrowed(self.key)):
-            y += (self.pool.residual_quantiles(self.key, (0.5,)) or [0.0])[0]
+            y += (self.pool.residual_quantiles(self.key, (0.5,), stratum) or [0.0])[0]
         return max(0.0, 10.0**y - 1.0)
 
-    def observe(self, wait_s: float, *, slurm_estimate_s: float | None = None, at_s: float | None = None) -> None:
-        self.pool.observe(self.key, wait_s, at_s)
+    def observe(self, wait_s: float, *, slurm_estimate_s: float | None = None, at_s: float | None = None,
+                told: tuple[float, str | None] | None = None) -> None:
+        self.pool.observe(self.key, wait_s, at_s, told)
 
-    def quantiles(self, qs: Sequence[float]) -> list[float]:
+    def quantiles(self, qs: Sequence[float], *, now_s: float | None = None,
+                  pending_since_s: float | None = None) -> list[float]:
         """The estimate shifted by the residuals' quantiles (conformal); all 0 s before any wait."""
-        y = self.pool.estimate_log(self.key)
-        if y is None:
+        told = self.pool.told(self.key, now_s, pending_since_s)
+        if told is None:
             return [0.0 for _ in qs]
-        shifts = self.pool.residual_quantiles(self.key, qs) or [0.0 for _ in qs]
+        y, stratum = told
+        shifts = self.pool.residual_quantiles(self.key, qs, stratum) or [0.0 for _ in qs]
         return [max(0.0, 10.0 ** (y + shift) - 1.0) for shift in shifts]
 
     def to_state(self) -> dict[str, Any]:

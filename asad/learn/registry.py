@@ -40,7 +40,7 @@ from asad.learn.baselines import (
     QbetsPredictor,
     SlurmEstimatePredictor,
 )
-from asad.learn.experts import BACKOFF_LEVELS, ExpertsConfig, ExpertsPool, ExpertsPredictor
+from asad.learn.experts import BACKOFF_LEVELS, PENDING_FLOOR, ExpertsConfig, ExpertsPool, ExpertsPredictor
 from asad.learn.losses import LossConfig
 from asad.learn.mix import AsaMixPredictor, MixConfig
 
@@ -90,7 +90,8 @@ POOLED: tuple[str, ...] = ("experts", "median-backoff")
 # median-backoff: keys fine to coarse with the account first; quantiles from the residuals of
 # the answers given by the same level (the key itself, or which coarser key) on the cluster.
 # Chosen on the weeks before 2021-06-10 (docs/results/learn.md).
-BACKOFF_DEFAULTS: dict[str, Any] = {"mode": "backoff", "change_run": 5, "levels": BACKOFF_LEVELS,
+BACKOFF_DEFAULTS: dict[str, Any] = {"mode": "backoff", "change_run": 5, "change_scope": "key",
+                                    "levels": BACKOFF_LEVELS, "pending_floor": PENDING_FLOOR,
                                     "residuals_from": "stratum", "strata": "level", "min_residuals": 100}
 
 # What recommended_predictor() returns; chosen by the measurements in docs/results/learn.md.
