@@ -12,7 +12,7 @@ from asad import __version__
 # Each bench module exposes ``register(subparsers)``, adding its own subcommand with
 # ``set_defaults(func=callable(args) -> int)``.
 BENCH_MODULES = ["sim", "convergence", "predictors", "strategies", "sizing", "placement", "overhead", "faults",
-                 "sim_vs_real", "sim_load", "real_strategies", "sim_fairshare"]
+                 "sim_vs_real", "sim_load", "real_strategies", "sim_fairshare", "backfill_cost"]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,6 +4,7 @@
 #   local-cluster.sh up     [--nodes N] [--cpus C] [--mem MB] [--gpus G] [--accounting] [--priority basic|multifactor]
 #                           [--max-age D]          (PriorityMaxAge with multifactor; default 1-0)
 #                           [--max-array-size N]   (Slurm's MaxArraySize; default 1001, Slurm's own)
+#                           [--sched-params S]     (SchedulerParameters; default: passes every few seconds)
 #   local-cluster.sh down   [--purge]
 #   local-cluster.sh status
 #   local-cluster.sh env             # prints: export SLURM_CONF=...
@@ -28,10 +29,13 @@ DB_PASS="asad-local"
 die() { echo "local-cluster: error: $*" >&2; exit 1; }
 say() { echo "local-cluster: $*" >&2; }
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # ---------------------------------------------------------------- settings ---------------------
 NODES=4; CPUS=28; MEM_MB=32000; ACCOUNTING=0; PRIORITY=basic; GPUS=0; MAX_AGE=1-0; MAX_ARRAY_SIZE=1001
+# Tests want starts within seconds: backfill every 2 s at 1-s resolution (Slurm's defaults: 30 s, 60 s).
+DEFAULT_SCHED_PARAMS=bf_interval=2,bf_resolution=1,bf_continue,sched_interval=5,sched_min_interval=100000
+SCHED_PARAMS=$DEFAULT_SCHED_PARAMS
 load_saved_settings() {
     # A later `up` without flags (e.g. after stop-controller) keeps the cluster it started.
     if [[ -f "$DIR/settings" ]]; then
@@ -49,6 +53,7 @@ PRIORITY=$PRIORITY
 GPUS=$GPUS
 MAX_AGE=$MAX_AGE
 MAX_ARRAY_SIZE=$MAX_ARRAY_SIZE
+SCHED_PARAMS=$SCHED_PARAMS
 PORT_BASE=$PORT_BASE
 EOF
 }
@@ -172,9 +177,9 @@ MinJobAge=1800
 # Array indices must stay below this (asad splits larger arrays into several array jobs).
 MaxArraySize=$MAX_ARRAY_SIZE
 KillWait=5
-# Scheduling: FIFO priority with backfill, re-run often so tests see starts within seconds.
+# Scheduling: FIFO priority with backfill (--sched-params; the default re-runs often so tests see starts within seconds).
 SchedulerType=sched/backfill
-SchedulerParameters=bf_interval=2,bf_resolution=1,bf_continue,sched_interval=5,sched_min_interval=100000
+SchedulerParameters=$SCHED_PARAMS
 $sched_lines
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
@@ -357,11 +362,12 @@ cmd_up() {
         [[ -e $f ]] && pid_alive "$f" && was_running=1
     done
     local want_nodes=$NODES want_cpus=$CPUS want_mem=$MEM_MB want_acct=$ACCOUNTING want_prio=$PRIORITY want_gpus=$GPUS
-    local want_mas=$MAX_ARRAY_SIZE
+    local want_mas=$MAX_ARRAY_SIZE want_sp=$SCHED_PARAMS
     if ((was_running)) && [[ -f "$DIR/settings" ]]; then
         load_saved_settings
         MAX_ARRAY_SIZE=${MAX_ARRAY_SIZE:-1001}
-        if ((FLAGS_GIVEN)) && [[ "$want_nodes $want_cpus $want_mem $want_acct $want_prio $want_gpus $want_mas" != "$NODES $CPUS $MEM_MB $ACCOUNTING $PRIORITY ${GPUS:-0} $MAX_ARRAY_SIZE" ]]; then
+        SCHED_PARAMS=${SCHED_PARAMS:-$DEFAULT_SCHED_PARAMS}
+        if ((FLAGS_GIVEN)) && [[ "$want_nodes $want_cpus $want_mem $want_acct $want_prio $want_gpus $want_mas $want_sp" != "$NODES $CPUS $MEM_MB $ACCOUNTING $PRIORITY ${GPUS:-0} $MAX_ARRAY_SIZE $SCHED_PARAMS" ]]; then
             die "a cluster is already running in $DIR with different settings ($NODES nodes x $CPUS cpus x $MEM_MB MB, accounting=$ACCOUNTING, priority=$PRIORITY); run '$0 down' first"
         fi
     fi
@@ -460,6 +466,7 @@ main() {
             --accounting) ACCOUNTING=1; FLAGS_GIVEN=1; shift ;;
             --no-accounting) ACCOUNTING=0; FLAGS_GIVEN=1; shift ;;
             --priority) PRIORITY=${2:?--priority needs basic or multifactor}; FLAGS_GIVEN=1; shift 2 ;;
+            --sched-params) SCHED_PARAMS=${2:?--sched-params needs a SchedulerParameters string}; FLAGS_GIVEN=1; shift 2 ;;
             --max-age) MAX_AGE=${2:?--max-age needs a Slurm duration, e.g. 10:00 or 1-0}; FLAGS_GIVEN=1; shift 2 ;;
             --purge) down_args+=(--purge); shift ;;
             -h | --help) usage; exit 0 ;;
@@ -472,6 +479,8 @@ main() {
     GPUS=${GPUS:-0}
     [[ $GPUS =~ ^[0-9]+$ ]] || die "--gpus must be a whole number, got '$GPUS'"
     MAX_ARRAY_SIZE=${MAX_ARRAY_SIZE:-1001}  # settings saved by an older script lack it
+    SCHED_PARAMS=${SCHED_PARAMS:-$DEFAULT_SCHED_PARAMS}
+    [[ $SCHED_PARAMS =~ ^[A-Za-z0-9_=,:.-]+$ ]] || die "--sched-params must be a SchedulerParameters list like bf_interval=30,bf_resolution=60, got '$SCHED_PARAMS'"
     [[ $MAX_ARRAY_SIZE =~ ^[1-9][0-9]*$ ]] || die "--max-array-size must be a positive integer, got '$MAX_ARRAY_SIZE'"
     [[ $PRIORITY == basic || $PRIORITY == multifactor ]] || die "--priority must be basic or multifactor"
     case $cmd in

@@ -104,6 +104,10 @@ def run(preset: str, days: int, warmup_days: int, load: float | None, seed: int,
                         "pending_at_end": int(st["jobs_pending_eligible"]),
                         "dropped": dropped - dropped_prev})
         busy_prev, dropped_prev = busy, dropped
+        # a slow run (the Slurm backfill on a full queue) shows how far it got
+        print(f"  day {day + 1}/{days}: utilisation {per_day[-1]['utilisation']}, "
+              f"{per_day[-1]['pending_at_end']} pending, {time.process_time() - cpu0:.0f} CPU s",
+              file=sys.stderr, flush=True)
     wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
 
     jobs = [j for j in sim.jobs.values() if j.background and j.start_time is not None]
