@@ -107,11 +107,11 @@ def ctld_cpu_s(pid_file: str) -> float | None:
 def measure_slurm(jobs: list[dict], cycles: int) -> dict[str, Any]:
     conf = slurm_config()
     partition = default_partition()
-    for job in jobs:
-        _run("sbatch", "-J", NAME, "-p", partition, "-N", str(job["nodes"]),
-             "--ntasks-per-node=1", "-c", str(job["cores"]), "--mem=1G", f"--time={job['limit_min']}",
-             "-o", "/dev/null", "--wrap", "sleep 1000000")
-    try:
+    try:  # the queue is cancelled whatever happens, a failed sbatch or ^C included
+        for job in jobs:
+            _run("sbatch", "-J", NAME, "-p", partition, "-N", str(job["nodes"]),
+                 "--ntasks-per-node=1", "-c", str(job["cores"]), "--mem=1G", f"--time={job['limit_min']}",
+                 "-o", "/dev/null", "--wrap", "sleep 1000000")
         start = backfill_stats().get("Total cycles", 0.0)
         while backfill_stats().get("Total cycles", 0.0) < start + 1:  # a first cycle on the full queue
             time.sleep(1)
