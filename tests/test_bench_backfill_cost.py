@@ -34,3 +34,10 @@ def test_without_a_cluster_it_says_how_to_start_one(monkeypatch, capsys):
     args = argparse.Namespace(jobs=10, cycles=1, seed=7, sim_passes=1, json=False)
     assert backfill_cost.main(args) == 2
     assert "local-cluster.sh up" in capsys.readouterr().err
+
+
+def test_counts_below_one_are_refused_before_anything_is_queued(monkeypatch, capsys):
+    monkeypatch.setenv("SLURM_CONF", "/nonexistent/slurm.conf")
+    args = argparse.Namespace(jobs=10, cycles=0, seed=7, sim_passes=1, json=False)
+    assert backfill_cost.main(args) == 2
+    assert "--cycles" in capsys.readouterr().err

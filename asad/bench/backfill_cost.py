@@ -7,9 +7,9 @@ costs Slurm itself, so the target can be read against it.
 On a running local cluster (``slurm-scripts/local-cluster.sh up ...``, ``SLURM_CONF`` set) it
 submits a deep queue of long jobs (a fixed random mix: 1-4 cores, 8 cores to a whole node, 2-8
 whole nodes; limits of 1 h to 3 days), waits for ``--cycles`` backfill cycles and reads
-``sdiag``'s backfill statistics (reset first; cycle time without the lock yields, depth, queue length) and
-slurmctld's CPU time over those cycles (``/proc``; all its threads, so an upper bound of the
-backfill's own). Then it builds the same cluster and queue in the simulator with the same
+``sdiag``'s backfill statistics (reset first; cycle time without the lock yields, depth, queue
+length) and slurmctld's CPU time over those cycles (``/proc``; all its threads, so an upper bound
+of the backfill's own). Then it builds the same cluster and queue in the simulator with the same
 ``SchedulerParameters`` and times its backfill passes twice: as it runs by default (plans only
 where they can change a start now) and with ``bf_plan_all`` (a plan for every tested job, as
 slurmctld makes). The queued jobs are cancelled at the end.
@@ -166,6 +166,9 @@ def measure_sim(jobs: list[dict], nodes: int, cores: int, mem_mb: int, params: s
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.jobs < 1 or args.cycles < 1 or args.sim_passes < 1:
+        print("asad bench backfill-cost: --jobs, --cycles and --sim-passes must be at least 1", file=sys.stderr)
+        return 2
     if not os.environ.get("SLURM_CONF"):
         print("asad bench backfill-cost: needs a running local cluster: start one with "
               "slurm-scripts/local-cluster.sh up --nodes 40 --cpus 28 --mem 128000 --sched-params "
