@@ -30,7 +30,7 @@ import sys
 import time
 from typing import Any
 
-from asad.bench.sim_vs_real import _sched_param
+from asad.bench.sim_vs_real import scheduler_settings
 
 DAY = 86400.0
 NAME = "bfcost"
@@ -141,12 +141,7 @@ def measure_sim(jobs: list[dict], nodes: int, cores: int, mem_mb: int, params: s
         sim = Simulator(SimConfig(
             partitions=(PartitionSpec("main", nodes=nodes, cores_per_node=cores, mem_per_node_mb=mem_mb,
                                       max_time_s=None, default=True),),
-            bf_interval_s=_sched_param(params, "bf_interval", 30),
-            bf_resolution_s=_sched_param(params, "bf_resolution", 60),
-            bf_window_s=_sched_param(params, "bf_window", 1440) * 60,
-            bf_max_job_test=int(_sched_param(params, "bf_max_job_test", 500)),
-            default_queue_depth=int(_sched_param(params, "default_queue_depth", 100)),
-            sched_interval_s=_sched_param(params, "sched_interval", 60), bf_plan_all=plan_all))
+            **scheduler_settings(params), bf_plan_all=plan_all))
         for job in jobs:
             sim.submit(JobRequest(name=NAME, command="true", partition="main", nodes=job["nodes"],
                                   ntasks=job["nodes"], cpus_per_task=job["cores"], mem_mb=1024,
@@ -189,7 +184,7 @@ def main(args: argparse.Namespace) -> int:
               "(slurm-scripts/local-cluster.sh status)?", file=sys.stderr)
         return 1
     sim = measure_sim(jobs, nodes, cores, mem_mb, real["scheduler_parameters"], args.sim_passes)
-    passes_30d = 30 * DAY / _sched_param(real["scheduler_parameters"], "bf_interval", 30)
+    passes_30d = 30 * DAY / scheduler_settings(real["scheduler_parameters"])["bf_interval_s"]
     result = {"nodes": nodes, "cores_per_node": cores, "jobs": args.jobs, "slurm": real, "simulator": sim,
               "passes_in_30_days": int(passes_30d)}
     if args.json:

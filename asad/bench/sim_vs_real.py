@@ -57,6 +57,19 @@ def _sched_param(params: str, key: str, default: float) -> float:
     return default
 
 
+def scheduler_settings(params: str) -> dict:
+    """The simulator's backfill and main-pass settings from a ``SchedulerParameters`` string
+    (Slurm's defaults for what it does not name)."""
+    return dict(
+        bf_interval_s=_sched_param(params, "bf_interval", 30),
+        bf_resolution_s=_sched_param(params, "bf_resolution", 60),
+        bf_window_s=_sched_param(params, "bf_window", 1440) * 60,
+        bf_max_job_test=int(_sched_param(params, "bf_max_job_test", 500)),
+        sched_interval_s=_sched_param(params, "sched_interval", 60),
+        default_queue_depth=int(_sched_param(params, "default_queue_depth", 100)),
+    )
+
+
 def sim_settings(rec: dict) -> dict:
     """The simulator settings that mirror the recorded slurm.conf (and the timer phases)."""
     conf = rec["slurm_config"]
@@ -65,12 +78,7 @@ def sim_settings(rec: dict) -> dict:
     out = dict(
         priority="multifactor" if multifactor else "fifo",
         backfill="slurm",
-        bf_interval_s=_sched_param(params, "bf_interval", 30),
-        bf_resolution_s=_sched_param(params, "bf_resolution", 60),
-        bf_window_s=_sched_param(params, "bf_window", 1440) * 60,
-        bf_max_job_test=int(_sched_param(params, "bf_max_job_test", 500)),
-        sched_interval_s=_sched_param(params, "sched_interval", 60),
-        default_queue_depth=int(_sched_param(params, "default_queue_depth", 100)),
+        **scheduler_settings(params),
         batch_sched_delay_s=_sched_param(params, "batch_sched_delay", 3),
         node_select="consec",
         # Measured in slurmctld's log of the recorded runs (not fitted to the comparison): from
