@@ -142,7 +142,7 @@ class Context:
             return False  # an array's tasks write no stage-wide end marker to hold a barrier on
         if wf.strategy == "asa":
             return wf.mode == "naive"
-        return wf.strategy == "auto" and self.priority_rules.age_counts
+        return wf.strategy == "auto" and self.priority_rules.rule == "quantile"
 
     def barrier_lead(self, wf: WorkflowRun, stage: str) -> float:
         """How far ahead of the predecessors' end a fresh submission of ``stage`` would be made

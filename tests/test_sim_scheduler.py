@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from asad.slurm.backend import Dependency, DependencyType, JobRequest, JobState, SimTruth
 from asad.slurm.sim import DEFAULT_START_TIME as T0
@@ -50,6 +51,26 @@ def test_dependency_keeps_place_under_fifo_but_accrues_no_age_under_multifactor(
         assert got[held].eligible_time == T0 + 100
         order[priority] = "held first" if got[held].start_time < got[later].start_time else "later first"
     assert order == {"fifo": "held first", "multifactor": "later first"}
+
+
+@pytest.mark.parametrize("enforce_limits", [False, True])
+def test_a_begin_given_with_the_dependency_keeps_its_age_unless_limits_are_enforced(enforce_limits):
+    # Slurm sets the accrue time to a future --begin at submission; without accounting limits the
+    # dependency does not clear it (acct_policy.c), so the held job ages from its --begin. Checked
+    # on the local Slurm: `scontrol show job` prints that AccrueTime while the job waits on afterok.
+    sim = make_simulator("small", load=0.0, priority="multifactor", max_age_s=100000, weight_age=100000,
+                         accounting_enforce_limits=enforce_limits)
+    sim.submit(job(nodes=3, runtime=5000, limit=5000))
+    pre = sim.submit(job(nodes=1, runtime=100))
+    held = sim.submit(job(nodes=4, runtime=1000, begin=T0 + 10,
+                          dependency=Dependency(DependencyType.AFTEROK, (pre,))))
+    sim.run_until(T0 + 50)
+    later = sim.submit(job(nodes=4, runtime=1000))  # eligible at 50, before held (100)
+    finish(sim)
+    got = sim.poll([pre, held, later])
+    assert got[held].start_time >= got[pre].end_time  # the dependency still holds it
+    held_first = got[held].start_time < got[later].start_time
+    assert held_first is not enforce_limits
 
 
 def test_easy_backfill_starts_short_jobs_only():

@@ -1,4 +1,4 @@
-"""The default strategy: the site's priority rules pick chain or the quantile rule."""
+"""The default strategy: the site's priority rules pick chain, aged-chain or the quantile rule."""
 
 from __future__ import annotations
 
@@ -31,12 +31,23 @@ def test_scontrol_config_gives_the_rules():
     no_age = rules_from_scontrol({"PriorityType": "priority/multifactor", "PriorityWeightAge": "0"})
     assert not no_age.age_counts
     assert not PriorityRules().age_counts  # unknown: never slower than a chain
+    assert (basic.rule, always.rule, no_age.rule, PriorityRules().rule) == ("chain",) * 4
+    # Slurm's default AccountingStorageEnforce (none, or without limits) keeps a --begin's age
+    assert multi.begin_keeps_age and multi.rule == "aged-chain"
+    for enforce, rule in (("none", "aged-chain"), ("associations,qos", "aged-chain"),
+                          ("associations,limits,qos", "quantile"), ("safe", "quantile"), ("all", "quantile")):
+        got = rules_from_scontrol({"PriorityType": "priority/multifactor", "PriorityWeightAge": "1000",
+                                   "AccountingStorageEnforce": enforce})
+        assert got.rule == rule, enforce
 
 
 def test_simulator_reports_its_own_rules():
     assert rules_of(make_simulator("small", load=0.0, priority="fifo")).type == "basic"
     multi = rules_of(make_simulator("small", load=0.0, priority="multifactor"))
     assert multi.type == "multifactor" and multi.age_counts and multi.source == "simulator"
+    assert multi.rule == "aged-chain"
+    limits = rules_of(make_simulator("small", load=0.0, priority="multifactor", accounting_enforce_limits=True))
+    assert limits.rule == "quantile"
 
 
 @given(st.floats(0.0, 10.0), st.integers(1, 512))
@@ -47,10 +58,10 @@ def test_quantile_level_falls_as_idling_gets_dearer(price, cpus):
     assert quantile_level(price, cpus + 1) <= tau
 
 
-def _run(db_url, priority, *, load=0.0, seed=1, example="montage.yaml", runs=1):
+def _run(db_url, priority, *, load=0.0, seed=1, example="montage.yaml", runs=1, **sim_settings):
     spec = load_workflow(EXAMPLES / example)
     store = Store(db_url)
-    sim = make_simulator("small", load=load, seed=seed, priority=priority)
+    sim = make_simulator("small", load=load, seed=seed, priority=priority, **sim_settings)
     try:
         for i in range(runs):  # later runs plan with the run times and waits the earlier ones taught
             (summary,) = run_in_process(store, sim, [spec], strategy="auto",
@@ -74,8 +85,25 @@ def test_auto_is_a_chain_where_a_dependent_job_keeps_its_place(db_url):
     assert "rule chain: priority/basic" in render_explain(wf, spec.stages[1].name)
 
 
-def test_auto_under_multifactor_completes_in_order_and_says_why(db_url):
-    spec, summary, wf, jobs = _run(db_url, "multifactor", load=0.9, seed=4, runs=3)
+def test_auto_under_multifactor_submits_an_aged_chain(db_url):
+    spec, summary, wf, jobs = _run(db_url, "multifactor", load=0.9, seed=4)
+    assert summary["state"] == "COMPLETED", summary["message"]
+    stages = {s["name"]: s for s in summary["stages"]}
+    first = jobs[spec.stages[0].name]
+    for st_ in spec.stages[1:]:
+        job = jobs[st_.name]
+        assert job.request.dependency is not None and job.request.dependency.type.value == "afterok"
+        assert job.submitted_at == pytest.approx(first.submitted_at)  # all at once
+        assert job.request.begin == pytest.approx(job.submitted_at + 10.0)  # ... ageing from then
+        assert "rule aged-chain" in wf.stages[st_.name].plan_why
+        for pred in spec.predecessors(st_.name):
+            assert stages[st_.name]["start"] >= stages[pred]["end"] - 1e-6
+    assert summary["overhead_core_hours"] == 0.0
+    assert "rule aged-chain" in render_explain(wf, spec.stages[1].name)
+
+
+def test_auto_under_multifactor_with_limits_completes_in_order_and_says_why(db_url):
+    spec, summary, wf, jobs = _run(db_url, "multifactor", load=0.9, seed=4, runs=3, accounting_enforce_limits=True)
     assert summary["state"] == "COMPLETED", summary["message"]
     stages = {s["name"]: s for s in summary["stages"]}
     for st_ in spec.stages[1:]:
@@ -147,7 +175,7 @@ def _two_stage_running_first(now):
 def test_auto_quantile_rule_hands_the_instant_to_slurm_without_dependency():
     from asad.strategies.auto import Auto
 
-    rules = PriorityRules(type="multifactor", weight_age=1000)
+    rules = PriorityRules(type="multifactor", weight_age=1000, enforce_limits=True)
     wf = _two_stage_running_first(now=500.0)
     plan = Auto().plan(wf, "b", 500.0, _Ctx(rules, lead_s=300.0))
     assert plan.dependency_on == () and plan.barrier_on == ("a",)

@@ -1,19 +1,28 @@
 """A site's priority rules, as far as they decide *when* to submit a stage.
 
-Two facts of Slurm's priority plugins settle whether an early submission with a dependency
+Three facts of Slurm's priority plugins settle whether an early submission with a dependency
 can ever lose to one without:
 
 - ``priority/basic`` orders pending jobs by submission: a job held by ``afterok`` keeps the
   place it took when it was submitted.
-- ``priority/multifactor`` adds an age factor that grows from the job's *eligible* time; a job
-  pending on a dependency (or a ``--begin`` time) is not eligible, so it accrues no age
-  (Slurm 22.05: ``priority_multifactor.c`` counts age from ``details->accrue_time``, which
-  ``acct_policy.c`` sets once the job is eligible), unless ``PriorityFlags=ACCRUE_ALWAYS``.
+- ``priority/multifactor`` adds an age factor that grows from the job's *accrue* time
+  (Slurm 22.05: ``priority_multifactor.c`` counts age from ``details->accrue_time``), which
+  ``acct_policy.c`` sets to the job's begin time. A job submitted with only ``afterok`` has no
+  begin time until its dependency is met, so it accrues no age while held, unless
+  ``PriorityFlags=ACCRUE_ALWAYS``.
+- But a job submitted with ``afterok`` *and* a ``--begin`` a few seconds ahead has a begin time
+  at once; its accrue time is set to it, and the dependency does not clear it unless
+  ``AccountingStorageEnforce`` includes ``limits`` (``acct_policy_remove_accrue_time`` returns
+  at once otherwise; checked on the local Slurm: ``scontrol show job`` prints its AccrueTime
+  while the job waits on its dependency). Such a job ages from its submission like a job
+  without a dependency, and still cannot start before its predecessors end.
 
 So where age does not count (basic, a zero age weight, or ACCRUE_ALWAYS) submitting every stage
-at once with ``afterok`` (a chain) is never slower; where it counts, a stage submitted without a
-dependency ahead of its predecessor's end overtakes the jobs that arrive meanwhile, and the
-learned wait decides how far ahead.
+at once with ``afterok`` (a chain) is never slower; where age counts but a ``--begin`` keeps it
+(no accounting limits, Slurm's default), the same chain with ``--begin`` ages every stage from the
+workflow's submission and idles nothing; only where limits are enforced does a stage submitted
+without a dependency ahead of its predecessor's end overtake the jobs that arrive meanwhile, and
+the learned wait decides how far ahead.
 """
 
 from __future__ import annotations
@@ -30,12 +39,25 @@ class PriorityRules:
     weight_fairshare: int = 0
     weight_job_size: int = 0
     accrue_always: bool = False
+    enforce_limits: bool = False  # AccountingStorageEnforce includes limits (or safe, all)
     source: str = ""  # where these were read: "scontrol show config", "simulator", ...
 
     @property
     def age_counts(self) -> bool:
         """A job pending on a dependency falls behind jobs submitted after it (it accrues no age)."""
         return self.type == "multifactor" and self.weight_age > 0 and not self.accrue_always
+
+    @property
+    def begin_keeps_age(self) -> bool:
+        """Age counts, and a job submitted with ``afterok`` and a ``--begin`` ages while held."""
+        return self.age_counts and not self.enforce_limits
+
+    @property
+    def rule(self) -> str:
+        """What ``auto`` does at this site: ``chain``, ``aged-chain`` or ``quantile``."""
+        if not self.age_counts:
+            return "chain"
+        return "aged-chain" if self.begin_keeps_age else "quantile"
 
     def describe(self) -> str:
         if self.type == "basic":
@@ -48,8 +70,12 @@ class PriorityRules:
                         "a job held by afterok accrues age too")
             fairshare = (f", PriorityWeightFairshare={self.weight_fairshare} (fair-share does not "
                          "depend on when a job was submitted)") if self.weight_fairshare > 0 else ""
+            held = ("a job held by afterok accrues no age (AccountingStorageEnforce has limits)"
+                    if self.enforce_limits else
+                    "a job held by afterok accrues no age unless submitted with a --begin "
+                    "(AccountingStorageEnforce has no limits)")
             return (f"priority/multifactor, PriorityWeightAge={self.weight_age} (max age "
-                    f"{_human(self.max_age_s)}){fairshare}: a job held by afterok accrues no age")
+                    f"{_human(self.max_age_s)}){fairshare}: {held}")
         return "priority rules unknown: assuming a job held by afterok keeps its place"
 
 
@@ -62,7 +88,9 @@ def rules_from_scontrol(config: dict[str, str]) -> PriorityRules:
                          max_age_s=_duration_s(config.get("PriorityMaxAge", "7-00:00:00")),
                          weight_fairshare=_int(config.get("PriorityWeightFairShare")),
                          weight_job_size=_int(config.get("PriorityWeightJobSize")),
-                         accrue_always="ACCRUE_ALWAYS" in flags, source="scontrol show config")
+                         accrue_always="ACCRUE_ALWAYS" in flags,
+                         enforce_limits=_enforces_limits(config.get("AccountingStorageEnforce", "")),
+                         source="scontrol show config")
 
 
 def rules_from_sim(config: object) -> PriorityRules:
@@ -74,7 +102,15 @@ def rules_from_sim(config: object) -> PriorityRules:
                          weight_fairshare=int(getattr(config, "weight_fairshare", 0) or 0) if multifactor else 0,
                          weight_job_size=int(getattr(config, "weight_size", 0)) if multifactor else 0,
                          accrue_always="ACCRUE_ALWAYS" in tuple(getattr(config, "priority_flags", ()) or ()),
+                         enforce_limits=bool(getattr(config, "accounting_enforce_limits", False)),
                          source="simulator")
+
+
+def _enforces_limits(text: str) -> bool:
+    """``AccountingStorageEnforce`` sets ACCOUNTING_ENFORCE_LIMITS (``read_config.c``: limits,
+    safe, all, or the old number 2)."""
+    tokens = {t.strip().lower() for t in text.split(",")}
+    return bool(tokens & {"limits", "safe", "all", "2"})
 
 
 def _human(seconds: float) -> str:

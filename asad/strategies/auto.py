@@ -4,8 +4,13 @@
   weight, or ``PriorityFlags=ACCRUE_ALWAYS``; see :mod:`asad.slurm.priority_rules`), submitting
   every stage at once with ``afterok`` (a chain) is never slower and never idles a core, whatever
   the learned wait says. So the rule is **chain**.
-- Where age counts, a job held by a dependency falls behind every job submitted meanwhile. The
-  rule is **quantile**: submit the stage *without* a dependency, eligible at
+- Where age counts but Slurm keeps the accrue time a ``--begin`` gives (``AccountingStorageEnforce``
+  without ``limits``, Slurm's default), every stage is submitted at once with ``afterok`` *and*
+  ``--begin`` a few seconds ahead: the rule is **aged-chain**. Each stage then ages from the
+  workflow's submission while it waits for its predecessors, as a job without a dependency would,
+  and still cannot start before they end: the chain's zero idle with naive mode's age.
+- Where limits are enforced, a job held by a dependency falls behind every job submitted
+  meanwhile. The rule is **quantile**: submit the stage *without* a dependency, eligible at
   ``expected_end - lead``, holding its allocation at a barrier until the predecessors end. The
   lead trades idle core-seconds (the wait came in shorter than the lead) against lost makespan
   (it came in longer). With cost = ``idle_price`` x idle core-seconds + lost seconds, the
@@ -37,6 +42,9 @@ CHAIN = Chain()
 # Below this lead a submission without dependency wins no age worth an idle risk (about two of
 # Slurm's scheduling passes); afterok is used instead.
 MIN_LEAD_S = 60.0
+# aged-chain: how far ahead the --begin is set. Slurm must still see it in the future when it
+# takes the submission (the accrue time is set then); the age lost is this many seconds.
+BEGIN_AHEAD_S = 10.0
 
 
 def quantile_level(idle_price: float, cpus: int) -> float:
@@ -63,10 +71,19 @@ class Auto:
 
     def plan(self, wf, stage, now, ctx) -> Plan:  # noqa: ANN001
         rules = ctx.priority_rules
-        if not rules.age_counts:
+        if rules.rule == "chain":
             plan = CHAIN.plan(wf, stage, now, ctx)
             if plan is not None:
                 plan = replace(plan, why=f"rule chain: {rules.describe()}; submitted at once with afterok")
+            return plan
+        if rules.rule == "aged-chain":
+            plan = CHAIN.plan(wf, stage, now, ctx)
+            if plan is not None and plan.dependency_on:
+                plan = replace(plan, begin=now + BEGIN_AHEAD_S,
+                               why=f"rule aged-chain ({rules.describe()}): submitted at once with afterok and "
+                                   f"--begin {BEGIN_AHEAD_S:.0f} s ahead, so it ages from now while held")
+            elif plan is not None:
+                plan = replace(plan, why=f"rule aged-chain ({rules.describe()}): no predecessor left; submitted at once")
             return plan
         running: list[str] = []
         expected_end = 0.0

@@ -92,6 +92,9 @@ class SimConfig:
     max_age_s: float = 7 * 86400.0  # PriorityMaxAge
     priority_favor_small: bool = False  # PriorityFavorSmall
     priority_flags: tuple[str, ...] = ()  # PriorityFlags: ACCRUE_ALWAYS, SMALL_RELATIVE_TO_TIME
+    # AccountingStorageEnforce includes ``limits`` (or ``safe``, ``all``): a dependency then resets
+    # a job's accrue time (priority.py). Slurm's default (no enforcement) keeps it.
+    accounting_enforce_limits: bool = False
     # Fair-share (Fair Tree, see fairshare.py): PriorityWeightFairshare (0 = off) and
     # PriorityDecayHalfLife. Shares are equal (FairShare=1) unless ``fairshare_shares`` names an
     # account ("a017") or a user association ("a017/u0042") with other raw shares.

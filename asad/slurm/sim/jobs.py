@@ -25,7 +25,7 @@ class SimJob:
         "dep_time", "runtime_s", "peak_mem_mb", "cpu_efficiency", "wait_for", "barrier_left",
         "work_start", "background", "alloc_nodes", "slots", "token", "sort_key", "queued",
         "exit_code", "signal", "seen_pass", "res_time_min", "dependents", "user", "accrue_time",
-        "fail_code", "assoc",
+        "fail_code", "assoc", "begin_accrue",
     )
 
     def __init__(self, job_id: int, name: str, parts: list[PartitionState], nodes: int, cpus: int,
@@ -71,6 +71,9 @@ class SimJob:
         self.dependents: list[SimJob] | None = None
         self.user = False
         self.accrue_time = submit_time  # when multifactor's age starts (the eligible time)
+        # A --begin in the future given with a dependency: Slurm sets the accrue time to it at
+        # submission and, without accounting limits, a dependency does not clear it (priority.py)
+        self.begin_accrue: float | None = None
         self.fail_code = 0  # true exit code: non-zero ends the job FAILED
         self.assoc = 0  # fair-share user association (index into the scheduler's FairTree)
 

@@ -4,8 +4,15 @@ Multifactor (``src/plugins/priority/multifactor/priority_multifactor.c``, ``set_
 and ``_get_priority_internal``), the factors this simulator has:
 
 - **age** = min(now - accrue_time, PriorityMaxAge) / PriorityMaxAge, in whole seconds. Without
-  accounting limits the accrue time is the job's begin time, i.e. the moment it became eligible:
-  a job held by a dependency accrues nothing. ``PriorityFlags=ACCRUE_ALWAYS`` counts from submit.
+  accounting limits the accrue time is the job's begin time, set once (``acct_policy.c``,
+  ``acct_policy_handle_accrue_time``: "Always set accrue_time to begin time when not enforcing
+  limits"). A job submitted with only a dependency has no begin time until the dependency is
+  met, so it accrues nothing while held. A job submitted with a dependency *and* a ``--begin`` in
+  the future has a begin time at once: its accrue time is that ``--begin``, and it keeps it while
+  the dependency holds (``job_independent`` clears a begin time only once it has passed, and
+  only ``acct_policy_remove_accrue_time`` would clear the accrue time, which returns at once
+  unless ``AccountingStorageEnforce`` includes ``limits``; with limits the dependency resets it).
+  ``PriorityFlags=ACCRUE_ALWAYS`` counts from submit.
 - **job size** (PriorityFavorSmall=NO, the default): (min_nodes / cluster nodes + CPUs / cluster
   CPUs) / 2, over the *whole cluster's* nodes and CPUs (``node_record_count``, ``cluster_cpus``),
   not a partition's. FavorSmall=YES: ((N - nodes) / N + (C - cpus) / C) / 2.
@@ -43,8 +50,13 @@ class Multifactor:
         self.nodes = sum(p.nodes for p in config.partitions)
         self.cpus = sum(p.total_cpus for p in config.partitions)
 
-    def accrue_time(self, submit: float, eligible: float) -> float:
-        return submit if self.accrue_always else eligible
+    def accrue_time(self, submit: float, eligible: float, begin_accrue: float | None = None) -> float:
+        """When age starts: submit (ACCRUE_ALWAYS), a dependent job's future ``--begin`` kept
+        through its dependency (``begin_accrue``, set only without accounting limits), else the
+        eligible time."""
+        if self.accrue_always:
+            return submit
+        return eligible if begin_accrue is None else min(begin_accrue, eligible)
 
     def size_factor(self, nodes, cpus, limit_s):  # noqa: ANN001 -- floats or numpy arrays
         n, c = float(self.nodes), float(self.cpus)

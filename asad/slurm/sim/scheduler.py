@@ -184,7 +184,7 @@ class Scheduler:
         return self.multifactor.of_job(now, job.accrue_time, job.nodes, job.cpus, job.time_limit_s, fs)
 
     def enqueue(self, job: SimJob, now: float) -> None:
-        job.accrue_time = self.multifactor.accrue_time(job.submit_time, job.eligible_time)
+        job.accrue_time = self.multifactor.accrue_time(job.submit_time, job.eligible_time, job.begin_accrue)
         if self.config.priority == "multifactor":
             job.sort_key = (-self.priority(job, now), job.job_id)
         job.queued = True

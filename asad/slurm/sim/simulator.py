@@ -149,6 +149,9 @@ class Simulator:
             job.fail_code = int(truth.exit_code)
         job.begin = req.begin
         job.dependency = req.dependency
+        if (req.begin is not None and req.begin > self._now and req.dependency is not None
+                and not self.config.accounting_enforce_limits):
+            job.begin_accrue = req.begin  # see priority.py: the age a dependency does not clear
         self.jobs[job.job_id] = job
         self._user_jobs.append(job)
         self.counters["submitted"] += 1
