@@ -217,3 +217,10 @@ def test_a_workflow_sets_its_own_idle_price(tmp_path):
     with pytest.raises(SpecError, match="idle_price: must be a number"):
         parse_workflow(text.replace("0.02", "cheap"))
     assert EngineConfig().idle_price == DEFAULT_IDLE_PRICE > 0
+
+
+def test_the_cli_offers_every_simulated_priority_policy():
+    from asad.cli import SIM_PRIORITIES
+    from asad.slurm.sim import PRIORITY_PRESETS
+
+    assert SIM_PRIORITIES == tuple(PRIORITY_PRESETS)

@@ -137,6 +137,12 @@ def submit_instants(rec: dict) -> dict[str, float]:
             for j in rec["jobs"]}
 
 
+def _begin(job: dict, submitted: float) -> float | None:
+    """The recorded job's ``--begin`` (sbatch takes whole seconds)."""
+    after = job.get("begin_after_s")
+    return None if after is None else float(math.floor(submitted + after))
+
+
 def replay(rec: dict, submit_at: dict[str, float] | None = None, **overrides) -> dict[str, dict]:
     """Run the recorded requests through the simulator; per label: start/end/state."""
     from asad.slurm.sim import PartitionSpec, SimConfig, Simulator
@@ -166,7 +172,7 @@ def replay(rec: dict, submit_at: dict[str, float] | None = None, **overrides) ->
         ids[job["label"]] = sim.submit(JobRequest(
             name=job["label"], command="true", partition="main", nodes=job["nodes"], ntasks=job["nodes"],
             cpus_per_task=job["cpus_per_node"], mem_mb=job["mem_mb"], time_limit_s=job["limit_s"],
-            dependency=dep, truth=truth))
+            dependency=dep, truth=truth, begin=_begin(job, at[job["label"]])))
     sim.run_until(first_submit + 3 * 3600)
     out = {}
     for label, jid in ids.items():

@@ -32,6 +32,7 @@ class ScenarioJob:
     oom_after_s: int | None = None  # allocates more than mem_mb after this many seconds
     dep_type: str | None = None  # afterok / afterany / afternotok
     dep_on: tuple[str, ...] = ()
+    begin_after_s: float | None = None  # --begin this long after its submission
 
     def command(self) -> str:
         if self.oom_after_s is not None:
@@ -134,6 +135,27 @@ def scenarios() -> dict[str, Scenario]:
               "PriorityMaxAge": "00:10:00", "PriorityCalcPeriod": "1"},
         about="50 contention jobs and 5 afterok/afterany chains; multifactor age 1000 (max age 10 min), "
               "job size 1000, priorities recalculated every minute")
+
+    rng = random.Random(71)
+    jobs = _mixed_jobs(rng, 45, "a", 0, 150)
+    held = []
+    for k in range(5):
+        t = 5.0 + 25 * k
+        head = ScenarioJob(f"ah{k}", t, 1, 4, 2000, 120, rng.randint(30, 60))
+        runtime = rng.randint(15, 40)
+        held += [head,
+                 # afterok with a --begin 3 s ahead: Slurm's accrue time is set at once and kept
+                 ScenarioJob(f"aged{k}", t + 0.5, 1, 16, 2000, 120, runtime, dep_type="afterok",
+                             dep_on=(head.label,), begin_after_s=3.0),
+                 # afterok alone: no age until the head ends
+                 ScenarioJob(f"plain{k}", t + 1.0, 1, 16, 2000, 120, runtime, dep_type="afterok",
+                             dep_on=(head.label,))]
+    out["aged-deps"] = Scenario(
+        "aged-deps", "multifactor", tuple(sorted(jobs + held, key=lambda j: (j.submit_s, j.label))),
+        conf={"PriorityWeightAge": "1000", "PriorityWeightJobSize": "0", "PriorityWeightFairshare": "0",
+              "PriorityMaxAge": "00:10:00", "PriorityCalcPeriod": "1"},
+        about="45 contention jobs and 5 heads, each with a whole-node afterok dependant submitted with a "
+              "--begin 3 s ahead (ages while held) and one without (does not); multifactor age only")
     return out
 
 
@@ -206,10 +228,11 @@ def record(scenario: Scenario, script: Path, debug_flags: str | None = None) -> 
         dep = None
         if job.dep_type:
             dep = Dependency(DependencyType(job.dep_type), tuple(ids[d] for d in job.dep_on))
+        begin = None if job.begin_after_s is None else time.time() + job.begin_after_s
         ids[job.label] = backend.submit(JobRequest(
             name=f"{tag}-{job.label}", comment=tag, command=job.command(), partition="main",
             nodes=job.nodes, ntasks=job.nodes, cpus_per_task=job.cpus_per_node, mem_mb=job.mem_mb,
-            time_limit_s=job.limit_s, output="/dev/null", dependency=dep))
+            time_limit_s=job.limit_s, output="/dev/null", dependency=dep, begin=begin))
     return collect(scenario, backend, ids, t0, env, conf_path)
 
 

@@ -71,6 +71,35 @@ def test_dependency_afterok(slurm):
     assert done[second].eligible_time >= done[first].end_time
 
 
+def test_a_begin_with_the_dependency_starts_the_age_clock_while_held(slurm, cluster):
+    """The fact auto's aged-chain rule rests on (asad.slurm.priority_rules): Slurm sets a job's
+    accrue time to a --begin still ahead at submission, and afterok does not clear it unless
+    AccountingStorageEnforce has limits; a job with afterok alone has no accrue time until its
+    dependency is met. Both stay held until the predecessor ends."""
+    import subprocess
+
+    if slurm.priority_rules().enforce_limits:
+        pytest.skip("this cluster enforces accounting limits: a dependency resets the accrue time there")
+    tag = unique_tag("accrue")
+    first = slurm.submit(req(f"{tag}-a", "sleep 20"))
+    aged = slurm.submit(req(f"{tag}-b", "true", begin=time.time() + 3,
+                            dependency=Dependency(DependencyType.AFTEROK, (first,))))
+    plain = slurm.submit(req(f"{tag}-c", "true", dependency=Dependency(DependencyType.AFTEROK, (first,))))
+
+    def accrue(job_id: int) -> str:
+        out = subprocess.run(["scontrol", "show", "job", str(job_id)], env=cluster.env(), capture_output=True,
+                             text=True, timeout=20, check=True).stdout
+        return next(f.split("=", 1)[1] for f in out.split() if f.startswith("AccrueTime="))
+
+    time.sleep(8)  # past the --begin, and a scheduling pass or two
+    held = slurm.poll([aged, plain])
+    assert held[aged].state is JobState.PENDING and held[plain].state is JobState.PENDING
+    assert held[aged].reason == "Dependency"
+    assert accrue(aged) != "Unknown" and accrue(plain) == "Unknown"
+    done = wait_until(slurm, [first, aged, plain], all_final([first, aged, plain]), timeout_s=90)
+    assert done[aged].state is JobState.COMPLETED and done[aged].start_time >= done[first].end_time
+
+
 def test_dependency_on_failed_job_never_satisfied(slurm):
     tag = unique_tag("depfail")
     first = slurm.submit(req(f"{tag}-a", "exit 3"))

@@ -29,6 +29,9 @@ PRIORITY_PRESETS: dict[str, dict[str, object]] = {
     "fifo": {"priority": "fifo"},
     "multifactor": {"priority": "multifactor"},
     "fairshare": {"priority": "multifactor", "weight_fairshare": 10000.0},
+    # A site whose AccountingStorageEnforce includes limits: a dependency resets a job's accrue
+    # time even when a --begin set it (so auto takes its quantile rule there, not aged-chain).
+    "multifactor-limits": {"priority": "multifactor", "accounting_enforce_limits": True},
 }
 
 
