@@ -83,7 +83,8 @@ class Auto:
                                why=f"rule aged-chain ({rules.describe()}): submitted at once with afterok and "
                                    f"--begin {BEGIN_AHEAD_S:.0f} s ahead, so it ages from now while held")
             elif plan is not None:
-                plan = replace(plan, why=f"rule aged-chain ({rules.describe()}): no predecessor left; submitted at once")
+                plan = replace(plan, why=f"rule aged-chain ({rules.describe()}): no predecessor to wait for; "
+                                         "submitted at once")
             return plan
         running: list[str] = []
         expected_end = 0.0
