@@ -98,3 +98,16 @@ def test_result_row_counts_only_the_waits_of_stages_that_follow_another():
     assert row["seed"] == 7 and row["variant"] == "auto" and row["makespan_s"] == 500.0
     assert row["interstage_wait_s"] == 30.0  # the first stage's wait cannot be hidden
     assert row["real_wait_s"] == 70.0 and row["resubmissions"] == 2
+
+
+def test_the_real_bench_counts_the_wait_after_the_first_stage_apart():
+    from asad.bench.real_strategies import perceived_waits
+    from asad.model import StageRun, WorkflowRun
+    from asad.spec import parse_workflow
+
+    spec = parse_workflow("name: w\nstages:\n  - {name: a, run: 'true', time: 1m}\n"
+                          "  - {name: b, run: 'true', time: 1m, after: [a]}\n")
+    wf = WorkflowRun(id=1, spec=spec, strategy="auto", mode="dependency")
+    wf.stages = {"a": StageRun(1, "a", start_time=130.0, end_time=200.0),
+                 "b": StageRun(1, "b", start_time=245.0, end_time=300.0)}
+    assert perceived_waits(wf, t0=100.0) == (75.0, 45.0)

@@ -28,6 +28,7 @@ def test_real_strategies_bench_runs_and_measures(cluster, tmp_path):
         # the clock covers the work: two 5 s stages in a row
         assert r["makespan_s"] >= r["critical_path_work_s"] == 10
         assert 0 < r["core_hours"] < 0.1
+        assert 0 <= r["interstage_wait_s"] <= r["perceived_wait_s"]
     assert "priority/" in saved["rules"]
     assert "| auto | 0 |" in (tmp_path / "real-strategies.md").read_text()
 
