@@ -552,7 +552,7 @@ class Engine:
         if job.start_time > now:
             return
         job.wait_learned = True
-        self.ctx.learned.observe_wait(job.geometry_key, job.wait_s, at_s=job.start_time)
+        self.ctx.learned.observe_wait(job.geometry_key, job.wait_s, at_s=job.start_time, told=job.wait_told)
         out.observed.append(job)
         out.dirty_jobs.append(job)
 
@@ -578,7 +578,8 @@ class Engine:
                                                      comment=req.comment + (f".c{k}" if k else ""))
             job = JobRecord(row_id=None, workflow_id=wf.id, stage=name, attempt=run.attempt, tag=creq.comment,
                             phase=JobPhase.SUBMITTING, request=creq, geometry_key=self.ctx.geometry_key(req),
-                            est_wait_s=est, planned_start=plan.planned_start)
+                            est_wait_s=est, planned_start=plan.planned_start,
+                            wait_told=self.ctx.learned.wait_told(self.ctx.geometry_key(req)))
             wf.jobs.append(job)
             out.submit.append(job)
         run.state = StageState.SUBMITTED

@@ -108,11 +108,22 @@ class Learned:
             self.consulted.add((WAIT_KIND, key))
         return int(self.wait_predictor(key).n_observations)
 
-    def observe_wait(self, key: str, wait_s: float, at_s: float | None = None) -> None:
+    def wait_told(self, key: str) -> list | None:
+        """What the pooled wait learner tells a job of ``key`` submitted now (its estimate,
+        residual stratum and the shifts adaptive conformal inference checks), as JSON to keep
+        with the job; None for other learners or before anything was learned."""
+        if self._pool is None:
+            return None
+        self._pooled_predictor(key)  # loads the key's levels from the store
+        told = self._pool.told(key)
+        return None if told is None else [told[0], told[1], None if told[2] is None else list(told[2])]
+
+    def observe_wait(self, key: str, wait_s: float, at_s: float | None = None, told: list | None = None) -> None:
         """Learn a wait; ``at_s``: when the job started (a pooled learner scores its experts
-        on what they said at submission, ``at_s - wait_s``)."""
+        on what they said at submission, ``at_s - wait_s``); ``told``: what :meth:`wait_told`
+        said when the job was submitted."""
         if self._pool is not None:
-            self._observe_pooled(key, wait_s, at_s)
+            self._observe_pooled(key, wait_s, at_s, told)
             return
         before = self._wait_estimates.pop(key, None)
         self.wait_predictor(key).observe(wait_s)
@@ -122,8 +133,8 @@ class Learned:
         if self._estimate_wait(key) != before:
             self.versions[(WAIT_KIND, key)] = self.versions.get((WAIT_KIND, key), 0) + 1
 
-    def _observe_pooled(self, key: str, wait_s: float, at_s: float | None) -> None:
-        self.wait_predictor(key).observe(wait_s, at_s=at_s)
+    def _observe_pooled(self, key: str, wait_s: float, at_s: float | None, told: list | None) -> None:
+        self.wait_predictor(key).observe(wait_s, at_s=at_s, told=None if told is None else tuple(told))
         for level_key in self._pool.levels(key):
             self.dirty.add((WAIT_KIND, level_key))
         # Coarse keys are shared: any key's estimate (and quantiles) may have moved.

@@ -76,6 +76,9 @@ class JobRecord:
     planned_start: float | None = None  # when we wanted it to start (the predecessor's expected end)
     cancelled_by_asad: bool = False  # e.g. the naive mode's "too early" resubmission
     array_tasks: dict[str, int] | None = None  # an array job: its tasks per squeue state code ("R": 3, ...)
+    # what the wait learner told this job at submission (asad.learn.experts.Told, as JSON), handed
+    # back with its wait so the quantiles are checked against what was said, not what is said now
+    wait_told: list | None = None
 
     def apply_status(self, st: JobStatus) -> bool:
         """Copy a fresh status in; return whether anything the engine cares about changed."""

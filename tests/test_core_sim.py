@@ -103,3 +103,21 @@ def test_learner_state_carries_across_runs(db_url):
     finally:
         store.close()
     assert learners and observations == 2  # one wait per stage, each under its geometry
+
+
+def test_a_job_keeps_what_the_wait_learner_told_it_and_hands_it_back_with_its_wait(db_url):
+    run(db_url, "blast.yaml", "per-stage", load=0.9, seed=7)
+    run(db_url, "blast.yaml", "per-stage", load=0.9, seed=8)  # now the learner has something to tell
+    store = Store(db_url)
+    try:
+        first, second = store.jobs_for(1), store.jobs_for(2)
+        learners = {row.key: row.state for row in store.learners("wait")}
+    finally:
+        store.close()
+    assert first[0].wait_told is None  # nothing learned yet
+    told = [job.wait_told for job in [*first, *second] if job.wait_told is not None]
+    assert len(told) >= len(second) and all(isinstance(t[0], float) and isinstance(t[1], str) for t in told)
+    cluster = next(state for key, state in learners.items() if "|" not in key)  # the coarsest key
+    strata = cluster["stats"]["strata"]
+    assert {t[1] for t in told} <= set(strata)  # each residual landed in the stratum it was told
+    assert sum(len(w["residuals"]) for w in strata.values()) == len(told)

@@ -142,3 +142,18 @@ def test_replay_floors_on_jobs_still_pending_and_only_those(tmp_path):
     assert flat[2] == pytest.approx(10.0) and mb[2] == pytest.approx(3540.0)
     assert mb[3] == flat[3]  # job 1 started at 7200 s: no floor any more
     assert mb[1] == pytest.approx(10.0)  # job 0 started before job 1 was eligible: nothing pending
+
+
+def test_replay_feeds_aci_a_miss_once_a_pending_job_has_waited_past_its_quantile(tmp_path):
+    path = tmp_path / "jobs.csv.gz"
+    quick = [("cedar", f"00:0{i}:00", f"00:0{i}:{10 + 5 * i}", 4) for i in range(8)]  # waits of 10-45 s
+    write_jobs(path, [*quick,
+                      ("cedar", "00:10:00", "03:00:00", 4),  # told ~30 s, waits 10,200 s
+                      ("cedar", "01:00:00", "01:00:10", 4)])  # at 3600 s the job above is still pending
+    jobs = load_jobs(str(path), key_config=KEY_CONFIGS["account"])
+    params = {"aci_gamma": 0.05, "min_residuals": 3, "pending_floor": []}
+    out = replay(jobs, [("early", "median-backoff", params),
+                        ("late", "median-backoff", {**params, "aci_early_misses": False})], quantiles=(0.25, 0.5))
+    early, late = out["quantiles"]["early"], out["quantiles"]["late"]
+    assert np.allclose(early[:9], late[:9], equal_nan=True)  # the same until a miss is visible
+    assert early[9, 1] > late[9, 1] and early[9, 0] > late[9, 0]  # heard at 3600 s, not at 10,800 s

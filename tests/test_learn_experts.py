@@ -217,7 +217,7 @@ def test_one_stored_key_restores_as_a_predictor_for_asad_predict():
 
 
 def test_aci_moves_the_level_until_the_quantile_is_covered_as_asked():
-    from asad.learn.experts import ACI_QS, ResidualWindow
+    from asad.learn.calibration import ACI_QS, ResidualWindow
 
     window = ResidualWindow(200)
     for i in range(200):  # residuals of a calm period: uniform on [-1, 1]
@@ -227,7 +227,7 @@ def test_aci_moves_the_level_until_the_quantile_is_covered_as_asked():
     covered = []
     for r in 3.0 * rng.uniform(-1.0, 1.0, 4000):  # the spread tripled: plain conformal is too narrow
         covered.append(r <= window.quantiles([0.9])[0])
-        window.add(float(r), aci_gamma=0.01)
+        window.add(float(r), aci_gamma=0.01, told_shifts=window.told_shifts())
     assert window.offsets[q90] != 0.0
     assert abs(np.mean(covered[-2000:]) - 0.9) <= 0.03
     levels = [window.level(q) for q in np.linspace(0.0, 1.0, 41)]
@@ -353,3 +353,80 @@ def test_a_floored_answer_is_never_below_the_unfloored_one_nor_below_the_floor(w
     floored = pool.view(key).estimate(now_s=now, pending_since_s=since)
     assert floored >= plain - 1e-6 * max(1.0, plain)
     assert floored >= max(0.0, now - since) - 1e-6 * max(1.0, now - since)
+
+
+def test_aci_on_what_was_told_reaches_the_nominal_coverage_where_the_residuals_drift():
+    """The offsets' steps telescope when each wait is checked against the shift its job was
+    told: over a stream whose residuals run above the window's (a queue filling up), the told
+    quantiles end up covered as often as asked, at every tracked level."""
+    from asad.learn.calibration import ACI_QS, ResidualWindow
+
+    window = ResidualWindow(500)
+    rng = np.random.default_rng(11)
+    for r in rng.normal(0.0, 1.0, 500):
+        window.add(float(r))
+    covered = []
+    for i in range(8000):
+        told = window.told_shifts()
+        r = float(rng.normal(0.8 + i / 8000, 1.0))  # the residuals drift upwards all the time
+        covered.append([r <= shift for shift in told])
+        window.add(r, aci_gamma=0.02, told_shifts=told)
+    rate = np.mean(covered, axis=0)
+    assert np.all(np.abs(rate - np.asarray(ACI_QS)) <= 0.02), rate
+    plain = ResidualWindow(500)  # without ACI the same stream covers the low quantiles far too rarely
+    for r in rng.normal(0.0, 1.0, 500):
+        plain.add(float(r))
+    told = plain.told_shifts()
+    assert np.mean(rng.normal(0.8, 1.0, 4000) <= told[ACI_QS.index(0.5)]) < 0.3
+
+
+def test_aci_in_the_shift_space_moves_the_shift_by_its_step():
+    from asad.learn.calibration import ACI_QS, ResidualWindow
+
+    window = ResidualWindow(100, space="shift")
+    for i in range(100):
+        window.add(i / 100.0)
+    before = window.quantiles([0.5])[0]
+    told = window.told_shifts()
+    window.add(5.0, aci_gamma=0.1, told_shifts=told)  # a miss at every level: every shift goes up
+    assert window.offsets[ACI_QS.index(0.5)] == pytest.approx(0.05)
+    assert window.quantiles([0.5])[0] > before
+    qs = [0.01, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99]
+    assert window.quantiles(qs) == sorted(window.quantiles(qs))
+
+
+def test_an_early_miss_is_not_counted_again_when_the_wait_arrives():
+    pool = make_pool("median-backoff", aci_gamma=0.01, min_residuals=5)
+    key = geometry_key(cluster="c", partition="p", account="a", nodes=1, cpus=4, time_limit_s=3000)
+    for t in range(20):
+        pool.observe(key, 100.0 * (1 + t % 5), at_s=1000.0 * (t + 1), told=pool.told(key))
+    told = pool.told(key)
+    assert told[2] is not None and len(told[2]) == 7
+    twin = make_pool("median-backoff", aci_gamma=0.01, min_residuals=5)
+    twin.load_key_state(pool.levels(key)[-1], json.loads(json.dumps(pool.key_state(pool.levels(key)[-1]))))
+    for level_key in pool.levels(key)[:-1]:
+        twin.load_key_state(level_key, pool.key_state(level_key))
+    window = pool.stats[pool.levels(key)[-1]].strata[told[1]]
+    before = list(window.offsets)
+    late = list(range(7))  # a wait of a day misses every told quantile
+    for level in late:
+        pool.aci_miss(key, told, level)
+    pool.observe(key, 86_400.0, at_s=200_000.0, told=told, fed=late)
+    twin.observe(key, 86_400.0, at_s=200_000.0, told=told)  # the same wait, every miss heard at the start
+    twin_window = twin.stats[twin.levels(key)[-1]].strata[told[1]]
+    assert window.offsets == pytest.approx(twin_window.offsets)
+    assert all(after > was for after, was in zip(window.offsets, before))  # each level stepped up once
+
+
+def test_a_recalibration_map_reads_the_level_whose_counted_coverage_is_asked():
+    from asad.learn.calibration import MAP_LEVELS, ResidualWindow
+
+    window = ResidualWindow(1000, space="map")
+    rng = np.random.default_rng(4)
+    for r in rng.normal(0.0, 1.0, 1000):
+        window.add(float(r))
+    assert window.level(0.1) == 0.1  # nothing counted yet: the nominal level
+    for r in rng.normal(1.0, 1.0, 3000):  # the waits run one unit above the window's residuals
+        window.count(float(r), window.told_shifts(), halflife=1e9)
+    assert window.level(0.5) > 0.75 and window.level(0.1) > 0.2
+    assert len(window.told_shifts()) == len(MAP_LEVELS)

@@ -131,18 +131,31 @@ def replay(jobs: Jobs, predictors: list[tuple[str, str, dict[str, Any]]], seed: 
     pending: dict[str, dict[str, deque[int]]] = {label: {} for label in pools if pools[label].config.pending_floor}
     has_started = np.zeros(len(jobs), dtype=bool)
     told: dict[str, list[Any]] = {label: [None] * len(jobs) for label in pools}
+    # ACI with early misses: (instant, label, job, level) when a job still pending has waited past
+    # the quantile it was told at an ACI level; fed[label][job] lists the levels fed that way
+    misses: list[tuple[float, str, int, int]] = []
+    early = {label for label, pool in pools.items() if pool.config.aci_gamma and pool.config.aci_early_misses}
+    fed: dict[str, dict[int, list[int]]] = {label: {} for label in early}
     for j in range(len(jobs)):
         if progress and j and j % 50_000 == 0:
             print(f"  replayed {j}/{len(jobs)} jobs", file=sys.stderr, flush=True)
         now = jobs.eligible_s[j]
-        while started and started[0][0] <= now:
+        while (started and started[0][0] <= now) or (misses and misses[0][0] <= now):
+            if misses and (not started or misses[0][0] < started[0][0]):
+                _, label, late, level = heapq.heappop(misses)
+                t0 = time.perf_counter()
+                pools[label].aci_miss(jobs.key[late], told[label][late], level)
+                fed[label].setdefault(late, []).append(level)
+                seconds[label] += time.perf_counter() - t0
+                continue
             _, done = heapq.heappop(started)
             observed_keys.add(jobs.key[done])
             has_started[done] = True
             for (label, _, _), predictor in zip(predictors, per_key[jobs.key[done]]):
                 t0 = time.perf_counter()
                 if label in pools:  # a pooled learner is told when the wait became known
-                    predictor.observe(jobs.wait_s[done], at_s=jobs.start_s[done], told=told[label][done])
+                    predictor.observe(jobs.wait_s[done], at_s=jobs.start_s[done], told=told[label][done],
+                                      fed=fed[label].pop(done, ()) if label in early else ())
                 else:
                     predictor.observe(jobs.wait_s[done])
                 seconds[label] += time.perf_counter() - t0
@@ -163,6 +176,12 @@ def replay(jobs: Jobs, predictors: list[tuple[str, str, dict[str, Any]]], seed: 
                     since = jobs.eligible_s[queue[0]] if queue else None
                     queue.append(j)
                 told[label][j] = pool.told(key, now, since)
+                if label in early and told[label][j] is not None and told[label][j][2] is not None:
+                    y, _, shifts = told[label][j]
+                    for level, shift in enumerate(shifts):
+                        waited_past = now + max(0.0, 10.0 ** (y + shift) - 1.0)
+                        if jobs.start_s[j] > waited_past:  # still pending then: a miss, seen then
+                            heapq.heappush(misses, (waited_past, label, j, level))
                 if told[label][j] is not None:
                     estimates[label][j] = predictor.estimate(now_s=now, pending_since_s=since)
                     if quantiles:

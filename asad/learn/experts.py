@@ -40,6 +40,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from asad.learn.base import clean_wait
+from asad.learn.calibration import ACI_SPACES, ResidualWindow, Told, quantile_of_sorted
 
 # Coarser levels, applied to the parsed fields of a key. "cpus2" = cpus rounded up to a
 # power of two. Fields a key does not have are skipped; levels equal to a finer one are
@@ -109,6 +110,15 @@ class ExpertsConfig:
     # adaptive conformal inference (Gibbs & Candes 2021): each stratum nudges the level it
     # reads from its residuals by ``aci_gamma * (q - covered)`` after every wait (0: off)
     aci_gamma: float = 0.0
+    # what ACI moves: the "level" read from the residuals, or the "shift" (log10) itself
+    aci_space: str = "level"
+    # whether the caller feeds ACI a miss as soon as a pending job has waited past a told
+    # quantile (ExpertsPool.aci_miss), or only when the job starts
+    aci_early_misses: bool = True
+    # recalibration map (instead of ACI): each stratum counts how often the waits fell at or
+    # below the shifts they were told at :data:`MAP_LEVELS`, weighted down by half every this
+    # many waits, and reads a nominal q at the level whose counted coverage is q (0: off)
+    recalibrate_halflife: float = 0.0
     # strata of "stratum" residuals: "level-count" (which level answered, and its waits), "level"
     # (warm key or which coarser level), or "none" (one window per coarsest key)
     strata: str = "level-count"
@@ -130,6 +140,10 @@ class ExpertsConfig:
         object.__setattr__(self, "pending_floor", tuple(self.pending_floor))
         if self.prior_n < 0 or not 0 <= self.aci_gamma < 1:
             raise ValueError("prior_n >= 0 and 0 <= aci_gamma < 1")
+        if self.recalibrate_halflife < 0 or (self.recalibrate_halflife and self.aci_gamma):
+            raise ValueError("recalibrate_halflife >= 0, and not together with aci_gamma")
+        if self.aci_space not in ACI_SPACES:
+            raise ValueError(f"aci_space must be one of {ACI_SPACES}, not {self.aci_space!r}")
         if self.point not in ("median", "calibrated", "calibrated-cold"):
             raise ValueError("point must be 'median', 'calibrated' or 'calibrated-cold'")
         if self.residuals_from not in ("coarsest", "finest", "stratum"):
@@ -193,74 +207,6 @@ def _count_bucket(count: int) -> int:
 def _median_of_sorted(values: list[float]) -> float:
     n = len(values)
     return values[n // 2] if n % 2 else 0.5 * (values[n // 2 - 1] + values[n // 2])
-
-
-def _quantile_of_sorted(values: list[float], q: float) -> float:
-    position = min(max(q, 0.0), 1.0) * (len(values) - 1)
-    low = int(position)
-    high = min(low + 1, len(values) - 1)
-    return values[low] + (values[high] - values[low]) * (position - low)
-
-
-ACI_QS = (0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95)  # levels adaptive conformal inference tracks
-
-
-class ResidualWindow:
-    """The last ``window`` residuals of one stratum, and (ACI) how far each tracked level has
-    been moved so that the quantile it reads is covered as often as asked."""
-
-    __slots__ = ("offsets", "residuals", "sorted", "window")
-
-    def __init__(self, window: int) -> None:
-        self.window = window
-        self.residuals: deque[float] = deque()
-        self.sorted: list[float] = []
-        self.offsets = [0.0] * len(ACI_QS)
-
-    def __len__(self) -> int:
-        return len(self.residuals)
-
-    def _levels(self) -> list[float]:
-        levels, top = [], 0.0
-        for q, offset in zip(ACI_QS, self.offsets):
-            top = max(top, min(max(q + offset, 0.0), 1.0))  # kept monotone: quantiles stay ordered
-            levels.append(top)
-        return levels
-
-    def level(self, q: float) -> float:
-        """The level read for a nominal ``q``: ACI's adjusted levels, interpolated between them."""
-        xs, ys = (0.0, *ACI_QS, 1.0), (0.0, *self._levels(), 1.0)
-        q = min(max(q, 0.0), 1.0)
-        i = min(max(bisect.bisect_right(xs, q) - 1, 0), len(xs) - 2)
-        return ys[i] + (ys[i + 1] - ys[i]) * (q - xs[i]) / (xs[i + 1] - xs[i])
-
-    def quantiles(self, qs: Sequence[float]) -> list[float]:
-        return [_quantile_of_sorted(self.sorted, self.level(float(q))) for q in qs]
-
-    def add(self, r: float, aci_gamma: float = 0.0) -> None:
-        if aci_gamma and self.sorted:
-            levels = self._levels()
-            for i, q in enumerate(ACI_QS):
-                covered = 1.0 if r <= _quantile_of_sorted(self.sorted, levels[i]) else 0.0
-                self.offsets[i] = min(max(self.offsets[i] + aci_gamma * (q - covered), -q), 1.0 - q)
-        self.residuals.append(r)
-        bisect.insort(self.sorted, r)
-        if len(self.residuals) > self.window:
-            old = self.residuals.popleft()
-            del self.sorted[bisect.bisect_left(self.sorted, old)]
-
-    def to_state(self) -> dict[str, Any]:
-        return {"residuals": list(self.residuals), "offsets": list(self.offsets)}
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any], window: int) -> "ResidualWindow":
-        out = cls(window)
-        out.residuals.extend(float(r) for r in state["residuals"][-window:])
-        out.sorted = sorted(out.residuals)
-        offsets = [float(v) for v in state.get("offsets", ())]
-        if len(offsets) == len(ACI_QS):
-            out.offsets = offsets
-        return out
 
 
 class KeyStats:
@@ -361,10 +307,10 @@ class KeyStats:
             self._experts = out
         return self._experts
 
-    def stratum(self, name: str) -> ResidualWindow:
+    def stratum(self, name: str, aci_space: str = "level") -> ResidualWindow:
         window = self.strata.get(name)
         if window is None:
-            window = self.strata[name] = ResidualWindow(self.residual_window)
+            window = self.strata[name] = ResidualWindow(self.residual_window, aci_space)
         return window
 
     def to_state(self) -> dict[str, Any]:
@@ -534,12 +480,14 @@ class ExpertsPool:
             return None
         return key_levels_by_slot(key, (self.config.pending_floor,))[0]
 
-    def told(self, key: str, now_s: float | None = None,
-             pending_since_s: float | None = None) -> tuple[float, str | None] | None:
-        """(estimate in log10(1 + s), residual stratum) as a job of ``key`` is told it now: the
-        learned estimate, raised to ``log10(1 + now_s - pending_since_s)`` when the oldest job
-        of its pending class has already waited longer (the stratum then ends in ``:p``, so
-        floored answers earn quantiles of their own). None when nothing was learned yet."""
+    def told(self, key: str, now_s: float | None = None, pending_since_s: float | None = None,
+             shifts: bool = True) -> Told | None:
+        """(estimate in log10(1 + s), residual stratum, ACI shifts) as a job of ``key`` is told it
+        now: the learned estimate, raised to ``log10(1 + now_s - pending_since_s)`` when the
+        oldest job of its pending class has already waited longer (the stratum then ends in
+        ``:p``, so floored answers earn quantiles of their own); with ``aci_gamma``, the shifts
+        its stratum gave at every tracked level (None: no stratum window in use). None when
+        nothing was learned yet. Hand it back to :meth:`observe` when the wait is known."""
         y = self.estimate_log(key)
         if y is None:
             return None
@@ -547,11 +495,35 @@ class ExpertsPool:
         if self.config.pending_floor and now_s is not None and pending_since_s is not None:
             floor = math.log10(1.0 + max(0.0, float(now_s) - float(pending_since_s)))
             if floor > y:
-                return floor, (None if stratum is None else f"{stratum}:p")
-        return y, stratum
+                y, stratum = floor, (None if stratum is None else f"{stratum}:p")
+        cfg = self.config
+        calibrated = shifts and (cfg.aci_gamma or cfg.recalibrate_halflife)
+        window = self._stratum_window(key, stratum) if calibrated else None
+        return y, stratum, (None if window is None else window.told_shifts())
+
+    def _stratum_window(self, key: str, stratum: str | None) -> ResidualWindow | None:
+        """The residual window of ``stratum`` at ``key``'s coarsest key, once it holds enough."""
+        if stratum is None or self.config.residuals_from != "stratum" or self.config.mode != "backoff":
+            return None
+        coarsest = self.stats.get(self.levels(key)[-1])
+        window = None if coarsest is None else coarsest.strata.get(stratum)
+        return window if window is not None and len(window) >= self.config.min_residuals else None
+
+    def aci_miss(self, key: str, told: Told, level: int) -> None:
+        """ACI feedback before the wait is known: a job told ``told`` is still pending when it
+        has waited longer than the quantile it was told at tracked level ``level`` (so it is
+        not covered there). Misses then reach ACI as early as hits do, instead of when the
+        job starts; pass the levels fed this way to :meth:`observe` as ``fed``."""
+        y, stratum, shifts = told
+        if not self.config.aci_gamma or shifts is None or stratum is None:
+            return
+        coarsest = self.stats.get(self.levels(key)[-1])
+        window = None if coarsest is None else coarsest.strata.get(stratum)
+        if window is not None:
+            window.aci_step(level, False, self.config.aci_gamma)
 
     def observe(self, key: str, wait_s: float, at_s: float | None = None,
-                told: tuple[float, str | None] | None = None) -> None:
+                told: Told | None = None, fed: Sequence[int] = ()) -> None:
         """Learn one wait. ``at_s``: when the job started (the wait is known from then on).
 
         With ``at_s`` the experts are scored on what they said when the job was submitted
@@ -570,7 +542,8 @@ class ExpertsPool:
         if self.config.mode == "backoff":
             available: list[tuple[int, float]] = []
             found = told if told is not None else self._backoff(key, decided_s)
-            before, stratum = (None, None) if found is None else found
+            before, stratum = (None, None) if found is None else found[:2]
+            told_shifts = found[2] if found is not None and len(found) > 2 else None
         else:
             available = self._available(key, decided_s)
             before = self._combine(key, available)
@@ -595,7 +568,11 @@ class ExpertsPool:
         if before is not None and stratum is not None and self.config.residuals_from == "stratum":
             coarsest = self._stats(self.levels(key)[-1])
             coarsest.add_residual(y - before)  # the pooled fallback for a stratum still short of residuals
-            coarsest.stratum(stratum).add(y - before, self.config.aci_gamma)
+            cfg = self.config
+            window = coarsest.stratum(stratum, "map" if cfg.recalibrate_halflife else cfg.aci_space)
+            if cfg.recalibrate_halflife and told_shifts is not None:
+                window.count(y - before, told_shifts, cfg.recalibrate_halflife)
+            window.add(y - before, cfg.aci_gamma, told_shifts, fed)
 
     def borrowed(self, key: str) -> bool:
         """("backoff") Whether the key's estimate comes from a coarser key (it has no wait of its own)."""
@@ -610,21 +587,21 @@ class ExpertsPool:
             coarsest = self.stats.get(levels[-1])
             stratum = stratum or self._strata.get(key)
             if coarsest is not None and stratum is not None:
-                window = coarsest.strata.get(stratum)
-                if window is not None and len(window) >= self.config.min_residuals:
+                window = self._stratum_window(key, stratum)
+                if window is not None:
                     return window.quantiles(qs)
                 if len(coarsest.sorted_residuals) >= self.config.min_residuals:
-                    return [_quantile_of_sorted(coarsest.sorted_residuals, float(q)) for q in qs]
+                    return [quantile_of_sorted(coarsest.sorted_residuals, float(q)) for q in qs]
         for level_key in (levels if self.config.residuals_from == "finest" else levels[::-1]):
             stats = self.stats.get(level_key)
             if stats is not None and len(stats.sorted_residuals) >= self.config.min_residuals:
-                return [_quantile_of_sorted(stats.sorted_residuals, float(q)) for q in qs]
+                return [quantile_of_sorted(stats.sorted_residuals, float(q)) for q in qs]
         # too few residuals anywhere: the spread of the finest key's own waits around their median
         for level_key in self.levels(key):
             stats = self.stats.get(level_key)
             if stats is not None and stats.n >= 2:
                 mid = _median_of_sorted(stats.sorted)
-                return [_quantile_of_sorted(stats.sorted, float(q)) - mid for q in qs]
+                return [quantile_of_sorted(stats.sorted, float(q)) - mid for q in qs]
         return None
 
     # -- persistence ----------------------------------------------------------------
@@ -691,26 +668,26 @@ class ExpertsPredictor:
                  pending_since_s: float | None = None) -> float:
         """The point estimate (s); ``now_s`` and ``pending_since_s`` (when the oldest pending job
         of the key's floor class became eligible) floor it (:meth:`ExpertsPool.told`)."""
-        told = self.pool.told(self.key, now_s, pending_since_s)
+        told = self.pool.told(self.key, now_s, pending_since_s, shifts=False)
         if told is None:
             return 0.0
-        y, stratum = told
+        y, stratum = told[:2]
         point = self.pool.config.point
         if point == "calibrated" or (point == "calibrated-cold" and self.pool.borrowed(self.key)):
             y += (self.pool.residual_quantiles(self.key, (0.5,), stratum) or [0.0])[0]
         return max(0.0, 10.0**y - 1.0)
 
     def observe(self, wait_s: float, *, slurm_estimate_s: float | None = None, at_s: float | None = None,
-                told: tuple[float, str | None] | None = None) -> None:
-        self.pool.observe(self.key, wait_s, at_s, told)
+                told: Told | None = None, fed: Sequence[int] = ()) -> None:
+        self.pool.observe(self.key, wait_s, at_s, told, fed)
 
     def quantiles(self, qs: Sequence[float], *, now_s: float | None = None,
                   pending_since_s: float | None = None) -> list[float]:
         """The estimate shifted by the residuals' quantiles (conformal); all 0 s before any wait."""
-        told = self.pool.told(self.key, now_s, pending_since_s)
+        told = self.pool.told(self.key, now_s, pending_since_s, shifts=False)
         if told is None:
             return [0.0 for _ in qs]
-        y, stratum = told
+        y, stratum = told[:2]
         shifts = self.pool.residual_quantiles(self.key, qs, stratum) or [0.0 for _ in qs]
         return [max(0.0, 10.0 ** (y + shift) - 1.0) for shift in shifts]
 

@@ -92,7 +92,8 @@ POOLED: tuple[str, ...] = ("experts", "median-backoff")
 # Chosen on the weeks before 2021-06-10 (docs/results/learn.md).
 BACKOFF_DEFAULTS: dict[str, Any] = {"mode": "backoff", "change_run": 5, "change_scope": "key",
                                     "levels": BACKOFF_LEVELS, "pending_floor": PENDING_FLOOR,
-                                    "residuals_from": "stratum", "strata": "level", "min_residuals": 100}
+                                    "residuals_from": "stratum", "strata": "level", "min_residuals": 100,
+                                    "aci_gamma": 0.0004}
 
 # What recommended_predictor() returns; chosen by the measurements in docs/results/learn.md.
 RECOMMENDED: tuple[str, dict[str, Any]] = ("median-backoff", {})

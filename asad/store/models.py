@@ -8,7 +8,7 @@ from __future__ import annotations
 from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 class Base(DeclarativeBase):
@@ -90,6 +90,7 @@ class JobRow(Base):
     planned_start: Mapped[float | None] = mapped_column(Float, nullable=True)
     cancelled_by_asad: Mapped[bool] = mapped_column(Boolean, default=False)
     array_tasks: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # an array job's tasks per state
+    wait_told: Mapped[list | None] = mapped_column(JSON, nullable=True)  # what the wait learner told it
 
 
 class WaitObservation(Base):

@@ -1,0 +1,172 @@
+"""Calibrated quantiles from residuals: a window of past residuals per stratum, read at levels
+that adaptive conformal inference (ACI) or a recalibration map move until each quantile is
+covered as often as asked.
+
+A learner tells a job its estimate ``y`` (log10(1 + s)); once the wait is known, its residual
+``log10(1 + wait) - y`` joins its stratum's window, and the quantile at ``q`` is ``y`` plus the
+window's ``q``-quantile. Residuals of jobs that started are a biased sample while a queue
+fills (short waits arrive first), so the plain window is not calibrated; ACI corrects the
+level read per tracked quantile from whether the jobs' waits fell at or below what they were
+*told* (``Told``), and can hear of a miss as soon as a pending job has waited past it
+(:meth:`asad.learn.experts.ExpertsPool.aci_miss`). docs/asa.md §6 and docs/results/learn.md
+say what was measured.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+
+def quantile_of_sorted(values: list[float], q: float) -> float:
+    position = min(max(q, 0.0), 1.0) * (len(values) - 1)
+    low = int(position)
+    high = min(low + 1, len(values) - 1)
+    return values[low] + (values[high] - values[low]) * (position - low)
+
+
+# What a job was told (ExpertsPool.told): the estimate in log10(1 + s), its residual stratum,
+# and (ACI) the shifts that stratum gave at every tracked level, None when not in use
+Told = tuple[float, "str | None", "tuple[float, ...] | None"]
+ACI_QS = (0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95)  # levels adaptive conformal inference tracks
+ACI_MAX_OFFSET = 5.0  # a bound on how far an offset can run (only against runaway)
+ACI_SPACES = ("level", "shift")
+# levels whose coverage a recalibration map counts (dense in the tails, where it moves most)
+MAP_LEVELS = (0.01, 0.02, 0.05, 0.1, 0.15, 0.25, 0.35, 0.5, 0.65, 0.75, 0.85, 0.9, 0.95, 0.98, 0.99)
+MAP_MIN_WEIGHT = 100.0  # waits counted before a map is read
+
+
+def _interpolate(xs: Sequence[float], ys: Sequence[float], x: float) -> float:
+    i = min(max(bisect.bisect_right(xs, x) - 1, 0), len(xs) - 2)
+    return ys[i] + (ys[i + 1] - ys[i]) * (x - xs[i]) / (xs[i + 1] - xs[i])
+
+
+class ResidualWindow:
+    """The last ``window`` residuals of one stratum and, with adaptive conformal inference (ACI),
+    one offset per tracked level that moves until the quantile read there is covered as often
+    as asked. ``space`` says what the offset moves: the "level" read from the residuals (Gibbs
+    & Candes 2021), or the "shift" itself, in log10 (quantile tracking, Angelopoulos et al.
+    2023: a step of ``gamma`` decades, so a run of misses cannot jump to the window's extremes)."""
+
+    __slots__ = ("covered", "offsets", "residuals", "sorted", "space", "weight", "window")
+
+    def __init__(self, window: int, space: str = "level") -> None:
+        self.window = window
+        self.space = space  # an ACI space, or "map" (a recalibration map: ``covered``, ``weight``)
+        self.residuals: deque[float] = deque()
+        self.sorted: list[float] = []
+        self.offsets = [0.0] * len(ACI_QS)
+        self.covered = [0.0] * len(MAP_LEVELS)  # decayed counts of waits at or below each told shift
+        self.weight = 0.0  # decayed count of waits
+
+    def __len__(self) -> int:
+        return len(self.residuals)
+
+    def _levels(self) -> list[float]:
+        if self.space == "shift":
+            return list(ACI_QS)
+        levels, top = [], 0.0
+        for q, offset in zip(ACI_QS, self.offsets):
+            top = max(top, min(max(q + offset, 0.0), 1.0))  # kept monotone: quantiles stay ordered
+            levels.append(top)
+        return levels
+
+    def level(self, q: float) -> float:
+        """The level read for a nominal ``q``: ACI's adjusted levels, interpolated between them;
+        with a map, the level whose counted coverage is ``q``."""
+        q = min(max(q, 0.0), 1.0)
+        if self.space == "map":
+            if self.weight < MAP_MIN_WEIGHT:
+                return q
+            xs, ys, top = [0.0], [0.0], 0.0
+            for level, count in zip(MAP_LEVELS, self.covered):
+                cover = count / self.weight
+                if cover > top:  # strictly increasing for the inverse; ties keep the lowest level
+                    xs.append(cover)
+                    ys.append(level)
+                    top = cover
+            if top < 1.0:
+                xs.append(1.0)
+                ys.append(1.0)
+            return _interpolate(xs, ys, q)
+        return _interpolate((0.0, *ACI_QS, 1.0), (0.0, *self._levels(), 1.0), q)
+
+    def quantiles(self, qs: Sequence[float]) -> list[float]:
+        if self.space == "map":
+            return [quantile_of_sorted(self.sorted, self.level(float(q))) for q in qs]
+        if self.space == "level":
+            xs, ys = (0.0, *ACI_QS, 1.0), (0.0, *self._levels(), 1.0)
+            return [quantile_of_sorted(self.sorted, _interpolate(xs, ys, min(max(float(q), 0.0), 1.0))) for q in qs]
+        xs, offsets = (0.0, *ACI_QS, 1.0), (self.offsets[0], *self.offsets, self.offsets[-1])
+        out, top = [], -math.inf
+        for q in sorted(float(q) for q in qs):
+            top = max(top, quantile_of_sorted(self.sorted, q) + _interpolate(xs, offsets, min(max(q, 0.0), 1.0)))
+            out.append(top)
+        by_q = dict(zip(sorted(float(q) for q in qs), out))
+        return [by_q[float(q)] for q in qs]
+
+    def told_shifts(self) -> tuple[float, ...]:
+        """The shifts this window gives at every tracked level now (what a job is told): the
+        ACI levels, or, for a map, the plain empirical quantiles at :data:`MAP_LEVELS`."""
+        if self.space == "map":
+            return tuple(quantile_of_sorted(self.sorted, level) for level in MAP_LEVELS)
+        if self.space == "level":
+            return tuple(quantile_of_sorted(self.sorted, level) for level in self._levels())
+        return tuple(self.quantiles(ACI_QS))
+
+    def count(self, r: float, told_shifts: Sequence[float], halflife: float) -> None:
+        """(map) Count whether ``r`` fell at or below each shift it was told; older counts weigh
+        half every ``halflife`` waits."""
+        decay = 0.5 ** (1.0 / halflife)
+        self.weight = self.weight * decay + 1.0
+        self.covered = [c * decay + (1.0 if r <= shift else 0.0) for c, shift in zip(self.covered, told_shifts)]
+
+    def aci_step(self, i: int, covered: bool, aci_gamma: float) -> None:
+        """Move tracked level ``i``'s offset by ``aci_gamma * (q - covered)``. Not clipped to the
+        levels [0, 1]: a clipped step is lost and the sum no longer telescopes (coverage then
+        drifts towards the side the clip cuts); the level read is clipped instead (_levels),
+        and a far-off offset walks back by itself."""
+        step = aci_gamma * (ACI_QS[i] - (1.0 if covered else 0.0))
+        self.offsets[i] = min(max(self.offsets[i] + step, -ACI_MAX_OFFSET), ACI_MAX_OFFSET)
+
+    def add(self, r: float, aci_gamma: float = 0.0, told_shifts: Sequence[float] | None = None,
+            fed: Sequence[int] = ()) -> None:
+        """Keep residual ``r``; with ``aci_gamma``, first step every tracked level not ``fed``
+        back already (:meth:`ExpertsPool.aci_miss`) on whether ``r`` fell at or below the shift
+        the job was *told* (``told_shifts``): then the offsets' steps telescope and the long-run
+        coverage is the nominal one, whatever the residuals do. Without ``told_shifts`` no
+        step: checked against the window as it is now instead, ACI chased each batch's short
+        waits and made coverage worse (docs/results/learn.md)."""
+        if aci_gamma and told_shifts is not None:
+            for i in range(len(ACI_QS)):
+                if i not in fed:
+                    self.aci_step(i, r <= told_shifts[i], aci_gamma)
+        self.residuals.append(r)
+        bisect.insort(self.sorted, r)
+        if len(self.residuals) > self.window:
+            old = self.residuals.popleft()
+            del self.sorted[bisect.bisect_left(self.sorted, old)]
+
+    def to_state(self) -> dict[str, Any]:
+        state: dict[str, Any] = {"residuals": list(self.residuals), "offsets": list(self.offsets)}
+        if self.space != "level":
+            state["space"] = self.space
+        if self.space == "map":
+            state.update(covered=list(self.covered), weight=self.weight)
+        return state
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any], window: int) -> "ResidualWindow":
+        out = cls(window, state.get("space", "level"))
+        out.residuals.extend(float(r) for r in state["residuals"][-window:])
+        out.sorted = sorted(out.residuals)
+        offsets = [float(v) for v in state.get("offsets", ())]
+        if len(offsets) == len(ACI_QS):
+            out.offsets = offsets
+        covered = [float(v) for v in state.get("covered", ())]
+        if len(covered) == len(MAP_LEVELS):
+            out.covered, out.weight = covered, float(state.get("weight", 0.0))
+        return out
