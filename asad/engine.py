@@ -547,14 +547,34 @@ class Engine:
         return max([job.start_time, *ends])
 
     def _learn_wait(self, job: JobRecord, now: float, out: Decisions) -> None:
-        if job.wait_learned or job.start_time is None or job.eligible_time is None:
+        if job.wait_learned:
             return
-        if job.start_time > now:
+        if job.start_time is None or job.start_time > now:
+            self._hear_misses(job, now, out)
+            return
+        if job.eligible_time is None:
             return
         job.wait_learned = True
-        self.ctx.learned.observe_wait(job.geometry_key, job.wait_s, at_s=job.start_time, told=job.wait_told)
+        told = job.wait_told
+        self.ctx.learned.observe_wait(job.geometry_key, job.wait_s, at_s=job.start_time,
+                                      told=None if told is None else told[:3], fed=told[3] if told and len(told) > 3 else ())
         out.observed.append(job)
         out.dirty_jobs.append(job)
+
+    def _hear_misses(self, job: JobRecord, now: float, out: Decisions) -> None:
+        """A pending job that has waited past a quantile it was told is not covered there: the
+        learner hears so now (asad.learn.calibration), not when the job starts; the levels
+        heard are kept with the job (``wait_told[3]``) so they are not counted again."""
+        told = job.wait_told
+        if (told is None or told[2] is None or job.state is not JobState.PENDING or job.eligible_time is None
+                or job.eligible_time > now):
+            return
+        waited = now - job.eligible_time
+        fed = list(told[3]) if len(told) > 3 else []
+        new = [i for i, shift in enumerate(told[2]) if i not in fed and waited > 10.0 ** (told[0] + shift) - 1.0]
+        if new and self.ctx.learned.hear_misses(job.geometry_key, told[:3], new):
+            job.wait_told = [*told[:3], sorted(fed + new)]
+            out.dirty_jobs.append(job)
 
     def _submit_stage(self, wf: WorkflowRun, name: str, run: StageRun, plan: SubmitNow, now: float,
                       out: Decisions) -> None:

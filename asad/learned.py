@@ -5,7 +5,7 @@ store (one row per learner) whenever they change.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from asad.learn.registry import is_pooled, make_pool, make_predictor, predictor_from_state
 from asad.learn.runtime import RuntimeEstimator
@@ -118,12 +118,13 @@ class Learned:
         told = self._pool.told(key)
         return None if told is None else [told[0], told[1], None if told[2] is None else list(told[2])]
 
-    def observe_wait(self, key: str, wait_s: float, at_s: float | None = None, told: list | None = None) -> None:
+    def observe_wait(self, key: str, wait_s: float, at_s: float | None = None, told: list | None = None,
+                     fed: Sequence[int] = ()) -> None:
         """Learn a wait; ``at_s``: when the job started (a pooled learner scores its experts
         on what they said at submission, ``at_s - wait_s``); ``told``: what :meth:`wait_told`
-        said when the job was submitted."""
+        said when the job was submitted; ``fed``: the levels :meth:`hear_misses` fed already."""
         if self._pool is not None:
-            self._observe_pooled(key, wait_s, at_s, told)
+            self._observe_pooled(key, wait_s, at_s, told, fed)
             return
         before = self._wait_estimates.pop(key, None)
         self.wait_predictor(key).observe(wait_s)
@@ -133,10 +134,28 @@ class Learned:
         if self._estimate_wait(key) != before:
             self.versions[(WAIT_KIND, key)] = self.versions.get((WAIT_KIND, key), 0) + 1
 
-    def _observe_pooled(self, key: str, wait_s: float, at_s: float | None, told: list | None) -> None:
-        self.wait_predictor(key).observe(wait_s, at_s=at_s, told=None if told is None else tuple(told))
+    def hear_misses(self, key: str, told: list, levels: Sequence[int]) -> bool:
+        """A pending job told ``told`` has waited past its quantiles at ``levels``: feed the
+        misses to the pooled learner's ACI now (:meth:`ExpertsPool.aci_miss`). False when the
+        learner takes no early misses (then nothing was fed)."""
+        config = None if self._pool is None else self._pool.config
+        if config is None or not (config.aci_gamma and config.aci_early_misses):
+            return False
+        self._pooled_predictor(key)
+        for level in levels:
+            self._pool.aci_miss(key, tuple(told), level)
+        self.dirty.add((WAIT_KIND, self._pool.levels(key)[-1]))  # the strata live at the coarsest key
+        self._bump_moved(key)
+        return True
+
+    def _observe_pooled(self, key: str, wait_s: float, at_s: float | None, told: list | None,
+                        fed: Sequence[int]) -> None:
+        self.wait_predictor(key).observe(wait_s, at_s=at_s, told=None if told is None else tuple(told), fed=fed)
         for level_key in self._pool.levels(key):
             self.dirty.add((WAIT_KIND, level_key))
+        self._bump_moved(key)
+
+    def _bump_moved(self, key: str) -> None:
         # Coarse keys are shared: any key's estimate (and quantiles) may have moved.
         for other in list(self._waits):
             before = self._wait_estimates.pop(other, None)

@@ -430,3 +430,36 @@ def test_a_recalibration_map_reads_the_level_whose_counted_coverage_is_asked():
         window.count(float(r), window.told_shifts(), halflife=1e9)
     assert window.level(0.5) > 0.75 and window.level(0.1) > 0.2
     assert len(window.told_shifts()) == len(MAP_LEVELS)
+
+
+def test_the_engine_feeds_a_miss_once_a_pending_job_has_waited_past_its_quantile():
+    from types import SimpleNamespace
+
+    from asad.engine import Decisions, Engine
+    from asad.learned import Learned
+    from asad.model import JobPhase, JobRecord, JobState
+    from asad.slurm.backend import JobRequest
+
+    learned = Learned(lambda kind, key: None, "median-backoff", predictor_params={"min_residuals": 3})
+    key = geometry_key(cluster="c", partition="p", nodes=1, cpus=4, time_limit_s=3000)
+    for t, wait in enumerate([100.0, 120.0, 150.0, 90.0, 110.0]):
+        learned.observe_wait(key, wait, at_s=10_000.0 * (t + 1), told=learned.wait_told(key))
+    told = learned.wait_told(key)
+    assert told is not None and told[2] is not None  # the stratum holds enough residuals to be read
+    stratum = learned._pool.stats[learned._pool.levels(key)[-1]].strata[told[1]]
+    before = list(stratum.offsets)
+    job = JobRecord(row_id=1, workflow_id=1, stage="s", attempt=1, tag="t", phase=JobPhase.LIVE,
+                    request=JobRequest(name="s", command="c"), geometry_key=key, state=JobState.PENDING,
+                    eligible_time=100_000.0, wait_told=told)
+    engine = Engine(SimpleNamespace(learned=learned))
+    out = Decisions()
+    engine._learn_wait(job, 100_010.0, out)  # 10 s: below every told quantile, nothing heard
+    assert stratum.offsets == before and len(job.wait_told) == 3
+    engine._learn_wait(job, 200_000.0, out)  # a day later it has missed them all
+    assert job.wait_told[3] == list(range(7)) and job in out.dirty_jobs
+    missed = list(stratum.offsets)
+    assert all(after > was for after, was in zip(missed, before))
+    engine._learn_wait(job, 200_100.0, out)  # heard once only
+    job.state, job.start_time = JobState.RUNNING, 200_200.0
+    engine._learn_wait(job, 200_300.0, out)  # its start adds the residual, not the misses again
+    assert job.wait_learned and stratum.offsets == missed

@@ -21,7 +21,8 @@ learned) in a window at each level of its key; ``quantiles(qs)`` is the estimate
 the residuals' empirical quantiles at the coarsest (or finest) level holding ``min_residuals``
 of them. ``median-backoff`` (``residuals_from="stratum"``) keeps them instead per coarsest key
 and per *answering level* (the key itself, or which coarser key answered), so a borrowed
-answer gets the wider quantiles such answers earned.
+answer gets the wider quantiles such answers earned, and corrects the level each window is
+read at by adaptive conformal inference (:mod:`asad.learn.calibration`).
 
 One :class:`ExpertsPool` holds every key (the statistics of a coarse key are shared by
 all keys under it); :meth:`ExpertsPool.view` gives the per-key
@@ -107,8 +108,9 @@ class ExpertsConfig:
     prior_n: float = 0.0
     # "stratum" residuals ("backoff" only): kept per (coarsest key, which level answered, how
     # many waits it had), so a cold geometry's quantiles are as wide as cold answers were
-    # adaptive conformal inference (Gibbs & Candes 2021): each stratum nudges the level it
-    # reads from its residuals by ``aci_gamma * (q - covered)`` after every wait (0: off)
+    # adaptive conformal inference (Gibbs & Candes 2021; asad/learn/calibration.py): each
+    # stratum moves the level it reads by ``aci_gamma * (q - covered)`` per outcome, covered
+    # = the wait fell at or below the quantile the job was told (0: off)
     aci_gamma: float = 0.0
     # what ACI moves: the "level" read from the residuals, or the "shift" (log10) itself
     aci_space: str = "level"
