@@ -3,6 +3,7 @@
 #
 #   local-cluster.sh up     [--nodes N] [--cpus C] [--mem MB] [--gpus G] [--accounting] [--priority basic|multifactor]
 #                           [--max-age D]          (PriorityMaxAge with multifactor; default 1-0)
+#                           [--priority-calc-period M] (PriorityCalcPeriod in minutes with multifactor; default: Slurm's 5)
 #                           [--max-array-size N]   (Slurm's MaxArraySize; default 1001, Slurm's own)
 #                           [--sched-params S]     (SchedulerParameters; default: passes every few seconds)
 #   local-cluster.sh down   [--purge]
@@ -29,10 +30,12 @@ DB_PASS="asad-local"
 die() { echo "local-cluster: error: $*" >&2; exit 1; }
 say() { echo "local-cluster: $*" >&2; }
 
-usage() { sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # ---------------------------------------------------------------- settings ---------------------
 NODES=4; CPUS=28; MEM_MB=32000; ACCOUNTING=0; PRIORITY=basic; GPUS=0; MAX_AGE=1-0; MAX_ARRAY_SIZE=1001
+# Empty: no PriorityCalcPeriod line, so Slurm's default (5 minutes) applies.
+PRIORITY_CALC_PERIOD=
 # Tests want starts within seconds: backfill every 2 s at 1-s resolution (Slurm's defaults: 30 s, 60 s).
 DEFAULT_SCHED_PARAMS=bf_interval=2,bf_resolution=1,bf_continue,sched_interval=5,sched_min_interval=100000
 SCHED_PARAMS=$DEFAULT_SCHED_PARAMS
@@ -52,6 +55,7 @@ ACCOUNTING=$ACCOUNTING
 PRIORITY=$PRIORITY
 GPUS=$GPUS
 MAX_AGE=$MAX_AGE
+PRIORITY_CALC_PERIOD=$PRIORITY_CALC_PERIOD
 MAX_ARRAY_SIZE=$MAX_ARRAY_SIZE
 SCHED_PARAMS=$SCHED_PARAMS
 PORT_BASE=$PORT_BASE
@@ -143,6 +147,10 @@ PriorityWeightAge=1000
 PriorityWeightFairshare=1000
 PriorityWeightJobSize=100
 PriorityMaxAge=${MAX_AGE:-1-0}"
+        if [[ -n ${PRIORITY_CALC_PERIOD:-} ]]; then
+            sched_lines+="
+PriorityCalcPeriod=$PRIORITY_CALC_PERIOD"
+        fi
     else
         sched_lines="PriorityType=priority/basic"
     fi
@@ -362,13 +370,15 @@ cmd_up() {
         [[ -e $f ]] && pid_alive "$f" && was_running=1
     done
     local want_nodes=$NODES want_cpus=$CPUS want_mem=$MEM_MB want_acct=$ACCOUNTING want_prio=$PRIORITY want_gpus=$GPUS
-    local want_mas=$MAX_ARRAY_SIZE want_sp=$SCHED_PARAMS
+    local want_mas=$MAX_ARRAY_SIZE want_sp=$SCHED_PARAMS want_age=$MAX_AGE want_pcp=$PRIORITY_CALC_PERIOD
     if ((was_running)) && [[ -f "$DIR/settings" ]]; then
         load_saved_settings
         MAX_ARRAY_SIZE=${MAX_ARRAY_SIZE:-1001}
         SCHED_PARAMS=${SCHED_PARAMS:-$DEFAULT_SCHED_PARAMS}
-        if ((FLAGS_GIVEN)) && [[ "$want_nodes $want_cpus $want_mem $want_acct $want_prio $want_gpus $want_mas $want_sp" != "$NODES $CPUS $MEM_MB $ACCOUNTING $PRIORITY ${GPUS:-0} $MAX_ARRAY_SIZE $SCHED_PARAMS" ]]; then
-            die "a cluster is already running in $DIR with different settings ($NODES nodes x $CPUS cpus x $MEM_MB MB, accounting=$ACCOUNTING, priority=$PRIORITY); run '$0 down' first"
+        MAX_AGE=${MAX_AGE:-1-0}
+        PRIORITY_CALC_PERIOD=${PRIORITY_CALC_PERIOD:-}
+        if ((FLAGS_GIVEN)) && [[ "$want_nodes $want_cpus $want_mem $want_acct $want_prio $want_gpus $want_mas $want_sp $want_age x$want_pcp" != "$NODES $CPUS $MEM_MB $ACCOUNTING $PRIORITY ${GPUS:-0} $MAX_ARRAY_SIZE $SCHED_PARAMS $MAX_AGE x$PRIORITY_CALC_PERIOD" ]]; then
+            die "a cluster is already running in $DIR with different settings ($NODES nodes x $CPUS cpus x $MEM_MB MB, accounting=$ACCOUNTING, priority=$PRIORITY, max age=$MAX_AGE, priority calc period=${PRIORITY_CALC_PERIOD:-default}); run '$0 down' first"
         fi
     fi
     mkdir -p "$DIR"/{state,spool,log,run}
@@ -468,6 +478,7 @@ main() {
             --priority) PRIORITY=${2:?--priority needs basic or multifactor}; FLAGS_GIVEN=1; shift 2 ;;
             --sched-params) SCHED_PARAMS=${2:?--sched-params needs a SchedulerParameters string}; FLAGS_GIVEN=1; shift 2 ;;
             --max-age) MAX_AGE=${2:?--max-age needs a Slurm duration, e.g. 10:00 or 1-0}; FLAGS_GIVEN=1; shift 2 ;;
+            --priority-calc-period) PRIORITY_CALC_PERIOD=${2:?--priority-calc-period needs minutes, e.g. 1}; FLAGS_GIVEN=1; shift 2 ;;
             --purge) down_args+=(--purge); shift ;;
             -h | --help) usage; exit 0 ;;
             *) die "unknown option: $1 (see $0 --help)" ;;
@@ -481,6 +492,10 @@ main() {
     MAX_ARRAY_SIZE=${MAX_ARRAY_SIZE:-1001}  # settings saved by an older script lack it
     SCHED_PARAMS=${SCHED_PARAMS:-$DEFAULT_SCHED_PARAMS}
     [[ $SCHED_PARAMS =~ ^[A-Za-z0-9_=,:.-]+$ ]] || die "--sched-params must be a SchedulerParameters list like bf_interval=30,bf_resolution=60, got '$SCHED_PARAMS'"
+    MAX_AGE=${MAX_AGE:-1-0}
+    PRIORITY_CALC_PERIOD=${PRIORITY_CALC_PERIOD:-}  # settings saved by an older script lack them
+    [[ -z $PRIORITY_CALC_PERIOD || $PRIORITY_CALC_PERIOD =~ ^[1-9][0-9]*$ ]] \
+        || die "--priority-calc-period must be a positive number of minutes, got '$PRIORITY_CALC_PERIOD'"
     [[ $MAX_ARRAY_SIZE =~ ^[1-9][0-9]*$ ]] || die "--max-array-size must be a positive integer, got '$MAX_ARRAY_SIZE'"
     [[ $PRIORITY == basic || $PRIORITY == multifactor ]] || die "--priority must be basic or multifactor"
     case $cmd in

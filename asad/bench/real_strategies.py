@@ -8,9 +8,12 @@ The runs go round-robin (run 1 of every strategy, then run 2 of every strategy, 
 that drifts over the bench weighs on every strategy alike.
 
 With ``--load N`` a generator keeps about N background jobs pending the whole time (random sizes
-and lengths, account ``bg``, the same unix user: the local cluster's accounting does not enforce
-associations), so stages wait in a real queue. Start the cluster with ``--priority multifactor``
-to measure under an age weight; the bench prints the rules it found.
+and lengths, ``-A bg``, the same unix user), so stages wait in a real queue. The local cluster
+enforces no associations, so Slurm files those jobs under the user's default account, the
+workflow's: fair-share is the same for both (``sprio -l``), and age and job size order them. Start
+the cluster with ``--priority multifactor`` to measure under an age weight (``--max-age 10:00
+--priority-calc-period 1`` lets age matter within a few-minute run); the bench prints the rules
+it found.
 
 Printed per run: makespan as the user sees it, the critical path's work, the perceived wait
 (stage start minus the later of its predecessors' end and the submission), the delay from
