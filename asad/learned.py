@@ -145,7 +145,7 @@ class Learned:
         for level in levels:
             self._pool.aci_miss(key, tuple(told), level)
         self.dirty.add((WAIT_KIND, self._pool.levels(key)[-1]))  # the strata live at the coarsest key
-        self._bump_moved(key)
+        self._bump_moved(None)  # no estimate moved, only quantiles: re-decide only where they did
         return True
 
     def _observe_pooled(self, key: str, wait_s: float, at_s: float | None, told: list | None,
@@ -155,7 +155,7 @@ class Learned:
             self.dirty.add((WAIT_KIND, level_key))
         self._bump_moved(key)
 
-    def _bump_moved(self, key: str) -> None:
+    def _bump_moved(self, key: str | None) -> None:
         # Coarse keys are shared: any key's estimate (and quantiles) may have moved.
         for other in list(self._waits):
             before = self._wait_estimates.pop(other, None)
