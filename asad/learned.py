@@ -5,6 +5,7 @@ store (one row per learner) whenever they change.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from asad.learn.registry import is_pooled, make_pool, make_predictor, predictor_from_state
@@ -14,6 +15,8 @@ WAIT_KIND = "wait"
 RUNTIME_KIND = "runtime"
 SIZING_KIND = "sizing"
 PLACEMENT_KIND = "placement"
+WAIT_COUNT = "wait-count"  # versions only: how many waits a key has learned (its own version)
+WAIT_STEP_LOG10 = 0.005  # a pooled learner's waits as the engine sees them: steps of ~1.2 %
 
 
 class Learned:
@@ -77,7 +80,7 @@ class Learned:
         """
         if self.consulted is not None:
             self.consulted.add((WAIT_KIND, key))
-        values = [max(0.0, float(v)) for v in self.wait_predictor(key).quantiles(list(qs))]
+        values = [self._seen(v) for v in self.wait_predictor(key).quantiles(list(qs))]
         self._quantiles_asked.setdefault(key, {})[tuple(qs)] = values
         return values
 
@@ -85,7 +88,7 @@ class Learned:
         """Whether any quantiles asked of this key changed (then its version must grow)."""
         moved = False
         for qs, values in self._quantiles_asked.get(key, {}).items():
-            now = [max(0.0, float(v)) for v in self.wait_predictor(key).quantiles(list(qs))]
+            now = [self._seen(v) for v in self.wait_predictor(key).quantiles(list(qs))]
             if now != values:
                 self._quantiles_asked[key][qs] = now
                 moved = True
@@ -99,13 +102,24 @@ class Learned:
     def _estimate_wait(self, key: str) -> float:
         est = self._wait_estimates.get(key)
         if est is None:
-            est = self._wait_estimates[key] = float(self.wait_predictor(key).estimate())
+            est = self._wait_estimates[key] = self._seen(self.wait_predictor(key).estimate())
         return est
+
+    def _seen(self, wait_s: float) -> float:
+        """A learned wait as the engine sees it. A pooled learner's median moves by a rank with
+        almost every wait of its key, and each move would make every workflow planning against
+        that key decide again (docs/results/ops.md: ten times the engine time at 1,000
+        workflows). So its waits are rounded to ``WAIT_STEP_LOG10`` in log10(1 + s), about 1 %,
+        far inside the learner's error; incremental and full decisions see the same value."""
+        wait_s = max(0.0, float(wait_s))
+        if self._pool is None:
+            return wait_s
+        return max(0.0, 10.0 ** (round(math.log10(1.0 + wait_s) / WAIT_STEP_LOG10) * WAIT_STEP_LOG10) - 1.0)
 
     def wait_observations(self, key: str) -> int:
         """How many waits of this geometry have been learned."""
         if self.consulted is not None:
-            self.consulted.add((WAIT_KIND, key))
+            self.consulted.add((WAIT_COUNT, key))
         return int(self.wait_predictor(key).n_observations)
 
     def wait_told(self, key: str) -> list | None:
@@ -129,6 +143,7 @@ class Learned:
         before = self._wait_estimates.pop(key, None)
         self.wait_predictor(key).observe(wait_s)
         self.dirty.add((WAIT_KIND, key))
+        self.versions[(WAIT_COUNT, key)] = self.versions.get((WAIT_COUNT, key), 0) + 1
         # Same draws as estimating lazily: each learner has its own generator, and the next
         # estimate would be drawn before its next observation anyway.
         if self._estimate_wait(key) != before:
@@ -145,22 +160,24 @@ class Learned:
         for level in levels:
             self._pool.aci_miss(key, tuple(told), level)
         self.dirty.add((WAIT_KIND, self._pool.levels(key)[-1]))  # the strata live at the coarsest key
-        self._bump_moved(None)  # no estimate moved, only quantiles: re-decide only where they did
+        self._bump_moved()
         return True
 
     def _observe_pooled(self, key: str, wait_s: float, at_s: float | None, told: list | None,
                         fed: Sequence[int]) -> None:
         self.wait_predictor(key).observe(wait_s, at_s=at_s, told=None if told is None else tuple(told), fed=fed)
+        self.versions[(WAIT_COUNT, key)] = self.versions.get((WAIT_COUNT, key), 0) + 1
         for level_key in self._pool.levels(key):
             self.dirty.add((WAIT_KIND, level_key))
-        self._bump_moved(key)
+        self._bump_moved()
 
-    def _bump_moved(self, key: str | None) -> None:
-        # Coarse keys are shared: any key's estimate (and quantiles) may have moved.
+    def _bump_moved(self) -> None:
+        # Coarse keys are shared: any key's estimate (and quantiles) may have moved. Only what the
+        # engine sees counts (rounded, ``_seen``); the key's count has its own version.
         for other in list(self._waits):
             before = self._wait_estimates.pop(other, None)
             moved = self._quantiles_moved(other)
-            if other == key or before is None or self._estimate_wait(other) != before or moved:
+            if before is None or self._estimate_wait(other) != before or moved:
                 self.versions[(WAIT_KIND, other)] = self.versions.get((WAIT_KIND, other), 0) + 1
 
     def runtime(self, key: str) -> RuntimeEstimator:
