@@ -555,25 +555,19 @@ class Engine:
         if job.eligible_time is None:
             return
         job.wait_learned = True
-        told = job.wait_told
-        self.ctx.learned.observe_wait(job.geometry_key, job.wait_s, at_s=job.start_time,
-                                      told=None if told is None else told[:3], fed=told[3] if told and len(told) > 3 else ())
+        self.ctx.learned.observe_wait(job.geometry_key, job.wait_s, at_s=job.start_time, told=job.wait_told)
         out.observed.append(job)
         out.dirty_jobs.append(job)
 
     def _hear_misses(self, job: JobRecord, now: float, out: Decisions) -> None:
         """A pending job that has waited past a quantile it was told is not covered there: the
-        learner hears so now (asad.learn.calibration), not when the job starts; the levels
-        heard are kept with the job (``wait_told[3]``) so they are not counted again."""
-        told = job.wait_told
-        if (told is None or told[2] is None or job.state is not JobState.PENDING or job.eligible_time is None
+        learner hears so now (``Learned.hear_misses``), not when the job starts."""
+        if (job.wait_told is None or job.state is not JobState.PENDING or job.eligible_time is None
                 or job.eligible_time > now):
             return
-        waited = now - job.eligible_time
-        fed = list(told[3]) if len(told) > 3 else []
-        new = [i for i, shift in enumerate(told[2]) if i not in fed and waited > 10.0 ** (told[0] + shift) - 1.0]
-        if new and self.ctx.learned.hear_misses(job.geometry_key, told[:3], new):
-            job.wait_told = [*told[:3], sorted(fed + new)]
+        told = self.ctx.learned.hear_misses(job.geometry_key, job.wait_told, now - job.eligible_time)
+        if told is not None:
+            job.wait_told = told
             out.dirty_jobs.append(job)
 
     def _submit_stage(self, wf: WorkflowRun, name: str, run: StageRun, plan: SubmitNow, now: float,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from asad.learn.calibration import told_waits_s
 from asad.learn.registry import is_pooled, make_pool, make_predictor, predictor_from_state
 from asad.learn.runtime import RuntimeEstimator
 
@@ -132,13 +133,13 @@ class Learned:
         told = self._pool.told(key)
         return None if told is None else [told[0], told[1], None if told[2] is None else list(told[2])]
 
-    def observe_wait(self, key: str, wait_s: float, at_s: float | None = None, told: list | None = None,
-                     fed: Sequence[int] = ()) -> None:
+    def observe_wait(self, key: str, wait_s: float, at_s: float | None = None, told: list | None = None) -> None:
         """Learn a wait; ``at_s``: when the job started (a pooled learner scores its experts
-        on what they said at submission, ``at_s - wait_s``); ``told``: what :meth:`wait_told`
-        said when the job was submitted; ``fed``: the levels :meth:`hear_misses` fed already."""
+        on what they said at submission, ``at_s - wait_s``); ``told``: the job's ``wait_told``
+        (:meth:`wait_told`, with the levels :meth:`hear_misses` fed already)."""
         if self._pool is not None:
-            self._observe_pooled(key, wait_s, at_s, told, fed)
+            self._observe_pooled(key, wait_s, at_s, None if told is None else tuple(told[:3]),
+                                 told[3] if told is not None and len(told) > 3 else ())
             return
         before = self._wait_estimates.pop(key, None)
         self.wait_predictor(key).observe(wait_s)
@@ -149,23 +150,30 @@ class Learned:
         if self._estimate_wait(key) != before:
             self.versions[(WAIT_KIND, key)] = self.versions.get((WAIT_KIND, key), 0) + 1
 
-    def hear_misses(self, key: str, told: list, levels: Sequence[int]) -> bool:
-        """A pending job told ``told`` has waited past its quantiles at ``levels``: feed the
-        misses to the pooled learner's ACI now (:meth:`ExpertsPool.aci_miss`). False when the
-        learner takes no early misses (then nothing was fed)."""
+    def hear_misses(self, key: str, told: list, waited_s: float) -> list | None:
+        """A pending job with ``wait_told`` ``told`` has waited ``waited_s``: feed the pooled
+        learner's ACI a miss at every level whose told wait that passed and was not fed yet
+        (:meth:`ExpertsPool.aci_miss`). Returns ``told`` with those levels added as its fourth
+        item (keep it with the job, so a restart does not feed them twice); None when nothing
+        was fed (no new miss, or a learner that takes no early misses)."""
         config = None if self._pool is None else self._pool.config
-        if config is None or not (config.aci_gamma and config.aci_early_misses):
-            return False
+        if config is None or not (config.aci_gamma and config.aci_early_misses) or told[2] is None:
+            return None
+        fed = list(told[3]) if len(told) > 3 else []
+        core = tuple(told[:3])
+        new = [i for i, wait_s in enumerate(told_waits_s(core)) if i not in fed and waited_s > wait_s]
+        if not new:
+            return None
         self._pooled_predictor(key)
-        for level in levels:
-            self._pool.aci_miss(key, tuple(told), level)
+        for level in new:
+            self._pool.aci_miss(key, core, level)
         self.dirty.add((WAIT_KIND, self._pool.levels(key)[-1]))  # the strata live at the coarsest key
         self._bump_moved()
-        return True
+        return [*told[:3], sorted(fed + new)]
 
-    def _observe_pooled(self, key: str, wait_s: float, at_s: float | None, told: list | None,
+    def _observe_pooled(self, key: str, wait_s: float, at_s: float | None, told: tuple | None,
                         fed: Sequence[int]) -> None:
-        self.wait_predictor(key).observe(wait_s, at_s=at_s, told=None if told is None else tuple(told), fed=fed)
+        self.wait_predictor(key).observe(wait_s, at_s=at_s, told=told, fed=fed)
         self.versions[(WAIT_COUNT, key)] = self.versions.get((WAIT_COUNT, key), 0) + 1
         for level_key in self._pool.levels(key):
             self.dirty.add((WAIT_KIND, level_key))

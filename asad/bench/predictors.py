@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from asad.learn.calibration import told_waits_s
 from asad.learn.geometry import GeometryKeyConfig, geometry_key
 from asad.learn.registry import is_pooled, make_pool, make_predictor, recommended_predictor
 
@@ -176,12 +177,10 @@ def replay(jobs: Jobs, predictors: list[tuple[str, str, dict[str, Any]]], seed: 
                     since = jobs.eligible_s[queue[0]] if queue else None
                     queue.append(j)
                 told[label][j] = pool.told(key, now, since)
-                if label in early and told[label][j] is not None and told[label][j][2] is not None:
-                    y, _, shifts = told[label][j]
-                    for level, shift in enumerate(shifts):
-                        waited_past = now + max(0.0, 10.0 ** (y + shift) - 1.0)
-                        if jobs.start_s[j] > waited_past:  # still pending then: a miss, seen then
-                            heapq.heappush(misses, (waited_past, label, j, level))
+                if label in early and told[label][j] is not None:
+                    for level, wait_s in enumerate(told_waits_s(told[label][j])):
+                        if jobs.start_s[j] > now + wait_s:  # still pending then: a miss, seen then
+                            heapq.heappush(misses, (now + wait_s, label, j, level))
                 if told[label][j] is not None:
                     estimates[label][j] = predictor.estimate(now_s=now, pending_since_s=since)
                     if quantiles:

@@ -39,6 +39,13 @@ MAP_LEVELS = (0.01, 0.02, 0.05, 0.1, 0.15, 0.25, 0.35, 0.5, 0.65, 0.75, 0.85, 0.
 MAP_MIN_WEIGHT = 100.0  # waits counted before a map is read
 
 
+def told_waits_s(told: Told) -> list[float]:
+    """The waits (s) a job told ``told`` was given at every tracked level: past one while still
+    pending, the job is not covered there (a miss, heard before the job starts)."""
+    y, _, shifts = told
+    return [max(0.0, 10.0 ** (y + shift) - 1.0) for shift in (shifts or ())]
+
+
 def _interpolate(xs: Sequence[float], ys: Sequence[float], x: float) -> float:
     i = min(max(bisect.bisect_right(xs, x) - 1, 0), len(xs) - 2)
     return ys[i] + (ys[i + 1] - ys[i]) * (x - xs[i]) / (xs[i + 1] - xs[i])

@@ -503,24 +503,25 @@ class ExpertsPool:
         window = self._stratum_window(key, stratum) if calibrated else None
         return y, stratum, (None if window is None else window.told_shifts())
 
-    def _stratum_window(self, key: str, stratum: str | None) -> ResidualWindow | None:
-        """The residual window of ``stratum`` at ``key``'s coarsest key, once it holds enough."""
+    def _stratum_window(self, key: str, stratum: str | None, min_residuals: int | None = None) -> ResidualWindow | None:
+        """The residual window of ``stratum`` at ``key``'s coarsest key, once it holds
+        ``min_residuals`` (default: the config's)."""
         if stratum is None or self.config.residuals_from != "stratum" or self.config.mode != "backoff":
             return None
         coarsest = self.stats.get(self.levels(key)[-1])
         window = None if coarsest is None else coarsest.strata.get(stratum)
-        return window if window is not None and len(window) >= self.config.min_residuals else None
+        need = self.config.min_residuals if min_residuals is None else min_residuals
+        return window if window is not None and len(window) >= need else None
 
     def aci_miss(self, key: str, told: Told, level: int) -> None:
         """ACI feedback before the wait is known: a job told ``told`` is still pending when it
         has waited longer than the quantile it was told at tracked level ``level`` (so it is
         not covered there). Misses then reach ACI as early as hits do, instead of when the
         job starts; pass the levels fed this way to :meth:`observe` as ``fed``."""
-        y, stratum, shifts = told
-        if not self.config.aci_gamma or shifts is None or stratum is None:
+        _, stratum, shifts = told
+        if not self.config.aci_gamma or shifts is None:
             return
-        coarsest = self.stats.get(self.levels(key)[-1])
-        window = None if coarsest is None else coarsest.strata.get(stratum)
+        window = self._stratum_window(key, stratum, min_residuals=0)  # it was in use when told
         if window is not None:
             window.aci_step(level, False, self.config.aci_gamma)
 
