@@ -140,6 +140,22 @@ def test_steadiness_pools_runs():
     assert steadiness([[week(100, 2.0)]]) is None
 
 
+def test_steadiness_interval_over_seeds():
+    """From five runs on, the pooled ratio comes with a 90 % interval over seeds (runs resampled
+    whole): it holds the point, and it is wide only where the runs disagree."""
+    from asad.bench.sim_load import steadiness
+
+    def week(started, mean_h):
+        return {"started": started, "wait_sum_h": started * mean_h}
+
+    same = steadiness([[week(100, 2.0), week(100, 2.2)]] * 6)
+    assert same["last_over_first_90pct"] == [1.1, 1.1]
+    mixed = steadiness([[week(100, 2.0), week(100, h)] for h in (1.0, 1.5, 2.0, 2.5, 3.0, 6.0)])
+    low, high = mixed["last_over_first_90pct"]
+    assert low < mixed["last_over_first"] < high and high - low > 0.5
+    assert "last_over_first_90pct" not in steadiness([[week(100, 2.0), week(100, 2.2)]] * 4)
+
+
 def test_real_medians_from_a_sample(tmp_path):
     from asad.bench.sim_load import real_medians
 
@@ -184,10 +200,11 @@ def test_bench_sim_load_runs_and_reports(capsys):
     assert sum(d["started"] for d in run["per_day"]) > 0
     assert [w["days"] for w in run["weeks"]] == ["2-8"]
     assert out["steady_pooled"] is None  # one whole week only: nothing to compare
-    assert bench(["--preset", "small", "--days", "3", "--no-real"]) == 0
+    assert bench(["--preset", "small", "--days", "3", "--seeds", "1", "--no-real"]) == 0
     text = capsys.readouterr().out
     assert "day  util" in text and "(warm-up)" in text
-    assert bench(["--preset", "small", "--days", "3", "--no-real", "--backfill", "slurm", "--json"]) == 0
+    assert bench(["--preset", "small", "--days", "3", "--seeds", "1", "--no-real", "--backfill", "slurm",
+                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["runs"][0]["backfill"] == "slurm"
 
 
