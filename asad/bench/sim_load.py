@@ -42,9 +42,11 @@ CALIBRATION_FACTOR = 2.0
 # within 11 % week to week at 40 seeds; 240 seeds put the ratio's spread near 6.5 %, so that
 # +-20 % is some three spreads. `two-speed`'s rose until day 30 (6.8, 9.1, 9.3 h, then 10.0-10.9 h:
 # its fast partition fills its users' caps slowly) and was within 4 % week to week after that at
-# 4 seeds; 8 seeds halve that.
+# 4 seeds; 8 seeds halve that. `uppmax`'s single seeds (1 and 2, Slurm backfill) moved by about
+# 8 % week to week (one had three low days in its first week: 1.223), so it pools 3 seeds.
 STEADY_DEFAULTS = {"small": {"days": 30, "warmup_days": 16, "seeds": 240},
-                   "two-speed": {"days": 44, "warmup_days": 30, "seeds": 8}}
+                   "two-speed": {"days": 44, "warmup_days": 30, "seeds": 8},
+                   "uppmax": {"seeds": 3}}
 BOOTSTRAP_RESAMPLES = 2000
 
 
@@ -319,7 +321,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--seeds", type=int, default=None,
                         help="runs with seeds --seed, --seed+1, ...; the week comparison pools their jobs "
-                             "(default 1; small 240, two-speed 8: their weekly means are noisy)")
+                             "(default 1; small 240, two-speed 8, uppmax 3: their weekly means are noisy)")
     parser.add_argument("--priority", choices=["fifo", "multifactor", "fairshare"], default="fifo")
     parser.add_argument("--backfill", choices=["slurm", "easy", "none"], default="easy",
                         help="slurm: sched/backfill as Slurm runs it (a full hpc2n queue costs some 100 "
