@@ -5,7 +5,9 @@ Plays a preset from an empty cluster for ``--days`` simulated days at its defaul
 offered load and prints, per simulated day, the utilisation, the jobs started and their mean wait
 (start - eligible; all jobs, and jobs of at least one whole node), the eligible jobs pending at the
 end of the day and the submissions users let go (the closed loop). After ``--warmup-days`` it
-compares the mean wait of the first and the last whole week (target: within +-20 %).
+compares the mean wait of the first and the last whole week (target: within +-20 %). Presets
+whose weekly mean is noisy, or slow to settle, pool several seeds and warm up longer by default
+(``STEADY_DEFAULTS``); from five seeds on, the pooled ratio comes with its 90 % interval over seeds.
 
 The calibration table compares median waits per size class (1, 2-8, 9-32, > 32 cores) with the
 real Cedar/Graham 2021 queues (``../shared/data/slurm-queue-cedar-graham-2021``). That sample
