@@ -138,17 +138,26 @@ class Learned:
         on what they said at submission, ``at_s - wait_s``); ``told``: the job's ``wait_told``
         (:meth:`wait_told`, with the levels :meth:`hear_misses` fed already)."""
         if self._pool is not None:
-            self._observe_pooled(key, wait_s, at_s, None if told is None else tuple(told[:3]),
-                                 told[3] if told is not None and len(told) > 3 else ())
+            core, fed = (None, []) if told is None else self._split_told(told)
+            self._observe_pooled(key, wait_s, at_s, core, fed)
             return
         before = self._wait_estimates.pop(key, None)
         self.wait_predictor(key).observe(wait_s)
         self.dirty.add((WAIT_KIND, key))
-        self.versions[(WAIT_COUNT, key)] = self.versions.get((WAIT_COUNT, key), 0) + 1
+        self._bump(WAIT_COUNT, key)
         # Same draws as estimating lazily: each learner has its own generator, and the next
         # estimate would be drawn before its next observation anyway.
         if self._estimate_wait(key) != before:
-            self.versions[(WAIT_KIND, key)] = self.versions.get((WAIT_KIND, key), 0) + 1
+            self._bump(WAIT_KIND, key)
+
+    def _bump(self, kind: str, key: str) -> None:
+        self.versions[(kind, key)] = self.versions.get((kind, key), 0) + 1
+
+    @staticmethod
+    def _split_told(told: list) -> tuple[tuple, list[int]]:
+        """A job's stored ``wait_told``: what the pool told it (estimate, stratum, shifts) and,
+        fourth, the levels whose misses were heard already."""
+        return tuple(told[:3]), list(told[3]) if len(told) > 3 else []
 
     def hear_misses(self, key: str, told: list, waited_s: float) -> list | None:
         """A pending job with ``wait_told`` ``told`` has waited ``waited_s``: feed the pooled
@@ -159,8 +168,7 @@ class Learned:
         config = None if self._pool is None else self._pool.config
         if config is None or not (config.aci_gamma and config.aci_early_misses) or told[2] is None:
             return None
-        fed = list(told[3]) if len(told) > 3 else []
-        core = tuple(told[:3])
+        core, fed = self._split_told(told)
         new = [i for i, wait_s in enumerate(told_waits_s(core)) if i not in fed and waited_s > wait_s]
         if not new:
             return None
@@ -169,12 +177,12 @@ class Learned:
             self._pool.aci_miss(key, core, level)
         self.dirty.add((WAIT_KIND, self._pool.levels(key)[-1]))  # the strata live at the coarsest key
         self._bump_moved()
-        return [*told[:3], sorted(fed + new)]
+        return [*core, sorted(fed + new)]
 
     def _observe_pooled(self, key: str, wait_s: float, at_s: float | None, told: tuple | None,
                         fed: Sequence[int]) -> None:
         self.wait_predictor(key).observe(wait_s, at_s=at_s, told=told, fed=fed)
-        self.versions[(WAIT_COUNT, key)] = self.versions.get((WAIT_COUNT, key), 0) + 1
+        self._bump(WAIT_COUNT, key)
         for level_key in self._pool.levels(key):
             self.dirty.add((WAIT_KIND, level_key))
         self._bump_moved()
@@ -186,7 +194,7 @@ class Learned:
             before = self._wait_estimates.pop(other, None)
             moved = self._quantiles_moved(other)
             if before is None or self._estimate_wait(other) != before or moved:
-                self.versions[(WAIT_KIND, other)] = self.versions.get((WAIT_KIND, other), 0) + 1
+                self._bump(WAIT_KIND, other)
 
     def runtime(self, key: str) -> RuntimeEstimator:
         if self.consulted is not None:
@@ -204,7 +212,7 @@ class Learned:
     def observe_runtime(self, key: str, runtime_s: float) -> None:
         self._runtime(key).observe(runtime_s)
         self.dirty.add((RUNTIME_KIND, key))
-        self.versions[(RUNTIME_KIND, key)] = self.versions.get((RUNTIME_KIND, key), 0) + 1
+        self._bump(RUNTIME_KIND, key)
 
     def sizing_agent(self, key: str, name: str, caps):  # noqa: ANN001, ANN201
         """The sizing agent of one stage (same workflow name, same stage name)."""

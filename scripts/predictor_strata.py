@@ -17,7 +17,6 @@ import collections
 import numpy as np
 
 from asad.bench import predictors as bench
-from asad.learn.experts import ExpertsPool
 
 GROUPS = {"0": "own key (slot 0)", "2": "account + walltime/partition (slots 2, 3)",
           "3": "account + walltime/partition (slots 2, 3)", "4": "account, any shape (slot 4)",
@@ -32,26 +31,11 @@ def main() -> None:
     args = parser.parse_args()
     jobs = bench.load_jobs(bench.DEFAULT_DATA, cluster=args.cluster, until=args.until,
                            key_config=bench.KEY_CONFIGS["account"])
-    told_by_job: list = []
-    pools: list[ExpertsPool] = []
-    told, init = ExpertsPool.told, ExpertsPool.__init__
-
-    def recording_told(self, key, now_s=None, pending_since_s=None, shifts=True):
-        out = told(self, key, now_s, pending_since_s, shifts)
-        if shifts:  # the replay's one call per job (the estimate and quantiles pass shifts=False)
-            told_by_job.append(out)
-        return out
-
-    def recording_init(self, *a, **k):
-        init(self, *a, **k)
-        pools.append(self)
-
-    ExpertsPool.told, ExpertsPool.__init__ = recording_told, recording_init
     replayed = bench.replay(jobs, [("default", "median-backoff", {})], quantiles=(0.1, 0.5, 0.9))
     quantiles, wait = replayed["quantiles"]["default"], jobs.wait_s
     after = jobs.eligible_s >= float(np.datetime64(args.split, "s").astype(np.int64))
     groups = collections.defaultdict(list)
-    for j, answer in enumerate(told_by_job):
+    for j, answer in enumerate(replayed["told"]["default"]):
         if answer is None or np.isnan(quantiles[j, 0]):
             continue
         slot = str(answer[1]).split(":")[0]
@@ -61,7 +45,7 @@ def main() -> None:
         cover = [100 * float(np.mean(wait[idx] <= quantiles[idx, i])) for i in range(3)]
         print(f"{period} | {group} | {len(idx)} | " + " / ".join(f"{c:.1f}" for c in cover))
     print("\nstratum | residuals | ACI levels read at 5/10/25/50/75/90/95 %")
-    for stats in pools[-1].stats.values():
+    for stats in replayed["pools"]["default"].stats.values():
         for name, window in sorted(stats.strata.items()):
             print(f"{name} | {len(window)} | " + " ".join(f"{level:.3f}" for level in window._levels()))
 

@@ -110,7 +110,8 @@ def load_jobs(path: str, cluster: str | None = None, since: str | None = None, u
 def replay(jobs: Jobs, predictors: list[tuple[str, str, dict[str, Any]]], seed: int = 0,
            progress: bool = False, quantiles: tuple[float, ...] = ()) -> dict[str, Any]:
     """Estimates (NaN when the predictor had nothing to go on), seconds spent per predictor and,
-    with ``quantiles``, each predictor's quantiles at decision time (a jobs x quantiles array).
+    with ``quantiles``, each predictor's quantiles at decision time (a jobs x quantiles array);
+    for pooled learners also what each job was told (``told``) and the pools as they ended.
 
     "Cold" is per predictor: a per-key predictor is cold until its key saw a wait; a pooled
     one (``experts``) until any key it borrows from did. ``warm`` marks the jobs whose own
@@ -194,7 +195,7 @@ def replay(jobs: Jobs, predictors: list[tuple[str, str, dict[str, Any]]], seed: 
                 seconds[label] += time.perf_counter() - t0
         heapq.heappush(started, (jobs.start_s[j], j))
     return {"estimates": estimates, "quantiles": quantile_estimates, "warm": warm, "seconds": seconds,
-            "keys": len(per_key)}
+            "keys": len(per_key), "told": told, "pools": pools}
 
 
 def score(estimate_s: np.ndarray, wait_s: np.ndarray, quantile_s: np.ndarray | None = None,
