@@ -5,7 +5,7 @@
 Replays one cluster as `asad bench predictors --key account` does, groups the jobs by the slot
 of `BACKOFF_LEVELS` that answered them (0: the job's own key; floored answers with their slot),
 prints the coverage of the 10/50/90 % quantiles before and after the split, and each residual
-stratum's ACI levels at the end (a level read at 0 or 1 sits on the window's extremes).
+stratum's ACI levels at the end (a level read at or past 0 or 1 sits on, or reads past, the window's extremes).
 A diagnosis, not a benchmark: docs/results/learn.md cites what it printed.
 """
 
@@ -47,7 +47,7 @@ def main() -> None:
     print("\nstratum | residuals | ACI levels read at 5/10/25/50/75/90/95 %")
     for stats in replayed["pools"]["default"].stats.values():
         for name, window in sorted(stats.strata.items()):
-            print(f"{name} | {len(window)} | " + " ".join(f"{level:.3f}" for level in window._levels()))
+            print(f"{name} | {len(window)} | " + " ".join(f"{level:.3f}" for level in window.tracked_levels()))
 
 
 if __name__ == "__main__":

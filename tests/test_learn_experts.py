@@ -380,6 +380,59 @@ def test_aci_on_what_was_told_reaches_the_nominal_coverage_where_the_residuals_d
     assert np.mean(rng.normal(0.8, 1.0, 4000) <= told[ACI_QS.index(0.5)]) < 0.3
 
 
+def _batched_stream_coverage(space: str) -> np.ndarray:
+    """Coverage at every tracked level over a stream where every 1,000th job opens a batch of
+    150 told at once whose waits fall far below anything in the window (a new account's jobs
+    that all start at once), and single jobs otherwise."""
+    from asad.learn.calibration import ResidualWindow
+
+    window = ResidualWindow(500, space=space)
+    rng = np.random.default_rng(3)
+    for r in rng.normal(0.0, 1.0, 500):
+        window.add(float(r))
+    covered = []
+    for _ in range(10):
+        told = window.told_shifts()
+        stream = [(told, float(rng.normal(-6.0, 0.3))) for _ in range(150)]
+        stream += [(None, float(rng.normal(0.0, 1.0))) for _ in range(850)]
+        for batch_told, r in stream:
+            told = batch_told or window.told_shifts()
+            covered.append([r <= shift for shift in told])
+            window.add(r, aci_gamma=0.01, told_shifts=told)
+    return np.mean(covered, axis=0)
+
+
+def test_open_aci_reads_past_the_window_and_covers_batches_beyond_it():
+    """A level clipped to the window's ends cannot answer lower than the lowest residual, so a
+    batch far below it keeps the low quantiles over-covered for good; an "open" level reads
+    past the window and ACI's steps telescope again."""
+    from asad.learn.calibration import ACI_QS
+
+    assert np.all(np.abs(_batched_stream_coverage("open") - np.asarray(ACI_QS)) <= 0.01)
+    clipped = _batched_stream_coverage("level")
+    assert clipped[ACI_QS.index(0.05)] > 0.12 and clipped[ACI_QS.index(0.1)] > 0.12
+
+
+def test_an_open_level_reads_past_the_window_by_its_range_and_no_further_than_the_cap():
+    from asad.learn.calibration import ACI_QS, MAX_TOLD_WAIT_S, OPEN_LEVEL_REACH, ResidualWindow, wait_at
+
+    window = ResidualWindow(100, space="open")
+    for i in range(11):
+        window.add(float(i))  # residuals 0 .. 10: range 10
+    top = ACI_QS.index(0.95)
+    window.offsets[top] = 0.55  # level 1.5: half a range past the highest residual
+    assert window.told_shifts()[top] == pytest.approx(15.0)
+    window.offsets[top] = 4.0  # far past: read at most OPEN_LEVEL_REACH ranges beyond
+    assert window.told_shifts()[top] == pytest.approx(10.0 + 10.0 * OPEN_LEVEL_REACH)
+    window.offsets[0] = -0.55  # level -0.5: half a range below the lowest
+    assert window.told_shifts()[0] == pytest.approx(-5.0)
+    shifts = window.told_shifts()
+    assert list(shifts) == sorted(shifts)
+    assert wait_at(3.0, 15.0) == MAX_TOLD_WAIT_S and wait_at(3.0, -5.0) == 0.0
+    qs = [0.01, 0.05, 0.5, 0.95, 0.99]
+    assert window.quantiles(qs) == sorted(window.quantiles(qs))
+
+
 def test_aci_in_the_shift_space_moves_the_shift_by_its_step():
     from asad.learn.calibration import ACI_QS, ResidualWindow
 

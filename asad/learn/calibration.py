@@ -33,7 +33,19 @@ def quantile_of_sorted(values: list[float], q: float) -> float:
 Told = tuple[float, "str | None", "tuple[float, ...] | None"]
 ACI_QS = (0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95)  # levels adaptive conformal inference tracks
 ACI_MAX_OFFSET = 5.0  # a bound on how far an offset can run (only against runaway)
-ACI_SPACES = ("level", "shift")
+# "level": the level read from the window, clipped to its ends; "open": the same, but a level
+# past 0 or 1 reads past the window's lowest or highest residual (textbook ACI reads an
+# infinite quantile there, and its coverage guarantee needs a quantile that can cover any
+# wait); "shift": the shift itself moves (quantile tracking)
+ACI_SPACES = ("level", "open", "shift")
+# "open": how far a level may read past the window, in window ranges (a finite cap, so the
+# engine and the pinball loss get a number), and the range assumed for a window whose
+# residuals are all alike (log10)
+OPEN_LEVEL_REACH = 1.0
+OPEN_MIN_RANGE = 0.1
+# the longest wait a quantile tells (s): an open level's reach is bounded in residual
+# ranges, a wait needs a bound in seconds too; no batch queue plans a month ahead
+MAX_TOLD_WAIT_S = 30 * 86400.0
 # levels whose coverage a recalibration map counts (dense in the tails, where it moves most)
 MAP_LEVELS = (0.01, 0.02, 0.05, 0.1, 0.15, 0.25, 0.35, 0.5, 0.65, 0.75, 0.85, 0.9, 0.95, 0.98, 0.99)
 MAP_MIN_WEIGHT = 100.0  # waits counted before a map is read
@@ -43,7 +55,12 @@ def told_waits_s(told: Told) -> list[float]:
     """The waits (s) a job told ``told`` was given at every tracked level: past one while still
     pending, the job is not covered there (a miss, heard before the job starts)."""
     y, _, shifts = told
-    return [max(0.0, 10.0 ** (y + shift) - 1.0) for shift in (shifts or ())]
+    return [wait_at(y, shift) for shift in (shifts or ())]
+
+
+def wait_at(y: float, shift: float) -> float:
+    """The wait (s) at estimate ``y`` (log10(1 + s)) shifted by ``shift``, within [0, MAX_TOLD_WAIT_S]."""
+    return min(max(0.0, 10.0 ** min(y + shift, 12.0) - 1.0), MAX_TOLD_WAIT_S)
 
 
 def _interpolate(xs: Sequence[float], ys: Sequence[float], x: float) -> float:
@@ -72,14 +89,31 @@ class ResidualWindow:
     def __len__(self) -> int:
         return len(self.residuals)
 
-    def _levels(self) -> list[float]:
+    def tracked_levels(self) -> list[float]:
+        """The level read at each of :data:`ACI_QS` now (nominal plus offset, kept ordered;
+        within [0, 1], or "open" up to ``OPEN_LEVEL_REACH`` beyond)."""
         if self.space == "shift":
             return list(ACI_QS)
-        levels, top = [], 0.0
+        reach = OPEN_LEVEL_REACH if self.space == "open" else 0.0
+        levels, top = [], -reach
         for q, offset in zip(ACI_QS, self.offsets):
-            top = max(top, min(max(q + offset, 0.0), 1.0))  # kept monotone: quantiles stay ordered
+            top = max(top, min(max(q + offset, -reach), 1.0 + reach))  # kept monotone: quantiles stay ordered
             levels.append(top)
         return levels
+
+    def _read(self, level: float) -> float:
+        """The residual at ``level``: the window's quantile, and ("open") past its ends by its
+        range per unit of level."""
+        values = self.sorted
+        if 0.0 <= level <= 1.0 or self.space != "open":
+            return quantile_of_sorted(values, level)
+        span = max(values[-1] - values[0], OPEN_MIN_RANGE)
+        return values[-1] + (level - 1.0) * span if level > 1.0 else values[0] + level * span
+
+    def _level_curve(self) -> tuple[tuple[float, ...], tuple[float, ...]]:
+        """Nominal levels against the levels read, for interpolating between tracked ones."""
+        levels = self.tracked_levels()
+        return (0.0, *ACI_QS, 1.0), (min(0.0, levels[0]), *levels, max(1.0, levels[-1]))
 
     def level(self, q: float) -> float:
         """The level read for a nominal ``q``: ACI's adjusted levels, interpolated between them;
@@ -99,14 +133,14 @@ class ResidualWindow:
                 xs.append(1.0)
                 ys.append(1.0)
             return _interpolate(xs, ys, q)
-        return _interpolate((0.0, *ACI_QS, 1.0), (0.0, *self._levels(), 1.0), q)
+        return _interpolate(*self._level_curve(), q)
 
     def quantiles(self, qs: Sequence[float]) -> list[float]:
         if self.space == "map":
             return [quantile_of_sorted(self.sorted, self.level(float(q))) for q in qs]
-        if self.space == "level":
-            xs, ys = (0.0, *ACI_QS, 1.0), (0.0, *self._levels(), 1.0)
-            return [quantile_of_sorted(self.sorted, _interpolate(xs, ys, min(max(float(q), 0.0), 1.0))) for q in qs]
+        if self.space in ("level", "open"):
+            xs, ys = self._level_curve()
+            return [self._read(_interpolate(xs, ys, min(max(float(q), 0.0), 1.0))) for q in qs]
         xs, offsets = (0.0, *ACI_QS, 1.0), (self.offsets[0], *self.offsets, self.offsets[-1])
         out, top = [], -math.inf
         for q in sorted(float(q) for q in qs):
@@ -120,8 +154,8 @@ class ResidualWindow:
         ACI levels, or, for a map, the plain empirical quantiles at :data:`MAP_LEVELS`."""
         if self.space == "map":
             return tuple(quantile_of_sorted(self.sorted, level) for level in MAP_LEVELS)
-        if self.space == "level":
-            return tuple(quantile_of_sorted(self.sorted, level) for level in self._levels())
+        if self.space in ("level", "open"):
+            return tuple(self._read(level) for level in self.tracked_levels())
         return tuple(self.quantiles(ACI_QS))
 
     def count(self, r: float, told_shifts: Sequence[float], halflife: float) -> None:

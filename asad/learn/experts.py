@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from asad.learn.base import clean_wait
-from asad.learn.calibration import ACI_SPACES, ResidualWindow, Told, quantile_of_sorted
+from asad.learn.calibration import ACI_SPACES, ResidualWindow, Told, quantile_of_sorted, wait_at
 
 # Coarser levels, applied to the parsed fields of a key. "cpus2" = cpus rounded up to a
 # power of two. Fields a key does not have are skipped; levels equal to a finer one are
@@ -112,7 +112,8 @@ class ExpertsConfig:
     # stratum moves the level it reads by ``aci_gamma * (q - covered)`` per outcome, covered
     # = the wait fell at or below the quantile the job was told (0: off)
     aci_gamma: float = 0.0
-    # what ACI moves: the "level" read from the residuals, or the "shift" (log10) itself
+    # what ACI moves: the "level" read from the residuals (clipped to the window's ends, or
+    # "open" past them), or the "shift" (log10) itself (asad/learn/calibration.py)
     aci_space: str = "level"
     # whether the caller feeds ACI a miss as soon as a pending job has waited past a told
     # quantile (ExpertsPool.aci_miss), or only when the job starts
@@ -692,7 +693,7 @@ class ExpertsPredictor:
             return [0.0 for _ in qs]
         y, stratum = told[:2]
         shifts = self.pool.residual_quantiles(self.key, qs, stratum) or [0.0 for _ in qs]
-        return [max(0.0, 10.0 ** (y + shift) - 1.0) for shift in shifts]
+        return [wait_at(y, shift) for shift in shifts]
 
     def to_state(self) -> dict[str, Any]:
         """The whole pool (a standalone predictor); the engine stores keys one by one instead."""

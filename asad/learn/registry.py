@@ -93,7 +93,7 @@ POOLED: tuple[str, ...] = ("experts", "median-backoff")
 BACKOFF_DEFAULTS: dict[str, Any] = {"mode": "backoff", "change_run": 5, "change_scope": "key",
                                     "levels": BACKOFF_LEVELS, "pending_floor": PENDING_FLOOR,
                                     "residuals_from": "stratum", "strata": "level", "min_residuals": 100,
-                                    "aci_gamma": 0.0004}
+                                    "aci_gamma": 0.0004, "aci_space": "open"}
 
 # What recommended_predictor() returns; chosen by the measurements in docs/results/learn.md.
 RECOMMENDED: tuple[str, dict[str, Any]] = ("median-backoff", {})
