@@ -105,7 +105,12 @@ def sim_settings(rec: dict) -> dict:
         out.update(weight_age=float(conf.get("PriorityWeightAge") or 0),
                    weight_size=float(conf.get("PriorityWeightJobSize") or 0),
                    max_age_s=_duration_s(conf.get("PriorityMaxAge") or "7-0"),
-                   priority_calc_period_s=_duration_s(conf.get("PriorityCalcPeriod") or "00:05:00"))
+                   priority_calc_period_s=_duration_s(conf.get("PriorityCalcPeriod") or "00:05:00"),
+                   # `scontrol show config` spells it FairShare; recordings before 2026-11-25 kept
+                   # the other spelling, which it never prints (None: their scenarios set 0)
+                   weight_fairshare=float(conf.get("PriorityWeightFairShare") or 0),
+                   decay_half_life_s=_duration_s(conf.get("PriorityDecayHalfLife") or "7-00:00:00"),
+                   fairshare_user="root")  # the recorder submits as root, in the jobs' accounts
     return out
 
 
@@ -155,6 +160,11 @@ def replay(rec: dict, submit_at: dict[str, float] | None = None, **overrides) ->
         partitions=(PartitionSpec("main", nodes=c["nodes"], cores_per_node=c["cpus"], mem_per_node_mb=c["mem_mb"],
                                   max_time_s=None, default=True),),
         start_time=float(int(first_submit)) - 1.0, **settings))
+    if sim.fairtree is not None:
+        # root's associations in Slurm's tree order (ties keep it). Root's own association
+        # ("root" under the root account) becomes an account "root" with one user here.
+        for account, user, _ in rec.get("associations", ()):
+            sim.fairtree.assoc(user, account)
     ids: dict[str, int] = {}
     at = submit_at or submit_instants(rec)
     for job in sorted(rec["jobs"], key=lambda j: (at[j["label"]], j["job_id"])):
@@ -172,7 +182,7 @@ def replay(rec: dict, submit_at: dict[str, float] | None = None, **overrides) ->
         ids[job["label"]] = sim.submit(JobRequest(
             name=job["label"], command="true", partition="main", nodes=job["nodes"], ntasks=job["nodes"],
             cpus_per_task=job["cpus_per_node"], mem_mb=job["mem_mb"], time_limit_s=job["limit_s"],
-            dependency=dep, truth=truth, begin=_begin(job, at[job["label"]])))
+            dependency=dep, truth=truth, begin=_begin(job, at[job["label"]]), account=job.get("account")))
     sim.run_until(first_submit + 3 * 3600)
     out = {}
     for label, jid in ids.items():
@@ -294,6 +304,7 @@ ABLATIONS: dict[str, dict] = {
     "submissions at the recorded whole second": {"_stamps": True},
     "EASY backfill, best fit, main pass at submission": {"backfill": "easy", "node_select": "bestfit",
                                                           "batch_sched_delay_s": None},
+    "no fair-share (PriorityWeightFairShare=0)": {"weight_fairshare": 0.0},
 }
 
 
@@ -351,7 +362,7 @@ def main_with(args: argparse.Namespace) -> int:
 
 def _add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", action="store_true",
-                   help="record the scenarios on the local cluster first (needs root; ~20 min)")
+                   help="record the scenarios on the local cluster first (needs root; ~35 min for all six)")
     p.add_argument("--scenario", action="append", help="only this scenario (repeatable)")
     p.add_argument("--debug-flags", help="with --record: slurmctld DebugFlags for the run (e.g. Backfill: "
                                          "its log then shows every planned start)")

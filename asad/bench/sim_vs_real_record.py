@@ -10,7 +10,7 @@ import os
 import random
 import subprocess
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from asad.slurm.backend import Dependency, DependencyType, JobRequest
@@ -33,6 +33,7 @@ class ScenarioJob:
     dep_type: str | None = None  # afterok / afterany / afternotok
     dep_on: tuple[str, ...] = ()
     begin_after_s: float | None = None  # --begin this long after its submission
+    account: str | None = None  # --account (a fair-share association of root's)
 
     def command(self) -> str:
         if self.oom_after_s is not None:
@@ -52,6 +53,8 @@ class Scenario:
     # slurm.conf lines that replace local-cluster.sh's (multifactor weights)
     conf: dict[str, str] = field(default_factory=dict)
     about: str = ""
+    # accounts created for root before the run, their usage reset to zero (fair-share)
+    accounts: tuple[str, ...] = ()
 
 
 def _mixed_jobs(rng: random.Random, n: int, prefix: str, t_from: float, t_to: float,
@@ -156,6 +159,22 @@ def scenarios() -> dict[str, Scenario]:
               "PriorityMaxAge": "00:10:00", "PriorityCalcPeriod": "1"},
         about="45 contention jobs and 5 heads, each with a whole-node afterok dependant submitted with a "
               "--begin 3 s ahead (ages while held) and one without (does not); multifactor age only")
+
+    rng = random.Random(89)
+    # fsa fills the cluster first and so has usage when the others arrive; then three accounts
+    # share a contended queue whose order only fair-share sets (age and size weigh nothing)
+    fill = [ScenarioJob(f"fill{k}", round(0.5 * k, 1), 1, 16, 8000, 120, rng.randint(45, 60), account="fsa")
+            for k in range(5)]
+    mixed = [replace(job, account=rng.choices(("fsa", "fsb", "fsc"), (0.45, 0.35, 0.2))[0])
+             for job in _mixed_jobs(rng, 54, "f", 5, 120)]
+    out["fairshare"] = Scenario(
+        "fairshare", "multifactor", tuple(sorted(fill + mixed, key=lambda j: (j.submit_s, j.label))),
+        conf={"PriorityWeightAge": "0", "PriorityWeightJobSize": "0", "PriorityWeightFairshare": "10000",
+              "PriorityMaxAge": "00:10:00", "PriorityCalcPeriod": "1", "PriorityDecayHalfLife": "00:05:00"},
+        accounts=("fsa", "fsb", "fsc"),
+        about="three accounts of root's with equal shares, usage reset: fsa fills the cluster with 5 whole-node "
+              "jobs, then 54 jobs of mixed shapes (fsa 45 %, fsb 35 %, fsc 20 %); multifactor with fair-share "
+              "only (Fair Tree, half-life 5 min, recalculated every minute)")
     return out
 
 
@@ -216,6 +235,8 @@ def record(scenario: Scenario, script: Path, debug_flags: str | None = None) -> 
     # DebugFlags=Backfill logs every planned start ("to start at ... on nodes ..."): the ground
     # truth for the simulator's plans. Logging costs slurmctld little; the run stays comparable.
     conf["DebugFlags"] = debug_flags  # None: whatever an earlier recording set is taken out
+    if scenario.accounts:
+        _fresh_accounts(scenario.accounts, env)
     _restart_controller(script, conf_path, conf, env)
     backend = SlurmCLI(slurm_conf=str(conf_path))
     tag = f"svr-{scenario.name}-{int(time.time())}"
@@ -232,8 +253,27 @@ def record(scenario: Scenario, script: Path, debug_flags: str | None = None) -> 
         ids[job.label] = backend.submit(JobRequest(
             name=f"{tag}-{job.label}", comment=tag, command=job.command(), partition="main",
             nodes=job.nodes, ntasks=job.nodes, cpus_per_task=job.cpus_per_node, mem_mb=job.mem_mb,
-            time_limit_s=job.limit_s, output="/dev/null", dependency=dep, begin=begin))
+            time_limit_s=job.limit_s, output="/dev/null", dependency=dep, begin=begin, account=job.account))
     return collect(scenario, backend, ids, t0, env, conf_path)
+
+
+def _fresh_accounts(accounts: tuple[str, ...], env: dict[str, str]) -> None:
+    """Root's associations in ``accounts`` (created once; "Nothing new added" after that), and
+    every association's usage set to zero. Done before slurmctld restarts, so that its decay
+    thread's first run computes the fair-share factors from zero usage."""
+    _run(["sacctmgr", "-i", "add", "account", ",".join(accounts)], env, check=False)
+    _run(["sacctmgr", "-i", "add", "user", "root", f"Account={','.join(accounts)}"], env, check=False)
+    _run(["sacctmgr", "-i", "modify", "account", "root", "set", "RawUsage=0"], env)
+
+
+def associations(env: dict[str, str]) -> list[list[str]]:
+    """The user associations in Slurm's tree order (``sshare -a``): account, user, raw shares."""
+    rows = []
+    for line in _run(["sshare", "-a", "-P", "-n", "-o", "Account,User,RawShares"], env).splitlines():
+        account, user, shares = (part.strip() for part in line.split("|"))
+        if user:
+            rows.append([account, user, shares])
+    return rows
 
 
 def _settled(st) -> bool:  # noqa: ANN001
@@ -265,13 +305,16 @@ def collect(scenario: Scenario, backend, ids: dict[str, int], t0: float, env: di
                          "submit": st.submit_time, "eligible": st.eligible_time, "start": st.start_time,
                          "end": st.end_time, "exit_code": st.exit_code, "nodelist": st.nodelist})
     keep = ("BOOT_TIME", "SchedulerParameters", "PriorityType", "PriorityWeightAge", "PriorityWeightJobSize",
-            "PriorityWeightFairshare", "PriorityMaxAge", "PriorityCalcPeriod", "PriorityFlags",
+            "PriorityWeightFairShare", "PriorityMaxAge", "PriorityCalcPeriod", "PriorityFlags",
             "PriorityFavorSmall", "OverTimeLimit", "KillWait", "SLURM_VERSION", "SchedulerType", "SelectType",
             "SelectTypeParameters", "PriorityDecayHalfLife", "DebugFlags")
     log = Path(str(conf_path)).parent / "log" / "slurmctld.log"
-    return {"scenario": scenario.name, "about": scenario.about, "priority": scenario.priority,
-            "cluster": CLUSTER, "t0": t0, "timers": timer_phases(log, t0),
-            "slurm_config": {k: config.get(k) for k in keep}, "jobs": jobs_out}
+    out = {"scenario": scenario.name, "about": scenario.about, "priority": scenario.priority,
+           "cluster": CLUSTER, "t0": t0, "timers": timer_phases(log, t0),
+           "slurm_config": {k: config.get(k) for k in keep}, "jobs": jobs_out}
+    if scenario.accounts:
+        out["associations"] = associations(env)
+    return out
 
 
 def timer_phases(log: Path, t0: float) -> dict[str, float]:
