@@ -1,4 +1,5 @@
-"""workflow.yaml → a validated, frozen :class:`WorkflowSpec`.
+"""workflow.yaml → a validated, frozen :class:`WorkflowSpec` (the objects: ``asad.spec_model``;
+the check against a cluster's partitions: ``asad.spec_cluster``; both re-exported here).
 
 Every problem is a :class:`SpecError` that names the file, the line, the field, what is wrong and how
 to fix it, so that a bad file is refused before anything reaches Slurm. The format is documented in
@@ -13,11 +14,10 @@ from __future__ import annotations
 
 import difflib
 import gc
-import heapq
 import math
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,8 +25,7 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from asad.arrays import ArrayError, ArraySpec, parse_array
-from asad.slurm.backend import PartitionInfo
+from asad.arrays import ArrayError, parse_array
 from asad.spec_slurm import (
     MAIL_KEYS,
     SLURM_OPTION_KEYS,
@@ -39,18 +38,29 @@ from asad.spec_slurm import (
 )
 from asad.units import UnitError, format_duration, format_mem, parse_duration_s, parse_mem_mb
 
+from asad.spec_cluster import check_against_cluster
+from asad.spec_model import (
+    DEFAULT_MAX_OOM_RETRIES,
+    DEFAULT_MODE,
+    DEFAULT_STRATEGY,
+    DEFAULT_TIME_S,
+    MODES,
+    STRATEGIES,
+    FrozenMap,
+    SimulateSpec,
+    SpecError,
+    StageSpec,
+    WorkflowSpec,
+    shown_path,
+    topo_indices,
+)
+
 __all__ = [
     "DEFAULT_STRATEGY", "DEFAULT_TIME_S", "MODES", "STRATEGIES", "FrozenMap", "SimulateSpec",
     "SpecError", "StageSpec", "WorkflowSpec", "check_against_cluster", "load_workflow",
     "parse_workflow",
 ]
 
-STRATEGIES = ("auto", "per-stage", "big-job", "chain", "asa")
-MODES = ("dependency", "naive")
-DEFAULT_STRATEGY = "auto"
-DEFAULT_MODE = "dependency"
-DEFAULT_TIME_S = 3600
-DEFAULT_MAX_OOM_RETRIES = 3
 NAME_MAX_LEN = 64
 # Sanity bounds: far beyond any cluster, and small enough for the store's 64-bit integers.
 MAX_COUNT = 10_000_000  # nodes, tasks, CPUs, retries
@@ -113,300 +123,6 @@ class _Loader(_BASE_LOADER):  # type: ignore[misc, valid-type]
                     _PLAIN_TAGS[value] = tag
             return tag
         return super().resolve(kind, value, implicit)
-
-
-# --------------------------------------------------------------------------------------------
-# Errors
-
-
-class SpecError(Exception):
-    """A workflow file (or a workflow against a cluster) that asad refuses.
-
-    ``str()`` reads ``montage.yaml:14: stages[3].mem: '4 gigs' is not a memory size — write e.g.
-    500M, 4G``: file, line (omitted when 0), field (omitted when empty), problem, fix.
-    """
-
-    def __init__(self, path: str, line: int, field: str, problem: str, fix: str = ""):
-        self.path = str(path)
-        self.line = int(line or 0)
-        self.field = field
-        self.problem = problem
-        self.fix = fix
-        super().__init__(self.render())
-
-    def render(self) -> str:
-        where = f"{self.path}:{self.line}" if self.line else self.path
-        text = f"{where}: {self.field}: {self.problem}" if self.field else f"{where}: {self.problem}"
-        return f"{text} — {self.fix}" if self.fix else text
-
-    def __str__(self) -> str:
-        return self.render()
-
-    def __reduce__(self):  # keep it picklable (multiprocessing, logging handlers)
-        return (SpecError, (self.path, self.line, self.field, self.problem, self.fix))
-
-
-# --------------------------------------------------------------------------------------------
-# The validated objects
-
-
-class FrozenMap(Mapping[str, str]):
-    """An immutable, hashable str → str mapping (a stage's ``env``), in insertion order."""
-
-    __slots__ = ("_data",)
-
-    def __init__(self, items: Mapping[str, str] | Iterable[tuple[str, str]] = ()):
-        pairs = items.items() if isinstance(items, Mapping) else items
-        self._data: dict[str, str] = {str(k): str(v) for k, v in pairs}
-
-    def __getitem__(self, key: str) -> str:
-        return self._data[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data)
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-    def __hash__(self) -> int:
-        return hash(frozenset(self._data.items()))
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Mapping):
-            return self._data == dict(other.items())
-        return NotImplemented
-
-    def __repr__(self) -> str:
-        return f"FrozenMap({self._data!r})"
-
-    def to_dict(self) -> dict[str, str]:
-        return dict(self._data)
-
-
-@dataclass(frozen=True)
-class SimulateSpec:
-    """A stage's truth for the simulator only: true run time, peak memory per node, CPU efficiency."""
-
-    runtime_s: float
-    peak_mem_mb: float | None = None
-    cpu_efficiency: float = 1.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"runtime_s": self.runtime_s, "peak_mem_mb": self.peak_mem_mb,
-                "cpu_efficiency": self.cpu_efficiency}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SimulateSpec:
-        peak = data.get("peak_mem_mb")
-        return cls(runtime_s=float(data["runtime_s"]), peak_mem_mb=None if peak is None else float(peak),
-                   cpu_efficiency=float(data.get("cpu_efficiency", 1.0)))
-
-
-@dataclass(frozen=True)
-class StageSpec:
-    name: str
-    run: str  # a command line, or (run_is_script) the absolute path of a script
-    run_is_script: bool = False
-    nodes: int = 1
-    ntasks: int = 1
-    cpus_per_task: int = 1
-    mem_mb: int | None = None  # per node (--mem)
-    mem_per_cpu_mb: int | None = None  # --mem-per-cpu; at most one of the two
-    time_s: int = DEFAULT_TIME_S
-    partition: str = ""  # one name or a comma list "a,b"; "" = the cluster's default
-    account: str | None = None
-    qos: str | None = None
-    after: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=FrozenMap)
-    simulate: SimulateSpec | None = None
-    retries: int = 0  # extra attempts after a failure other than OOM/TIMEOUT
-    max_oom_retries: int = DEFAULT_MAX_OOM_RETRIES  # OOM/TIMEOUT retries, grown by sizing
-    inputs: tuple[str, ...] = ()
-    sizing: str | None = None
-    slurm: SlurmOptions = field(default_factory=SlurmOptions)  # setup, output, mail, constraint, gpus, ...
-    sizing_cpus: str = "keep"  # "shrink": a sizing agent may give fewer CPUs than asked (ntasks == 1 only)
-    line: int = 0
-    array: str | None = None  # sbatch's --array text, e.g. "0-99%10" (asad.arrays): a fan-out stage
-
-    @property
-    def array_spec(self) -> ArraySpec | None:
-        return None if self.array is None else parse_array(self.array)
-
-    def __post_init__(self) -> None:
-        # Accept a plain dict / list from code that builds stages by hand; store frozen forms.
-        if not isinstance(self.env, FrozenMap):
-            object.__setattr__(self, "env", FrozenMap(self.env))
-        if not isinstance(self.after, tuple):
-            object.__setattr__(self, "after", tuple(self.after))
-        if not isinstance(self.inputs, tuple):
-            object.__setattr__(self, "inputs", tuple(self.inputs))
-
-    @property
-    def cpus(self) -> int:
-        return self.ntasks * self.cpus_per_task
-
-    @property
-    def cpus_per_node(self) -> int:
-        """CPUs the busiest node needs (tasks spread as evenly as Slurm's default block layout)."""
-        return math.ceil(self.ntasks / self.nodes) * self.cpus_per_task
-
-    @property
-    def partitions(self) -> list[str]:
-        return [p for p in self.partition.split(",") if p]
-
-    def mem_per_node_mb(self) -> int | None:
-        if self.mem_mb is not None:
-            return self.mem_mb
-        if self.mem_per_cpu_mb is not None:
-            return self.mem_per_cpu_mb * self.cpus_per_node
-        return None
-
-    def total_mem_mb(self) -> int | None:
-        """Memory over the whole allocation, whichever way it was asked for."""
-        if self.mem_mb is not None:
-            return self.mem_mb * self.nodes
-        if self.mem_per_cpu_mb is not None:
-            return self.mem_per_cpu_mb * self.cpus
-        return None
-
-    def env_dict(self) -> dict[str, str]:
-        return dict(self.env.items())
-
-    def sim_peak_total_mb(self) -> float | None:
-        """``simulate.peak_mem`` is per node (like ``mem``); this is the peak over the whole
-        allocation, which is what the simulator's ``SimTruth.peak_mem_mb`` compares with."""
-        if self.simulate is None or self.simulate.peak_mem_mb is None:
-            return None
-        return self.simulate.peak_mem_mb * self.nodes
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name, "run": self.run, "run_is_script": self.run_is_script,
-            "nodes": self.nodes, "ntasks": self.ntasks, "cpus_per_task": self.cpus_per_task,
-            "mem_mb": self.mem_mb, "mem_per_cpu_mb": self.mem_per_cpu_mb, "time_s": self.time_s,
-            "partition": self.partition, "account": self.account, "qos": self.qos,
-            "after": list(self.after), "env": self.env_dict(),
-            "simulate": None if self.simulate is None else self.simulate.to_dict(),
-            "retries": self.retries, "max_oom_retries": self.max_oom_retries,
-            "inputs": list(self.inputs), "sizing": self.sizing, "sizing_cpus": self.sizing_cpus,
-            "line": self.line, "slurm": self.slurm.to_dict(), "array": self.array,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> StageSpec:
-        sim = data.get("simulate")
-        return cls(
-            name=str(data["name"]), run=str(data["run"]), run_is_script=bool(data.get("run_is_script", False)),
-            nodes=int(data.get("nodes", 1)), ntasks=int(data.get("ntasks", 1)),
-            cpus_per_task=int(data.get("cpus_per_task", 1)),
-            mem_mb=_opt_int(data.get("mem_mb")), mem_per_cpu_mb=_opt_int(data.get("mem_per_cpu_mb")),
-            time_s=int(data.get("time_s", DEFAULT_TIME_S)), partition=str(data.get("partition") or ""),
-            account=data.get("account"), qos=data.get("qos"), after=tuple(data.get("after") or ()),
-            env=FrozenMap(data.get("env") or {}),
-            simulate=None if sim is None else SimulateSpec.from_dict(sim),
-            retries=int(data.get("retries", 0)),
-            max_oom_retries=int(data.get("max_oom_retries", DEFAULT_MAX_OOM_RETRIES)),
-            inputs=tuple(data.get("inputs") or ()), sizing=data.get("sizing"),
-            sizing_cpus=str(data.get("sizing_cpus") or "keep"), line=int(data.get("line", 0)),
-            slurm=SlurmOptions.from_dict(data.get("slurm")), array=data.get("array"),
-        )
-
-
-def _opt_int(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
-@dataclass(frozen=True)
-class WorkflowSpec:
-    name: str
-    strategy: str  # auto | per-stage | big-job | chain | asa
-    stages: tuple[StageSpec, ...]
-    workdir: str  # absolute
-    path: str  # the workflow file, absolute ("<string>" when parsed from text)
-    mode: str = DEFAULT_MODE  # asa only: dependency | naive
-    sizing: str | None = None
-    idle_price: float | None = None  # auto strategy: this workflow's price of an idle core-second
-    _index: dict[str, int] = field(init=False, repr=False, compare=False, hash=False)
-    _successors: dict[str, tuple[str, ...]] = field(init=False, repr=False, compare=False, hash=False)
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.stages, tuple):
-            object.__setattr__(self, "stages", tuple(self.stages))
-        index: dict[str, int] = {}
-        for i, stage in enumerate(self.stages):
-            if stage.name in index:
-                raise ValueError(f"duplicate stage name {stage.name!r}")
-            index[stage.name] = i
-        successors: dict[str, list[str]] = {s.name: [] for s in self.stages}
-        for stage in self.stages:
-            for pred in stage.after:
-                if pred not in successors:
-                    raise ValueError(f"stage {stage.name!r} is after unknown stage {pred!r}")
-                successors[pred].append(stage.name)
-        object.__setattr__(self, "_index", index)
-        object.__setattr__(self, "_successors", {k: tuple(v) for k, v in successors.items()})
-
-    def stage(self, name: str) -> StageSpec:
-        try:
-            return self.stages[self._index[name]]
-        except KeyError:
-            raise KeyError(f"workflow {self.name!r} has no stage {name!r}") from None
-
-    def index_of(self, name: str) -> int:
-        return self._index[name]
-
-    def predecessors(self, name: str) -> tuple[str, ...]:
-        return self.stage(name).after
-
-    def successors(self, name: str) -> tuple[str, ...]:
-        self.stage(name)  # KeyError with a clear message for an unknown name
-        return self._successors[name]
-
-    def roots(self) -> tuple[str, ...]:
-        return tuple(s.name for s in self.stages if not s.after)
-
-    def leaves(self) -> tuple[str, ...]:
-        return tuple(s.name for s in self.stages if not self._successors[s.name])
-
-    def topo_order(self) -> list[str]:
-        """Stages so that each comes after all it depends on; ties go to file order."""
-        order = _topo_indices(self.stages, self._index)
-        if len(order) != len(self.stages):
-            raise ValueError(f"workflow {self.name!r} has a cycle in after")
-        return [self.stages[i].name for i in order]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "strategy": self.strategy, "mode": self.mode, "workdir": self.workdir,
-                "path": self.path, "sizing": self.sizing, "idle_price": self.idle_price,
-                "stages": [s.to_dict() for s in self.stages]}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> WorkflowSpec:
-        return cls(name=str(data["name"]), strategy=str(data["strategy"]),
-                   stages=tuple(StageSpec.from_dict(s) for s in data["stages"]),
-                   workdir=str(data["workdir"]), path=str(data["path"]),
-                   mode=str(data.get("mode") or DEFAULT_MODE), sizing=data.get("sizing"),
-                   idle_price=data.get("idle_price"))
-
-
-def _topo_indices(stages: tuple[StageSpec, ...], index: Mapping[str, int]) -> list[int]:
-    """Kahn's algorithm with a heap on file position: O((V + E) log V). Cyclic stages are left out."""
-    indegree = [len(s.after) for s in stages]
-    successors: list[list[int]] = [[] for _ in stages]
-    for i, stage in enumerate(stages):
-        for pred in stage.after:
-            successors[index[pred]].append(i)
-    ready = [i for i, d in enumerate(indegree) if d == 0]
-    heapq.heapify(ready)
-    order: list[int] = []
-    while ready:
-        i = heapq.heappop(ready)
-        order.append(i)
-        for j in successors[i]:
-            indegree[j] -= 1
-            if indegree[j] == 0:
-                heapq.heappush(ready, j)
-    return order
 
 
 # --------------------------------------------------------------------------------------------
@@ -1014,7 +730,7 @@ class _Parser:
             script = self.base_dir / script
         script = Path(os.path.normpath(script))
         if not script.is_file():
-            raise self.error(node, fld, f"script not found: {_shown(str(script))}",
+            raise self.error(node, fld, f"script not found: {shown_path(str(script))}",
                              "a one-word run ending in .sh (or starting ./) is a script path relative to the "
                              "workflow file; fix the path, or write a command line")
         return str(script), True
@@ -1105,7 +821,7 @@ class _Parser:
                     hint = f"did you mean '{close[0]}'? " if close else ""
                     raise self.error(node, f"stages[{i}].after", f"no stage named '{pred}'",
                                      f"{hint}after names stages of this workflow: {_short_list(index)}")
-        order = _topo_indices(tuple(stages), index)
+        order = topo_indices(tuple(stages), index)
         if len(order) == len(stages):
             return
         cycle = _find_cycle(stages, index, set(range(len(stages))) - set(order))
@@ -1139,105 +855,6 @@ def _find_cycle(stages: list[StageSpec], index: Mapping[str, int], remaining: se
 
 
 # --------------------------------------------------------------------------------------------
-# Against a cluster
-
-
-def check_against_cluster(spec: WorkflowSpec, partitions: list[PartitionInfo],
-                          default_partition: str | None = None) -> None:
-    """Refuse a workflow that no partition of this cluster can run, before anything is submitted.
-
-    A stage without a partition goes to ``default_partition`` (else the partition marked default,
-    else it may use any). A stage naming ``a,b`` must fit at least one of them. Under ``big-job`` the
-    one allocation (largest nodes, CPUs per node and memory per node of any stage, for the sum of the
-    stages' time limits) must fit too. An empty partition list (the backend could not tell) checks
-    nothing.
-    """
-    if not partitions:
-        return
-    by_name = {p.name: p for p in partitions}
-    default = default_partition if default_partition in by_name else next(
-        (p.name for p in partitions if p.default), None)
-    known = ", ".join(sorted(by_name))
-    for i, stage in enumerate(spec.stages):
-        names = stage.partitions or ([default] if default else sorted(by_name))
-        for pname in names:
-            if pname not in by_name:
-                close = difflib.get_close_matches(pname, by_name.keys(), n=1, cutoff=0.6)
-                hint = f"did you mean '{close[0]}'? " if close else ""
-                raise SpecError(_shown(spec.path), stage.line, f"stages[{i}].partition",
-                                f"stage '{stage.name}': unknown partition '{pname}'",
-                                f"{hint}this cluster's partitions are: {known}")
-        candidates = [by_name[n] for n in names]
-        shape = _Shape(stage.nodes, stage.cpus_per_node, stage.mem_per_node_mb(), stage.time_s)
-        if any(not _misfits(shape, p) for p in candidates):
-            continue
-        fld, problem = _misfits(shape, candidates[0])[0]
-        raise SpecError(_shown(spec.path), stage.line, f"stages[{i}].{fld}",
-                        f"stage '{stage.name}' is bigger than every partition it may use: {problem}",
-                        _largest_fit(candidates))
-    if spec.strategy == "big-job":
-        _check_big_job(spec, by_name, default, known)
-
-
-@dataclass(frozen=True)
-class _Shape:
-    nodes: int
-    cpus_per_node: int
-    mem_per_node_mb: int | None
-    time_s: int
-
-
-def _misfits(shape: _Shape, p: PartitionInfo) -> list[tuple[str, str]]:
-    out = []
-    max_nodes = min(p.nodes, p.max_nodes) if p.max_nodes else p.nodes
-    if shape.nodes > max_nodes:
-        out.append(("nodes", f"{shape.nodes} nodes, but partition '{p.name}' allows {max_nodes}"))
-    if shape.cpus_per_node > p.cpus_per_node:
-        out.append(("cpus", f"{shape.cpus_per_node} CPUs on one node, but partition '{p.name}' has "
-                            f"{p.cpus_per_node} per node"))
-    if shape.mem_per_node_mb is not None and shape.mem_per_node_mb > p.mem_per_node_mb:
-        out.append(("mem", f"{format_mem(shape.mem_per_node_mb)} per node, but partition '{p.name}' has "
-                           f"{format_mem(p.mem_per_node_mb)} per node"))
-    if p.max_time_s is not None and shape.time_s > p.max_time_s:
-        out.append(("time", f"time {format_duration(shape.time_s)}, but partition '{p.name}' allows at most "
-                            f"{format_duration(p.max_time_s)}"))
-    return out
-
-
-def _largest_fit(candidates: list[PartitionInfo]) -> str:
-    fits = []
-    for p in candidates:
-        max_nodes = min(p.nodes, p.max_nodes) if p.max_nodes else p.nodes
-        limit = format_duration(p.max_time_s) if p.max_time_s is not None else "unlimited"
-        fits.append(f"'{p.name}': {max_nodes} node{'s' if max_nodes != 1 else ''} × {p.cpus_per_node} CPUs, "
-                    f"mem {format_mem(p.mem_per_node_mb)} per node, time {limit}")
-    return "the largest that fits " + "; ".join(fits) + " (or name a bigger partition)"
-
-
-def _check_big_job(spec: WorkflowSpec, by_name: dict[str, PartitionInfo], default: str | None, known: str) -> None:
-    all_names = set(by_name)
-    common = set(all_names)
-    for stage in spec.stages:
-        common &= set(stage.partitions or ([default] if default else all_names))
-    first = spec.stages[0]
-    if not common:
-        raise SpecError(_shown(spec.path), first.line, "strategy",
-                        "big-job runs every stage in one allocation, but no partition is open to every stage",
-                        f"give the stages a common partition (this cluster has: {known}) or use another strategy")
-    mems = [s.mem_per_node_mb() for s in spec.stages]
-    shape = _Shape(max(s.nodes for s in spec.stages), max(s.cpus_per_node for s in spec.stages),
-                   max((m for m in mems if m is not None), default=None), sum(s.time_s for s in spec.stages))
-    candidates = [by_name[n] for n in sorted(common)]
-    if any(not _misfits(shape, p) for p in candidates):
-        return
-    _, problem = _misfits(shape, candidates[0])[0]
-    raise SpecError(_shown(spec.path), first.line, "strategy",
-                    f"the big-job allocation (the largest stage's size for the sum of all stages' times) is "
-                    f"bigger than every partition: {problem}",
-                    f"{_largest_fit(candidates)}; or use strategy per-stage, chain or asa")
-
-
-# --------------------------------------------------------------------------------------------
 # Small helpers
 
 
@@ -1267,14 +884,6 @@ def _sizing_agent_names() -> list[str] | None:
     names = list(registry.agent_names())
     return names + [a for a in getattr(registry, "ALIASES", {}) if a not in names] + ["off"]
 
-
-def _shown(path: str) -> str:
-    """A spec's absolute path as a user would type it: relative when under the current folder."""
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") or path == "<string>" else rel
 
 
 def _indent_of(text: str, line_index: int) -> str:
