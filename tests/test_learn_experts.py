@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asad.learn.experts import ExpertsPool, key_levels, parse_key
+from asad.learn.experts import ExpertsPool
+from asad.learn.key_levels import key_levels, parse_key
 from asad.learn.geometry import GeometryKeyConfig, geometry_key
 from asad.learn.registry import make_pool, make_predictor, predictor_from_state, recommended_predictor
 from asad.learned import WAIT_KIND, Learned

@@ -25,7 +25,8 @@ answer gets the wider quantiles such answers earned, and corrects the level each
 read at by adaptive conformal inference (:mod:`asad.learn.calibration`).
 
 One :class:`ExpertsPool` holds every key (the statistics of a coarse key are shared by
-all keys under it); :meth:`ExpertsPool.view` gives the per-key
+all keys under it; one key's statistics: :mod:`asad.learn.key_stats`; the coarser keys:
+:mod:`asad.learn.key_levels`); :meth:`ExpertsPool.view` gives the per-key
 :class:`asad.learn.base.WaitPredictor` the engine and the benches use. A pool made by
 ``make_predictor("experts")`` alone has one key (the empty one) and behaves as a plain
 per-geometry predictor.
@@ -33,47 +34,15 @@ per-geometry predictor.
 
 from __future__ import annotations
 
-import bisect
 import math
-from collections import deque
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from asad.learn.base import clean_wait
 from asad.learn.calibration import ACI_SPACES, ResidualWindow, Told, quantile_of_sorted, wait_at
-
-# Coarser levels, applied to the parsed fields of a key. "cpus2" = cpus rounded up to a
-# power of two. Fields a key does not have are skipped; levels equal to a finer one are
-# dropped. The finest level is always the key itself.
-DEFAULT_LEVELS: tuple[tuple[str, ...], ...] = (
-    ("cluster", "partition", "qos", "nodes", "cpus", "walltime"),  # the geometry, any account
-    ("cluster", "partition", "qos", "nodes", "cpus2", "walltime"),
-    ("cluster", "partition", "qos", "walltime"),
-    ("cluster",),
-)
-# ``median-backoff``'s levels, chosen on the weeks before 2021-06-10 (docs/results/learn.md):
-# the same account's jobs first (waits depend on the account's fair share far more than on
-# the exact geometry: a new geometry of a known account is predicted best by that account's
-# other jobs of the same walltime bucket), then the geometry for any account. In real use a
-# key has no account (one user's asad sees its own jobs only), so the account levels become
-# "my jobs of this partition / walltime bucket / cluster".
-BACKOFF_LEVELS: tuple[tuple[str, ...], ...] = (
-    ("cluster", "account", "partition", "qos", "nodes", "cpus2", "walltime"),
-    ("cluster", "account", "partition", "qos", "walltime"),
-    ("cluster", "account", "walltime"),
-    ("cluster", "account"),
-    ("cluster", "partition", "qos", "nodes", "cpus", "walltime"),  # the geometry, any account
-    ("cluster", "partition", "qos", "nodes", "cpus2", "walltime"),
-    ("cluster", "partition", "qos", "walltime"),
-    ("cluster",),
-)
-# ``median-backoff``'s pending floor (chosen on the weeks before 2021-06-10): the same account's
-# jobs of this partition and walltime bucket; in real use, one user's own jobs of that class.
-PENDING_FLOOR: tuple[str, ...] = ("cluster", "account", "partition", "qos", "walltime")
-STATS = ("last", "median5", "median20", "median100", "median-long")
-_WINDOWS = (1, 5, 20, 100)
-HISTORY = 2000  # timed snapshots kept per key (at least this many, at most twice)
+from asad.learn.key_levels import DEFAULT_LEVELS, key_levels, key_levels_by_slot
+from asad.learn.key_stats import STATS, KeyStats, count_bucket, median_of_sorted
 
 
 @dataclass(frozen=True)
@@ -153,191 +122,6 @@ class ExpertsConfig:
             raise ValueError("residuals_from must be 'coarsest', 'finest' or 'stratum'")
         if self.long_memory < 100 or self.residual_window < 1 or self.min_residuals < 1:
             raise ValueError("long_memory >= 100, residual_window >= 1, min_residuals >= 1")
-
-
-def parse_key(key: str) -> dict[str, str]:
-    """Fields of a geometry key string (``cluster=a|nodes=1|walltime<=3h``); {} for ""."""
-    fields: dict[str, str] = {}
-    for part in key.split("|") if key else ():
-        if part.startswith("walltime"):
-            fields["walltime"] = part[len("walltime"):]
-        else:
-            name, _, value = part.partition("=")
-            fields[name] = value
-    return fields
-
-
-def _power_of_two(value: str) -> str:
-    try:
-        n = int(value)
-    except ValueError:
-        return value
-    return str(1 if n <= 1 else 1 << (n - 1).bit_length())
-
-
-def key_levels_by_slot(key: str, levels: Sequence[Sequence[str]] = DEFAULT_LEVELS) -> list[str]:
-    """Each configured coarser level of the key, in order (duplicates kept)."""
-    fields = parse_key(key)
-    out = []
-    for level in levels:
-        parts = []
-        for name in level:
-            source = "cpus" if name == "cpus2" else name
-            if source not in fields:
-                continue
-            value = _power_of_two(fields[source]) if name == "cpus2" else fields[source]
-            parts.append(f"walltime{value}" if name == "walltime" else f"{source}={value}")
-        # A level is named like a key with those fields: the same set of jobs is the same node,
-        # whichever key it is reached from (cpus=3 rounded up meets the key with cpus=4).
-        out.append("|".join(parts))
-    return out
-
-
-def key_levels(key: str, levels: Sequence[Sequence[str]] = DEFAULT_LEVELS) -> list[str]:
-    """The key, then its coarser keys (duplicates dropped), fine to coarse."""
-    out = [key]
-    for coarse in key_levels_by_slot(key, levels):
-        if coarse not in out:
-            out.append(coarse)
-    return out
-
-
-def _count_bucket(count: int) -> int:
-    """0: one wait, 1: 2-4, 2: 5-19, 3: 20 or more (strata of the residuals)."""
-    return 0 if count < 2 else 1 if count < 5 else 2 if count < 20 else 3
-
-
-def _median_of_sorted(values: list[float]) -> float:
-    n = len(values)
-    return values[n // 2] if n % 2 else 0.5 * (values[n // 2 - 1] + values[n // 2])
-
-
-class KeyStats:
-    """What one key (fine or coarse) has seen: its waits and its residuals, in log10(1 + s)."""
-
-    __slots__ = ("_experts", "change_log10", "change_run", "history", "history_n", "history_s", "long_memory",
-                 "misses", "n", "only_long", "recent", "residual_window", "residuals", "sorted", "sorted_residuals",
-                 "strata", "trimmed")
-
-    def __init__(self, long_memory: int, residual_window: int, change_factor: float = 3.0,
-                 change_run: int = 0, only_long: bool = False) -> None:
-        self.only_long = only_long  # "backoff" reads only the long median: skip the windows
-        self.long_memory, self.residual_window = long_memory, residual_window
-        self.change_log10, self.change_run = math.log10(change_factor), change_run
-        self.misses = 0  # > 0: that many waits in a row far above the long median; < 0: below
-        self.recent: deque[float] = deque()
-        self.sorted: list[float] = []
-        self.residuals: deque[float] = deque()
-        self.sorted_residuals: list[float] = []
-        self.n = 0
-        self._experts: list[float] | None = None
-        # (time, experts) after each timed wait: what the experts said at an earlier instant
-        self.history_s: list[float] = []
-        self.history: list[list[float]] = []
-        self.history_n: list[int] = []  # waits behind the long median at each snapshot
-        self.trimmed = False
-        # residuals per stratum (only at a coarsest key, with residuals_from="stratum")
-        self.strata: dict[str, ResidualWindow] = {}
-
-    def experts_at(self, t: float | None) -> list[float] | None:
-        """The experts as they stood at time ``t`` (None: now); None when the key had no wait yet."""
-        snapshot = self.snapshot_at(t)
-        return None if snapshot is None else snapshot[0]
-
-    def snapshot_at(self, t: float | None) -> tuple[list[float], int] | None:
-        """(experts, waits behind the long median) at time ``t`` (None: now); None before any wait."""
-        if t is None or not self.history_s or t >= self.history_s[-1]:
-            return (self.experts(), len(self.sorted)) if self.n else None
-        i = bisect.bisect_right(self.history_s, t)
-        if i == 0:
-            return (self.history[0], self.history_n[0]) if self.trimmed else None
-        return self.history[i - 1], self.history_n[i - 1]
-
-    def add(self, y: float, at_s: float | None = None, detect_change: bool = True) -> None:
-        detect = self.change_run and detect_change
-        if detect and self.sorted:
-            gap = y - _median_of_sorted(self.sorted)
-            if gap > self.change_log10:
-                self.misses = self.misses + 1 if self.misses > 0 else 1
-            elif gap < -self.change_log10:
-                self.misses = self.misses - 1 if self.misses < 0 else -1
-            else:
-                self.misses = 0
-        self.recent.append(y)
-        bisect.insort(self.sorted, y)
-        if len(self.recent) > self.long_memory:
-            old = self.recent.popleft()
-            del self.sorted[bisect.bisect_left(self.sorted, old)]
-        if detect and abs(self.misses) >= self.change_run:
-            # the queue changed: the long history no longer describes it
-            keep = list(self.recent)[-self.change_run:]
-            self.recent.clear()
-            self.recent.extend(keep)
-            self.sorted = sorted(keep)
-            self.misses = 0
-        self.n += 1
-        self._experts = None
-        if at_s is not None:
-            self.history_s.append(at_s)
-            self.history.append(self.experts())
-            self.history_n.append(len(self.sorted))
-            if len(self.history_s) > 2 * HISTORY:
-                del self.history_s[:HISTORY], self.history[:HISTORY], self.history_n[:HISTORY]
-                self.trimmed = True
-
-    def add_residual(self, r: float) -> None:
-        self.residuals.append(r)
-        bisect.insort(self.sorted_residuals, r)
-        if len(self.residuals) > self.residual_window:
-            old = self.residuals.popleft()
-            del self.sorted_residuals[bisect.bisect_left(self.sorted_residuals, old)]
-
-    def experts(self) -> list[float]:
-        """The experts' estimates (log10(1 + s)), in :data:`STATS` order; cached until the next wait."""
-        if self._experts is None and self.only_long:
-            self._experts = [_median_of_sorted(self.sorted)] * len(STATS)
-        if self._experts is None:
-            recent = self.recent
-            n = len(recent)
-            out = []
-            for k in _WINDOWS:
-                if k == 1:
-                    out.append(recent[-1])
-                else:
-                    tail = sorted(recent[i] for i in range(max(0, n - k), n))
-                    out.append(_median_of_sorted(tail))
-            out.append(_median_of_sorted(self.sorted))
-            self._experts = out
-        return self._experts
-
-    def stratum(self, name: str, aci_space: str = "level") -> ResidualWindow:
-        window = self.strata.get(name)
-        if window is None:
-            window = self.strata[name] = ResidualWindow(self.residual_window, aci_space)
-        return window
-
-    def to_state(self) -> dict[str, Any]:
-        state: dict[str, Any] = {"recent": list(self.recent), "residuals": list(self.residuals), "n": self.n,
-                                 "misses": self.misses}
-        if self.strata:
-            state["strata"] = {name: window.to_state() for name, window in sorted(self.strata.items())}
-        return state
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any], long_memory: int, residual_window: int,
-                   change_factor: float = 3.0, change_run: int = 0, only_long: bool = False) -> "KeyStats":
-        stats = cls(long_memory, residual_window, change_factor, change_run, only_long)
-        stats.misses = int(state.get("misses", 0))
-        for y in state["recent"][-long_memory:]:
-            stats.recent.append(float(y))
-        stats.sorted = sorted(stats.recent)
-        for r in state["residuals"][-residual_window:]:
-            stats.residuals.append(float(r))
-        stats.sorted_residuals = sorted(stats.residuals)
-        stats.n = int(state["n"])
-        for name, window in state.get("strata", {}).items():
-            stats.strata[name] = ResidualWindow.from_state(window, residual_window)
-        return stats
 
 
 class ExpertsPool:
@@ -453,7 +237,7 @@ class ExpertsPool:
             value = (count * median + prior_n * value) / (count + prior_n)
         slot, _, count = found[0]
         strata = self.config.strata
-        return value, (f"{slot}:{_count_bucket(count)}" if strata == "level-count" else
+        return value, (f"{slot}:{count_bucket(count)}" if strata == "level-count" else
                        str(slot) if strata == "level" else "all")
 
     def _combine(self, key: str, available: list[tuple[int, float]]) -> float | None:
@@ -604,7 +388,7 @@ class ExpertsPool:
         for level_key in self.levels(key):
             stats = self.stats.get(level_key)
             if stats is not None and stats.n >= 2:
-                mid = _median_of_sorted(stats.sorted)
+                mid = median_of_sorted(stats.sorted)
                 return [quantile_of_sorted(stats.sorted, float(q)) - mid for q in qs]
         return None
 

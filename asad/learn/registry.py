@@ -40,7 +40,8 @@ from asad.learn.baselines import (
     QbetsPredictor,
     SlurmEstimatePredictor,
 )
-from asad.learn.experts import BACKOFF_LEVELS, PENDING_FLOOR, ExpertsConfig, ExpertsPool, ExpertsPredictor
+from asad.learn.experts import ExpertsConfig, ExpertsPool, ExpertsPredictor
+from asad.learn.key_levels import BACKOFF_LEVELS, PENDING_FLOOR
 from asad.learn.losses import LossConfig
 from asad.learn.mix import AsaMixPredictor, MixConfig
 
