@@ -30,6 +30,8 @@ from asad.bench.strategies import CORES_PER_NODE, EXAMPLES, SERIAL_FRACTION, VAR
 from asad.config import Settings
 from asad.slurm.backend import JobState
 from asad.slurm.sim import make_simulator
+from asad.sizing.base import Sample
+from asad.sizing.timelimit import TimeLimitLearner
 from asad.spec import load_workflow
 from asad.store.repo import Store
 
@@ -88,6 +90,18 @@ def tightened(spec, factor: float):  # noqa: ANN001, ANN201 -- a WorkflowSpec
     return dataclasses.replace(spec, stages=stages)
 
 
+def learned(spec, margin: float, slack_s: float):  # noqa: ANN001, ANN201 -- a WorkflowSpec
+    """The spec with each stage's time limit as :class:`TimeLimitLearner` proposes it once it has
+    seen the stage run for its true run time (the simulator's runs are all alike)."""
+    stages = []
+    for s in spec.stages:
+        learner = TimeLimitLearner(margin=margin, slack_s=slack_s, min_samples=1)
+        learner.observe(Sample(peak_mb=0.0, elapsed_s=s.simulate.runtime_s, cpu_s=None, input_bytes=None,
+                               cpus=s.cpus, mem_mb=0))
+        stages.append(dataclasses.replace(s, time_s=learner.limit(s.time_s, s.cpus, None, None)[0]))
+    return dataclasses.replace(spec, stages=tuple(stages))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", default="1001,1002")
@@ -96,6 +110,9 @@ def main() -> None:
     parser.add_argument("--tight-limits", type=float, default=None, metavar="FACTOR",
                         help="what-if: every stage asks for FACTOR x its true run time (at least a minute) "
                              "instead of its time limit, as a learned time limit would")
+    parser.add_argument("--learned-limits", default=None, metavar="MARGIN:SLACK_S",
+                        help="every stage asks for the limit asad's TimeLimitLearner proposes after runs of "
+                             "its true run time, with this margin and slack (asad's defaults: 2:600)")
     args = parser.parse_args()
     variants = [v for v in args.variants.split(",") if v in VARIANTS]
     totals = {v: {"stages": 0, "wait_s": 0.0, "at_top_s": 0.0, "behind_s": 0.0} for v in variants}
@@ -111,6 +128,9 @@ def main() -> None:
                     spec = scale_spec(spec0, cores, CORES_PER_NODE["hpc2n"], SERIAL_FRACTION[wf_name])
                     if args.tight_limits:
                         spec = tightened(spec, args.tight_limits)
+                    if args.learned_limits:
+                        margin, slack = (float(v) for v in args.learned_limits.split(":"))
+                        spec = learned(spec, margin, slack)
                     for variant in variants:
                         rows = run_cell(snapshot, spec, variant, stores[variant], seed)
                         for row in rows:
