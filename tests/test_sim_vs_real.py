@@ -22,7 +22,8 @@ TAU_FLOOR = {"contention-fifo": 0.93, "contention-fifo.run2": 0.93, "contention-
              "deps-fifo": 0.94, "deps-fifo.run2": 0.90, "deps-fifo.run3": 0.90,
              "multifactor": 0.91, "multifactor.run2": 0.96, "multifactor.run3": 0.90,
              "timeouts-oom": 0.94, "timeouts-oom.run2": 0.95, "timeouts-oom.run3": 0.92,
-             "aged-deps": 0.86, "aged-deps.run2": 0.80, "fairshare": 0.95}
+             "aged-deps": 0.86, "aged-deps.run2": 0.80, "fairshare": 0.95, "fairshare.run2": 0.95,
+             "fairshare-shares": 0.78, "fairshare-shares.run2": 0.88}
 
 pytestmark = pytest.mark.skipif(not RECORDINGS, reason="no recorded scenarios in tests/data/sim_vs_real")
 
@@ -117,9 +118,10 @@ def test_a_dependant_with_a_begin_overtakes_its_twin_as_on_slurm(name):
 
 @pytest.mark.parametrize("name", sorted(n for n in RECORDINGS if n.startswith("fairshare")))
 def test_fair_share_holds_back_the_account_with_usage_as_on_slurm(name):
-    """fairshare: fsa fills the cluster first, then fsa, fsb and fsc share a queue ordered by
-    fair-share alone. On the real Slurm fsa's later jobs wait longest; the simulator's Fair Tree
-    gives each account's mean wait within a factor of 2 of Slurm's (and within 20 s), and
+    """fairshare (and fairshare-shares, where fsa holds 4 shares to the others' 1): fsa fills the
+    cluster first, then fsa, fsb and fsc share a queue ordered by fair-share alone. With equal
+    shares fsa's later jobs wait longest on the real Slurm; in both the simulator's Fair Tree
+    gives each account's mean wait within a factor of 2 of Slurm's (or within 20 s), and
     without fair-share the order it gives is further from Slurm's."""
     rec = RECORDINGS[name]
 
@@ -130,9 +132,20 @@ def test_fair_share_holds_back_the_account_with_usage_as_on_slurm(name):
 
     real = {j["label"]: j["start"] for j in rec["jobs"]}
     modelled = {k: v["start"] for k, v in replay(rec).items()}
-    assert mean_wait(real, "fsa") > max(mean_wait(real, "fsb"), mean_wait(real, "fsc"))
+    if rec["scenario"] == "fairshare":
+        assert mean_wait(real, "fsa") > max(mean_wait(real, "fsb"), mean_wait(real, "fsc"))
     for account in ("fsa", "fsb", "fsc"):
         got, want = mean_wait(modelled, account), mean_wait(real, account)
         assert abs(got - want) <= max(20.0, want), (account, got, want)
     without = compare(rec, replay(rec, weight_fairshare=0.0))
     assert compare(rec, replay(rec))["kendall_tau"] > without["kendall_tau"]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in RECORDINGS if n.startswith("fairshare-shares")))
+def test_the_recorded_shares_bring_the_order_closer_to_slurms(name):
+    """fairshare-shares: fsa holds 4 raw shares to fsb's and fsc's 1. Replayed with those shares,
+    the start order is at least as close to Slurm's as replayed with equal shares (0.815 against
+    0.806 and 0.912 against 0.873 when recorded; the accounts' mean waits were closer on run 1
+    only, docs/results/sim.md)."""
+    rec = RECORDINGS[name]
+    assert compare(rec, replay(rec))["kendall_tau"] >= compare(rec, replay(rec, fairshare_shares=None))["kendall_tau"]

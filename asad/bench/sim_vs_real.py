@@ -154,6 +154,10 @@ def replay(rec: dict, submit_at: dict[str, float] | None = None, **overrides) ->
 
     c = rec["cluster"]
     settings = sim_settings(rec)
+    if rec.get("associations"):
+        # raw shares as recorded: an account's own row ("" user) and its users' rows
+        settings["fairshare_shares"] = {(f"{account}/{user}" if user else account): int(shares)
+                                        for account, user, shares in rec["associations"]}
     settings.update(overrides)
     first_submit = min(j["submit"] for j in rec["jobs"])
     sim = Simulator(SimConfig(
@@ -164,7 +168,8 @@ def replay(rec: dict, submit_at: dict[str, float] | None = None, **overrides) ->
         # root's associations in Slurm's tree order (ties keep it). Root's own association
         # ("root" under the root account) becomes an account "root" with one user here.
         for account, user, _ in rec.get("associations", ()):
-            sim.fairtree.assoc(user, account)
+            if user:
+                sim.fairtree.assoc(user, account)
     ids: dict[str, int] = {}
     at = submit_at or submit_instants(rec)
     for job in sorted(rec["jobs"], key=lambda j: (at[j["label"]], j["job_id"])):
@@ -362,7 +367,7 @@ def main_with(args: argparse.Namespace) -> int:
 
 def _add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", action="store_true",
-                   help="record the scenarios on the local cluster first (needs root; ~35 min for all six)")
+                   help="record the scenarios on the local cluster first (needs root; ~45 min for all seven)")
     p.add_argument("--scenario", action="append", help="only this scenario (repeatable)")
     p.add_argument("--debug-flags", help="with --record: slurmctld DebugFlags for the run (e.g. Backfill: "
                                          "its log then shows every planned start)")

@@ -53,8 +53,10 @@ class Scenario:
     # slurm.conf lines that replace local-cluster.sh's (multifactor weights)
     conf: dict[str, str] = field(default_factory=dict)
     about: str = ""
-    # accounts created for root before the run, their usage reset to zero (fair-share)
+    # accounts created for root before the run, their usage reset to zero (fair-share), and
+    # their raw shares (FairShare=; 1 where not named)
     accounts: tuple[str, ...] = ()
+    shares: dict[str, int] = field(default_factory=dict)
 
 
 def _mixed_jobs(rng: random.Random, n: int, prefix: str, t_from: float, t_to: float,
@@ -175,6 +177,18 @@ def scenarios() -> dict[str, Scenario]:
         about="three accounts of root's with equal shares, usage reset: fsa fills the cluster with 5 whole-node "
               "jobs, then 54 jobs of mixed shapes (fsa 45 %, fsb 35 %, fsc 20 %); multifactor with fair-share "
               "only (Fair Tree, half-life 5 min, recalculated every minute)")
+
+    rng = random.Random(97)
+    # the same, but fsa holds 4 shares to fsb's and fsc's 1: its usage weighs a quarter as much
+    fill = [ScenarioJob(f"fill{k}", round(0.5 * k, 1), 1, 16, 8000, 120, rng.randint(45, 60), account="fsa")
+            for k in range(5)]
+    mixed = [replace(job, account=rng.choices(("fsa", "fsb", "fsc"), (0.4, 0.35, 0.25))[0])
+             for job in _mixed_jobs(rng, 54, "g", 5, 120)]
+    out["fairshare-shares"] = Scenario(
+        "fairshare-shares", "multifactor", tuple(sorted(fill + mixed, key=lambda j: (j.submit_s, j.label))),
+        conf=out["fairshare"].conf, accounts=("fsa", "fsb", "fsc"), shares={"fsa": 4},
+        about="as fairshare, but fsa holds 4 raw shares to fsb's and fsc's 1; fsa fills the cluster, then 54 "
+              "jobs of mixed shapes (fsa 40 %, fsb 35 %, fsc 25 %)")
     return out
 
 
@@ -236,7 +250,7 @@ def record(scenario: Scenario, script: Path, debug_flags: str | None = None) -> 
     # truth for the simulator's plans. Logging costs slurmctld little; the run stays comparable.
     conf["DebugFlags"] = debug_flags  # None: whatever an earlier recording set is taken out
     if scenario.accounts:
-        _fresh_accounts(scenario.accounts, env)
+        _fresh_accounts(scenario.accounts, scenario.shares, env)
     _restart_controller(script, conf_path, conf, env)
     backend = SlurmCLI(slurm_conf=str(conf_path))
     tag = f"svr-{scenario.name}-{int(time.time())}"
@@ -257,21 +271,26 @@ def record(scenario: Scenario, script: Path, debug_flags: str | None = None) -> 
     return collect(scenario, backend, ids, t0, env, conf_path)
 
 
-def _fresh_accounts(accounts: tuple[str, ...], env: dict[str, str]) -> None:
-    """Root's associations in ``accounts`` (created once; "Nothing new added" after that), and
+def _fresh_accounts(accounts: tuple[str, ...], shares: dict[str, int], env: dict[str, str]) -> None:
+    """Root's associations in ``accounts`` (created once; "Nothing new added" after that), each
+    account's raw shares (1 unless ``shares`` names it: another scenario may have set them), and
     every association's usage set to zero. Done before slurmctld restarts, so that its decay
     thread's first run computes the fair-share factors from zero usage."""
     _run(["sacctmgr", "-i", "add", "account", ",".join(accounts)], env, check=False)
     _run(["sacctmgr", "-i", "add", "user", "root", f"Account={','.join(accounts)}"], env, check=False)
+    for account in accounts:  # "Nothing modified" (exit 1) when it already has them
+        _run(["sacctmgr", "-i", "modify", "account", "where", f"name={account}", "set",
+              f"fairshare={shares.get(account, 1)}"], env, check=False)
     _run(["sacctmgr", "-i", "modify", "account", "root", "set", "RawUsage=0"], env)
 
 
 def associations(env: dict[str, str]) -> list[list[str]]:
-    """The user associations in Slurm's tree order (``sshare -a``): account, user, raw shares."""
+    """The associations below root in Slurm's tree order (``sshare -a``): account, user ("" for
+    an account's own row), raw shares."""
     rows = []
     for line in _run(["sshare", "-a", "-P", "-n", "-o", "Account,User,RawShares"], env).splitlines():
         account, user, shares = (part.strip() for part in line.split("|"))
-        if user:
+        if shares.isdigit():  # root's own row has none
             rows.append([account, user, shares])
     return rows
 
