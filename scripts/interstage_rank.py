@@ -58,10 +58,7 @@ def run_cell(snapshot: bytes, spec, variant: str, store: Store, seed: int) -> li
     strategy, mode, timing, _ = variant_setup(variant)
     run_in_process(store, sim, [spec], settings=Settings(asa_timing=timing, seed=seed), strategy=strategy, mode=mode)
     roots = {s.name for s in spec.stages if not s.after}
-    ends = {}
     mine = [job for job in sim.jobs.values() if job.user and job.start_time is not None]
-    for job in mine:
-        ends[job.job_id] = job.end_time
     out = []
     for job in mine:
         stage = job.name.split(".", 2)[-1]  # asad.<workflow id>.<stage>

@@ -79,6 +79,17 @@ def _mixed_jobs(rng: random.Random, n: int, prefix: str, t_from: float, t_to: fl
     return sorted(jobs, key=lambda j: (j.submit_s, j.label))
 
 
+def _fairshare_jobs(rng: random.Random, prefix: str, weights: tuple[float, float, float]) -> tuple[ScenarioJob, ...]:
+    """fsa fills the cluster first and so has usage when the others arrive; then 54 jobs of
+    fsa, fsb and fsc (in these proportions) share a contended queue whose order only
+    fair-share sets (the scenarios weigh age and size at 0)."""
+    fill = [ScenarioJob(f"fill{k}", round(0.5 * k, 1), 1, 16, 8000, 120, rng.randint(45, 60), account="fsa")
+            for k in range(5)]
+    mixed = [replace(job, account=rng.choices(("fsa", "fsb", "fsc"), weights)[0])
+             for job in _mixed_jobs(rng, 54, prefix, 5, 120)]
+    return tuple(sorted(fill + mixed, key=lambda j: (j.submit_s, j.label)))
+
+
 def scenarios() -> dict[str, Scenario]:
     out: dict[str, Scenario] = {}
     rng = random.Random(11)
@@ -162,15 +173,8 @@ def scenarios() -> dict[str, Scenario]:
         about="45 contention jobs and 5 heads, each with a whole-node afterok dependant submitted with a "
               "--begin 3 s ahead (ages while held) and one without (does not); multifactor age only")
 
-    rng = random.Random(89)
-    # fsa fills the cluster first and so has usage when the others arrive; then three accounts
-    # share a contended queue whose order only fair-share sets (age and size weigh nothing)
-    fill = [ScenarioJob(f"fill{k}", round(0.5 * k, 1), 1, 16, 8000, 120, rng.randint(45, 60), account="fsa")
-            for k in range(5)]
-    mixed = [replace(job, account=rng.choices(("fsa", "fsb", "fsc"), (0.45, 0.35, 0.2))[0])
-             for job in _mixed_jobs(rng, 54, "f", 5, 120)]
     out["fairshare"] = Scenario(
-        "fairshare", "multifactor", tuple(sorted(fill + mixed, key=lambda j: (j.submit_s, j.label))),
+        "fairshare", "multifactor", _fairshare_jobs(random.Random(89), "f", (0.45, 0.35, 0.2)),
         conf={"PriorityWeightAge": "0", "PriorityWeightJobSize": "0", "PriorityWeightFairshare": "10000",
               "PriorityMaxAge": "00:10:00", "PriorityCalcPeriod": "1", "PriorityDecayHalfLife": "00:05:00"},
         accounts=("fsa", "fsb", "fsc"),
@@ -178,14 +182,9 @@ def scenarios() -> dict[str, Scenario]:
               "jobs, then 54 jobs of mixed shapes (fsa 45 %, fsb 35 %, fsc 20 %); multifactor with fair-share "
               "only (Fair Tree, half-life 5 min, recalculated every minute)")
 
-    rng = random.Random(97)
     # the same, but fsa holds 4 shares to fsb's and fsc's 1: its usage weighs a quarter as much
-    fill = [ScenarioJob(f"fill{k}", round(0.5 * k, 1), 1, 16, 8000, 120, rng.randint(45, 60), account="fsa")
-            for k in range(5)]
-    mixed = [replace(job, account=rng.choices(("fsa", "fsb", "fsc"), (0.4, 0.35, 0.25))[0])
-             for job in _mixed_jobs(rng, 54, "g", 5, 120)]
     out["fairshare-shares"] = Scenario(
-        "fairshare-shares", "multifactor", tuple(sorted(fill + mixed, key=lambda j: (j.submit_s, j.label))),
+        "fairshare-shares", "multifactor", _fairshare_jobs(random.Random(97), "g", (0.4, 0.35, 0.25)),
         conf=out["fairshare"].conf, accounts=("fsa", "fsb", "fsc"), shares={"fsa": 4},
         about="as fairshare, but fsa holds 4 raw shares to fsb's and fsc's 1; fsa fills the cluster, then 54 "
               "jobs of mixed shapes (fsa 40 %, fsb 35 %, fsc 25 %)")
