@@ -213,10 +213,11 @@ class Context:
 
     # -- sizing ------------------------------------------------------------------------------
     def sizing_name(self, wf: WorkflowRun, stage: str) -> str | None:
-        """The stage's sizing agent, or None: sizing is off, or the stage spans several nodes."""
+        """The stage's sizing agent, or None: sizing is off. A stage that spans several nodes
+        has one too, but only its time limit is learned (:meth:`size_first_attempt`)."""
         s = wf.spec.stage(stage)
         name = s.sizing or wf.spec.sizing or self.config.default_sizing
-        return None if name in (None, "", "off") or s.nodes > 1 else name
+        return None if name in (None, "", "off") else name
 
     def partition_of(self, wf: WorkflowRun, stage: str) -> PartitionInfo | None:
         names = wf.spec.stage(stage).partition.split(",")
@@ -257,6 +258,13 @@ class Context:
             return
         decision = agent.propose(self.user_request(wf, stage), self.input_bytes(wf, stage))
         s = wf.spec.stage(stage)
+        if s.nodes > 1:
+            # Memory and CPUs per node are the user's for a multi-node stage (the agents size one
+            # node); the time limit is learned like any other's, and a short one backfills sooner.
+            run.time_s = decision.request.time_s
+            run.size_why = (f"{decision.agent}: {decision.time_why}; {s.nodes} nodes, so CPUs and "
+                            f"memory stay the user's.")
+            return
         req, cpu_why = keep_user_cpus(decision.request, s.cpus, s.sizing_cpus)
         run.cpus, run.mem_mb, run.time_s = req.cpus, req.mem_mb, req.time_s
         run.size_why = f"{decision.agent}: {decision.why}" + (f" {cpu_why}." if cpu_why else "")

@@ -26,12 +26,11 @@ from bisect import bisect_left
 from pathlib import Path
 
 from asad.app import run_in_process
-from asad.bench.strategies import CORES_PER_NODE, EXAMPLES, SERIAL_FRACTION, VARIANTS, scale_spec, variant_setup
+from asad.bench.strategies import (CORES_PER_NODE, EXAMPLES, SERIAL_FRACTION, VARIANTS, learned_limits, scale_spec,
+                                   variant_setup)
 from asad.config import Settings
 from asad.slurm.backend import JobState
 from asad.slurm.sim import make_simulator
-from asad.sizing.base import Sample
-from asad.sizing.timelimit import TimeLimitLearner
 from asad.spec import load_workflow
 from asad.store.repo import Store
 
@@ -87,18 +86,6 @@ def tightened(spec, factor: float):  # noqa: ANN001, ANN201 -- a WorkflowSpec
     return dataclasses.replace(spec, stages=stages)
 
 
-def learned(spec, margin: float, slack_s: float):  # noqa: ANN001, ANN201 -- a WorkflowSpec
-    """The spec with each stage's time limit as :class:`TimeLimitLearner` proposes it once it has
-    seen the stage run for its true run time (the simulator's runs are all alike)."""
-    stages = []
-    for s in spec.stages:
-        learner = TimeLimitLearner(margin=margin, slack_s=slack_s, min_samples=1)
-        learner.observe(Sample(peak_mb=0.0, elapsed_s=s.simulate.runtime_s, cpu_s=None, input_bytes=None,
-                               cpus=s.cpus, mem_mb=0))
-        stages.append(dataclasses.replace(s, time_s=learner.limit(s.time_s, s.cpus, None, None)[0]))
-    return dataclasses.replace(spec, stages=tuple(stages))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", default="1001,1002")
@@ -127,7 +114,7 @@ def main() -> None:
                         spec = tightened(spec, args.tight_limits)
                     if args.learned_limits:
                         margin, slack = (float(v) for v in args.learned_limits.split(":"))
-                        spec = learned(spec, margin, slack)
+                        spec = learned_limits(spec, margin=margin, slack_s=slack, min_samples=1)
                     for variant in variants:
                         rows = run_cell(snapshot, spec, variant, stores[variant], seed)
                         for row in rows:

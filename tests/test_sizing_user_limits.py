@@ -6,6 +6,7 @@ busy keeps the file's ``cpus`` unless it says ``sizing_cpus: shrink``.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from asad.slurm.sim import make_simulator
@@ -169,3 +170,64 @@ def test_the_gantt_draws_the_earlier_attempts(db_url, tmp_path):
     assert tries[0]["end_time"] <= tries[1]["start_time"]
     plot_workflow(summary, tmp_path / "g.png")
     assert (tmp_path / "g.png").stat().st_size > 0
+
+
+def test_a_learned_limit_never_exceeds_the_users_unless_a_timeout_proved_it_short():
+    from asad.sizing.base import Sample
+    from asad.sizing.timelimit import TimeLimitLearner
+
+    t = TimeLimitLearner(margin=2.0, slack_s=600, min_samples=2)
+    for elapsed in (1000.0, 1100.0):
+        t.observe(Sample(peak_mb=1.0, elapsed_s=elapsed, cpu_s=None, input_bytes=None, cpus=1, mem_mb=10))
+    limit, why = t.limit(1800, 1, None, None)  # 2 × 1100 + 600 = 2800 s: the user's 1800 s held every run
+    assert limit == 1800 and "kept at the user's 1800 s" in why
+    assert t.limit(7200, 1, None, None)[0] == 2820  # 2800 rounded up to a minute
+    t.observe_timeout(1800)
+    assert t.limit(1800, 1, None, None)[0] == 3600  # the retry's limit is the floor now
+
+
+def test_the_margin_widens_with_the_spread_of_run_times():
+    from asad.sizing.base import Sample
+    from asad.sizing.timelimit import TimeLimitLearner
+
+    def learner(runs):
+        t = TimeLimitLearner(margin=1.25, slack_s=60, min_samples=3, spread_k=2.0)
+        for elapsed in runs:
+            t.observe(Sample(peak_mb=1.0, elapsed_s=elapsed, cpu_s=None, input_bytes=None, cpus=1, mem_mb=10))
+        return t
+
+    steady, erratic = learner([1000.0, 1000.0, 1000.0]), learner([200.0, 600.0, 1000.0])
+    assert steady.margin_for(1) == pytest.approx(1.25)
+    assert steady.limit(86400, 1, None, None)[0] == 1320  # 1.25 × 1000 + 60 = 1310 → 22 min
+    cv = float(np.std([200.0, 600.0, 1000.0]) / 600.0)
+    assert erratic.margin_for(1) == pytest.approx(1.25 + 2.0 * cv)
+    assert erratic.limit(86400, 1, None, None)[0] > steady.limit(86400, 1, None, None)[0]
+    back = TimeLimitLearner.from_dict(erratic.to_dict())
+    assert back.spread_k == 2.0 and back.limit(86400, 1, None, None) == erratic.limit(86400, 1, None, None)
+
+
+MULTI_NODE_WF = """
+name: mpi
+strategy: per-stage
+sizing: sizey-like
+stages:
+  - name: solve
+    nodes: 2
+    ntasks: 2
+    cpus_per_task: 4
+    mem: 4G
+    time: 2h
+    run: srun solver
+    simulate: {runtime: 10m, peak_mem: 1G}
+"""
+
+
+def test_a_multi_node_stage_learns_its_time_limit_but_keeps_its_shape(db_url):
+    summaries, wfs = _run(db_url, MULTI_NODE_WF, runs=11)
+    assert all(s["state"] == "COMPLETED" for s in summaries)
+    first, last = (s["stages"][0]["attempt_list"][0] for s in (summaries[0], summaries[-1]))
+    assert first["time_s"] == 7200  # the user's, until 10 runs were seen
+    assert last["time_s"] == 1800, last  # 2 × 600 s + 600 s, learned
+    assert (last["cpus"], last["mem_mb"]) == (first["cpus"], first["mem_mb"])  # the user's shape
+    why = render_explain(wfs[-1], "solve")
+    assert "CPUs and memory stay the user's" in why, why

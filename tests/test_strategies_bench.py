@@ -111,3 +111,28 @@ def test_the_real_bench_counts_the_wait_after_the_first_stage_apart():
     wf.stages = {"a": StageRun(1, "a", start_time=130.0, end_time=200.0),
                  "b": StageRun(1, "b", start_time=245.0, end_time=300.0)}
     assert perceived_waits(wf, t0=100.0) == (75.0, 45.0)
+
+
+def test_the_default_is_also_judged_against_per_stage_by_hand():
+    rows = []
+    for seed in (1, 2):
+        rows += [_row(seed, "per-stage", 1000.0, 10.0, 300.0),  # asad's per-stage, learned limits
+                 _row(seed, "per-stage-user", 1200.0, 10.0, 400.0),  # the file's limits
+                 _row(seed, "auto", 900.0, 10.0, 200.0)]
+    t = aggregate(rows)["targets"]["multifactor"]
+    assert t["hidden_interstage_wait"] == pytest.approx(1 - 200 / 300)
+    assert t["hidden_vs_by_hand"] == pytest.approx(0.5)
+    assert "| 50% |" in markdown({**aggregate(rows), "wall_s": 1.0})
+
+
+def test_learned_limits_are_what_the_time_learner_proposes_and_never_above_the_files():
+    from asad.bench.strategies import EXAMPLES, learned_limits, scale_spec
+    from asad.spec import load_workflow
+
+    spec = scale_spec(load_workflow(EXAMPLES / "montage.yaml"), 28, 28, 1.0)
+    by_default, tight = learned_limits(spec), learned_limits(spec, margin=1.5, slack_s=60)
+    for user, learned, tight_stage in zip(spec.stages, by_default.stages, tight.stages, strict=True):
+        run_s = user.simulate.runtime_s
+        assert learned.time_s == min(user.time_s, 60 * -(-(2 * run_s + 600) // 60))
+        assert tight_stage.time_s == min(user.time_s, max(60, 60 * -(-(1.5 * run_s + 60) // 60)))
+    assert sum(s.time_s for s in tight.stages) < sum(s.time_s for s in spec.stages)

@@ -49,9 +49,11 @@ import math
 import sys
 import time
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
+
+import numpy as np
 
 from asad.sizing.base import Caps, Outcome, Request, SizingError
 from asad.sizing.cpus import keep_user_cpus
@@ -161,6 +163,7 @@ class Tally:
     run_s: float = 0.0  # every attempt's wall time
     limit_s: float = 0.0  # time limits of the successful attempts
     ok_run_s: float = 0.0  # run time of the successful attempts
+    limit_ratios: list[float] = field(default_factory=list)  # each successful attempt's limit / run time
 
     @property
     def maq(self) -> float:
@@ -178,7 +181,8 @@ class Tally:
                 "mem_alloc_gbh": self.alloc_mb_s / gbh, "mem_used_gbh": self.used_mb_s / gbh,
                 "cpu_alloc_coreh": self.cpu_alloc_s / 3600.0, "cpu_used_coreh": self.cpu_used_s / 3600.0,
                 "run_h": self.run_s / 3600.0, "limit_h": self.limit_s / 3600.0, "ok_run_h": self.ok_run_s / 3600.0,
-                "limit_over_run": self.limit_s / self.ok_run_s if self.ok_run_s else None}
+                "limit_over_run": self.limit_s / self.ok_run_s if self.ok_run_s else None,
+                "limit_over_run_median": float(np.median(self.limit_ratios)) if self.limit_ratios else None}
 
 
 def play_attempt(tally: Tally, task: TraceTask, req: Request, ttf: float) -> Outcome:
@@ -208,6 +212,7 @@ def play_attempt(tally: Tally, task: TraceTask, req: Request, ttf: float) -> Out
     tally.run_s += run_s
     tally.ok_run_s += run_s
     tally.limit_s += req.time_s
+    tally.limit_ratios.append(req.time_s / max(1.0, run_s))
     return Outcome(request=req, peak_mem_mb=task.peak_mb, cpu_s=work_s, elapsed_s=run_s,
                    input_bytes=task.input_bytes, state="COMPLETED")
 
@@ -500,6 +505,8 @@ def _totals(per: dict[str, dict[str, dict]]) -> dict[str, dict]:
             "timeouts": sum(w["timeouts"] for w in wfs.values()),
             "limit_over_run": (sum(w["limit_h"] for w in wfs.values())
                                / max(1e-9, sum(w["ok_run_h"] for w in wfs.values()))),
+            # per task, so the many short tasks count as much as the few long ones
+            "limit_over_run_median": float(np.mean([w["limit_over_run_median"] or 0.0 for w in wfs.values()])),
         }
     return out
 
@@ -511,7 +518,7 @@ def format_text(results: dict) -> str:
         per, tot = block["per_workflow"], block["totals"]
         lines.append(f"ttf {ttf}: MAQ % per workflow (failed attempts % of tasks)")
         head = f"{'agent':<20}" + "".join(f"{w:>15}" for w in wfs) + f"{'mean':>15}"
-        head += f"{'mem GB·h':>10}{'Δmem':>7}{'core·h':>9}{'Δcpu':>7}{'Δrun':>6}{'TO':>4}{'limit/run':>10}"
+        head += f"{'mem GB·h':>10}{'Δmem':>7}{'core·h':>9}{'Δcpu':>7}{'Δrun':>6}{'TO':>4}{'limit/run':>10}{'median':>7}"
         lines.append(head)
         for name in results["agents"]:
             cells = "".join(f"{100 * per[name][w]['maq']:>8.1f} ({per[name][w]['failed_pct']:>4.1f})" for w in wfs)
@@ -519,7 +526,7 @@ def format_text(results: dict) -> str:
             lines.append(f"{name:<20}{cells}{100 * t['maq_mean']:>8.1f} ({t['failed_pct_mean']:>4.1f})"
                          f"{t['mem_alloc_gbh']:>10.0f}{t['mem_change_pct']:>6.0f}%{t['cpu_alloc_coreh']:>9.0f}"
                          f"{t['cpu_change_pct']:>6.0f}%{t['run_change_pct']:>5.0f}%{t['timeouts']:>4d}"
-                         f"{t['limit_over_run']:>10.1f}")
+                         f"{t['limit_over_run']:>10.1f}{t['limit_over_run_median']:>7.1f}")
         lines.append("")
     return "\n".join(lines)
 

@@ -83,6 +83,7 @@ class Decision:
     agent: str
     n_observations: int
     why: str  # one human sentence with the numbers
+    time_why: str = ""  # the part of ``why`` about the time limit
 
 
 @dataclass(frozen=True)
@@ -278,7 +279,7 @@ class AgentBase:
 
     def __init__(self, caps: Caps | None = None, seed: int = 0, time_margin: float = 2.0,
                  learn_time: bool = True, time_min_runs: int = 10, time_slack_s: float = 600.0,
-                 **params: Any) -> None:
+                 time_spread_k: float = 0.0, **params: Any) -> None:
         from asad.sizing.timelimit import TimeLimitLearner  # local: timelimit imports base
 
         self.caps = caps
@@ -286,9 +287,10 @@ class AgentBase:
         self.rng = np.random.default_rng(self.seed)
         self.history = History()
         self.params = dict(params, time_margin=time_margin, learn_time=learn_time, time_min_runs=time_min_runs,
-                           time_slack_s=time_slack_s)
+                           time_slack_s=time_slack_s, time_spread_k=time_spread_k)
         self.learn_time = bool(learn_time)
-        self.time = TimeLimitLearner(margin=time_margin, min_samples=time_min_runs, slack_s=time_slack_s)
+        self.time = TimeLimitLearner(margin=time_margin, min_samples=time_min_runs, slack_s=time_slack_s,
+                                     spread_k=time_spread_k)
 
     # -- the protocol -------------------------------------------------------------------
     def propose(self, default: Request, input_bytes: float | None = None) -> Decision:
@@ -309,7 +311,7 @@ class AgentBase:
         if self.caps is not None and (req.mem_mb < mem_mb_ceil(mem_mb) or req.cpus < int(cpus)):
             capped = f" (capped at the partition's {self.caps.max_cpus} CPUs / {self.caps.max_mem_mb} MB)"
         return Decision(request=req, agent=self.name, n_observations=self.history.n,
-                        why=f"{why}; {time_why}{capped}.")
+                        why=f"{why}; {time_why}{capped}.", time_why=time_why)
 
     def observe(self, outcome: Outcome) -> None:
         sample = self.history.add(outcome)

@@ -40,11 +40,14 @@ def stretched_elapsed_s(elapsed_s: float, cpu_usage: float | None, ran_cpus: int
 
 
 class TimeLimitLearner:
-    """Per stage: limit = margin × the longest (stretched) recent run + slack, rounded up to a minute."""
+    """Per stage: limit = (margin + spread_k × the runs' coefficient of variation) × the longest
+    (stretched) recent run + slack, rounded up to a minute, and never above the user's limit
+    unless a time-out proved that too short."""
 
     def __init__(self, margin: float = 2.0, slack_s: float = 600.0, min_samples: int = 10,
-                 window: int = 200) -> None:
+                 window: int = 200, spread_k: float = 0.0) -> None:
         self.margin, self.slack_s = float(margin), float(slack_s)
+        self.spread_k = float(spread_k)
         self.min_samples = int(min_samples)
         self.window = int(window)  # the most recent runs only: a stage's run time drifts with its inputs
         self._runs = GrowingColumns(4)  # elapsed s, busy cores (0 = unknown), cpus, input bytes (0 = unknown)
@@ -64,18 +67,30 @@ class TimeLimitLearner:
         floor = int(math.ceil(max(DEFAULT_GROWTH * limit_s, limit_s + 60)))
         self.timeout_floor_s = max(self.timeout_floor_s, floor)
 
+    def _stretched(self, cpus: int) -> np.ndarray:
+        cols = self._runs.view()[-self.window:]
+        elapsed, usage, ran = cols[:, 0], cols[:, 1], cols[:, 2]
+        stretch = np.maximum(1.0, usage / max(1, cpus)) / np.maximum(1.0, usage / np.maximum(1.0, ran))
+        return elapsed * np.where(usage > 0, stretch, 1.0)
+
     def predict_s(self, cpus: int, input_bytes: float | None = None) -> float | None:
         """The longest recent run, stretched to ``cpus`` and to the input size; None if too few."""
         if self._runs.n < self.min_samples:
             return None
-        cols = self._runs.view()[-self.window:]
-        elapsed, usage, ran = cols[:, 0], cols[:, 1], cols[:, 2]
-        stretch = np.maximum(1.0, usage / max(1, cpus)) / np.maximum(1.0, usage / np.maximum(1.0, ran))
-        longest = float(np.max(elapsed * np.where(usage > 0, stretch, 1.0)))
-        max_input = float(np.max(cols[:, 3]))
+        longest = float(np.max(self._stretched(cpus)))
+        max_input = float(np.max(self._runs.view()[-self.window:, 3]))
         if input_bytes and max_input > 0 and input_bytes > max_input:
             longest *= input_bytes / max_input
         return longest
+
+    def margin_for(self, cpus: int) -> float:
+        """The margin over the longest run: wider where recent run times vary (coefficient of
+        variation), so a steady stage gets a tight limit and an erratic one a loose limit."""
+        if self.spread_k <= 0 or self._runs.n < 2:
+            return self.margin
+        runs = self._stretched(cpus)
+        mean = float(np.mean(runs))
+        return self.margin + self.spread_k * (float(np.std(runs)) / mean if mean > 0 else 0.0)
 
     def limit(self, default_s: int, cpus: int, input_bytes: float | None,
               caps: Caps | None) -> tuple[int, str]:
@@ -84,10 +99,16 @@ class TimeLimitLearner:
             limit_s = default_s
             why = f"time limit {default_s} s from the user ({self._runs.n} run(s) seen)"
         else:
-            limit_s = int(math.ceil((self.margin * longest + self.slack_s) / 60.0) * 60)
+            margin = self.margin_for(cpus)
+            limit_s = int(math.ceil((margin * longest + self.slack_s) / 60.0) * 60)
             limit_s = max(MIN_LIMIT_S, limit_s)
-            why = (f"time limit {limit_s} s = {self.margin:g} × longest run {longest:.0f} s "
+            why = (f"time limit {limit_s} s = {margin:.3g} × longest run {longest:.0f} s "
                    f"+ {self.slack_s:.0f} s over {min(self._runs.n, self.window)} runs")
+            if limit_s > default_s:
+                # The user's limit held for every run seen (else the floor below applies): a longer
+                # one would only make the job harder to backfill.
+                limit_s = default_s
+                why += f", kept at the user's {default_s} s"
         if self.timeout_floor_s > limit_s:
             limit_s = self.timeout_floor_s
             why += (f", raised to {limit_s} s because an earlier attempt timed out at "
@@ -99,12 +120,13 @@ class TimeLimitLearner:
 
     def to_dict(self) -> dict:
         return {"margin": self.margin, "slack_s": self.slack_s, "min_samples": self.min_samples,
-                "window": self.window, "runs": self._runs.view()[-self.window:].tolist(),
+                "window": self.window, "spread_k": self.spread_k, "runs": self._runs.view()[-self.window:].tolist(),
                 "timeout_floor_s": self.timeout_floor_s, "timed_out_at_s": self.timed_out_at_s}
 
     @classmethod
     def from_dict(cls, d: dict) -> "TimeLimitLearner":
-        t = cls(margin=d["margin"], slack_s=d["slack_s"], min_samples=d["min_samples"], window=d["window"])
+        t = cls(margin=d["margin"], slack_s=d["slack_s"], min_samples=d["min_samples"], window=d["window"],
+                spread_k=float(d.get("spread_k", 0.0)))
         for row in d["runs"]:
             t._runs.append(row)
         t.timeout_floor_s = int(d.get("timeout_floor_s", 0))
