@@ -41,8 +41,8 @@ def stretched_elapsed_s(elapsed_s: float, cpu_usage: float | None, ran_cpus: int
 
 class TimeLimitLearner:
     """Per stage: limit = (margin + spread_k × the runs' coefficient of variation) × the longest
-    (stretched) recent run + slack, rounded up to a minute, and never above the user's limit
-    unless a time-out proved that too short."""
+    (stretched) recent run + slack, rounded up to a minute; the margin never takes it past the
+    user's limit (only a predicted run or a time-out does)."""
 
     def __init__(self, margin: float = 2.0, slack_s: float = 600.0, min_samples: int = 10,
                  window: int = 200, spread_k: float = 0.0) -> None:
@@ -104,9 +104,10 @@ class TimeLimitLearner:
             limit_s = max(MIN_LIMIT_S, limit_s)
             why = (f"time limit {limit_s} s = {margin:.3g} × longest run {longest:.0f} s "
                    f"+ {self.slack_s:.0f} s over {min(self._runs.n, self.window)} runs")
-            if limit_s > default_s:
-                # The user's limit held for every run seen (else the floor below applies): a longer
-                # one would only make the job harder to backfill.
+            if limit_s > default_s >= longest:
+                # The runs fit the user's limit (a time-out would have set the floor below): the
+                # margin alone must not lengthen it, which only makes the job harder to backfill.
+                # A run predicted past it (a larger input, fewer CPUs) does lengthen it.
                 limit_s = default_s
                 why += f", kept at the user's {default_s} s"
         if self.timeout_floor_s > limit_s:
