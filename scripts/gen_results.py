@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
-ORDER = ["strategies", "learn", "sim", "sizing", "slurm", "ops", "spec"]
-TITLES = {"strategies": "Strategies (ASA paper Tables 1–2)", "learn": "Wait learners (Figure 5, real queue data)",
+ORDER = ["targets", "strategies", "learn", "sim", "sizing", "slurm", "ops", "spec"]
+TITLES = {"targets": "Targets at a glance (open issues 10–12)", "strategies": "Strategies (ASA paper Tables 1–2)", "learn": "Wait learners (Figure 5, real queue data)",
           "sim": "Simulator performance", "sizing": "Sizing and placement", "slurm": "Real Slurm",
           "ops": "Operations: overhead, faults, big workflows", "spec": "workflow.yaml loading"}
 
