@@ -12,7 +12,14 @@ stretches the prediction in proportion.
 The defaults (2 × the longest of the last 200 runs + 10 min, after 10 runs) are chosen for
 bursts: when many tasks of a stage are submitted before the first ends, the first to end
 are the shortest, and a limit learned from them alone times out the rest (measured with
-``asad bench sizing --delayed``: 1.5 × + 1 min after 3 runs caused 75 time-outs, these 2).
+``asad bench sizing --delayed`` on the six nf-core traces, 14,736 tasks: 1.5 × + 1 min after
+3 runs caused 75 time-outs, these defaults 51; 4 when each run is known before the next starts).
+``spread_k`` > 0 widens the margin where run times vary; it did not pay on those traces and is
+off (docs/results/sizing.md).
+
+The margin never takes a limit past the user's own: the runs fitted it, and a longer limit
+would only make the job harder to backfill. A run predicted past it (a larger input, fewer
+CPUs) does lengthen it, and so does a time-out.
 
 A ``TIMEOUT`` proves the stage needs more than the limit it had: the learner keeps a floor,
 the limit the retry asks for (:func:`asad.sizing.retry.retry_time_s`: 2 × the failed limit,
