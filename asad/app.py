@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from asad.config import Settings
-from asad.engine import BIG_JOB_STAGE
+from asad.context import BIG_JOB_STAGE
 from asad.learn.registry import recommended_predictor
 from asad.model import WorkflowState
 from asad.runner import Runner

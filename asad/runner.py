@@ -15,7 +15,8 @@ import structlog
 from sqlalchemy.exc import SQLAlchemyError
 
 from asad.arrays import DEFAULT_MAX_ARRAY_SIZE
-from asad.engine import Context, Decisions, Engine
+from asad.context import Context
+from asad.engine import Decisions, Engine
 from asad.explain import refusal_text
 from asad.learned import Learned
 from asad.metrics import summarize
@@ -65,7 +66,8 @@ class Runner:
     def create(cls, store: Store, backend: Backend, *, predictor: str, seed: int = 0, asa_timing: str = "daemon",
                predictor_params: dict | None = None, build_command=None, run_dir: str = "",
                idle_price: float | None = None) -> Runner:  # noqa: ANN001
-        from asad.engine import DEFAULT_IDLE_PRICE, EngineConfig
+        from asad.config import DEFAULT_IDLE_PRICE
+        from asad.context import EngineConfig
         from asad.slurm.priority_rules import rules_of
 
         cluster = getattr(backend, "cluster_name", backend.name)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from asad.engine import Context
+    from asad.context import Context
     from asad.model import WorkflowRun
 
 
