@@ -54,7 +54,8 @@ def make_runner(settings: Settings, store: Store, backend: Backend) -> Runner:
     builder = None if backend.name == "sim" else CommandBuilder(settings.run_dir)
     return Runner.create(store, backend, predictor=kind, predictor_params=params, seed=settings.seed,
                          asa_timing=settings.asa_timing, build_command=builder, idle_price=settings.idle_price,
-                         run_dir="" if backend.name == "sim" else str(settings.run_dir))
+                         run_dir="" if backend.name == "sim" else str(settings.run_dir),
+                         placement=settings.placement)
 
 
 @dataclass

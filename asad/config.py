@@ -32,6 +32,10 @@ class Settings:
     asa_timing: str = "daemon"  # daemon | begin
     # auto strategy, where age counts: makespan seconds one idle core-second costs (docs/asa.md)
     idle_price: float = DEFAULT_IDLE_PRICE
+    # a stage that names several partitions: "slurm" submits it to all of them (-p a,b) and lets
+    # Slurm start it in the first that can; "turnaround" / "reassign" pick one by Q-learning
+    # (asad/sizing/placement.py). "slurm" won on the Slurm-like simulator (docs/results/sizing.md).
+    placement: str = "slurm"
     seed: int = 0
     sim_preset: str = "small"
     sim_load: float | None = None
@@ -56,8 +60,9 @@ _ENV = {
     "ASAD_STATE_DIR": "state_dir", "ASAD_DB_URL": "db_url", "ASAD_BACKEND": "backend",
     "ASAD_POLL_INTERVAL": "poll_interval_s", "ASAD_PREDICTOR": "predictor", "ASAD_SEED": "seed",
     "ASAD_SIM_PRESET": "sim_preset", "ASAD_SIM_SPEED": "sim_speed", "ASAD_ASA_TIMING": "asa_timing",
-    "ASAD_IDLE_PRICE": "idle_price",
+    "ASAD_IDLE_PRICE": "idle_price", "ASAD_PLACEMENT": "placement",
 }
+PLACEMENTS = ("slurm", "turnaround", "reassign")
 
 
 def load_settings(overrides: dict | None = None, config_file: Path | None = None) -> Settings:
@@ -92,4 +97,7 @@ def _apply(settings: Settings, data: dict, origin: str) -> None:
                 value = int(value)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{origin}: setting {key!r} = {value!r} has the wrong type ({exc})") from exc
+        if key == "placement" and value not in PLACEMENTS:
+            raise ConfigError(f"{origin}: setting 'placement' = {value!r} is unknown; use one of "
+                              f"{', '.join(PLACEMENTS)}")
         setattr(settings, key, value)

@@ -39,7 +39,7 @@ class EngineConfig:
     default_partition: str = ""
     run_dir: str = ""  # real clusters: jobs' output files go to <run_dir>/<workflow id>/, not the workdir
     default_sizing: str = "sizey-like"
-    placement: str = "turnaround"  # a stage with several partitions: ReASSIGN variant, or "slurm" (-p a,b)
+    placement: str = "slurm"  # a stage with several partitions: "slurm" (-p a,b), or a ReASSIGN variant
     # The default strategy's price of idling: makespan seconds one idle core-second costs (see
     # asad.strategies.auto). Chosen on training seeds to keep idle overhead near 2% of core-hours.
     idle_price: float = DEFAULT_IDLE_PRICE

@@ -1,8 +1,12 @@
-"""A stage that lists several partitions is placed by the ReASSIGN agent, which learns from outcomes."""
+"""A stage that lists several partitions goes to all of them (``-p a,b``) by default; with
+``placement = "turnaround"`` the ReASSIGN-style agent places it and learns from outcomes."""
 
 from __future__ import annotations
 
+import pytest
+
 from asad.app import run_in_process
+from asad.config import ConfigError, Settings, load_settings
 from asad.slurm.sim import make_simulator
 from asad.spec import parse_workflow
 from asad.store.repo import Store
@@ -22,13 +26,33 @@ stages:
 """
 
 
+def test_by_default_slurm_chooses_among_the_stages_partitions(db_url):
+    store = Store(db_url)
+    try:
+        sim = make_simulator("two-speed", load=0.0, seed=0)
+        (summary,) = run_in_process(store, sim, [parse_workflow(WF)])
+        (wf,) = store.load_workflows()
+        rows = store.learners("placement")
+    finally:
+        store.close()
+    assert summary["state"] == "COMPLETED"
+    assert wf.jobs[0].request.partition == "fast,slow" and not rows
+
+
+def test_placement_setting_is_checked(tmp_path):
+    none = tmp_path / "config.toml"
+    assert load_settings({"placement": "turnaround"}, config_file=none).placement == "turnaround"
+    with pytest.raises(ConfigError, match="placement.*unknown; use one of slurm, turnaround, reassign"):
+        load_settings({"placement": "fastest"}, config_file=none)
+
+
 def test_multi_partition_stage_is_placed_and_learned(db_url):
     store = Store(db_url)
     placed = []
     try:
         for seed in range(4):
             sim = make_simulator("two-speed", load=0.0, seed=seed)
-            (summary,) = run_in_process(store, sim, [parse_workflow(WF)])
+            (summary,) = run_in_process(store, sim, [parse_workflow(WF)], settings=Settings(placement="turnaround"))
             assert summary["state"] == "COMPLETED"
         for wf in store.load_workflows():
             placed.append(wf.jobs[0].request.partition)
