@@ -3,7 +3,8 @@ statuses already applied) and ``now``, it decides what to submit and cancel, upd
 stages' lifecycle, and says when it next wants to be called.
 
 It never reads the clock, never sleeps and never calls Slurm: the runner does that with
-what the engine returns, so the same engine runs on virtual time in the simulator.
+what the engine returns, so the same engine runs on virtual time in the simulator. What it
+consults (its configuration, the learners, a stage's Slurm request) is ``asad.context``.
 """
 
 from __future__ import annotations
