@@ -9,6 +9,8 @@ from pathlib import Path
 
 # auto strategy: makespan seconds one idle core-second costs; tuned on training seeds (docs/asa.md §10)
 DEFAULT_IDLE_PRICE = 0.3
+PLACEMENTS = ("slurm", "turnaround", "reassign")  # the first is the default
+DEFAULT_PLACEMENT = PLACEMENTS[0]
 
 
 class ConfigError(Exception):
@@ -35,7 +37,7 @@ class Settings:
     # a stage that names several partitions: "slurm" submits it to all of them (-p a,b) and lets
     # Slurm start it in the first that can; "turnaround" / "reassign" pick one by Q-learning
     # (asad/sizing/placement.py). "slurm" won on the Slurm-like simulator (docs/results/sizing.md).
-    placement: str = "slurm"
+    placement: str = DEFAULT_PLACEMENT
     seed: int = 0
     sim_preset: str = "small"
     sim_load: float | None = None
@@ -62,7 +64,6 @@ _ENV = {
     "ASAD_SIM_PRESET": "sim_preset", "ASAD_SIM_SPEED": "sim_speed", "ASAD_ASA_TIMING": "asa_timing",
     "ASAD_IDLE_PRICE": "idle_price", "ASAD_PLACEMENT": "placement",
 }
-PLACEMENTS = ("slurm", "turnaround", "reassign")
 
 
 def load_settings(overrides: dict | None = None, config_file: Path | None = None) -> Settings:

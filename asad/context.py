@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from asad.arrays import DEFAULT_MAX_ARRAY_SIZE
-from asad.config import DEFAULT_IDLE_PRICE
+from asad.config import DEFAULT_IDLE_PRICE, DEFAULT_PLACEMENT
 from asad.learn.geometry import GeometryKeyConfig, request_key
 from asad.learned import Learned
 from asad.model import JobRecord, StageRun, StageState, WorkflowRun
@@ -39,7 +39,7 @@ class EngineConfig:
     default_partition: str = ""
     run_dir: str = ""  # real clusters: jobs' output files go to <run_dir>/<workflow id>/, not the workdir
     default_sizing: str = "sizey-like"
-    placement: str = "slurm"  # a stage with several partitions: "slurm" (-p a,b), or a ReASSIGN variant
+    placement: str = DEFAULT_PLACEMENT  # several partitions: "slurm" (-p a,b), or a ReASSIGN variant
     # The default strategy's price of idling: makespan seconds one idle core-second costs (see
     # asad.strategies.auto). Chosen on training seeds to keep idle overhead near 2% of core-hours.
     idle_price: float = DEFAULT_IDLE_PRICE

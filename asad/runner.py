@@ -65,8 +65,8 @@ class Runner:
     @classmethod
     def create(cls, store: Store, backend: Backend, *, predictor: str, seed: int = 0, asa_timing: str = "daemon",
                predictor_params: dict | None = None, build_command=None, run_dir: str = "",
-               idle_price: float | None = None, placement: str = "slurm") -> Runner:  # noqa: ANN001
-        from asad.config import DEFAULT_IDLE_PRICE
+               idle_price: float | None = None, placement: str | None = None) -> Runner:  # noqa: ANN001
+        from asad.config import DEFAULT_IDLE_PRICE, DEFAULT_PLACEMENT
         from asad.context import EngineConfig
         from asad.slurm.priority_rules import rules_of
 
@@ -77,7 +77,7 @@ class Runner:
                               default_partition=default, run_dir=run_dir,
                               idle_price=DEFAULT_IDLE_PRICE if idle_price is None else idle_price,
                               max_array_size=getattr(backend, "max_array_size", DEFAULT_MAX_ARRAY_SIZE),
-                              placement=placement)
+                              placement=placement or DEFAULT_PLACEMENT)
         learned = Learned(store.load_learner, predictor, seed=seed, predictor_params=predictor_params)
         return cls(store, backend, Context(config, learned, parts, build_command, rules_of(backend)))
 
