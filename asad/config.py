@@ -11,6 +11,8 @@ from pathlib import Path
 DEFAULT_IDLE_PRICE = 0.3
 PLACEMENTS = ("slurm", "turnaround", "reassign")  # the first is the default
 DEFAULT_PLACEMENT = PLACEMENTS[0]
+# settings that take one of a few words: a typo is refused where it is read, not ignored
+CHOICES = {"placement": PLACEMENTS, "asa_timing": ("daemon", "begin")}
 
 
 class ConfigError(Exception):
@@ -98,7 +100,7 @@ def _apply(settings: Settings, data: dict, origin: str) -> None:
                 value = int(value)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{origin}: setting {key!r} = {value!r} has the wrong type ({exc})") from exc
-        if key == "placement" and value not in PLACEMENTS:
-            raise ConfigError(f"{origin}: setting 'placement' = {value!r} is unknown; use one of "
-                              f"{', '.join(PLACEMENTS)}")
+        if key in CHOICES and value not in CHOICES[key]:
+            raise ConfigError(f"{origin}: setting {key!r} = {value!r} is unknown; use one of "
+                              f"{', '.join(CHOICES[key])}")
         setattr(settings, key, value)

@@ -46,6 +46,15 @@ def test_placement_setting_is_checked(tmp_path):
         load_settings({"placement": "fastest"}, config_file=none)
 
 
+def test_a_mistyped_word_setting_is_refused_with_its_choices(monkeypatch):
+    from tests.test_cli import asad
+
+    monkeypatch.setenv("ASAD_ASA_TIMING", "begni")
+    proc = asad("status", check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "'asa_timing' = 'begni' is unknown; use one of daemon, begin" in proc.stderr, proc.stderr
+
+
 def test_multi_partition_stage_is_placed_and_learned(db_url):
     store = Store(db_url)
     placed = []
