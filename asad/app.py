@@ -55,19 +55,20 @@ def make_runner(settings: Settings, store: Store, backend: Backend) -> Runner:
     return Runner.create(store, backend, predictor=kind, predictor_params=params, seed=settings.seed,
                          asa_timing=settings.asa_timing, build_command=builder, idle_price=settings.idle_price,
                          run_dir="" if backend.name == "sim" else str(settings.run_dir),
-                         placement=settings.placement)
+                         placement=settings.placement, share_jobs=settings.share_jobs)
 
 
 @dataclass
 class CommandBuilder:
     """The batch script of a stage's job on a real cluster: the stage wrapper with the stage's
     command, run folder and (a job submitted without a dependency) the predecessors whose end
-    markers it waits for."""
+    markers it waits for. A shared job (``rides``) runs its stages' wrappers in turn."""
 
     run_dir: Path
     create: bool = True  # False: only write the script (``submit --dry-run`` creates no folder)
 
-    def __call__(self, wf, stage: str, req: JobRequest, barrier: tuple[str, ...] = ()) -> str:  # noqa: ANN001
+    def __call__(self, wf, stage: str, req: JobRequest, barrier: tuple[str, ...] = (),  # noqa: ANN001
+                 rides: tuple[str, ...] = ()) -> str:
         run_dir = self.run_dir / str(wf.id)
         if self.create:
             run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -79,10 +80,13 @@ class CommandBuilder:
             for s in wf.spec.topo_order():
                 lines += self._stage_lines(wf, s, srun=True, barrier=())
             return "\n".join(lines) + "\n"
-        lines += self._stage_lines(wf, stage, srun=False, barrier=barrier)
+        for k, name in enumerate((stage, *rides)):
+            lines += self._stage_lines(wf, name, srun=False, barrier=barrier if k == 0 else (),
+                                       last=k == len(rides))
         return "\n".join(lines) + "\n"
 
-    def _stage_lines(self, wf, stage: str, *, srun: bool, barrier: tuple[str, ...]) -> list[str]:  # noqa: ANN001
+    def _stage_lines(self, wf, stage: str, *, srun: bool, barrier: tuple[str, ...],  # noqa: ANN001
+                     last: bool = True) -> list[str]:
         s = wf.spec.stage(stage)
         # an array's tasks each keep their own markers and log: <stage>.<task id>.log
         name = shlex.quote(stage) + ('."$SLURM_ARRAY_TASK_ID"' if s.array is not None and not srun else "")
@@ -96,6 +100,8 @@ class CommandBuilder:
         if srun:
             size = f"--nodes={s.nodes} --ntasks={s.ntasks} --cpus-per-task={s.cpus_per_task} --exact"
             return [*setup, f"{prefix} srun {size} {shlex.quote(str(WRAPPER))} || exit $?"]
+        if not last:  # a shared job: the next stage runs only if this one succeeded
+            return [*setup, f"{prefix} {shlex.quote(str(WRAPPER))} || exit $?"]
         return [*setup, f"exec {prefix} {shlex.quote(str(WRAPPER))}"]
 
 

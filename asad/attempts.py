@@ -54,13 +54,14 @@ def attempts_by_stage(wf: WorkflowRun) -> dict[str, list[Attempt]]:
     jobs: dict[str, list[JobRecord]] = {}
     for j in wf.jobs:
         if j.phase is not JobPhase.ABANDONED:
-            jobs.setdefault(j.stage, []).append(j)
+            for stage in j.stages:  # a shared job is an attempt of every stage it ran
+                jobs.setdefault(stage, []).append(j)
     return {stage: _attempts(js) for stage, js in jobs.items()}
 
 
 def stage_attempts(wf: WorkflowRun, stage: str) -> list[Attempt]:
     """The stage's attempts, oldest first (intents that never reached Slurm are left out)."""
-    return _attempts([j for j in wf.jobs if j.stage == stage and j.phase is not JobPhase.ABANDONED])
+    return _attempts([j for j in wf.jobs if stage in j.stages and j.phase is not JobPhase.ABANDONED])
 
 
 _FOLD_ORDER = ("OUT_OF_MEMORY", "TIMEOUT", "FAILED", "NODE_FAIL", "CANCELLED", "RUNNING", "PENDING")

@@ -40,6 +40,9 @@ class Settings:
     # Slurm start it in the first that can; "turnaround" / "reassign" pick one by Q-learning
     # (asad/sizing/placement.py). "slurm" won on the Slurm-like simulator (docs/results/sizing.md).
     placement: str = DEFAULT_PLACEMENT
+    # the default strategy runs adjacent stages of one shape in one job: the later ones wait in no
+    # queue, and no core idles (asad/strategies/share.py)
+    share_jobs: bool = True
     seed: int = 0
     sim_preset: str = "small"
     sim_load: float | None = None
@@ -64,7 +67,7 @@ _ENV = {
     "ASAD_STATE_DIR": "state_dir", "ASAD_DB_URL": "db_url", "ASAD_BACKEND": "backend",
     "ASAD_POLL_INTERVAL": "poll_interval_s", "ASAD_PREDICTOR": "predictor", "ASAD_SEED": "seed",
     "ASAD_SIM_PRESET": "sim_preset", "ASAD_SIM_SPEED": "sim_speed", "ASAD_ASA_TIMING": "asa_timing",
-    "ASAD_IDLE_PRICE": "idle_price", "ASAD_PLACEMENT": "placement",
+    "ASAD_IDLE_PRICE": "idle_price", "ASAD_PLACEMENT": "placement", "ASAD_SHARE_JOBS": "share_jobs",
 }
 
 

@@ -44,6 +44,8 @@ class EngineConfig:
     # asad.strategies.auto). Chosen on training seeds to keep idle overhead near 2% of core-hours.
     idle_price: float = DEFAULT_IDLE_PRICE
     max_array_size: int = DEFAULT_MAX_ARRAY_SIZE  # Slurm's MaxArraySize: larger arrays go as several jobs
+    # the default strategy runs adjacent stages of one shape in one job (asad.strategies.share)
+    share_jobs: bool = True
 
 
 # The wait quantiles auto's instant is computed from: fine enough for a 112-core stage's 4% level.
@@ -59,8 +61,9 @@ class Context:
         self.learned = learned
         self.partitions = {p.name: p for p in partitions}
         self.priority_rules = priority_rules or PriorityRules()
-        self.build_command = build_command or (lambda wf, stage, req, barrier=(): wf.spec.stage(stage).run
-                                               if stage != BIG_JOB_STAGE else "true")
+        self.build_command = build_command or (
+            lambda wf, stage, req, barrier=(), rides=(): "\n".join(wf.spec.stage(s).run for s in (stage, *rides))
+            if stage != BIG_JOB_STAGE else "true")
 
     # -- estimates -----------------------------------------------------------------------
     def runtime_key(self, wf: WorkflowRun, stage: str) -> str:
@@ -71,9 +74,13 @@ class Context:
         run = wf.stages[stage]
         job = wf.current_job(stage)
         start = run.start_time or (job.start_time if job else None)
-        limit = float(run.time_s or wf.spec.stage(stage).time_s)
-        run.est_runtime_s = self.learned.runtime(self.runtime_key(wf, stage)).estimate(limit)
+        run.est_runtime_s = self.expected_runtime(wf, stage)
         return (start or 0.0) + run.est_runtime_s
+
+    def expected_runtime(self, wf: WorkflowRun, stage: str) -> float:
+        """The stage's learned run time (its time limit until learned)."""
+        limit = float(wf.stages[stage].time_s or wf.spec.stage(stage).time_s)
+        return self.learned.runtime(self.runtime_key(wf, stage)).estimate(limit)
 
     def geometry_key(self, req: JobRequest) -> str:
         if not req.partition and self.config.default_partition:
@@ -217,6 +224,26 @@ class Context:
             part = self.partition_of(wf, stage)
             mem = (part.mem_per_node_mb // max(1, part.cpus_per_node)) * s.cpus if part else 1024 * s.cpus
         return SizeRequest(cpus=s.cpus, mem_mb=int(mem), time_s=int(s.time_s))
+
+    def stage_marks(self, wf: WorkflowRun, job: JobRecord) -> list[tuple[float, float]] | None:
+        """A shared job's stages that finished in it, from the stage wrappers' markers
+        (``<stage>.start``: "<epoch> <host> <job id>", ``<stage>.end``: "<exit code> <epoch>"):
+        (start, end) of each, in order, up to the first that did not end with exit 0 in this job.
+        None where there are no markers (the simulator)."""
+        if not self.config.run_dir or job.job_id is None:
+            return None
+        folder = Path(self.config.run_dir) / str(wf.id)
+        out: list[tuple[float, float]] = []
+        for stage in job.stages:
+            try:
+                started = (folder / f"{stage}.start").read_text().split()
+                ended = (folder / f"{stage}.end").read_text().split()
+                if started[2] != str(job.job_id) or ended[0] != "0":
+                    break
+                out.append((float(started[0]), float(ended[1])))
+            except (OSError, IndexError, ValueError):
+                break
+        return out
 
     def input_bytes(self, wf: WorkflowRun, stage: str) -> float | None:
         patterns = wf.spec.stage(stage).inputs

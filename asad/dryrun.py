@@ -87,7 +87,8 @@ def dry_run(spec, settings, backend: Backend, *, strategy: str, mode: str) -> st
             runner = Runner.create(store, recorder, predictor=kind, predictor_params=params, seed=settings.seed,
                                    asa_timing=settings.asa_timing, build_command=builder,
                                    idle_price=settings.idle_price,
-                                   run_dir="" if backend.name == "sim" else str(settings.run_dir))
+                                   run_dir="" if backend.name == "sim" else str(settings.run_dir),
+                                   placement=settings.placement, share_jobs=settings.share_jobs)
             if real_store is not None:
                 runner.ctx.learned = Learned(real_store.load_learner, kind, seed=settings.seed, predictor_params=params)
             store.add_workflow(spec, recorder.now(), strategy=strategy, mode=mode)

@@ -19,6 +19,7 @@ from asad.sizing.retry import retry_memory_mb, retry_time_s
 from asad.slurm.backend import JobRequest, JobState
 from asad.strategies import STRATEGIES
 from asad.strategies.asa import too_early
+from asad.strategies.share import finished_stages, riders, shared_request
 from asad.strategies.base import SubmitAt, SubmitNow
 
 __all__ = ["BIG_JOB_STAGE", "Context", "Decisions", "Engine", "EngineConfig"]
@@ -91,8 +92,8 @@ class Engine:
     def _follow_stage(self, wf: WorkflowRun, name: str, run: StageRun, now: float, out: Decisions) -> None:
         """Move a stage along with its current job's state."""
         job = wf.job(run.job_row)
-        if job is None or job.phase is JobPhase.SUBMITTING:
-            return
+        if job is None or job.phase is JobPhase.SUBMITTING or name != job.stage:
+            return  # a stage that rides in a shared job follows it with the job's first stage
         array = wf.spec.stage(name).array_spec
         if array is not None:
             chunks = wf.current_jobs(name)
@@ -117,16 +118,13 @@ class Engine:
                 # resubmit now rather than idle the workflow until then.
                 out.cancel.append(job)
                 job.cancelled_by_asad = True
-                run.state, run.job_row = StageState.WAITING, None
-                run.message = "predecessors ended before the planned --begin; resubmitted"
-                out.dirty_stages.append(run)
+                self._release(wf, job, out, "predecessors ended before the planned --begin; resubmitted")
                 return
             if job.reason == "DependencyNeverSatisfied" and not self._predecessor_ending(wf, name, [job]):
                 # A predecessor failed; if it is being retried, resubmit against the new attempt.
                 out.cancel.append(job)
                 job.cancelled_by_asad = True
-                run.state, run.job_row = StageState.WAITING, None
-                out.dirty_stages.append(run)
+                self._release(wf, job, out)
             return
         if job.state is JobState.RUNNING:
             if run.state is not StageState.RUNNING:
@@ -145,6 +143,8 @@ class Engine:
             return
         # final
         run.end_time = job.end_time
+        if job.rides:
+            return self._shared_job_ended(wf, job, now, out)
         if not job.cancelled_by_asad and job.state is not JobState.CANCELLED:
             agent = self.ctx.sizing_agent(wf, name)
             if agent is not None:
@@ -164,6 +164,40 @@ class Engine:
         if job.cancelled_by_asad:
             return
         self._stage_failed(wf, name, run, job, now, out)
+
+    def _release(self, wf: WorkflowRun, job: JobRecord, out: Decisions, message: str | None = None) -> None:
+        """Every stage of ``job`` (one, or a shared job's) waits again, for a job of its own."""
+        for name in job.stages:
+            run = wf.stages[name]
+            if run.job_row == job.row_id:
+                run.state, run.job_row, run.start_time, run.end_time = StageState.WAITING, None, None, None
+                if message is not None:
+                    run.message = message
+                out.dirty_stages.append(run)
+
+    def _shared_job_ended(self, wf: WorkflowRun, job: JobRecord, now: float, out: Decisions) -> None:
+        """A shared job's end: the stages it finished complete; the first it did not finish is
+        charged with the job's end (its retry rules apply), and the rest wait for jobs of their own."""
+        if job.cancelled_by_asad and job.state is not JobState.COMPLETED:
+            return
+        times, measured = finished_stages(wf, job, self.ctx)
+        for name, (start, end) in zip(job.stages, times):
+            run = wf.stages[name]
+            run.state, run.start_time, run.end_time = StageState.COMPLETED, start, end
+            if measured:  # an estimated split would only teach the run-time learner its own guess
+                self.ctx.learned.observe_runtime(self.ctx.runtime_key(wf, name), end - start)
+            out.dirty_stages.append(run)
+        if len(times) == len(job.stages):
+            return
+        failed = job.stages[len(times)]
+        for name in job.stages[len(times) + 1:]:
+            run = wf.stages[name]
+            run.state, run.job_row, run.start_time, run.end_time = StageState.WAITING, None, None, None
+            run.message = f"{failed} ended its shared job ({job.state.value}); runs in a job of its own"
+            out.dirty_stages.append(run)
+        run = wf.stages[failed]
+        run.start_time, run.end_time = (times[-1][1] if times else job.start_time), job.end_time
+        self._stage_failed(wf, failed, run, job, now, out)
 
     def _follow_chunks(self, wf: WorkflowRun, name: str, run: StageRun, chunks: list[JobRecord], now: float,
                        out: Decisions) -> None:
@@ -210,7 +244,7 @@ class Engine:
         spec = wf.spec.stage(name)
         part = self.ctx.partitions.get(job.partition or spec.partition.split(",")[0] or "")
         # Attempts before an ``asad resume`` (numbered up to ``retry_from``) used up their own budget.
-        since = [j for j in wf.jobs if j.stage == name and j.attempt > run.retry_from]
+        since = [j for j in wf.jobs if name in j.stages and j.attempt > run.retry_from]
         # per attempt, not per job: an array stage's attempt may be several array jobs
         attempts_of = list({j.attempt: j for j in since if j.state is job.state and not j.cancelled_by_asad}.values())
         if job.state is JobState.OUT_OF_MEMORY and len(attempts_of) <= spec.max_oom_retries:
@@ -259,7 +293,7 @@ class Engine:
             if run.state.is_final:
                 continue
             job = wf.job(run.job_row)
-            if job is not None and job.phase is not JobPhase.DONE and not job.state.is_final:
+            if job is not None and job.phase is not JobPhase.DONE and not job.state.is_final and job not in out.cancel:
                 out.cancel.append(job)
             run.state = StageState.CANCELLED
             out.dirty_stages.append(run)
@@ -328,7 +362,11 @@ class Engine:
         barrier_ids = tuple(wf.current_job(p).job_id for p in plan.barrier_on)
         req = self.ctx.request_for(wf, name, plan, dep_ids, barrier_ids)
         req = self.ctx.place(wf, name, run, req)
-        req = _with_command(req, self.ctx.build_command(wf, name, req, barrier=plan.barrier_on))
+        rides = tuple(riders(wf, name, req, self.ctx))
+        if rides:
+            req = shared_request(req, [self.ctx.request_for(wf, r) for r in rides])
+        req = _with_command(req, self.ctx.build_command(wf, name, req, barrier=plan.barrier_on,
+                                                        **({"rides": rides} if rides else {})))
         # Set only when the stage was planned against running predecessors; a plan overtaken by an
         # early end keeps the estimate it was made with (and is scored by it).
         est = plan.est_wait_s if plan.est_wait_s is not None else (
@@ -343,14 +381,22 @@ class Engine:
             job = JobRecord(row_id=None, workflow_id=wf.id, stage=name, attempt=run.attempt, tag=creq.comment,
                             phase=JobPhase.SUBMITTING, request=creq, geometry_key=self.ctx.geometry_key(req),
                             est_wait_s=est, planned_start=plan.planned_start,
-                            wait_told=self.ctx.learned.wait_told(self.ctx.geometry_key(req)))
+                            wait_told=self.ctx.learned.wait_told(self.ctx.geometry_key(req)), rides=rides)
             wf.jobs.append(job)
             out.submit.append(job)
         run.state = StageState.SUBMITTED
         run.planned_submit_at = None
         run.est_wait_s = est
-        run.plan_why = plan.why
+        run.plan_why = plan.why + (f"; {', '.join(rides)} run in the same job after it (one shape: no queue "
+                                   "wait between them, no idle core)" if rides else "")
         out.dirty_stages.append(run)
+        for prev, rider in zip((name, *rides), rides):
+            rrun = wf.stages[rider]
+            rrun.attempt += 1
+            rrun.state, rrun.planned_submit_at, rrun.est_wait_s = StageState.SUBMITTED, None, None
+            rrun.plan_why = (f"runs in {name}'s job right after {prev}: the same shape, so it waits in no queue "
+                             "of its own")
+            out.dirty_stages.append(rrun)
 
     def _decide_big_job(self, wf: WorkflowRun, now: float, out: Decisions) -> None:
         job = wf.jobs[-1] if wf.jobs else None

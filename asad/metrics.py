@@ -31,6 +31,7 @@ def summarize(wf: WorkflowRun) -> dict:
         spec = wf.spec.stage(name)
         job = wf.current_job(name) if not big else (wf.jobs[-1] if wf.jobs else None)
         preds = wf.spec.predecessors(name)
+        rides = job is not None and name != job.stage and name in job.rides  # in a shared job, after its head
         pred_end = max((wf.stages[p].end_time or 0.0) for p in preds) if preds else wf.created_at
         perceived = None
         if run.start_time is not None:
@@ -38,7 +39,7 @@ def summarize(wf: WorkflowRun) -> dict:
         if big and preds:
             perceived = 0.0
         idle_s = 0.0
-        if job is not None and job.start_time is not None and run.start_time is not None and not big:
+        if job is not None and job.start_time is not None and run.start_time is not None and not big and not rides:
             idle_s = max(0.0, run.start_time - job.start_time)
         if run.state is StageState.COMPLETED and run.start_time is not None and run.end_time is not None:
             used_core_s += spec.cpus * (run.end_time - run.start_time)
@@ -60,7 +61,7 @@ def summarize(wf: WorkflowRun) -> dict:
             # a stage cancelled with the workflow ended then (its job is no longer polled)
             "end": run.end_time if run.end_time is not None or run.state is not StageState.CANCELLED or job is None
             else (job.end_time or wf.ended_at),
-            "wait_s": (job.wait_s if job and (not big or not preds) else 0.0) if job else None,
+            "wait_s": (job.wait_s if job and (not big or not preds) and not rides else 0.0) if job else None,
             "perceived_wait_s": perceived,
             "idle_s": idle_s,
             "est_wait_s": job.est_wait_s if job else None,

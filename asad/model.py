@@ -79,6 +79,14 @@ class JobRecord:
     # what the wait learner told this job at submission (asad.learn.experts.Told, as JSON), handed
     # back with its wait so the quantiles are checked against what was said, not what is said now
     wait_told: list | None = None
+    # a shared job (asad.strategies.share): the stages that run after ``stage`` inside this job, in
+    # order; each of them points at this job as its current one
+    rides: tuple[str, ...] = ()
+
+    @property
+    def stages(self) -> tuple[str, ...]:
+        """Every stage this job runs, in order."""
+        return (self.stage, *self.rides)
 
     def apply_status(self, st: JobStatus) -> bool:
         """Copy a fresh status in; return whether anything the engine cares about changed."""

@@ -65,7 +65,8 @@ class Runner:
     @classmethod
     def create(cls, store: Store, backend: Backend, *, predictor: str, seed: int = 0, asa_timing: str = "daemon",
                predictor_params: dict | None = None, build_command=None, run_dir: str = "",
-               idle_price: float | None = None, placement: str | None = None) -> Runner:  # noqa: ANN001
+               idle_price: float | None = None, placement: str | None = None,
+               share_jobs: bool = True) -> Runner:  # noqa: ANN001
         from asad.config import DEFAULT_IDLE_PRICE, DEFAULT_PLACEMENT
         from asad.context import EngineConfig
         from asad.slurm.priority_rules import rules_of
@@ -77,7 +78,7 @@ class Runner:
                               default_partition=default, run_dir=run_dir,
                               idle_price=DEFAULT_IDLE_PRICE if idle_price is None else idle_price,
                               max_array_size=getattr(backend, "max_array_size", DEFAULT_MAX_ARRAY_SIZE),
-                              placement=placement or DEFAULT_PLACEMENT)
+                              placement=placement or DEFAULT_PLACEMENT, share_jobs=share_jobs)
         learned = Learned(store.load_learner, predictor, seed=seed, predictor_params=predictor_params)
         return cls(store, backend, Context(config, learned, parts, build_command, rules_of(backend)))
 
@@ -342,7 +343,7 @@ class Runner:
             linked = []
             for run in wf.stages.values():
                 if run.state is StageState.SUBMITTED and run.job_row is None and \
-                        job.stage in (run.name, "*"):
+                        (job.stage in (run.name, "*") or run.name in job.rides):
                     run.job_row = job.row_id
                     linked.append(run)
             if first:
@@ -393,8 +394,9 @@ class Runner:
         if siblings:
             self.store.commit()
             self.backend.cancel([j.job_id for j in siblings if j.job_id is not None])
-        stage = wf.stages.get(job.stage)
-        if stage is not None:
+        for stage in (wf.stages.get(name) for name in job.stages):  # a shared job's riders too
+            if stage is None:
+                continue
             stage.state, stage.job_row, stage.planned_submit_at = StageState.WAITING, None, until
             stage.message = f"the site's limit on queued jobs was reached ({exc.slurm_message.strip()}); submitting again later"
             self.store.save_stage(stage)

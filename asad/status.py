@@ -136,8 +136,15 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
             and not run.state.is_final else None
         if started is not None:
             st = "R"
+        # a stage riding in a shared job waits for the stages before it in that job: it runs once its
+        # wrapper has written its own allocation marker (or the daemon saw it run: the job ended)
+        in_turn = job is not None and name != job.stage and name in job.rides and not run.state.is_final
+        if in_turn:
+            started = _alloc_marker(job, name) if job.state.value == "RUNNING" else None
+            st = "R" if started is not None else ("PD" if not job.state.is_final else st)
         # squeue's TIME: how long the job has run; 0:00 while it pends, frozen once it (or its stage) ended
-        start = job.start_time if job is not None and job.start_time is not None else (started or (None,))[0]
+        start = job.start_time if job is not None and job.start_time is not None and not in_turn \
+            else (started or (None,))[0]
         end = (job.end_time or run.end_time or (wf.ended_at if run.state.is_final else None)) if job else None
         if start is None:
             elapsed = None
@@ -150,6 +157,8 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
         reason = ""
         if started is not None:
             reason = started[1]
+        elif in_turn and st == "PD":
+            reason = f"(SharedJob:{job.stage})"
         elif job is not None and job.state.value == "PENDING" and not run.state.is_final:
             reason = f"({job.reason or 'None'})"
         elif job is not None and job.state.value == "RUNNING" and not run.state.is_final:
@@ -405,9 +414,15 @@ def render_explain(wf: WorkflowRun, stage: str | None, as_json: bool = False) ->
         spec = wf.spec.stage(name)
         job = wf.current_job(name)
         req = job.request if job else None
-        items.append({"stage": name, "cpus": req.cpus if req else spec.cpus,
-                      "mem_mb": req.total_mem_mb() if req else spec.total_mem_mb(),
-                      "time_s": req.time_limit_s if req else spec.time_s,
+        shared = None
+        if job is not None and job.rides:  # the job's request is the whole shared job's: show the stage's own
+            shared = (f"one job ({job.job_id if job.job_id is not None else 'not yet submitted'}) runs "
+                      f"{', '.join(job.stages)} in turn: {format_duration(req.time_limit_s)} in all, "
+                      f"{format_mem(req.total_mem_mb())}")
+            req = None
+        items.append({"stage": name, "cpus": req.cpus if req else (run.cpus or spec.cpus),
+                      "mem_mb": req.total_mem_mb() if req else (run.mem_mb or spec.total_mem_mb()),
+                      "time_s": req.time_limit_s if req else (run.time_s or spec.time_s), "shared_job": shared,
                       "user_cpus": spec.cpus, "user_mem_mb": spec.total_mem_mb(), "user_time_s": spec.time_s,
                       "why": run.size_why or "the workflow file's values (no sizing agent has decided yet)",
                       "when": run.plan_why, "message": run.message,
@@ -423,6 +438,8 @@ def render_explain(wf: WorkflowRun, stage: str | None, as_json: bool = False) ->
         lines.append(f"    {it['why']}")
         if it["when"]:
             lines.append(f"    when: {it['when']}")
+        if it["shared_job"]:
+            lines.append(f"    shared job: {it['shared_job']}")
         if it["message"]:
             lines.append(f"    last event: {it['message']}")
         if len(it["attempts"]) > 1:

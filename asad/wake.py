@@ -87,6 +87,8 @@ def end_markers(runner, run_dir: Path) -> list[tuple[Path, int]]:  # noqa: ANN00
                     wf.strategy == "big-job" and name != last):
                 continue  # a big job's stages share one job: its last stage's marker is its end
             job = wf.current_job(name)
+            if job is not None and job.rides and name != job.stage:
+                continue  # a shared job: watched once, by its last stage's marker (its end)
             if job is not None and job.phase is JobPhase.LIVE and job.job_id is not None:
-                out.append((Path(run_dir) / str(wf.id) / f"{name}.end", job.job_id))
+                out.append((Path(run_dir) / str(wf.id) / f"{job.stages[-1]}.end", job.job_id))
     return out

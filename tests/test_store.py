@@ -106,13 +106,13 @@ def test_a_store_of_schema_1_is_migrated_and_keeps_its_rows(tmp_path):
     store.close()
     with sqlite3.connect(path) as conn:  # as schema 1 wrote it
         for table, column in (("stages", "plan_why"), ("stages", "retry_from"), ("jobs", "array_tasks"),
-                              ("jobs", "wait_told")):
+                              ("jobs", "wait_told"), ("jobs", "rides")):
             conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
         conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     store = Store(url)
     (loaded,) = store.load_workflows([wf.id])
     (job,) = loaded.jobs
-    assert job.tag == "t1" and job.wait_told is None and job.array_tasks is None
+    assert job.tag == "t1" and job.wait_told is None and job.array_tasks is None and job.rides == ()
     job.wait_told = [1.5, "0", [0.1] * 7]
     store.save_job(job)
     store.commit()

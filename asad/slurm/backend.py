@@ -83,6 +83,9 @@ class SimTruth:
     wait_for: tuple[int, ...] = ()
     exit_code: int = 0  # non-zero: the job ends FAILED with this code after runtime_s
     fail_tasks: tuple[int, ...] = ()  # an array job: these task indices end FAILED (exit 1)
+    # a shared job (asad.strategies.share): its stages one after another, each (run time, peak
+    # memory, exit code); the job ends where the first of them runs out of memory or fails
+    phases: tuple[tuple[float, float | None, int], ...] = ()
 
 
 @dataclass(frozen=True)

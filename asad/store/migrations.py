@@ -18,6 +18,7 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {
     2: lambda conn: (conn.execute(text("ALTER TABLE stages ADD COLUMN retry_from INTEGER DEFAULT 0")),
                      conn.execute(text("ALTER TABLE jobs ADD COLUMN array_tasks JSON"))),
     3: lambda conn: conn.execute(text("ALTER TABLE jobs ADD COLUMN wait_told JSON")),
+    4: lambda conn: conn.execute(text("ALTER TABLE jobs ADD COLUMN rides JSON")),
 }
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 
 class Base(DeclarativeBase):
@@ -91,6 +91,8 @@ class JobRow(Base):
     cancelled_by_asad: Mapped[bool] = mapped_column(Boolean, default=False)
     array_tasks: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # an array job's tasks per state
     wait_told: Mapped[list | None] = mapped_column(JSON, nullable=True)  # what the wait learner told it
+    # the stages that run after ``stage`` inside this same job (a shared job: asad.strategies.share)
+    rides: Mapped[list | None] = mapped_column(JSON, nullable=True)
 
 
 class WaitObservation(Base):

@@ -174,7 +174,7 @@ class Store:
         values = {f: getattr(job, f) for f in _JOB_FIELDS}
         values.update(workflow_id=job.workflow_id, stage=job.stage, attempt=job.attempt, tag=job.tag,
                       phase=job.phase.value, request=request_to_dict(job.request), geometry_key=job.geometry_key,
-                      state=job.state.value)
+                      state=job.state.value, rides=list(job.rides) or None)
         res = self._guard_result(lambda: self.session.connection().execute(_JOBS.insert(), values))
         job.row_id = int(res.inserted_primary_key[0])
         return job.row_id
@@ -260,7 +260,7 @@ class Store:
 def _job_from_row(j: JobRow) -> JobRecord:
     job = JobRecord(row_id=j.id, workflow_id=j.workflow_id, stage=j.stage, attempt=j.attempt, tag=j.tag,
                     phase=JobPhase(j.phase), request=request_from_dict(j.request), geometry_key=j.geometry_key,
-                    state=JobState(j.state))
+                    state=JobState(j.state), rides=tuple(j.rides or ()))
     for f in _JOB_FIELDS:
         setattr(job, f, getattr(j, f))
     return job

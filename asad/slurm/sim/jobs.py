@@ -25,7 +25,7 @@ class SimJob:
         "dep_time", "runtime_s", "peak_mem_mb", "cpu_efficiency", "wait_for", "barrier_left",
         "work_start", "background", "alloc_nodes", "slots", "token", "sort_key", "queued",
         "exit_code", "signal", "seen_pass", "res_time_min", "dependents", "user", "accrue_time",
-        "fail_code", "assoc", "begin_accrue",
+        "fail_code", "assoc", "begin_accrue", "phases",
     )
 
     def __init__(self, job_id: int, name: str, parts: list[PartitionState], nodes: int, cpus: int,
@@ -75,6 +75,7 @@ class SimJob:
         # submission and, without accounting limits, a dependency does not clear it (priority.py)
         self.begin_accrue: float | None = None
         self.fail_code = 0  # true exit code: non-zero ends the job FAILED
+        self.phases: tuple = ()  # a shared job's stages in turn: (run time, peak memory, exit code)
         self.assoc = 0  # fair-share user association (index into the scheduler's FairTree)
 
     @property

@@ -147,6 +147,7 @@ class Simulator:
             job.cpu_efficiency = truth.cpu_efficiency
             job.wait_for = tuple(int(j) for j in truth.wait_for)
             job.fail_code = int(truth.exit_code)
+            job.phases = tuple(truth.phases)
         job.begin = req.begin
         job.dependency = req.dependency
         if (req.begin is not None and req.begin > self._now and req.dependency is not None
@@ -472,6 +473,8 @@ class Simulator:
         if work_start == job.start_time:
             work_start += self.config.launch_delay_s
         kill_at = self._kill_time(job)
+        if job.phases:
+            return self._plan_phases(job, work_start, kill_at)
         if job.peak_mem_mb is not None and job.peak_mem_mb > job.mem_total_mb:
             oom_at = work_start + runtime * self.config.oom_time_fraction
             if oom_at < kill_at:
@@ -483,6 +486,23 @@ class Simulator:
             self._plan_end(job, work_start + runtime, JobState.FAILED)
         else:
             self._plan_end(job, work_start + runtime, JobState.COMPLETED)
+
+    def _plan_phases(self, job: SimJob, t: float, kill_at: float) -> None:
+        """A shared job: its stages run in turn; the first that runs out of memory, fails or is
+        still running at the time limit ends the job, as its own job would have ended."""
+        for runtime_s, peak_mb, code in job.phases:
+            runtime = runtime_s / job.part.speed
+            if peak_mb is not None and peak_mb > job.mem_total_mb:
+                oom_at = t + runtime * self.config.oom_time_fraction
+                if oom_at < kill_at:
+                    return self._plan_end(job, oom_at, JobState.OUT_OF_MEMORY)
+            if t + runtime >= kill_at:
+                return self._plan_end(job, kill_at, JobState.TIMEOUT)
+            if code:
+                job.fail_code = int(code)
+                return self._plan_end(job, t + runtime, JobState.FAILED)
+            t += runtime
+        return self._plan_end(job, t, JobState.COMPLETED)
 
     def _plan_end(self, job: SimJob, t: float, state: JobState) -> None:
         job.token += 1

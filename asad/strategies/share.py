@@ -1,0 +1,121 @@
+"""Shared jobs: a run of adjacent stages of one shape goes to Slurm as one job.
+
+When stage B follows only A, only B follows A, and both ask for the same nodes, tasks, CPUs,
+partition, account and QOS, B can run in A's allocation the moment A's command ends: no queue
+wait for B, and no core idles (the allocation is the size B needs). The job asks for the sum of
+the stages' time limits and the largest of their memory requests; its script runs the stages'
+wrappers in turn, each writing its own markers and log.
+
+Only the default strategy shares, and only under the rules that submit with a dependency
+(``chain`` and ``aged-chain``): there a stage's successor would otherwise queue again when it
+ends. The explicit strategies keep one job per stage, so they stay what a user does by hand.
+Only first attempts share: a stage that failed runs again in a job of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from asad.model import JobPhase, JobRecord, StageState
+from asad.slurm.backend import JobRequest, JobState, SimTruth
+
+if TYPE_CHECKING:
+    from asad.context import Context
+    from asad.model import WorkflowRun
+
+SHARING_RULES = ("chain", "aged-chain")
+FINISHED_TOL_S = 1.0  # the simulator's truth: a stage ending this close to the job's end ended it
+
+
+def _shape(req: JobRequest) -> tuple:
+    return (req.nodes, req.ntasks, req.cpus_per_task, req.partition, req.account, req.qos, req.constraint,
+            req.gpus, req.gres, req.exclusive)
+
+
+def riders(wf: WorkflowRun, head: str, head_req: JobRequest, ctx: Context) -> list[str]:
+    """The stages after ``head`` that can run in its job, in order (none: the head runs alone)."""
+    if not ctx.config.share_jobs or wf.strategy != "auto" or ctx.priority_rules.rule not in SHARING_RULES:
+        return []
+    if not _first_attempt(wf, head) or wf.spec.stage(head).array is not None:
+        return []
+    head_options = replace(wf.spec.stage(head).slurm, setup=())
+    part = ctx.partitions.get(head_req.partitions[0] if head_req.partitions else ctx.config.default_partition)
+    max_time = part.max_time_s if part and part.max_time_s else None
+    out: list[str] = []
+    prev, total_s = head, head_req.time_limit_s
+    while True:
+        after = wf.spec.successors(prev)
+        if len(after) != 1 or wf.spec.predecessors(after[0]) != (prev,):
+            return out
+        name = after[0]
+        run, spec = wf.stages[name], wf.spec.stage(name)
+        if (run.state is not StageState.WAITING or not _first_attempt(wf, name) or spec.array is not None
+                or spec.slurm.output is not None or replace(spec.slurm, setup=()) != head_options):
+            return out  # its own Slurm log, mail or node options: only a job of its own gives it them
+        ctx.size_first_attempt(wf, name, run)
+        req = ctx.request_for(wf, name)
+        if _shape(req) != _shape(head_req) or (max_time is not None and total_s + req.time_limit_s > max_time):
+            return out
+        out.append(name)
+        prev, total_s = name, total_s + req.time_limit_s
+
+
+def _first_attempt(wf: WorkflowRun, stage: str) -> bool:
+    """No job that ran ``stage`` ever reached Slurm (an intent lost in a crash, or held back by a
+    site's submit limit, is not an attempt)."""
+    return not any(stage in j.stages and j.phase is not JobPhase.ABANDONED for j in wf.jobs)
+
+
+def shared_request(head_req: JobRequest, rider_reqs: list[JobRequest]) -> JobRequest:
+    """The head's request grown to hold its riders: the time limits summed, the largest memory, and
+    for the simulator the stages' truths played one after another."""
+    reqs = [head_req, *rider_reqs]
+    mems = [r.total_mem_mb() for r in reqs]
+    mem_mb = -(-max(m for m in mems if m is not None) // head_req.nodes) if any(m is not None for m in mems) \
+        else None
+    truth = head_req.truth
+    if all(r.truth is not None for r in reqs):
+        runtime = sum(r.truth.runtime_s for r in reqs)
+        peaks = [r.truth.peak_mem_mb for r in reqs if r.truth.peak_mem_mb is not None]
+        busy = sum(r.truth.runtime_s * r.truth.cpu_efficiency for r in reqs)
+        truth = SimTruth(runtime, max(peaks) if peaks else None, busy / runtime if runtime else 1.0,
+                         wait_for=head_req.truth.wait_for,
+                         phases=tuple((r.truth.runtime_s, r.truth.peak_mem_mb, r.truth.exit_code) for r in reqs))
+    return replace(head_req, time_limit_s=sum(r.time_limit_s for r in reqs), mem_mb=mem_mb, mem_per_cpu_mb=None,
+                   truth=truth)
+
+
+def finished_stages(wf: WorkflowRun, job: JobRecord, ctx: Context) -> tuple[list[tuple[float, float]], bool]:
+    """(start, end) of each stage a final shared job finished, in order, and whether those times
+    were measured. On a real cluster the stage wrappers' markers say it (a stage finished when
+    its own end marker says exit 0 after a start in this job); on the simulator its truth does;
+    a job that completed without either finished every stage, its length shared out by the
+    stages' expected run times (not measured)."""
+    start, end = job.start_time, job.end_time
+    marks = ctx.stage_marks(wf, job)
+    completed = job.state is JobState.COMPLETED
+    if marks is not None and (len(marks) == len(job.stages) or not completed):
+        return marks, True
+    if start is None or end is None:
+        return [], False
+    if all(wf.spec.stage(s).simulate is not None for s in job.stages):
+        lengths = [ctx.request_for(wf, s).truth.runtime_s for s in job.stages]
+        times = _in_turn(start, lengths)
+        if completed:
+            return times, True
+        # the stage that ended the job ended with it (or was cut short): only those before it finished
+        return [t for t in times if t[1] < end - FINISHED_TOL_S], True
+    if not completed:
+        return [], False  # nothing says which stage ended the job: none counts as done
+    lengths = [max(1.0, ctx.expected_runtime(wf, s)) for s in job.stages]
+    scale = (end - start) / sum(lengths)
+    return _in_turn(start, [length * scale for length in lengths]), False
+
+
+def _in_turn(start: float, lengths: list[float]) -> list[tuple[float, float]]:
+    out, t = [], start
+    for length in lengths:
+        out.append((t, t + length))
+        t += length
+    return out
