@@ -119,6 +119,28 @@ def _alloc_marker(job, stage: str) -> tuple[float, str] | None:  # noqa: ANN001
     return None
 
 
+def _turn_markers(job, stage: str) -> tuple[tuple[float, str] | None, tuple[int, float] | None]:  # noqa: ANN001
+    """A stage's turn in a shared job, from its wrapper's markers of this very job: (start epoch,
+    host) once its command began, (exit code, end epoch) once it ended."""
+    if not job.request.output or job.job_id is None:
+        return None, None
+    folder = os.path.dirname(job.request.output)
+    try:
+        with open(f"{folder}/{stage}.start") as fh:
+            fields = fh.read().split()
+        if len(fields) < 3 or fields[2] != str(job.job_id):
+            return None, None
+        began = (float(fields[0]), fields[1])
+    except (OSError, ValueError):
+        return None, None
+    try:
+        with open(f"{folder}/{stage}.end") as fh:
+            code, epoch = fh.read().split()[:2]
+        return began, (int(code), float(epoch))
+    except (OSError, ValueError):
+        return began, None
+
+
 def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
     out = []
     tries = attempts_by_stage(wf)
@@ -136,28 +158,40 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
             and not run.state.is_final else None
         if started is not None:
             st = "R"
-        # a stage riding in a shared job waits for the stages before it in that job: it runs once its
-        # wrapper has written its own allocation marker (or the daemon saw it run: the job ended)
-        in_turn = job is not None and name != job.stage and name in job.rides and not run.state.is_final
-        if in_turn:
-            started = _alloc_marker(job, name) if job.state.value == "RUNNING" else None
-            st = "R" if started is not None else ("PD" if not job.state.is_final else st)
+        # A shared job runs its stages in turn: each stage's own markers say where it is (its wrapper's
+        # start and end), and a rider whose turn has not come waits in the job.
+        shared = job is not None and bool(job.rides) and not run.state.is_final and not job.state.is_final
+        turn_start = turn_end = None
+        if shared:
+            began, ended = _turn_markers(job, name)
+            if ended is not None:
+                st, turn_start, turn_end = ("CD" if ended[0] == 0 else "F"), (began or (None,))[0], ended[1]
+            elif began is not None:
+                st, started, turn_start = "R", began, began[0]
+            elif name != job.stage:
+                st = "PD"
+        in_turn = shared and name != job.stage and st == "PD"
         # squeue's TIME: how long the job has run; 0:00 while it pends, frozen once it (or its stage) ended
-        start = job.start_time if job is not None and job.start_time is not None and not in_turn \
-            else (started or (None,))[0]
-        end = (job.end_time or run.end_time or (wf.ended_at if run.state.is_final else None)) if job else None
+        if shared or (job is not None and job.rides and run.start_time is not None):
+            start = turn_start if shared else run.start_time
+            end = turn_end if shared else run.end_time
+        else:
+            start = job.start_time if job is not None and job.start_time is not None else (started or (None,))[0]
+            end = (job.end_time or run.end_time or (wf.ended_at if run.state.is_final else None)) if job else None
         if start is None:
             elapsed = None
         elif end is not None:
             elapsed = max(0.0, end - start)
-        elif job.state.is_final or run.state.is_final:
+        elif job is None or job.state.is_final or run.state.is_final:
             elapsed = None
         else:
             elapsed = max(0.0, now - start)
         reason = ""
-        if started is not None:
-            reason = started[1]
-        elif in_turn and st == "PD":
+        if shared and st in ("CD", "F"):
+            pass  # its turn in the shared job is over
+        elif started is not None:
+            reason = job.nodelist if job.state.value == "RUNNING" and job.nodelist else started[1]
+        elif in_turn:
             reason = f"(SharedJob:{job.stage})"
         elif job is not None and job.state.value == "PENDING" and not run.state.is_final:
             reason = f"({job.reason or 'None'})"
