@@ -19,8 +19,8 @@ from asad.sizing.retry import retry_memory_mb, retry_time_s
 from asad.slurm.backend import JobRequest, JobState
 from asad.strategies import STRATEGIES
 from asad.strategies.asa import too_early
-from asad.strategies.share import finished_stages, riders, shared_request
 from asad.strategies.base import SubmitAt, SubmitNow
+from asad.strategies.share import finished_stages, riders, shared_request
 
 __all__ = ["BIG_JOB_STAGE", "Context", "Decisions", "Engine", "EngineConfig"]
 

@@ -184,3 +184,38 @@ def test_status_shows_a_rider_pending_in_its_job_until_its_turn(db_url):
     assert rows["mProjectPP"]["st"] == "R"
     assert rows["mDiffFit"]["st"] == "PD" and rows["mDiffFit"]["reason"] == "(SharedJob:mProjectPP)"
     assert rows["mDiffFit"]["job_id"] == rows["mProjectPP"]["job_id"]
+
+
+def test_the_stage_wrappers_markers_say_which_stages_a_real_shared_job_finished(tmp_path):
+    from asad.context import Context, EngineConfig
+    from asad.learned import Learned
+    from asad.model import JobRecord
+    from asad.slurm.backend import JobState
+    from asad.strategies.share import finished_stages
+
+    spec = parse_workflow("""
+name: two
+stages:
+  - {name: a, cpus: 2, time: 10m, run: "true"}
+  - {name: b, cpus: 2, time: 30m, after: [a], run: "true"}
+""")
+    store = Store(f"sqlite:///{tmp_path}/s.db")
+    wf = store.add_workflow(spec, 0.0, strategy="auto")
+    ctx = Context(EngineConfig(run_dir=str(tmp_path / "runs")), Learned(store.load_learner, ""), [])
+    job = JobRecord(row_id=1, workflow_id=wf.id, stage="a", attempt=1, tag="t", phase=JobPhase.DONE,
+                    request=JobRequest(name="x", command=""), geometry_key="k", job_id=42, rides=("b",),
+                    state=JobState.FAILED, start_time=100.0, end_time=170.0)
+    folder = tmp_path / "runs" / str(wf.id)
+    folder.mkdir(parents=True)
+    (folder / "a.start").write_text("100 n1 42\n")
+    (folder / "a.end").write_text("0 150\n")
+    (folder / "b.start").write_text("150 n1 42\n")
+    (folder / "b.end").write_text("3 170\n")
+    assert finished_stages(wf, job, ctx) == ([(100.0, 150.0)], True)  # b failed: only a finished
+    (folder / "a.start").write_text("100 n1 41\n")  # a marker of another job says nothing of this one
+    assert finished_stages(wf, job, ctx) == ([], True)
+    # a completed job whose markers are missing finished every stage; its length is shared out by
+    # the stages' expected run times (their limits until learned), and that split is not measured
+    job.state = JobState.COMPLETED
+    assert finished_stages(wf, job, ctx) == ([(100.0, 117.5), (117.5, 170.0)], False)
+    store.close()
