@@ -40,9 +40,11 @@ class Settings:
     # Slurm start it in the first that can; "turnaround" / "reassign" pick one by Q-learning
     # (asad/sizing/placement.py). "slurm" won on the Slurm-like simulator (docs/results/sizing.md).
     placement: str = DEFAULT_PLACEMENT
-    # the default strategy runs adjacent stages of one shape in one job: the later ones wait in no
-    # queue, and no core idles (asad/strategies/share.py)
-    share_jobs: bool = True
+    # auto strategy: run adjacent stages of one shape in one job, so the later ones wait in no queue
+    # (asad/strategies/share.py). Off by default: the longer job backfills worse, and on the
+    # Slurm-like simulator under multifactor that cost more makespan than the saved waits
+    # (docs/results/strategies.md, "Shared jobs")
+    share_jobs: bool = False
     seed: int = 0
     sim_preset: str = "small"
     sim_load: float | None = None

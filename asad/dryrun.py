@@ -94,13 +94,15 @@ def dry_run(spec, settings, backend: Backend, *, strategy: str, mode: str) -> st
             store.add_workflow(spec, recorder.now(), strategy=strategy, mode=mode)
             runner.load()
             runner.tick()
+            # a shared job runs several stages (asad/strategies/share.py): its tag names the first
+            rides = {job.tag: job.rides for wf in runner.active.values() for job in wf.jobs if job.rides}
         finally:
             store.close()
             if real_store is not None:
                 real_store.close()
     # an array stage split under MaxArraySize is several sbatch calls: chunk k is "<stage>.c<k>"
     names = {job_id: req.name.rsplit(".", 1)[-1] + _chunk_suffix(req.comment) for job_id, req in recorder.submitted}
-    stages_now = len({req.name for _, req in recorder.submitted})
+    stages_now = len({req.name for _, req in recorder.submitted}) + sum(len(r) for r in rides.values())
     lines = ["#!/bin/bash", f"# asad submit --dry-run: workflow {spec.name}, strategy {strategy}; "
              f"{stages_now} of {len(spec.stages)} stages would be submitted now.",
              "# Nothing was submitted and nothing was stored. The workflow id, its run folder and the",
@@ -113,7 +115,9 @@ def dry_run(spec, settings, backend: Backend, *, strategy: str, mode: str) -> st
         args = [_name_ids(a, names) for a in sbatch_args(req)]
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(req.env.items()))
         var = _var(names[job_id])
-        lines += ["", f"# stage {names[job_id]}",
+        shared = rides.get(req.comment, ())
+        lines += ["", f"# stages {', '.join((names[job_id], *shared))}: one job, each in turn" if shared
+                  else f"# stage {names[job_id]}",
                   f"{var}=$({env + ' ' if env else ''}sbatch --parsable {' '.join(_quote(a) for a in args)} "
                   "<<'ASAD_SCRIPT'", batch_script(req).rstrip("\n"), "ASAD_SCRIPT", ")"]
     later = len(spec.stages) - stages_now

@@ -35,9 +35,7 @@ def run(db_url, example, strategy, *, load=0.0, seed=1, mode=None, priority="fif
 def test_every_example_completes_in_order(db_url, example, strategy):
     spec, summary, jobs = run(db_url, example, strategy)
     assert summary["state"] == "COMPLETED", summary["message"]
-    # auto runs adjacent stages of one shape in one job (montage: 28, 28 | 1, 1 | 28 | 1, 1, 1, 1 cores)
-    shared = {"montage.yaml": 4} if strategy == "auto" else {}
-    expected_jobs = 1 if strategy == "big-job" else shared.get(example, len(spec.stages))
+    expected_jobs = 1 if strategy == "big-job" else len(spec.stages)
     assert summary["jobs"] == expected_jobs == len(jobs)
     stages = {s["name"]: s for s in summary["stages"]}
     for st in spec.stages:

@@ -51,9 +51,7 @@ def _failing_once(sim, stage: str, times: int = 1):  # noqa: ANN001, ANN202
 
 
 def _run(store: Store, sim, wf_id: int, strategy: str | None = None):  # noqa: ANN001, ANN202
-    # one job per stage, so that _failing_once finds stage b's own job (tests/test_share_jobs.py
-    # has a shared job that fails)
-    runner = make_runner(Settings(share_jobs=False), store, sim)
+    runner = make_runner(Settings(), store, sim)
     run_to_completion(runner, sim, [wf_id], poll_interval_s=30)
     return store.load_workflows([wf_id])[0]
 

@@ -1,5 +1,6 @@
-"""Shared jobs (asad/strategies/share.py): under the default strategy, adjacent stages of one shape
-run in one Slurm job, so the later ones wait in no queue and no core idles."""
+"""Shared jobs (asad/strategies/share.py, ``share_jobs = true``): under the default strategy,
+adjacent stages of one shape run in one Slurm job, so the later ones wait in no queue and no core
+idles. Off by default (docs/results/strategies.md, "Shared jobs")."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from asad.store.repo import Store
 from tests.conftest import EXAMPLES
 from tests.test_crash import Crash, CrashingBackend
 
+SHARE = Settings(share_jobs=True)
 MONTAGE_GROUPS = [("mProjectPP", "mDiffFit"), ("mConcatFit", "mBgModel"), ("mBackground",),
                   ("mImgtbl", "mAdd", "mShrink", "mJPEG")]
 
@@ -30,7 +32,7 @@ def _run(db_url, strategy="auto", *, priority="multifactor", load=0.9, seed=4, s
     store = Store(db_url)
     sim = make_simulator("small", load=load, seed=seed, priority=priority)
     try:
-        (summary,) = run_in_process(store, sim, [spec], settings=settings or Settings(), strategy=strategy,
+        (summary,) = run_in_process(store, sim, [spec], settings=settings or SHARE, strategy=strategy,
                                     warmup_s=0 if load == 0 else 6 * 3600)
         wf = store.load_workflows(active_only=False)[-1]
     finally:
@@ -77,6 +79,11 @@ def test_explicit_strategies_keep_one_job_per_stage(db_url):
     assert summary["state"] == "COMPLETED" and len(wf.jobs) == 9 and all(not j.rides for j in wf.jobs)
 
 
+def test_sharing_is_off_unless_asked_for(db_url):
+    _, summary, wf = _run(db_url, settings=Settings())
+    assert summary["state"] == "COMPLETED" and len(wf.jobs) == 9 and all(not j.rides for j in wf.jobs)
+
+
 OOM_IN_RIDER = """
 name: oom-in-rider
 stages:
@@ -98,7 +105,7 @@ stages:
 
 def test_a_shared_job_that_ends_in_its_second_stage_keeps_the_first_and_retries_the_second(db_url):
     spec = parse_workflow(OOM_IN_RIDER)
-    _, summary, wf = _run(db_url, priority="fifo", load=0.0, spec=spec, settings=Settings())
+    _, summary, wf = _run(db_url, priority="fifo", load=0.0, spec=spec, settings=SHARE)
     assert summary["state"] == "COMPLETED", summary["message"]
     first, retry = wf.jobs
     assert first.stages == ("a", "b") and first.state.value == "OUT_OF_MEMORY"
@@ -120,7 +127,7 @@ def test_restart_after_a_crash_neither_loses_nor_doubles_a_shared_job(db_url, cr
     sim = make_simulator("small", load=0.3, seed=4)
     store = Store(db_url)
     backend = CrashingBackend(sim, crash_on, after_submit)
-    runner = make_runner(Settings(), store, backend)
+    runner = make_runner(SHARE, store, backend)
     wf = store.add_workflow(spec, sim.now(), strategy="auto")
     runner.load()
     with pytest.raises(Crash):
@@ -130,7 +137,7 @@ def test_restart_after_a_crash_neither_loses_nor_doubles_a_shared_job(db_url, cr
     store = Store(db_url)
     (loaded,) = store.load_workflows([wf.id])
     assert any(j.phase is JobPhase.SUBMITTING for j in loaded.jobs)
-    run_to_completion(make_runner(Settings(), store, sim), sim, [wf.id])
+    run_to_completion(make_runner(SHARE, store, sim), sim, [wf.id])
     summary = store.workflow_rows([wf.id])[0].summary
     store.close()
     assert summary["state"] == "COMPLETED"
@@ -173,7 +180,7 @@ def test_status_shows_a_rider_pending_in_its_job_until_its_turn(db_url):
     spec = load_workflow(EXAMPLES / "montage.yaml")
     store = Store(db_url)
     sim = make_simulator("small", load=0.0, seed=1)
-    runner = make_runner(Settings(), store, sim)
+    runner = make_runner(SHARE, store, sim)
     wf = store.add_workflow(spec, sim.now(), strategy="auto")
     runner.load()
     runner.tick()

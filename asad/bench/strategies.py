@@ -52,10 +52,8 @@ VARIANTS = {
     # per-stage with the workflow file's own time limits even under --time-limits learned: what a
     # user submits by hand, one job per stage
     "per-stage-user": ("per-stage", "dependency", "daemon"),
-    # what-ifs, not something asad does: the bench merges each run of adjacent same-shape stages
-    # (a linear link, same nodes and CPUs) into one stage before asad sees the workflow
-    "auto-fused": ("auto", "dependency", "daemon"),
-    "per-stage-fused": ("per-stage", "dependency", "daemon"),
+    # auto with share_jobs on: adjacent stages of one shape in one job (asad/strategies/share.py)
+    "auto-shared": ("auto", "dependency", "daemon"),
 }
 
 
@@ -86,8 +84,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--priorities", default="fifo,multifactor,fairshare",
                    help="simulated priority policies (asad.slurm.sim.PRIORITY_PRESETS)")
     p.add_argument("--workflows", default=",".join(SERIAL_FRACTION))
-    p.add_argument("--variants", default=",".join(v for v in VARIANTS if v != "per-stage-user"
-                                                  and not v.endswith("-fused")),
+    p.add_argument("--variants", default=",".join(v for v in VARIANTS if v not in ("per-stage-user", "auto-shared")),
                    help="comma-separated; auto@PRICE is auto with that idle price (e.g. auto@0.02,auto@0.1)")
     p.add_argument("--load", type=float, default=None, help="background load (default: the preset's)")
     p.add_argument("--warmup-days", type=float, default=4.0, help="background warm-up before each seed")
@@ -146,38 +143,6 @@ def learned_limits(spec: WorkflowSpec, **params: float) -> WorkflowSpec:
     return dataclasses.replace(spec, stages=tuple(stages))
 
 
-def fuse_same_shape(spec: WorkflowSpec) -> WorkflowSpec:
-    """What-if: every run of adjacent stages of one shape (B follows only A, only B follows A,
-    same nodes, tasks, CPUs and partition) as one stage: one job, the sum of the time limits and
-    run times, the largest memory. The inter-stage waits inside a run vanish at no idle cost."""
-    def shape(st):  # noqa: ANN001, ANN202
-        return (st.nodes, st.ntasks, st.cpus_per_task, st.partition, st.account, st.qos, st.array)
-
-    groups: list[list] = []
-    for st in spec.stages:
-        prev = groups[-1][-1] if groups else None
-        if (prev is not None and st.after == (prev.name,) and spec.successors(prev.name) == (st.name,)
-                and shape(st) == shape(prev) and st.simulate and prev.simulate):
-            groups[-1].append(st)
-        else:
-            groups.append([st])
-    renamed = {st.name: "+".join(s.name for s in g) for g in groups for st in g}
-    stages = []
-    for g in groups:
-        head = g[0]
-        runtime = sum(s.simulate.runtime_s for s in g)
-        peaks = [s.simulate.peak_mem_mb for s in g if s.simulate.peak_mem_mb is not None]
-        mems = [s.mem_mb for s in g if s.mem_mb is not None]
-        sim = dataclasses.replace(head.simulate, runtime_s=runtime, peak_mem_mb=max(peaks) if peaks else None,
-                                  cpu_efficiency=sum(s.simulate.runtime_s * s.simulate.cpu_efficiency
-                                                     for s in g) / runtime)
-        stages.append(dataclasses.replace(
-            head, name=renamed[head.name], time_s=sum(s.time_s for s in g), simulate=sim,
-            mem_mb=max(mems) if mems and head.mem_per_cpu_mb is None else head.mem_mb,
-            after=tuple(dict.fromkeys(renamed[a] for a in head.after))))
-    return dataclasses.replace(spec, stages=tuple(stages))
-
-
 def _series(task: dict) -> list[dict]:
     """One (preset, priority): warm up per seed, snapshot, run every cell from a copy."""
     from asad.app import run_in_process
@@ -204,10 +169,9 @@ def _series(task: dict) -> list[dict]:
                 for variant in task["variants"]:
                     strategy, mode, timing, price = variant_setup(variant)
                     spec = user_spec if variant == "per-stage-user" else learned_spec
-                    if variant.endswith("-fused"):
-                        spec = fuse_same_shape(spec)
                     sim = pickle.loads(snapshot)
-                    settings = Settings(predictor=task["predictor"], asa_timing=timing, seed=seed)
+                    settings = Settings(predictor=task["predictor"], asa_timing=timing, seed=seed,
+                                        share_jobs=variant.startswith("auto-shared"))
                     if price is not None or task.get("idle_price") is not None:
                         settings.idle_price = price if price is not None else task["idle_price"]
                     (s,) = run_in_process(stores[variant], sim, [spec], settings=settings, strategy=strategy,

@@ -99,12 +99,11 @@ def test_example_completes(example_runs, cluster, example, strategy):
     assert summary["state"] == "COMPLETED" and set(stages) == set(names)
     assert all(s["state"] == "COMPLETED" for s in stages.values())
     job_ids = {s["job_id"] for s in stages.values()}
-    heads = shared_job_heads(spec) if strategy == "auto" else names
     if strategy == "big-job":
         assert summary["jobs"] == 1 and len(job_ids) == 1
     else:
-        assert summary["jobs"] == len(heads) and len(job_ids) == len(heads)
-        for name in names:  # the DAG's order held on the real cluster (inside a shared job: its markers)
+        assert summary["jobs"] == len(names) and len(job_ids) == len(names)
+        for name in names:  # the DAG's order held on the real cluster
             for pred in spec.predecessors(name):
                 assert stages[name]["start"] >= stages[pred]["end"], (name, pred, stages[name], stages[pred])
     # Slurm itself agrees: every job completed, one job per stage attempt (none submitted twice)
@@ -115,21 +114,7 @@ def test_example_completes(example_runs, cluster, example, strategy):
         if strategy == "big-job":
             assert sum(counts.values()) == 1
         else:
-            assert counts == Counter({n: 1 for n in heads})
-
-
-def shared_job_heads(spec) -> list[str]:  # noqa: ANN001
-    """The stages that start a job under ``auto`` (asad/strategies/share.py): a stage that is the
-    only successor of its only predecessor, with the same shape, rides in that one's job."""
-    def shape(s):  # noqa: ANN001, ANN202
-        return (s.nodes, s.ntasks, s.cpus_per_task, s.partition, s.account, s.qos)
-
-    heads = []
-    for s in spec.stages:
-        preds = spec.predecessors(s.name)
-        if len(preds) != 1 or spec.successors(preds[0]) != (s.name,) or shape(spec.stage(preds[0])) != shape(s):
-            heads.append(s.name)
-    return heads
+            assert counts == Counter({n: 1 for n in names})
 
 
 # ------------------------------------------------------------------ busy cluster, ASA ----------
@@ -333,6 +318,7 @@ def test_daemon_sigkill_and_restart_submits_nothing_twice(cluster, tmp_path, str
     if not cluster.accounting:
         pytest.skip("counts jobs in sacct")
     env = asad_env(cluster, tmp_path / "state")
+    env["ASAD_SHARE_JOBS"] = "1"  # under auto: the four one-core stages run as one shared job
     wf = write_workflow(tmp_path / "wf.yaml", LONG_WORKFLOW.format(name="crash", strategy=strategy, t=5))
     daemon = Daemon(env, tmp_path / "daemon.log")
     daemon.start()
