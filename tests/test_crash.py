@@ -44,8 +44,15 @@ class CrashingBackend:
 @pytest.mark.parametrize("crash_on", [1, 3])
 def test_restart_after_crash_neither_loses_nor_doubles(db_url, strategy, crash_on, after_submit):
     spec = load_workflow(EXAMPLES / "statistics.yaml")
+    per_stage, summary = crash_and_restart(db_url, spec, strategy, crash_on, after_submit, Settings())
+    assert summary["state"] == "COMPLETED"
+    assert per_stage == {s.name: 1 for s in spec.stages}, per_stage
+
+
+def crash_and_restart(db_url, spec, strategy, crash_on, after_submit, settings):  # noqa: ANN001, ANN201
+    """Run ``spec`` until the daemon dies at its ``crash_on``-th submission, restart it over the same
+    store and cluster, run to the end: (Slurm jobs per tagged stage, the workflow's summary)."""
     sim = make_simulator("small", load=0.3, seed=4)
-    settings = Settings()
     store = Store(db_url)
     backend = CrashingBackend(sim, crash_on, after_submit)
     runner = make_runner(settings, store, backend)
@@ -64,6 +71,4 @@ def test_restart_after_crash_neither_loses_nor_doubles(db_url, strategy, crash_o
     run_to_completion(runner, sim, [wf.id])
     summary = store.workflow_rows([wf.id])[0].summary
     store.close()
-    assert summary["state"] == "COMPLETED"
-    per_stage = Counter(st.comment.split(":")[3] for st in sim.find(f"asad:{store.store_id}:").values())
-    assert per_stage == {s.name: 1 for s in spec.stages}, per_stage
+    return Counter(st.comment.split(":")[3] for st in sim.find(f"asad:{store.store_id}:").values()), summary

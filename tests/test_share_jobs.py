@@ -5,12 +5,11 @@ idles. Off by default (docs/results/strategies.md, "Shared jobs")."""
 from __future__ import annotations
 
 import subprocess
-from collections import Counter
 from dataclasses import replace
 
 import pytest
 
-from asad.app import CommandBuilder, make_runner, run_in_process, run_to_completion
+from asad.app import CommandBuilder, make_runner, run_in_process
 from asad.attempts import stage_attempts
 from asad.config import Settings
 from asad.model import JobPhase
@@ -20,7 +19,7 @@ from asad.spec import load_workflow, parse_workflow
 from asad.status import _stage_rows, render_explain
 from asad.store.repo import Store
 from tests.conftest import EXAMPLES
-from tests.test_crash import Crash, CrashingBackend
+from tests.test_crash import crash_and_restart
 
 SHARE = Settings(share_jobs=True)
 MONTAGE_GROUPS = [("mProjectPP", "mDiffFit"), ("mConcatFit", "mBgModel"), ("mBackground",),
@@ -123,25 +122,9 @@ def test_a_shared_job_that_ends_in_its_second_stage_keeps_the_first_and_retries_
 @pytest.mark.parametrize("after_submit", [False, True], ids=["before-sbatch", "after-sbatch"])
 @pytest.mark.parametrize("crash_on", [1, 2])
 def test_restart_after_a_crash_neither_loses_nor_doubles_a_shared_job(db_url, crash_on, after_submit):
-    spec = load_workflow(EXAMPLES / "montage.yaml")
-    sim = make_simulator("small", load=0.3, seed=4)
-    store = Store(db_url)
-    backend = CrashingBackend(sim, crash_on, after_submit)
-    runner = make_runner(SHARE, store, backend)
-    wf = store.add_workflow(spec, sim.now(), strategy="auto")
-    runner.load()
-    with pytest.raises(Crash):
-        run_to_completion(runner, backend, [wf.id])
-    store.session.rollback()
-    store.close()
-    store = Store(db_url)
-    (loaded,) = store.load_workflows([wf.id])
-    assert any(j.phase is JobPhase.SUBMITTING for j in loaded.jobs)
-    run_to_completion(make_runner(SHARE, store, sim), sim, [wf.id])
-    summary = store.workflow_rows([wf.id])[0].summary
-    store.close()
+    per_head, summary = crash_and_restart(db_url, load_workflow(EXAMPLES / "montage.yaml"), "auto", crash_on,
+                                          after_submit, SHARE)
     assert summary["state"] == "COMPLETED"
-    per_head = Counter(st.comment.split(":")[3] for st in sim.find(f"asad:{store.store_id}:").values())
     assert per_head == {g[0]: 1 for g in MONTAGE_GROUPS}, per_head
 
 
