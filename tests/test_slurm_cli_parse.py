@@ -526,6 +526,24 @@ def test_signal_9_without_maxrss_yet_is_held_then_reported():
     assert b.poll([5])[5].state is JobState.FAILED
 
 
+def test_signal_9_with_a_zero_maxrss_is_held_like_a_missing_one():
+    """A step record closed before its usage report reads MaxRSS 0: not a measurement, so the
+    OOM verdict waits for the report (the real peak) instead of calling the job a plain FAILED."""
+    job = SEP.join(["5", "n", "FAILED", "0:9", "", "100M", "1", "00:00.002", "1795262387", "1795262387",
+                    "1795262388", "1795262389", "", "main", "1", "1", "n1", "5", "None"])
+
+    def step(rss):
+        return SEP.join(["5.batch", "batch", "CANCELLED by 0", "0:9", rss, "", "1", "00:00.002", "1795262388",
+                         "1795262388", "1795262388", "1795262389", "", "", "1", "1", "n1", "", ""])
+    gone = (1, "", "slurm_load_jobs error: Invalid job id specified\n")
+    now = [1795262389.0 + 2]
+    b, _, _ = backend({"squeue": [gone, gone], "sacct": [f"{job}\n{step('0')}\n", f"{job}\n{step('424660K')}\n"]},
+                      clock=lambda: now[0])
+    assert b.poll([5])[5].reason == "AccountingPending"
+    now[0] += 1
+    assert b.poll([5])[5].state is JobState.OUT_OF_MEMORY
+
+
 def test_show_config_with_an_empty_value_keeps_the_next_key():
     # As Slurm 22.05 prints it when no PriorityFlags are set: the empty value must not take the
     # next line (PriorityMaxAge was lost, and its text read as a flag).

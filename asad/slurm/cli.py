@@ -421,7 +421,9 @@ class SlurmCLI:
         reported as still ending, for at most ``_VERDICT_WAIT_S`` after its end."""
         if status.state is not JobState.FAILED or status.signal != 9:
             return False
-        if rec is not None and rec.usage.peak_rss_mb is not None:
+        # A zero peak is not a measurement: a step record closed before its usage report (the
+        # report follows the job's end) reads MaxRSS 0 for a moment.
+        if rec is not None and rec.usage.peak_rss_mb:
             return False
         return status.end_time is not None and self.clock() - status.end_time < _VERDICT_WAIT_S
 

@@ -152,8 +152,10 @@ def test_out_of_memory_detected(slurm, accounting):
     tag = unique_tag("oom")
     hog = "python3 -c 'import time; x = bytearray(400 * 1024 * 1024); time.sleep(5)'"
     job = slurm.submit(req(tag, hog, mem_mb=100))
-    done = wait_until(slurm, [job], all_final([job]), timeout_s=60)[job]
-    assert done.state is JobState.OUT_OF_MEMORY, done
+    done = wait_until(slurm, [job], all_final([job]), timeout_s=90)[job]
+    # On a miss, what slurmdbd held (the job and step lines) is the evidence to read.
+    assert done.state is JobState.OUT_OF_MEMORY, (done, slurm.cmd.run("sacct", [
+        f"--jobs={job}", "--parsable2", "--format=JobID,State,Reason,ExitCode,MaxRSS,ReqMem"]).stdout)
     use = slurm.usage([job])[job]
     assert use.peak_rss_mb > 100
 
