@@ -11,6 +11,7 @@ import contextlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from asad import markers
 from asad.arrays import DEFAULT_MAX_ARRAY_SIZE
 from asad.config import DEFAULT_IDLE_PRICE, DEFAULT_PLACEMENT
 from asad.learn.geometry import GeometryKeyConfig, request_key
@@ -235,14 +236,10 @@ class Context:
         folder = Path(self.config.run_dir) / str(wf.id)
         out: list[tuple[float, float]] = []
         for stage in job.stages:
-            try:
-                started = (folder / f"{stage}.start").read_text().split()
-                ended = (folder / f"{stage}.end").read_text().split()
-                if started[2] != str(job.job_id) or ended[0] != "0":
-                    break
-                out.append((float(started[0]), float(ended[1])))
-            except (OSError, IndexError, ValueError):
+            start, end = markers.turn(folder, stage, job.job_id)
+            if start is None or end is None or end[0] != 0:
                 break
+            out.append((start[0], end[1]))
         return out
 
     def input_bytes(self, wf: WorkflowRun, stage: str) -> float | None:

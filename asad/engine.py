@@ -104,8 +104,7 @@ class Engine:
                     if not j.state.is_final:
                         out.cancel.append(j)
                         j.cancelled_by_asad = True
-                run.state, run.job_row = StageState.WAITING, None
-                run.message = "not every array chunk reached Slurm; resubmitted"
+                run.wait_again("not every array chunk reached Slurm; resubmitted")
                 out.dirty_stages.append(run)
                 return None
             if expected > 1:
@@ -137,8 +136,7 @@ class Engine:
                 if too_early(wf, name, now, self.ctx, self.ctx.barrier_lead(wf, name)):
                     out.cancel.append(job)
                     job.cancelled_by_asad = True
-                    run.state, run.job_row, run.start_time = StageState.WAITING, None, None
-                    run.message = "allocation arrived too early; cancelled and replanned"
+                    run.wait_again("allocation arrived too early; cancelled and replanned")
                     out.dirty_stages.append(run)
             return
         # final
@@ -170,9 +168,7 @@ class Engine:
         for name in job.stages:
             run = wf.stages[name]
             if run.job_row == job.row_id:
-                run.state, run.job_row, run.start_time, run.end_time = StageState.WAITING, None, None, None
-                if message is not None:
-                    run.message = message
+                run.wait_again(message)
                 out.dirty_stages.append(run)
 
     def _shared_job_ended(self, wf: WorkflowRun, job: JobRecord, now: float, out: Decisions) -> None:
@@ -192,8 +188,7 @@ class Engine:
         failed = job.stages[len(times)]
         for name in job.stages[len(times) + 1:]:
             run = wf.stages[name]
-            run.state, run.job_row, run.start_time, run.end_time = StageState.WAITING, None, None, None
-            run.message = f"{failed} ended its shared job ({job.state.value}); runs in a job of its own"
+            run.wait_again(f"{failed} ended its shared job ({job.state.value}); runs in a job of its own")
             out.dirty_stages.append(run)
         run = wf.stages[failed]
         run.start_time, run.end_time = (times[-1][1] if times else job.start_time), job.end_time
@@ -214,7 +209,7 @@ class Engine:
                 for job in chunks:  # a predecessor failed: resubmit against its retry
                     out.cancel.append(job)
                     job.cancelled_by_asad = True
-                run.state, run.job_row = StageState.WAITING, None
+                run.wait_again()
                 out.dirty_stages.append(run)
             return
         starts = [j.start_time for j in chunks if j.start_time is not None]
@@ -278,7 +273,7 @@ class Engine:
                               "limit; raise the stage's time")
         else:
             return self._fail(wf, name, run, now, out, f"{job.state.value} (exit code {job.exit_code})")
-        run.state, run.job_row, run.start_time, run.end_time = StageState.WAITING, None, None, None
+        run.wait_again()
         out.dirty_stages.append(run)
 
     def _fail(self, wf: WorkflowRun, name: str, run: StageRun, now: float, out: Decisions, why: str) -> None:

@@ -136,6 +136,12 @@ class StageRun:
     message: str = ""
     retry_from: int = 0  # attempts numbered up to this ran before an ``asad resume``: not counted as retries
 
+    def wait_again(self, message: str | None = None) -> None:
+        """Back to WAITING, for a job of its own: no current job, and no start or end of work."""
+        self.state, self.job_row, self.start_time, self.end_time = StageState.WAITING, None, None, None
+        if message is not None:
+            self.message = message
+
 
 @dataclass
 class WorkflowRun:

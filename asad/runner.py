@@ -107,7 +107,7 @@ class Runner:
         self._fresh.append(wf.id)
         for run in wf.stages.values():
             if run.state in (StageState.SUBMITTED, StageState.RUNNING) and run.job_row is None:
-                run.state = StageState.WAITING
+                run.wait_again()
                 self.store.save_stage(run)
                 log.info("stage had no submission intent; replanning", workflow=wf.id, stage=run.name)
 
@@ -267,7 +267,7 @@ class Runner:
                 job.phase = JobPhase.ABANDONED
                 for name, run in wf.stages.items():
                     if run.job_row == job.row_id:
-                        run.state, run.job_row = StageState.WAITING, None
+                        run.wait_again()
                         self.store.save_stage(run)
                 log.info("submission intent never reached Slurm; will resubmit", tag=job.tag)
             self.store.save_job(job)
@@ -397,8 +397,9 @@ class Runner:
         for stage in (wf.stages.get(name) for name in job.stages):  # a shared job's riders too
             if stage is None:
                 continue
-            stage.state, stage.job_row, stage.planned_submit_at = StageState.WAITING, None, until
-            stage.message = f"the site's limit on queued jobs was reached ({exc.slurm_message.strip()}); submitting again later"
+            stage.wait_again(f"the site's limit on queued jobs was reached ({exc.slurm_message.strip()}); "
+                             "submitting again later")
+            stage.planned_submit_at = until
             self.store.save_stage(stage)
             d.dirty_stages.append(stage)
         self._touched.add(wf.id)

@@ -21,6 +21,7 @@ import re
 import time
 from datetime import datetime, timezone
 
+from asad import markers
 from asad.attempts import attempts_by_stage, describe, retry_note
 from asad.model import JobPhase, StageState, WorkflowRun
 from asad.units import format_duration, format_mem
@@ -109,36 +110,14 @@ def _alloc_marker(job, stage: str) -> tuple[float, str] | None:  # noqa: ANN001
     """(start epoch, host) from the stage wrapper's allocation marker of this very job, if written."""
     if not job.request.output or job.job_id is None:
         return None
-    try:
-        with open(f"{os.path.dirname(job.request.output)}/{stage}.alloc") as fh:
-            fields = fh.read().split()
-        if len(fields) >= 3 and fields[2] == str(job.job_id):
-            return float(fields[0]), fields[1]
-    except (OSError, ValueError):
-        pass
-    return None
+    return markers.began(os.path.dirname(job.request.output), stage, job.job_id, "alloc")
 
 
 def _turn_markers(job, stage: str) -> tuple[tuple[float, str] | None, tuple[int, float] | None]:  # noqa: ANN001
-    """A stage's turn in a shared job, from its wrapper's markers of this very job: (start epoch,
-    host) once its command began, (exit code, end epoch) once it ended."""
+    """A stage's turn in a shared job, from its wrapper's markers of this very job."""
     if not job.request.output or job.job_id is None:
         return None, None
-    folder = os.path.dirname(job.request.output)
-    try:
-        with open(f"{folder}/{stage}.start") as fh:
-            fields = fh.read().split()
-        if len(fields) < 3 or fields[2] != str(job.job_id):
-            return None, None
-        began = (float(fields[0]), fields[1])
-    except (OSError, ValueError):
-        return None, None
-    try:
-        with open(f"{folder}/{stage}.end") as fh:
-            code, epoch = fh.read().split()[:2]
-        return began, (int(code), float(epoch))
-    except (OSError, ValueError):
-        return began, None
+    return markers.turn(os.path.dirname(job.request.output), stage, job.job_id)
 
 
 def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:

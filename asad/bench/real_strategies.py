@@ -38,7 +38,8 @@ from pathlib import Path
 
 def register(subparsers) -> None:  # noqa: ANN001
     p = subparsers.add_parser("real-strategies", help="a short workflow under each strategy on the local real Slurm")
-    p.add_argument("--strategies", default="auto,chain,per-stage,asa")
+    p.add_argument("--strategies", default="auto,chain,per-stage,asa",
+                   help="strategies, and auto-shared: auto with share_jobs on")
     p.add_argument("--stages", type=int, default=5)
     p.add_argument("--stage-s", type=int, default=60, help="seconds of work per stage")
     p.add_argument("--cpus", type=int, default=4)
@@ -101,11 +102,15 @@ def _asad(env: dict, *args: str, check: bool = True) -> subprocess.CompletedProc
                           check=check, timeout=120)
 
 
+# variants that are a strategy plus a daemon setting: label -> (strategy, environment)
+VARIANTS = {"auto-shared": ("auto", {"ASAD_SHARE_JOBS": "1"})}
+
+
 def start_daemon(strategy: str, args: argparse.Namespace, root: Path) -> tuple[subprocess.Popen, dict]:
     """One daemon and store per strategy, so each learns only from its own runs."""
     state = root / strategy
     env = {**os.environ, "XDG_STATE_HOME": str(state), "XDG_CONFIG_HOME": str(root / "config"),
-           "ASAD_POLL_INTERVAL": str(args.poll)}
+           "ASAD_POLL_INTERVAL": str(args.poll), **VARIANTS.get(strategy, ("", {}))[1]}
     env.pop("ASAD_DB_URL", None)
     daemon = subprocess.Popen([sys.executable, "-m", "asad", "daemon", "--backend", "slurm"], env=env,
                               stdout=subprocess.DEVNULL, stderr=(root / f"{strategy}.log").open("w"))
@@ -118,7 +123,8 @@ def one_run(strategy: str, run: int, env: dict, args: argparse.Namespace, wf_pat
     from asad.store.repo import Store
 
     t0 = time.time()
-    wf_id = int(_asad(env, "submit", str(wf_path), "--strategy", strategy).stdout.split()[0])
+    submitted_as = VARIANTS.get(strategy, (strategy,))[0]
+    wf_id = int(_asad(env, "submit", str(wf_path), "--strategy", submitted_as).stdout.split()[0])
     while True:
         hist = {h["id"]: h for h in json.loads(_asad(env, "history", "--json").stdout)}
         if hist[wf_id]["state"] != "ACTIVE":
