@@ -12,7 +12,8 @@ DEFAULT_IDLE_PRICE = 0.3
 PLACEMENTS = ("slurm", "turnaround", "reassign")  # the first is the default
 DEFAULT_PLACEMENT = PLACEMENTS[0]
 # settings that take one of a few words: a typo is refused where it is read, not ignored
-CHOICES = {"placement": PLACEMENTS, "asa_timing": ("daemon", "begin")}
+SHARE_JOBS = ("off", "on", "learned")
+CHOICES = {"placement": PLACEMENTS, "asa_timing": ("daemon", "begin"), "share_jobs": SHARE_JOBS}
 
 
 class ConfigError(Exception):
@@ -41,10 +42,9 @@ class Settings:
     # (asad/sizing/placement.py). "slurm" won on the Slurm-like simulator (docs/results/sizing.md).
     placement: str = DEFAULT_PLACEMENT
     # auto strategy: run adjacent stages of one shape in one job, so the later ones wait in no queue
-    # (asad/strategies/share.py). Off by default: the longer job backfills worse, and on the
-    # Slurm-like simulator under multifactor that cost more makespan than the saved waits
-    # (docs/results/strategies.md, "Shared jobs")
-    share_jobs: bool = False
+    # (asad/strategies/share.py): "on" always, "learned" where it waited less before
+    # (asad/learn/share_choice.py), "off" never. true / false mean on / off.
+    share_jobs: str = "off"
     seed: int = 0
     sim_preset: str = "small"
     sim_load: float | None = None
@@ -97,6 +97,9 @@ def _apply(settings: Settings, data: dict, origin: str) -> None:
         try:
             if isinstance(current, Path) or key == "state_dir":
                 value = Path(value).expanduser()
+            elif key == "share_jobs":
+                value = {"1": "on", "true": "on", "yes": "on", "0": "off", "false": "off", "no": "off"}.get(
+                    str(value).lower(), str(value).lower())
             elif isinstance(current, bool):
                 value = str(value).lower() in ("1", "true", "yes")
             elif isinstance(current, float) or key == "sim_load":

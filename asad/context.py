@@ -45,8 +45,8 @@ class EngineConfig:
     # asad.strategies.auto). Chosen on training seeds to keep idle overhead near 2% of core-hours.
     idle_price: float = DEFAULT_IDLE_PRICE
     max_array_size: int = DEFAULT_MAX_ARRAY_SIZE  # Slurm's MaxArraySize: larger arrays go as several jobs
-    # auto: adjacent stages of one shape in one job (asad.strategies.share; off by default, see config)
-    share_jobs: bool = False
+    # auto: adjacent stages of one shape in one job (asad.strategies.share): "off", "on" or "learned"
+    share_jobs: str = "off"
 
 
 # The wait quantiles auto's instant is computed from: fine enough for a 112-core stage's 4% level.

@@ -157,6 +157,7 @@ class Engine:
             run.start_time = self._work_start(wf, name, job)
             if run.start_time is not None and run.end_time is not None:
                 self.ctx.learned.observe_runtime(self.ctx.runtime_key(wf, name), run.end_time - run.start_time)
+            self.ctx.learned.settle_sharing(wf)
             out.dirty_stages.append(run)
             return
         if job.cancelled_by_asad:
@@ -184,6 +185,7 @@ class Engine:
                 self.ctx.learned.observe_runtime(self.ctx.runtime_key(wf, name), end - start)
             out.dirty_stages.append(run)
         if len(times) == len(job.stages):
+            self.ctx.learned.settle_sharing(wf)
             return
         failed = job.stages[len(times)]
         for name in job.stages[len(times) + 1:]:
@@ -224,6 +226,7 @@ class Engine:
             run.state = StageState.COMPLETED
             if run.start_time is not None and run.end_time is not None:
                 self.ctx.learned.observe_runtime(self.ctx.runtime_key(wf, name), run.end_time - run.start_time)
+            self.ctx.learned.settle_sharing(wf)
             out.dirty_stages.append(run)
             return
         worst = next(j for w in FAILED_STATES_WORST for j in chunks if j.state is w)
@@ -357,7 +360,8 @@ class Engine:
         barrier_ids = tuple(wf.current_job(p).job_id for p in plan.barrier_on)
         req = self.ctx.request_for(wf, name, plan, dep_ids, barrier_ids)
         req = self.ctx.place(wf, name, run, req)
-        rides = tuple(riders(wf, name, req, self.ctx))
+        rides, share_why = riders(wf, name, req, self.ctx)
+        rides = tuple(rides)
         if rides:
             req = shared_request(req, [self.ctx.request_for(wf, r) for r in rides])
         req = _with_command(req, self.ctx.build_command(wf, name, req, barrier=plan.barrier_on,
@@ -383,7 +387,8 @@ class Engine:
         run.planned_submit_at = None
         run.est_wait_s = est
         run.plan_why = plan.why + (f"; {', '.join(rides)} run in the same job after it (one shape: no queue "
-                                   "wait between them, no idle core)" if rides else "")
+                                   "wait between them, no idle core)" if rides else "") + (
+            f"; {share_why}" if share_why else "")
         out.dirty_stages.append(run)
         for prev, rider in zip((name, *rides), rides):
             rrun = wf.stages[rider]

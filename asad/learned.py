@@ -9,6 +9,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from asad.learn.calibration import told_waits_s
+from asad.learn.share_choice import ShareChoice, group_waits
 from asad.learn.registry import is_pooled, make_pool, make_predictor, predictor_from_state
 from asad.learn.runtime import RuntimeEstimator
 
@@ -16,6 +17,8 @@ WAIT_KIND = "wait"
 RUNTIME_KIND = "runtime"
 SIZING_KIND = "sizing"
 PLACEMENT_KIND = "placement"
+SHARE_KIND = "share"
+MAX_OPEN_TRIALS = 1000  # share choices awaiting their outcome (in memory: a restart forgets them)
 WAIT_COUNT = "wait-count"  # versions only: how many waits a key has learned (its own version)
 WAIT_STEP_LOG10 = 0.005  # a pooled learner's waits as the engine sees them: steps of ~1.2 %
 
@@ -33,6 +36,9 @@ class Learned:
         self._runtimes: dict[str, RuntimeEstimator] = {}
         self._sizers: dict[str, object] = {}
         self._placers: dict[str, object] = {}
+        self._share: dict[str, ShareChoice] = {}
+        # (workflow id) -> [(key, choice, stages)]: share choices whose stages have not all ended
+        self._share_trials: dict[int, list[tuple[str, str, list[str]]]] = {}
         self.dirty: set[tuple[str, str]] = set()
         self._wait_estimates: dict[str, float] = {}  # a learner's estimate only moves when it observes
         # For the runner's incremental decisions: a (kind, key)'s version grows whenever what it
@@ -250,6 +256,45 @@ class Learned:
     def placement_changed(self, key: str) -> None:
         self.dirty.add((PLACEMENT_KIND, key))
 
+    def share_choice(self, key: str) -> ShareChoice:
+        choice = self._share.get(key)
+        if choice is None:
+            state = self._load(SHARE_KIND, key)
+            choice = self._share[key] = ShareChoice.from_state(state) if state is not None else ShareChoice()
+        return choice
+
+    def choose_sharing(self, key: str, workflow_id: int, stages: list[str]) -> tuple[str, str]:
+        """(choice, why) for running ``stages`` (a head and its candidate riders) as one job or a
+        job each (``asad.learn.share_choice``); the outcome is learned when they have all ended."""
+        arm, why = self.share_choice(key).choose()
+        self.dirty.add((SHARE_KIND, key))
+        trials = self._share_trials.setdefault(workflow_id, [])
+        trials[:] = [t for t in trials if t[2][0] != stages[0]] + [(key, arm, list(stages))]
+        if sum(len(t) for t in self._share_trials.values()) > MAX_OPEN_TRIALS:
+            self._share_trials.pop(next(iter(self._share_trials)))
+        return arm, why
+
+    def sharing_decided(self, workflow_id: int, stage: str) -> bool:
+        """Is ``stage`` a later stage of a group whose choice is made (it gets no choice of its own)?"""
+        return any(stage in t[2][1:] for t in self._share_trials.get(workflow_id, ()))
+
+    def settle_sharing(self, wf) -> None:  # noqa: ANN001 -- asad.model.WorkflowRun
+        """Learn the cost of every share choice of ``wf`` whose stages have all ended."""
+        trials = self._share_trials.get(wf.id)
+        if not trials:
+            return
+        for trial in list(trials):
+            key, arm, stages = trial
+            if any(wf.stages[s].state.value != "COMPLETED" for s in stages):
+                continue
+            trials.remove(trial)
+            cost = group_waits(wf, stages)
+            if cost is not None:
+                self.share_choice(key).observe(arm, cost)
+                self.dirty.add((SHARE_KIND, key))
+        if not trials:
+            del self._share_trials[wf.id]
+
     def drain_dirty(self) -> list[tuple[str, str, dict, int]]:
         """(kind, key, state, n_observations) for every learner changed since the last drain."""
         out = []
@@ -261,6 +306,8 @@ class Learned:
                 out.append((kind, key, pred.to_state(), int(pred.n_observations)))
             elif kind == PLACEMENT_KIND:
                 out.append((kind, key, self._placers[key].to_state(), 0))
+            elif kind == SHARE_KIND:
+                out.append((kind, key, self._share[key].to_state(), self._share[key].n_observations))
             elif kind == SIZING_KIND:
                 agent = self._sizers[key]
                 out.append((kind, key, agent.to_state(), int(agent.history.n)))

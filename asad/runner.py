@@ -66,7 +66,7 @@ class Runner:
     def create(cls, store: Store, backend: Backend, *, predictor: str, seed: int = 0, asa_timing: str = "daemon",
                predictor_params: dict | None = None, build_command=None, run_dir: str = "",
                idle_price: float | None = None, placement: str | None = None,
-               share_jobs: bool = False) -> Runner:  # noqa: ANN001
+               share_jobs: str = "off") -> Runner:  # noqa: ANN001
         from asad.config import DEFAULT_IDLE_PRICE, DEFAULT_PLACEMENT
         from asad.context import EngineConfig
         from asad.slurm.priority_rules import rules_of

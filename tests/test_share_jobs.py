@@ -21,7 +21,7 @@ from asad.store.repo import Store
 from tests.conftest import EXAMPLES
 from tests.test_crash import crash_and_restart
 
-SHARE = Settings(share_jobs=True)
+SHARE = Settings(share_jobs="on")
 MONTAGE_GROUPS = [("mProjectPP", "mDiffFit"), ("mConcatFit", "mBgModel"), ("mBackground",),
                   ("mImgtbl", "mAdd", "mShrink", "mJPEG")]
 
@@ -64,7 +64,7 @@ def test_sharing_hides_waits_at_the_core_hours_of_one_job_per_stage(tmp_path):
     """Same cluster, same queue: the default with and without sharing. Sharing pays no wait after
     a stage that shares its job and exactly the core-hours of the stages' own jobs."""
     _, shared, _ = _run(f"sqlite:///{tmp_path}/a.db")
-    _, alone, wf_alone = _run(f"sqlite:///{tmp_path}/b.db", settings=Settings(share_jobs=False))
+    _, alone, wf_alone = _run(f"sqlite:///{tmp_path}/b.db", settings=Settings(share_jobs="off"))
     assert len(wf_alone.jobs) == 9 and all(not j.rides for j in wf_alone.jobs)
     riders = {r for g in MONTAGE_GROUPS for r in g[1:]}
     waits = {s["name"]: s["perceived_wait_s"] for s in alone["stages"]}

@@ -54,7 +54,11 @@ VARIANTS = {
     "per-stage-user": ("per-stage", "dependency", "daemon"),
     # auto with share_jobs on: adjacent stages of one shape in one job (asad/strategies/share.py)
     "auto-shared": ("auto", "dependency", "daemon"),
+    # auto with share_jobs learned: one job or a job each, whichever waited less (asad/learn/share_choice.py)
+    "auto-shared-learned": ("auto", "dependency", "daemon"),
 }
+
+SHARE_JOBS_OF = {"auto-shared": "on", "auto-shared-learned": "learned"}
 
 
 def variant_setup(name: str) -> tuple[str, str, str, float | None]:
@@ -171,7 +175,7 @@ def _series(task: dict) -> list[dict]:
                     spec = user_spec if variant == "per-stage-user" else learned_spec
                     sim = pickle.loads(snapshot)
                     settings = Settings(predictor=task["predictor"], asa_timing=timing, seed=seed,
-                                        share_jobs=variant.startswith("auto-shared"))
+                                        share_jobs=SHARE_JOBS_OF.get(variant, "off"))
                     if price is not None or task.get("idle_price") is not None:
                         settings.idle_price = price if price is not None else task["idle_price"]
                     (s,) = run_in_process(stores[variant], sim, [spec], settings=settings, strategy=strategy,

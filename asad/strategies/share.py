@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from asad.learn.share_choice import SHARED
 from asad.model import JobPhase, JobRecord, StageState
 from asad.slurm.backend import JobRequest, JobState, SimTruth
 
@@ -33,11 +34,25 @@ def _shape(req: JobRequest) -> tuple:
             req.gpus, req.gres, req.exclusive)
 
 
-def riders(wf: WorkflowRun, head: str, head_req: JobRequest, ctx: Context) -> list[str]:
-    """The stages after ``head`` that can run in its job, in order (none: the head runs alone)."""
-    if not ctx.config.share_jobs or wf.strategy != "auto" or ctx.priority_rules.rule not in SHARING_RULES:
+def riders(wf: WorkflowRun, head: str, head_req: JobRequest, ctx: Context) -> tuple[list[str], str]:
+    """The stages after ``head`` that run in its job, in order (none: the head runs alone), and
+    with ``share_jobs = "learned"`` why they do or do not (``asad.learn.share_choice``)."""
+    candidates = _candidates(wf, head, head_req, ctx)
+    if not candidates or ctx.config.share_jobs != "learned":
+        return candidates, ""
+    key = f"{ctx.runtime_key(wf, head)}|nodes={head_req.nodes}|cpus={head_req.cpus}"
+    choice, why = ctx.learned.choose_sharing(key, wf.id, [head, *candidates])
+    if choice == SHARED:
+        return candidates, f"shared (learned: {why})"
+    return [], f"{', '.join(candidates)} could run in this job but each gets its own (learned: {why})"
+
+
+def _candidates(wf: WorkflowRun, head: str, head_req: JobRequest, ctx: Context) -> list[str]:
+    """The stages after ``head`` that can run in its job, in order."""
+    if ctx.config.share_jobs == "off" or wf.strategy != "auto" or ctx.priority_rules.rule not in SHARING_RULES:
         return []
-    if not _first_attempt(wf, head) or wf.spec.stage(head).array is not None:
+    if (not _first_attempt(wf, head) or wf.spec.stage(head).array is not None
+            or ctx.learned.sharing_decided(wf.id, head)):
         return []
     head_options = replace(wf.spec.stage(head).slurm, setup=())
     part = ctx.partitions.get(head_req.partitions[0] if head_req.partitions else ctx.config.default_partition)

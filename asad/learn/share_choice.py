@@ -1,0 +1,81 @@
+"""Share or not: one run of same-shape stages, one job or a job each, learned from outcomes.
+
+A shared job (``asad.strategies.share``) saves its later stages the queue, but it asks for the
+sum of their time limits, and a longer job finds fewer backfill holes: on the Slurm-like
+simulator Montage's first shared job at 28 cores waited 5x as long as its first stage alone
+(docs/results/strategies.md, "Shared jobs"). Which effect wins depends on the queue, and the
+learned queue wait cannot tell: its key buckets time limits (30 and 50 minutes share ``<=1h``).
+
+So each run of stages (keyed by the workflow, its first stage and the shape) keeps what both
+choices cost when they were made: the group's **waits**, the sum over its stages of the stage's
+start minus the moment it could start (its predecessors' end, or the workflow's submission).
+That sum is measured the same way whichever way the stages ran. Each choice is tried once
+(shared first), then the one with the lower median of its recent costs is taken, and the other
+is tried again once every ``EXPLORE_EVERY`` decisions, so a queue that changes is noticed.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+SHARED, ALONE = "shared", "alone"
+WINDOW = 8  # recent costs kept per choice
+EXPLORE_EVERY = 6  # decisions after which the choice not taken is tried once again
+
+
+@dataclass
+class ShareChoice:
+    costs: dict[str, list[float]] = field(default_factory=lambda: {SHARED: [], ALONE: []})
+    since: dict[str, int] = field(default_factory=lambda: {SHARED: 0, ALONE: 0})  # decisions since tried
+
+    def choose(self) -> tuple[str, str]:
+        """(choice, why): ``shared`` or ``alone``, and the numbers behind it."""
+        for arm in (SHARED, ALONE):
+            if not self.costs[arm]:
+                return self._take(arm, f"not tried yet: tried {arm} first" if arm == SHARED else
+                                  "a job each not tried yet")
+        shared, alone = (statistics.median(self.costs[a]) for a in (SHARED, ALONE))
+        best, other = (SHARED, ALONE) if shared <= alone else (ALONE, SHARED)
+        numbers = (f"waits as one job: median {shared:.0f} s over {len(self.costs[SHARED])} runs; "
+                   f"a job each: {alone:.0f} s over {len(self.costs[ALONE])}")
+        if self.since[other] >= EXPLORE_EVERY:
+            return self._take(other, f"{numbers}; {other} tried again after {self.since[other]} decisions")
+        return self._take(best, numbers)
+
+    def _take(self, arm: str, why: str) -> tuple[str, str]:
+        for a in self.since:
+            self.since[a] = 0 if a == arm else self.since[a] + 1
+        return arm, why
+
+    def observe(self, arm: str, cost_s: float) -> None:
+        self.costs[arm] = [*self.costs[arm], max(0.0, float(cost_s))][-WINDOW:]
+
+    def to_state(self) -> dict[str, Any]:
+        return {"costs": self.costs, "since": self.since}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> ShareChoice:
+        out = cls()
+        for arm in (SHARED, ALONE):
+            out.costs[arm] = [float(c) for c in state.get("costs", {}).get(arm, [])][-WINDOW:]
+            out.since[arm] = int(state.get("since", {}).get(arm, 0))
+        return out
+
+    @property
+    def n_observations(self) -> int:
+        return sum(len(c) for c in self.costs.values())
+
+
+def group_waits(wf, stages: list[str]) -> float | None:  # noqa: ANN001 -- asad.model.WorkflowRun
+    """The group's waits (s): each stage's start minus the later of its predecessors' end and the
+    workflow's submission. None while a stage has not run."""
+    total = 0.0
+    for name in stages:
+        run = wf.stages[name]
+        ends = [wf.stages[p].end_time for p in wf.spec.predecessors(name)]
+        if run.start_time is None or any(e is None for e in ends):
+            return None
+        total += max(0.0, run.start_time - max([wf.created_at, *ends]))
+    return total

@@ -1,0 +1,88 @@
+"""Learned sharing (``share_jobs = "learned"``, asad/learn/share_choice.py): each run of same-shape
+stages is tried as one job and as a job each, then runs the way that waited less."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from asad.app import run_in_process
+from asad.config import ConfigError, Settings, load_settings
+from asad.learn.share_choice import ALONE, EXPLORE_EVERY, SHARED, WINDOW, ShareChoice
+from asad.slurm.sim import make_simulator
+from asad.spec import load_workflow
+from asad.status import render_explain
+from asad.store.repo import Store
+from tests.conftest import EXAMPLES
+
+
+def test_each_choice_is_tried_once_then_the_one_that_waited_less_is_taken():
+    choice = ShareChoice()
+    assert choice.choose()[0] == SHARED
+    choice.observe(SHARED, 900.0)
+    assert choice.choose()[0] == ALONE
+    choice.observe(ALONE, 100.0)
+    arm, why = choice.choose()
+    assert arm == ALONE and "median 900 s" in why and "100 s" in why
+
+
+def test_the_choice_not_taken_is_tried_again_after_a_while():
+    choice = ShareChoice()
+    choice.observe(SHARED, 900.0)
+    choice.observe(ALONE, 100.0)
+    arms = [choice.choose()[0] for _ in range(2 * (EXPLORE_EVERY + 1))]
+    assert arms.count(SHARED) == 2 and arms[EXPLORE_EVERY] == SHARED
+
+
+@given(st.lists(st.tuples(st.sampled_from([SHARED, ALONE]), st.floats(0, 1e6)), max_size=40))
+def test_state_round_trips_and_keeps_a_window(observations):
+    choice = ShareChoice()
+    for arm, cost in observations:
+        choice.observe(arm, cost)
+        choice.choose()
+    again = ShareChoice.from_state(choice.to_state())
+    assert again.costs == choice.costs and again.since == choice.since
+    assert all(len(c) <= WINDOW for c in choice.costs.values())
+    assert again.choose() == choice.choose()
+
+
+def test_share_jobs_setting_takes_learned_and_the_old_booleans():
+    assert load_settings({"share_jobs": "learned"}, config_file=None).share_jobs == "learned"
+    assert load_settings({"share_jobs": True}).share_jobs == "on"
+    assert load_settings({"share_jobs": "0"}).share_jobs == "off"
+    with pytest.raises(ConfigError, match="off, on, learned"):
+        load_settings({"share_jobs": "sometimes"})
+
+
+def test_montage_learns_whether_to_share_from_what_each_choice_waited(tmp_path):
+    """Three runs on one store and one queue: shared first, a job each second, then per run of
+    stages whichever waited less. What each choice cost is the sum of its stages' perceived
+    waits, as the run's own summary counts them."""
+    spec = load_workflow(EXAMPLES / "montage.yaml")
+    store = Store(f"sqlite:///{tmp_path}/a.db")
+    try:
+        runs, learned = [], []
+        for _ in range(3):
+            sim = make_simulator("small", load=1.1, seed=4, priority="multifactor")
+            (summary,) = run_in_process(store, sim, [spec], settings=Settings(share_jobs="learned"),
+                                        warmup_s=12 * 3600)
+            assert summary["state"] == "COMPLETED", summary["message"]
+            runs.append((summary, store.load_workflows(active_only=False)[-1]))
+            learned.append({row.key: row.state for row in store.learners("share")})
+    finally:
+        store.close()
+    (first, wf1), (second, wf2), (_, wf3) = runs
+    assert len(wf1.jobs) == 4 and len(wf2.jobs) == 9  # shared, then a job each
+    assert "each gets its own (learned" in render_explain(wf2, "mProjectPP")
+    groups = {j.stage: j.stages for j in wf1.jobs if j.rides}
+    assert len(learned[1]) == len(groups) == 3  # one learner per run of stages that could share
+    waits = [{s["name"]: s["perceived_wait_s"] for s in summary["stages"]} for summary in (first, second)]
+    assert any(w > 0 for w in waits[1].values())  # a queue that makes the choice matter
+    for key, state in learned[1].items():
+        head = key.split("/")[1].split("|")[0]
+        (shared,), (alone,) = state["costs"]["shared"], state["costs"]["alone"]
+        assert shared == pytest.approx(sum(waits[0][s] for s in groups[head]), abs=1e-6)
+        assert alone == pytest.approx(sum(waits[1][s] for s in groups[head]), abs=1e-6)
+        job = next(j for j in wf3.jobs if j.stage == head)
+        assert bool(job.rides) == (shared <= alone), (head, state)
