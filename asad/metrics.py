@@ -22,6 +22,16 @@ def _job_core_s(job: JobRecord) -> float:
     return cpus * max(0.0, job.end_time - job.start_time)
 
 
+def perceived_wait(wf: WorkflowRun, name: str) -> float | None:
+    """The stage's start of work minus the end of its latest predecessor (a first stage: minus the
+    workflow's submission), floored at 0; None before it started."""
+    run, preds = wf.stages[name], wf.spec.predecessors(name)
+    if run.start_time is None:
+        return None
+    pred_end = max((wf.stages[p].end_time or 0.0) for p in preds) if preds else wf.created_at
+    return max(0.0, run.start_time - pred_end)
+
+
 def summarize(wf: WorkflowRun) -> dict:
     stages = []
     used_core_s = 0.0
@@ -32,10 +42,7 @@ def summarize(wf: WorkflowRun) -> dict:
         job = wf.current_job(name) if not big else (wf.jobs[-1] if wf.jobs else None)
         preds = wf.spec.predecessors(name)
         rides = job is not None and name != job.stage and name in job.rides  # in a shared job, after its head
-        pred_end = max((wf.stages[p].end_time or 0.0) for p in preds) if preds else wf.created_at
-        perceived = None
-        if run.start_time is not None:
-            perceived = max(0.0, run.start_time - pred_end)
+        perceived = perceived_wait(wf, name)
         if big and preds:
             perceived = 0.0
         idle_s = 0.0

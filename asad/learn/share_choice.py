@@ -9,7 +9,7 @@ learned queue wait cannot tell: its key buckets time limits (30 and 50 minutes s
 So each run of stages (keyed by the workflow, its first stage and the shape) keeps what both
 choices cost when they were made: the group's **waits**, the sum over its stages of the stage's
 start minus the moment it could start (its predecessors' end, or the workflow's submission).
-That sum is measured the same way whichever way the stages ran. Each choice is tried once
+That sum is measured the same way whichever way the stages ran (``asad.metrics.perceived_wait``). Each choice is tried once
 (shared first), then the one with the lower median of its recent costs is taken, and the other
 is tried again once every ``EXPLORE_EVERY`` decisions, so a queue that changes is noticed.
 """
@@ -19,6 +19,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 from typing import Any
+
+from asad.metrics import perceived_wait
 
 SHARED, ALONE = "shared", "alone"
 WINDOW = 8  # recent costs kept per choice
@@ -69,13 +71,7 @@ class ShareChoice:
 
 
 def group_waits(wf, stages: list[str]) -> float | None:  # noqa: ANN001 -- asad.model.WorkflowRun
-    """The group's waits (s): each stage's start minus the later of its predecessors' end and the
-    workflow's submission. None while a stage has not run."""
-    total = 0.0
-    for name in stages:
-        run = wf.stages[name]
-        ends = [wf.stages[p].end_time for p in wf.spec.predecessors(name)]
-        if run.start_time is None or any(e is None for e in ends):
-            return None
-        total += max(0.0, run.start_time - max([wf.created_at, *ends]))
-    return total
+    """The group's waits (s): the sum of its stages' perceived waits (``asad.metrics``). None
+    while a stage has not run."""
+    waits = [perceived_wait(wf, name) for name in stages]
+    return None if any(w is None for w in waits) else sum(waits)
