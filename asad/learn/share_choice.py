@@ -9,8 +9,9 @@ learned queue wait cannot tell: its key buckets time limits (30 and 50 minutes s
 So each run of stages (keyed by the workflow, its first stage and the shape) keeps what both
 choices cost when they were made: the group's **waits**, the sum over its stages of the stage's
 start minus the moment it could start (its predecessors' end, or the workflow's submission).
-That sum is measured the same way whichever way the stages ran (``asad.metrics.perceived_wait``). Each choice is tried once
-(shared first), then the one with the lower median of its recent costs is taken, and the other
+That sum is measured the same way whichever way the stages ran (``asad.metrics.perceived_wait``).
+Each choice is tried once (a job each first, so a workflow's first run is what it was without
+sharing), then the one with the lower median of its recent costs is taken, and the other
 is tried again once every ``EXPLORE_EVERY`` decisions, so a queue that changes is noticed.
 """
 
@@ -34,10 +35,10 @@ class ShareChoice:
 
     def choose(self) -> tuple[str, str]:
         """(choice, why): ``shared`` or ``alone``, and the numbers behind it."""
-        for arm in (SHARED, ALONE):
+        for arm in (ALONE, SHARED):  # a job each first: a workflow's first run is the default's without sharing
             if not self.costs[arm]:
-                return self._take(arm, f"not tried yet: tried {arm} first" if arm == SHARED else
-                                  "a job each not tried yet")
+                return self._take(arm, "a job each: the first try" if arm == ALONE else
+                                  f"one job: not tried yet (a job each waited {self.costs[ALONE][0]:.0f} s)")
         shared, alone = (statistics.median(self.costs[a]) for a in (SHARED, ALONE))
         best, other = (SHARED, ALONE) if shared <= alone else (ALONE, SHARED)
         numbers = (f"waits as one job: median {shared:.0f} s over {len(self.costs[SHARED])} runs; "
