@@ -31,8 +31,15 @@ def test_the_choice_not_taken_is_tried_again_after_a_while():
     choice = ShareChoice()
     choice.observe(SHARED, 900.0)
     choice.observe(ALONE, 100.0)
-    arms = [choice.choose()[0] for _ in range(2 * (EXPLORE_EVERY + 1))]
-    assert arms.count(SHARED) == 2 and arms[EXPLORE_EVERY] == SHARED and arms[-1] == SHARED
+    arms = []
+    for _ in range(60):
+        arm = choice.choose()[0]
+        arms.append(arm)
+        if arm == SHARED:
+            choice.observe(SHARED, 900.0)  # it keeps losing
+    tries = [i for i, arm in enumerate(arms) if arm == SHARED]
+    # re-tried after 6, then 12, 18 ... decisions: the slower way costs fewer and fewer runs
+    assert tries == [EXPLORE_EVERY, 3 * EXPLORE_EVERY + 1, 6 * EXPLORE_EVERY + 2]
 
 
 @given(st.lists(st.tuples(st.sampled_from([SHARED, ALONE]), st.floats(0, 1e6)), max_size=40))

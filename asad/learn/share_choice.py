@@ -11,8 +11,9 @@ choices cost when they were made: the group's **waits**, the sum over its stages
 start minus the moment it could start (its predecessors' end, or the workflow's submission).
 That sum is measured the same way whichever way the stages ran (``asad.metrics.perceived_wait``).
 Each choice is tried once (a job each first, so a workflow's first run is what it was without
-sharing), then the one with the lower median of its recent costs is taken, and the other
-is tried again once every ``EXPLORE_EVERY`` decisions, so a queue that changes is noticed.
+sharing), then the one with the lower median of its recent costs is taken. The other is tried again
+after ``EXPLORE_EVERY`` decisions times the runs of it already seen (6, then 12, 18, ...), so a
+queue that changes is noticed while a way that keeps losing is re-tried less and less often.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from asad.metrics import perceived_wait
 
 SHARED, ALONE = "shared", "alone"
 WINDOW = 8  # recent costs kept per choice
-EXPLORE_EVERY = 6  # decisions after which the choice not taken is tried once again
+# decisions after which the choice not taken is tried once again, per run of it already seen: the
+# more often it lost, the rarer the re-try (a re-try of the slower way costs a slower run)
+EXPLORE_EVERY = 6
 
 
 @dataclass
@@ -43,7 +46,7 @@ class ShareChoice:
         best, other = (SHARED, ALONE) if shared <= alone else (ALONE, SHARED)
         numbers = (f"waits as one job: median {shared:.0f} s over {len(self.costs[SHARED])} runs; "
                    f"a job each: {alone:.0f} s over {len(self.costs[ALONE])}")
-        if self.since[other] >= EXPLORE_EVERY:
+        if self.since[other] >= EXPLORE_EVERY * len(self.costs[other]):
             return self._take(other, f"{numbers}; {other} tried again after {self.since[other]} decisions")
         return self._take(best, numbers)
 
