@@ -9,9 +9,10 @@ import math
 from collections.abc import Callable, Sequence
 
 from asad.learn.calibration import told_waits_s
-from asad.learn.share_choice import ShareChoice, group_waits
 from asad.learn.registry import is_pooled, make_pool, make_predictor, predictor_from_state
 from asad.learn.runtime import RuntimeEstimator
+from asad.learn.share_choice import ShareChoice, group_waits
+from asad.model import StageState
 
 WAIT_KIND = "wait"
 RUNTIME_KIND = "runtime"
@@ -285,7 +286,7 @@ class Learned:
             return
         for trial in list(trials):
             key, arm, stages = trial
-            if any(wf.stages[s].state.value != "COMPLETED" for s in stages):
+            if any(wf.stages[s].state is not StageState.COMPLETED for s in stages):
                 continue
             trials.remove(trial)
             cost = group_waits(wf, stages)
