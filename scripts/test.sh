@@ -14,6 +14,9 @@ if [ "$(id -u)" = 0 ] && [ "${ASAD_SKIP_SLURM:-0}" != 1 ]; then
   slurm-scripts/local-cluster.sh up --accounting --gpus 2
   eval "$(slurm-scripts/local-cluster.sh env)"
   trap 'slurm-scripts/local-cluster.sh down || true' EXIT
+  # slurmctld restores its saved state: a job left by an interrupted earlier run would hold a node
+  # that the tests expect free (seen 2026-11-25: a 5-minute job made the busy-cluster test fail)
+  scancel --user="$(id -un)" || true
 else
   echo "scripts/test.sh: not root or ASAD_SKIP_SLURM=1: real-Slurm tests will skip (see docs/local-cluster.md)"
 fi
