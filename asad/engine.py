@@ -361,7 +361,6 @@ class Engine:
         req = self.ctx.request_for(wf, name, plan, dep_ids, barrier_ids)
         req = self.ctx.place(wf, name, run, req)
         rides, share_why = riders(wf, name, req, self.ctx)
-        rides = tuple(rides)
         if rides:
             req = shared_request(req, [self.ctx.request_for(wf, r) for r in rides])
         req = _with_command(req, self.ctx.build_command(wf, name, req, barrier=plan.barrier_on,

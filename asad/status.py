@@ -106,18 +106,21 @@ def output_paths(wf: WorkflowRun, stage: str) -> dict[str, str]:
     return out
 
 
+def _run_folder(job) -> str | None:  # noqa: ANN001
+    """The folder the stage wrapper of this submitted job writes its markers to (None: no such job)."""
+    return os.path.dirname(job.request.output) if job.request.output and job.job_id is not None else None
+
+
 def _alloc_marker(job, stage: str) -> tuple[float, str] | None:  # noqa: ANN001
     """(start epoch, host) from the stage wrapper's allocation marker of this very job, if written."""
-    if not job.request.output or job.job_id is None:
-        return None
-    return markers.began(os.path.dirname(job.request.output), stage, job.job_id, "alloc")
+    folder = _run_folder(job)
+    return markers.began(folder, stage, job.job_id, "alloc") if folder is not None else None
 
 
 def _turn_markers(job, stage: str) -> tuple[tuple[float, str] | None, tuple[int, float] | None]:  # noqa: ANN001
     """A stage's turn in a shared job, from its wrapper's markers of this very job."""
-    if not job.request.output or job.job_id is None:
-        return None, None
-    return markers.turn(os.path.dirname(job.request.output), stage, job.job_id)
+    folder = _run_folder(job)
+    return markers.turn(folder, stage, job.job_id) if folder is not None else (None, None)
 
 
 def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:

@@ -34,17 +34,17 @@ def _shape(req: JobRequest) -> tuple:
             req.gpus, req.gres, req.exclusive)
 
 
-def riders(wf: WorkflowRun, head: str, head_req: JobRequest, ctx: Context) -> tuple[list[str], str]:
+def riders(wf: WorkflowRun, head: str, head_req: JobRequest, ctx: Context) -> tuple[tuple[str, ...], str]:
     """The stages after ``head`` that run in its job, in order (none: the head runs alone), and
     with ``share_jobs = "learned"`` why they do or do not (``asad.learn.share_choice``)."""
-    candidates = _candidates(wf, head, head_req, ctx)
+    candidates = tuple(_candidates(wf, head, head_req, ctx))
     if not candidates or ctx.config.share_jobs != "learned":
         return candidates, ""
     key = f"{ctx.runtime_key(wf, head)}|nodes={head_req.nodes}|cpus={head_req.cpus}"
     choice, why = ctx.learned.choose_sharing(key, wf.id, [head, *candidates])
     if choice == SHARED:
         return candidates, f"shared (learned: {why})"
-    return [], f"{', '.join(candidates)} could run in this job but each gets its own (learned: {why})"
+    return (), f"{', '.join(candidates)} could run in this job but each gets its own (learned: {why})"
 
 
 def _candidates(wf: WorkflowRun, head: str, head_req: JobRequest, ctx: Context) -> list[str]:
