@@ -196,7 +196,7 @@ class Context:
             return None
         # an array's tasks: one file each, by array job id and (per array job) task index
         pattern = "%A_%a" if stage != BIG_JOB_STAGE and stage in wf.stages and wf.spec.stage(stage).array else "%j"
-        return f"{self.config.run_dir}/{wf.id}/{stage}-{pattern}.out"
+        return f"{markers.folder(self.config.run_dir, wf.id)}/{stage}-{pattern}.out"
 
     # -- sizing ------------------------------------------------------------------------------
     def sizing_name(self, wf: WorkflowRun, stage: str) -> str | None:
@@ -233,7 +233,7 @@ class Context:
         None where there are no markers (the simulator)."""
         if not self.config.run_dir or job.job_id is None:
             return None
-        folder = Path(self.config.run_dir) / str(wf.id)
+        folder = markers.folder(self.config.run_dir, wf.id)
         out: list[tuple[float, float]] = []
         for stage in job.stages:
             start, end = markers.turn(folder, stage, job.job_id)

@@ -66,6 +66,7 @@ class Engine:
                 self._follow_stage(wf, name, run, now, out)
                 if wf.state is not WorkflowState.ACTIVE:
                     return
+        self.ctx.learned.settle_sharing(wf)  # the share choices whose stages have all ended
         if all(r.state is StageState.COMPLETED for r in wf.stages.values()):
             self._end_workflow(wf, WorkflowState.COMPLETED, now, out)
             return
@@ -157,7 +158,6 @@ class Engine:
             run.start_time = self._work_start(wf, name, job)
             if run.start_time is not None and run.end_time is not None:
                 self.ctx.learned.observe_runtime(self.ctx.runtime_key(wf, name), run.end_time - run.start_time)
-            self.ctx.learned.settle_sharing(wf)
             out.dirty_stages.append(run)
             return
         if job.cancelled_by_asad:
@@ -185,7 +185,6 @@ class Engine:
                 self.ctx.learned.observe_runtime(self.ctx.runtime_key(wf, name), end - start)
             out.dirty_stages.append(run)
         if len(times) == len(job.stages):
-            self.ctx.learned.settle_sharing(wf)
             return
         failed = job.stages[len(times)]
         for name in job.stages[len(times) + 1:]:
@@ -226,7 +225,6 @@ class Engine:
             run.state = StageState.COMPLETED
             if run.start_time is not None and run.end_time is not None:
                 self.ctx.learned.observe_runtime(self.ctx.runtime_key(wf, name), run.end_time - run.start_time)
-            self.ctx.learned.settle_sharing(wf)
             out.dirty_stages.append(run)
             return
         worst = next(j for w in FAILED_STATES_WORST for j in chunks if j.state is w)
@@ -302,6 +300,7 @@ class Engine:
         ends = [r.end_time for r in wf.stages.values() if r.end_time is not None]
         wf.ended_at = max(ends) if state is WorkflowState.COMPLETED and ends else now
         wf.message = message
+        self.ctx.learned.settle_sharing(wf)  # and forgets the rest: their stages will not run
         out.finished.append(wf)
 
     # -- helpers ---------------------------------------------------------------------------

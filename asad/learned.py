@@ -11,15 +11,13 @@ from collections.abc import Callable, Sequence
 from asad.learn.calibration import told_waits_s
 from asad.learn.registry import is_pooled, make_pool, make_predictor, predictor_from_state
 from asad.learn.runtime import RuntimeEstimator
-from asad.learn.share_choice import ShareChoice, group_waits
-from asad.model import StageState
+from asad.learn.share_choice import OpenTrials, ShareChoice, Trial
 
 WAIT_KIND = "wait"
 RUNTIME_KIND = "runtime"
 SIZING_KIND = "sizing"
 PLACEMENT_KIND = "placement"
 SHARE_KIND = "share"
-MAX_OPEN_TRIALS = 1000  # share choices awaiting their outcome (in memory: a restart forgets them)
 WAIT_COUNT = "wait-count"  # versions only: how many waits a key has learned (its own version)
 WAIT_STEP_LOG10 = 0.005  # a pooled learner's waits as the engine sees them: steps of ~1.2 %
 
@@ -38,8 +36,7 @@ class Learned:
         self._sizers: dict[str, object] = {}
         self._placers: dict[str, object] = {}
         self._share: dict[str, ShareChoice] = {}
-        # (workflow id) -> [(key, choice, stages)]: share choices whose stages have not all ended
-        self._share_trials: dict[int, list[tuple[str, str, list[str]]]] = {}
+        self.share_trials = OpenTrials()
         self.dirty: set[tuple[str, str]] = set()
         self._wait_estimates: dict[str, float] = {}  # a learner's estimate only moves when it observes
         # For the runner's incremental decisions: a (kind, key)'s version grows whenever what it
@@ -269,32 +266,14 @@ class Learned:
         job each (``asad.learn.share_choice``); the outcome is learned when they have all ended."""
         arm, why = self.share_choice(key).choose()
         self.dirty.add((SHARE_KIND, key))
-        trials = self._share_trials.setdefault(workflow_id, [])
-        trials[:] = [t for t in trials if t[2][0] != stages[0]] + [(key, arm, list(stages))]
-        if sum(len(t) for t in self._share_trials.values()) > MAX_OPEN_TRIALS:
-            self._share_trials.pop(next(iter(self._share_trials)))
+        self.share_trials.open(workflow_id, Trial(key, arm, tuple(stages)))
         return arm, why
-
-    def sharing_decided(self, workflow_id: int, stage: str) -> bool:
-        """Is ``stage`` a later stage of a group whose choice is made (it gets no choice of its own)?"""
-        return any(stage in t[2][1:] for t in self._share_trials.get(workflow_id, ()))
 
     def settle_sharing(self, wf) -> None:  # noqa: ANN001 -- asad.model.WorkflowRun
         """Learn the cost of every share choice of ``wf`` whose stages have all ended."""
-        trials = self._share_trials.get(wf.id)
-        if not trials:
-            return
-        for trial in list(trials):
-            key, arm, stages = trial
-            if any(wf.stages[s].state is not StageState.COMPLETED for s in stages):
-                continue
-            trials.remove(trial)
-            cost = group_waits(wf, stages)
-            if cost is not None:
-                self.share_choice(key).observe(arm, cost)
-                self.dirty.add((SHARE_KIND, key))
-        if not trials:
-            del self._share_trials[wf.id]
+        for trial, cost in self.share_trials.settle(wf):
+            self.share_choice(trial.key).observe(trial.arm, cost)
+            self.dirty.add((SHARE_KIND, trial.key))
 
     def drain_dirty(self) -> list[tuple[str, str, dict, int]]:
         """(kind, key, state, n_observations) for every learner changed since the last drain."""

@@ -11,6 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def folder(run_dir: str | Path, workflow_id: int) -> Path:
+    """The run folder of one workflow: its jobs' logs and its stages' markers."""
+    return Path(run_dir) / str(workflow_id)
+
+
+def end_path(folder: str | Path, stage: str) -> Path:
+    """``<stage>.end``: written the moment the stage's command ends (what the daemon watches)."""
+    return Path(folder) / f"{stage}.end"
+
+
 def began(folder: str | Path, stage: str, job_id: int, kind: str = "start") -> tuple[float, str] | None:
     """(epoch, host) from ``<stage>.<kind>`` (``alloc`` or ``start``) if job ``job_id`` wrote it."""
     try:
@@ -29,7 +39,7 @@ def turn(folder: str | Path, stage: str, job_id: int) -> tuple[tuple[float, str]
     if start is None:
         return None, None
     try:
-        code, epoch = (Path(folder) / f"{stage}.end").read_text().split()[:2]
+        code, epoch = end_path(folder, stage).read_text().split()[:2]
         return start, (int(code), float(epoch))
     except (OSError, ValueError):
         return start, None

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from asad import markers
@@ -123,6 +124,79 @@ def _turn_markers(job, stage: str) -> tuple[tuple[float, str] | None, tuple[int,
     return markers.turn(folder, stage, job.job_id) if folder is not None else (None, None)
 
 
+@dataclass(frozen=True)
+class _Live:
+    """A stage as squeue would show it now: the last poll corrected by its wrapper's markers, which
+    say sooner (the daemon's polls may be minutes apart)."""
+
+    st: str | None  # squeue's state code
+    start: float | None  # what TIME counts from
+    end: float | None  # ... and to; None: it still counts, or there is nothing to count
+    host: str | None = None  # a marker says the stage runs there, whatever the last poll said
+    turn: str = ""  # a stage of a shared job: "over" (its turn ended) or "waiting" (not yet its turn)
+
+
+def _live(wf: WorkflowRun, name: str, run, job) -> _Live:  # noqa: ANN001
+    if job is None:
+        return _Live(_STAGE_ST.get(run.state), None, None)
+    st = _STAGE_ST.get(run.state) if run.state in (StageState.WAITING, StageState.PLANNED) else job.state.short
+    if run.state.is_final and not job.state.is_final:
+        st = _STAGE_ST[run.state]
+    if job.rides and not run.state.is_final and not job.state.is_final:
+        # a shared job runs its stages in turn: each stage's own markers say where it is
+        began, ended = _turn_markers(job, name)
+        if ended is not None:
+            return _Live("CD" if ended[0] == 0 else "F", began[0] if began else None, ended[1], turn="over")
+        if began is not None:
+            return _Live("R", began[0], None, host=began[1])
+        if name != job.stage:
+            return _Live("PD", None, None, turn="waiting")
+    elif job.rides and run.start_time is not None:  # its turn ended: asad knows when it ran
+        return _Live(st, run.start_time, run.end_time)
+    # ``<stage>.alloc`` ("<epoch> <host> <job id>"): the allocation exists, so the job runs
+    allocated = _alloc_marker(job, name) if job.state.value == "PENDING" and not run.state.is_final else None
+    if allocated is not None:
+        st = "R"
+    start = job.start_time if job.start_time is not None else (allocated or (None,))[0]
+    end = job.end_time or run.end_time or (wf.ended_at if run.state.is_final else None)
+    return _Live(st, start, end, host=allocated[1] if allocated else None)
+
+
+def _elapsed(live: _Live, run, job, now: float) -> float | None:  # noqa: ANN001
+    """squeue's TIME: how long the job (or a shared job's stage) has run; none while it pends,
+    frozen once it ended."""
+    if live.start is None:
+        return None
+    if live.end is not None:
+        return max(0.0, live.end - live.start)
+    if job is None or job.state.is_final or run.state.is_final:
+        return None
+    return max(0.0, now - live.start)
+
+
+def _reason(wf: WorkflowRun, name: str, run, job, live: _Live) -> str:  # noqa: ANN001
+    """squeue's NODELIST(REASON): where it runs, or why it does not yet."""
+    if live.turn == "over":
+        return ""
+    if live.host is not None:
+        return job.nodelist if job.state.value == "RUNNING" and job.nodelist else live.host
+    if live.turn == "waiting":
+        return f"(SharedJob:{job.stage})"
+    if job is not None and job.state.value == "PENDING" and not run.state.is_final:
+        return f"({job.reason or 'None'})"
+    if job is not None and job.state.value == "RUNNING" and not run.state.is_final:
+        return job.nodelist or "-"
+    if run.state is StageState.PLANNED:
+        return "(PlannedSubmission)"
+    if run.state is StageState.WAITING:
+        if wf.state.value != "ACTIVE":
+            return f"({wf.state.value.title()})"
+        if all(wf.stages[p].state is StageState.COMPLETED for p in wf.spec.predecessors(name)):
+            return "(NotYetSubmitted)"  # free to go: the daemon submits it at its next wake
+        return "(Predecessors)"
+    return f"({run.message})" if run.message else ""
+
+
 def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
     out = []
     tries = attempts_by_stage(wf)
@@ -130,66 +204,8 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
         job = wf.current_job(name) if wf.strategy != "big-job" else (wf.jobs[-1] if wf.jobs else None)
         if job is not None and job.phase is JobPhase.ABANDONED:
             job = None
-        st = _STAGE_ST.get(run.state) if job is None or run.state in (StageState.WAITING, StageState.PLANNED) \
-            else job.state.short
-        if job is not None and run.state.is_final and not job.state.is_final:
-            st = _STAGE_ST[run.state]
-        # The daemon's polls may be minutes apart: a pending job whose allocation marker the stage
-        # wrapper wrote (``<stage>.alloc``: "<epoch> <host> <job id>") runs, whatever the last poll said.
-        started = _alloc_marker(job, name) if job is not None and job.state.value == "PENDING" \
-            and not run.state.is_final else None
-        if started is not None:
-            st = "R"
-        # A shared job runs its stages in turn: each stage's own markers say where it is (its wrapper's
-        # start and end), and a rider whose turn has not come waits in the job.
-        shared = job is not None and bool(job.rides) and not run.state.is_final and not job.state.is_final
-        turn_start = turn_end = None
-        if shared:
-            began, ended = _turn_markers(job, name)
-            if ended is not None:
-                st, turn_start, turn_end = ("CD" if ended[0] == 0 else "F"), (began or (None,))[0], ended[1]
-            elif began is not None:
-                st, started, turn_start = "R", began, began[0]
-            elif name != job.stage:
-                st = "PD"
-        in_turn = shared and name != job.stage and st == "PD"
-        # squeue's TIME: how long the job has run; 0:00 while it pends, frozen once it (or its stage) ended
-        if shared or (job is not None and job.rides and run.start_time is not None):
-            start = turn_start if shared else run.start_time
-            end = turn_end if shared else run.end_time
-        else:
-            start = job.start_time if job is not None and job.start_time is not None else (started or (None,))[0]
-            end = (job.end_time or run.end_time or (wf.ended_at if run.state.is_final else None)) if job else None
-        if start is None:
-            elapsed = None
-        elif end is not None:
-            elapsed = max(0.0, end - start)
-        elif job is None or job.state.is_final or run.state.is_final:
-            elapsed = None
-        else:
-            elapsed = max(0.0, now - start)
-        reason = ""
-        if shared and st in ("CD", "F"):
-            pass  # its turn in the shared job is over
-        elif started is not None:
-            reason = job.nodelist if job.state.value == "RUNNING" and job.nodelist else started[1]
-        elif in_turn:
-            reason = f"(SharedJob:{job.stage})"
-        elif job is not None and job.state.value == "PENDING" and not run.state.is_final:
-            reason = f"({job.reason or 'None'})"
-        elif job is not None and job.state.value == "RUNNING" and not run.state.is_final:
-            reason = job.nodelist or "-"
-        elif run.state is StageState.PLANNED:
-            reason = "(PlannedSubmission)"
-        elif run.state is StageState.WAITING:
-            if wf.state.value != "ACTIVE":
-                reason = f"({wf.state.value.title()})"
-            elif all(wf.stages[p].state is StageState.COMPLETED for p in wf.spec.predecessors(name)):
-                reason = "(NotYetSubmitted)"  # free to go: the daemon submits it at its next wake
-            else:
-                reason = "(Predecessors)"
-        elif run.message:
-            reason = f"({run.message})"
+        live = _live(wf, name, run, job)
+        st, elapsed, reason = live.st, _elapsed(live, run, job, now), _reason(wf, name, run, job, live)
         tasks = array_tasks(wf, name) if job is not None else None
         if tasks and not run.state.is_final:
             reason = format_tasks(tasks)  # one row for the whole array: its tasks per state

@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from asad import markers
+
 WATCH_INTERVAL_S = 1.0  # how often the markers and the wake file are looked at
 BRISK_POLL_S = 1.0  # the pause while Slurm has not yet recorded an end that a marker announced
 BRISK_FOR_S = 15.0  # ... for at most this long after the marker
@@ -90,5 +92,5 @@ def end_markers(runner, run_dir: Path) -> list[tuple[Path, int]]:  # noqa: ANN00
             if job is not None and job.rides and name != job.stage:
                 continue  # a shared job: watched once, by its last stage's marker (its end)
             if job is not None and job.phase is JobPhase.LIVE and job.job_id is not None:
-                out.append((Path(run_dir) / str(wf.id) / f"{job.stages[-1]}.end", job.job_id))
+                out.append((markers.end_path(markers.folder(run_dir, wf.id), job.stages[-1]), job.job_id))
     return out

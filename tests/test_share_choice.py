@@ -94,3 +94,23 @@ def test_montage_learns_whether_to_share_from_what_each_choice_waited(tmp_path):
         assert shared == pytest.approx(sum(waits[1][s] for s in groups[head]), abs=1e-6)
         job = next(j for j in wf3.jobs if j.stage == head)
         assert bool(job.rides) == (shared <= alone), (head, state)
+
+
+def test_open_trials_settle_when_their_stages_complete_and_drop_with_the_workflow():
+    from types import SimpleNamespace
+
+    from asad.learn.share_choice import OpenTrials, Trial
+    from asad.model import StageState, WorkflowState
+
+    def workflow(state, **stages):
+        return SimpleNamespace(id=7, state=state, stages={n: SimpleNamespace(state=s) for n, s in stages.items()})
+
+    trials = OpenTrials()
+    trials.open(7, Trial("k", SHARED, ("a", "b", "c")))
+    assert trials.decided(7, "b") and trials.decided(7, "c")
+    assert not trials.decided(7, "a") and not trials.decided(8, "b")
+    running = workflow(WorkflowState.ACTIVE, a=StageState.COMPLETED, b=StageState.RUNNING, c=StageState.WAITING)
+    assert trials.settle(running) == [] and trials.decided(7, "b")  # still open
+    failed = workflow(WorkflowState.FAILED, a=StageState.COMPLETED, b=StageState.FAILED, c=StageState.CANCELLED)
+    assert trials.settle(failed) == []
+    assert not trials.decided(7, "b")  # the workflow ended: its trial is dropped, nothing learned

@@ -35,11 +35,13 @@ import threading
 import time
 from pathlib import Path
 
+from asad.bench.strategies import SHARE_JOBS_OF
+
 
 def register(subparsers) -> None:  # noqa: ANN001
     p = subparsers.add_parser("real-strategies", help="a short workflow under each strategy on the local real Slurm")
     p.add_argument("--strategies", default="auto,chain,per-stage,asa",
-                   help="strategies, and auto-shared: auto with share_jobs on")
+                   help="strategies, and auto-shared / auto-shared-learned: auto with share_jobs on / learned")
     p.add_argument("--stages", type=int, default=5)
     p.add_argument("--stage-s", type=int, default=60, help="seconds of work per stage")
     p.add_argument("--cpus", type=int, default=4)
@@ -102,15 +104,16 @@ def _asad(env: dict, *args: str, check: bool = True) -> subprocess.CompletedProc
                           check=check, timeout=120)
 
 
-# variants that are a strategy plus a daemon setting: label -> (strategy, environment)
-VARIANTS = {"auto-shared": ("auto", {"ASAD_SHARE_JOBS": "1"})}
+def _daemon_env(variant: str) -> dict[str, str]:
+    """The daemon setting a variant adds to its strategy (``auto-shared``: share_jobs on)."""
+    return {"ASAD_SHARE_JOBS": SHARE_JOBS_OF[variant]} if variant in SHARE_JOBS_OF else {}
 
 
 def start_daemon(strategy: str, args: argparse.Namespace, root: Path) -> tuple[subprocess.Popen, dict]:
     """One daemon and store per strategy, so each learns only from its own runs."""
     state = root / strategy
     env = {**os.environ, "XDG_STATE_HOME": str(state), "XDG_CONFIG_HOME": str(root / "config"),
-           "ASAD_POLL_INTERVAL": str(args.poll), **VARIANTS.get(strategy, ("", {}))[1]}
+           "ASAD_POLL_INTERVAL": str(args.poll), **_daemon_env(strategy)}
     env.pop("ASAD_DB_URL", None)
     daemon = subprocess.Popen([sys.executable, "-m", "asad", "daemon", "--backend", "slurm"], env=env,
                               stdout=subprocess.DEVNULL, stderr=(root / f"{strategy}.log").open("w"))
@@ -123,7 +126,7 @@ def one_run(strategy: str, run: int, env: dict, args: argparse.Namespace, wf_pat
     from asad.store.repo import Store
 
     t0 = time.time()
-    submitted_as = VARIANTS.get(strategy, (strategy,))[0]
+    submitted_as = "auto" if strategy in SHARE_JOBS_OF else strategy
     wf_id = int(_asad(env, "submit", str(wf_path), "--strategy", submitted_as).stdout.split()[0])
     while True:
         hist = {h["id"]: h for h in json.loads(_asad(env, "history", "--json").stdout)}

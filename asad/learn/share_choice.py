@@ -19,12 +19,14 @@ queue that changes is noticed while a way that keeps losing is re-tried less and
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from asad.metrics import perceived_wait
 
 SHARED, ALONE = "shared", "alone"
+MAX_OPEN_TRIALS = 1000  # choices awaiting their outcome (in memory: a restart forgets them)
 WINDOW = 8  # recent costs kept per choice
 # decisions after which the choice not taken is tried once again, per run of it already seen: the
 # more often it lost, the rarer the re-try (a re-try of the slower way costs a slower run)
@@ -74,7 +76,49 @@ class ShareChoice:
         return sum(len(c) for c in self.costs.values())
 
 
-def group_waits(wf, stages: list[str]) -> float | None:  # noqa: ANN001 -- asad.model.WorkflowRun
+@dataclass(frozen=True)
+class Trial:
+    """A choice made, awaiting its outcome: ``stages`` (the head first) ran as ``arm``."""
+    key: str
+    arm: str
+    stages: tuple[str, ...]
+
+
+class OpenTrials:
+    """The choices whose stages have not all ended, per workflow. When they have, ``settle``
+    returns each with its cost. Kept in memory only: a choice open when the daemon stops is
+    not learned from."""
+
+    def __init__(self) -> None:
+        self._by_workflow: dict[int, list[Trial]] = {}
+
+    def open(self, workflow_id: int, trial: Trial) -> None:
+        trials = self._by_workflow.setdefault(workflow_id, [])
+        trials[:] = [t for t in trials if t.stages[0] != trial.stages[0]] + [trial]
+        if sum(len(ts) for ts in self._by_workflow.values()) > MAX_OPEN_TRIALS:
+            self._by_workflow.pop(next(iter(self._by_workflow)))
+
+    def decided(self, workflow_id: int, stage: str) -> bool:
+        """Is ``stage`` a later stage of a group whose choice is made (it gets no choice of its own)?"""
+        return any(stage in t.stages[1:] for t in self._by_workflow.get(workflow_id, ()))
+
+    def settle(self, wf) -> list[tuple[Trial, float]]:  # noqa: ANN001 -- asad.model.WorkflowRun
+        """(trial, cost) for each of ``wf``'s choices whose stages have all completed; a workflow
+        that has ended drops the rest (a stage that failed for good has no cost to learn)."""
+        from asad.model import StageState, WorkflowState
+
+        trials = self._by_workflow.get(wf.id)
+        if not trials:
+            return []
+        done = [t for t in trials if all(wf.stages[s].state is StageState.COMPLETED for s in t.stages)]
+        trials[:] = [t for t in trials if t not in done]
+        if not trials or wf.state is not WorkflowState.ACTIVE:
+            del self._by_workflow[wf.id]
+        costs = [(t, group_waits(wf, t.stages)) for t in done]
+        return [(t, cost) for t, cost in costs if cost is not None]
+
+
+def group_waits(wf, stages: Sequence[str]) -> float | None:  # noqa: ANN001 -- asad.model.WorkflowRun
     """The group's waits (s): the sum of its stages' perceived waits (``asad.metrics``). None
     while a stage has not run."""
     waits = [perceived_wait(wf, name) for name in stages]
