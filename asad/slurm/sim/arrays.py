@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from asad.arrays import parse_array
 from asad.slurm.array_status import fold, fold_usage
 from asad.slurm.backend import Dependency, DependencyType, JobRequest, JobStatus, Usage
+from asad.slurm.sim import job_end
 
 if TYPE_CHECKING:
     from asad.slurm.sim.simulator import Simulator
@@ -50,10 +51,11 @@ class SimArrays:
         return ids[0]
 
     def status(self, sim: Simulator, array_id: int) -> JobStatus:
-        return fold(array_id, [(sim._status(sim.jobs[j]), 1) for j in self.tasks[array_id]])
+        blockers = sim.sched.blockers.values()
+        return fold(array_id, [(job_end.status(sim.jobs[j], blockers), 1) for j in self.tasks[array_id]])
 
     def usage(self, sim: Simulator, array_id: int) -> Usage | None:
         jobs = [sim.jobs[j] for j in self.tasks[array_id]]
         if not all(j.state.is_final for j in jobs):
             return None
-        return fold_usage(array_id, [sim._usage(j) for j in jobs])
+        return fold_usage(array_id, [job_end.usage(j) for j in jobs])

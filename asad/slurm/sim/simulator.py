@@ -14,7 +14,6 @@ from collections.abc import Iterable
 import numpy as np
 
 from asad.slurm.backend import (
-    DependencyType,
     JobRequest,
     JobState,
     JobStatus,
@@ -25,13 +24,15 @@ from asad.slurm.sim import errors
 from asad.slurm.sim.arrays import SimArrays
 from asad.slurm.sim.cluster import PartitionState
 from asad.slurm.sim.config import SimConfig
+from asad.slurm.sim.dependencies import BARRIER_KIND, DEP_KIND, NEVER, dep_status, offset_s
+from asad.slurm.sim.job_end import FAIL_SIGNAL, kill_time, work_end
+from asad.slurm.sim.job_end import status as job_status
+from asad.slurm.sim.job_end import usage as job_usage
 from asad.slurm.sim.jobs import WAIT_BEGIN, WAIT_DEPENDENCY, WAIT_NEVER, SimJob
 from asad.slurm.sim.scheduler import Scheduler
+from asad.slurm.sim.ticks import next_tick, tick_at_or_after
 
 EV_END, EV_ELIGIBLE, EV_ARRIVAL, EV_GEN, EV_MAIN, EV_BF, EV_PRIO, EV_PASS, EV_LOOP_PASS, EV_RELEASE = range(10)
-NEVER = -1.0  # a dependency that can no longer be satisfied
-_DEP_KIND, _BARRIER_KIND = 0, 1
-_FAIL_SIGNAL = {JobState.TIMEOUT: 15, JobState.CANCELLED: 15, JobState.OUT_OF_MEMORY: 9}
 
 
 class Simulator:
@@ -185,13 +186,13 @@ class Simulator:
                 continue
             job = self.jobs.get(int(jid))
             if job is not None:
-                out[job.job_id] = self._status(job)
+                out[job.job_id] = job_status(job, self.sched.blockers.values())
         return out
 
     def find(self, tag: str) -> dict[int, JobStatus]:
         """Jobs submitted through :meth:`submit` whose name or comment carries ``tag``.
         Background jobs (named ``bg``, no comment) never carry a caller's tag."""
-        found = {j.job_id: self._status(j) for j in self._user_jobs
+        found = {j.job_id: job_status(j, self.sched.blockers.values()) for j in self._user_jobs
                  if (tag in j.name or tag in j.comment) and j.job_id not in self.arrays.array_of}
         arrays = {self.arrays.array_of[j.job_id] for j in self._user_jobs
                   if (tag in j.name or tag in j.comment) and j.job_id in self.arrays.array_of}
@@ -209,7 +210,7 @@ class Simulator:
             job = self.jobs.get(int(jid))
             if job is None or not job.state.is_final:
                 continue
-            out[job.job_id] = self._usage(job)
+            out[job.job_id] = job_usage(job)
         return out
 
     def estimate_start(self, req: JobRequest) -> float | None:
@@ -295,45 +296,7 @@ class Simulator:
         return jid
 
     def _validate(self, req: JobRequest) -> tuple[list[PartitionState], int, int, int]:
-        names = req.partitions or [self._default_part.name]
-        for name in names:
-            if name not in self._by_name:
-                raise errors.rejected(errors.INVALID_PARTITION)
-        if req.mem_mb is not None and req.mem_per_cpu_mb is not None:
-            raise errors.rejected(errors.MEM_EXCLUSIVE)
-        if req.nodes < 1 or req.ntasks < 1 or req.cpus_per_task < 1:
-            raise errors.rejected(errors.INVALID_NODE_COUNT)
-        nodes = req.nodes
-        cpus = max(req.cpus, nodes)  # Slurm gives every allocated node at least one CPU
-        cpn = -(-cpus // nodes)
-        first_failure = None
-        ok: list[PartitionState] = []
-        mem_per_node = 0
-        for name in names:
-            part = self._by_name[name]
-            if req.mem_mb is not None:
-                mem = req.mem_mb
-            elif req.mem_per_cpu_mb is not None:
-                mem = req.mem_per_cpu_mb * cpn
-            else:
-                mem = part.spec.def_mem_per_cpu_mb * cpn
-            failure = None
-            if req.time_limit_s <= 0 or (part.spec.max_time_s is not None
-                                         and req.time_limit_s > part.spec.max_time_s):
-                failure = errors.INVALID_TIME_LIMIT
-            elif part.spec.max_nodes is not None and nodes > part.spec.max_nodes:
-                failure = errors.INVALID_NODE_COUNT
-            elif not part.fits_empty(nodes, cpn, mem):
-                failure = errors.NODE_CONFIG_UNAVAILABLE
-            if failure is None:
-                if not ok:
-                    mem_per_node = mem
-                ok.append(part)
-            elif first_failure is None:
-                first_failure = failure
-        if not ok:
-            raise errors.rejected(first_failure or errors.NODE_CONFIG_UNAVAILABLE)
-        return ok, nodes, cpus, int(mem_per_node)
+        return errors.admit(req, [self._by_name.get(name) for name in req.partitions or [self._default_part.name]])
 
     def _arrive(self, job: SimJob, dep_targets: list[SimJob]) -> None:
         """A new job: resolve what it waits for, then queue it or park it until eligible."""
@@ -341,15 +304,15 @@ class Simulator:
         job.dep_time = now
         if dep_targets:
             dep = job.dependency
-            offset_s = dep.offset_min * 60.0 if dep.type is DependencyType.AFTER else 0.0
+            offset = offset_s(dep)
             never = False
             for target in dep_targets:
-                status = _dep_status(dep.type, target, offset_s)
+                status = dep_status(dep.type, target, offset)
                 if status is None:
                     job.deps_left += 1
                     if target.dependents is None:
                         target.dependents = []
-                    target.dependents.append([_DEP_KIND, job, False])
+                    target.dependents.append([DEP_KIND, job, False])
                 elif status == NEVER:
                     never = True
                 else:
@@ -385,7 +348,7 @@ class Simulator:
             if entry[2]:
                 continue
             kind, job = entry[0], entry[1]
-            if kind == _BARRIER_KIND:
+            if kind == BARRIER_KIND:
                 if target.state.is_final:
                     entry[2] = True
                     self._barrier_update(job, target)
@@ -394,8 +357,7 @@ class Simulator:
                 entry[2] = True
                 continue
             dep = job.dependency
-            offset_s = dep.offset_min * 60.0 if dep.type is DependencyType.AFTER else 0.0
-            status = _dep_status(dep.type, target, offset_s)
+            status = dep_status(dep.type, target, offset_s(dep))
             if status is None:
                 continue
             entry[2] = True
@@ -436,7 +398,7 @@ class Simulator:
                     pending += 1
                     if other.dependents is None:
                         other.dependents = []
-                    other.dependents.append([_BARRIER_KIND, job, False])
+                    other.dependents.append([BARRIER_KIND, job, False])
                 elif other.state is not JobState.COMPLETED:
                     failed += 1
             if failed:
@@ -444,7 +406,7 @@ class Simulator:
                 return
             if pending:
                 job.barrier_left = pending
-                self._plan_end(job, self._kill_time(job), JobState.TIMEOUT)
+                self._plan_end(job, kill_time(job, self.config), JobState.TIMEOUT)
                 return
         self._plan_work(job, now)
 
@@ -458,51 +420,11 @@ class Simulator:
         if job.barrier_left == 0:
             self._plan_work(job, self._now)
 
-    def _kill_time(self, job: SimJob) -> float:
-        """When slurmctld kills a job for its time limit: at the first periodic time-limit check
-        (every 30 s, PERIODIC_TIMEOUT) at or after start + limit + OverTimeLimit; that check's
-        time is the end Slurm records."""
-        cfg = self.config
-        due = job.start_time + job.time_limit_s + cfg.over_time_limit_s
-        return _tick_at_or_after(due, cfg.time_limit_check_s * cfg.loop_tick_s, cfg.timer_origin_s)
-
     def _plan_work(self, job: SimJob, work_start: float) -> None:
         """The job's real work begins: decide how and when it ends from its hidden truth."""
         job.work_start = work_start
-        runtime = job.runtime_s / job.part.speed
-        if work_start == job.start_time:
-            work_start += self.config.launch_delay_s
-        kill_at = self._kill_time(job)
-        if job.phases:
-            return self._plan_phases(job, work_start, kill_at)
-        if job.peak_mem_mb is not None and job.peak_mem_mb > job.mem_total_mb:
-            oom_at = work_start + runtime * self.config.oom_time_fraction
-            if oom_at < kill_at:
-                self._plan_end(job, oom_at, JobState.OUT_OF_MEMORY)
-                return
-        if work_start + runtime >= kill_at:  # still running at the check: killed there
-            self._plan_end(job, kill_at, JobState.TIMEOUT)
-        elif job.fail_code:
-            self._plan_end(job, work_start + runtime, JobState.FAILED)
-        else:
-            self._plan_end(job, work_start + runtime, JobState.COMPLETED)
-
-    def _plan_phases(self, job: SimJob, t: float, kill_at: float) -> None:
-        """A shared job: its stages run in turn; the first that runs out of memory, fails or is
-        still running at the time limit ends the job, as its own job would have ended."""
-        for runtime_s, peak_mb, code in job.phases:
-            runtime = runtime_s / job.part.speed
-            if peak_mb is not None and peak_mb > job.mem_total_mb:
-                oom_at = t + runtime * self.config.oom_time_fraction
-                if oom_at < kill_at:
-                    return self._plan_end(job, oom_at, JobState.OUT_OF_MEMORY)
-            if t + runtime >= kill_at:
-                return self._plan_end(job, kill_at, JobState.TIMEOUT)
-            if code:
-                job.fail_code = int(code)
-                return self._plan_end(job, t + runtime, JobState.FAILED)
-            t += runtime
-        return self._plan_end(job, t, JobState.COMPLETED)
+        t, state = work_end(job, self.config, work_start)
+        self._plan_end(job, t, state)
 
     def _plan_end(self, job: SimJob, t: float, state: JobState) -> None:
         job.token += 1
@@ -530,7 +452,7 @@ class Simulator:
         job.end_time = t
         job.exit_code = 0 if state is JobState.COMPLETED else (
             (job.fail_code or 1) if state is JobState.FAILED else 0)
-        job.signal = _FAIL_SIGNAL.get(state)
+        job.signal = FAIL_SIGNAL.get(state)
         self.counters["finished"] += 1
         self.final_states[state.value] = self.final_states.get(state.value, 0) + 1
         self._changed()
@@ -648,7 +570,7 @@ class Simulator:
                 and (sched.eligible_count or (self.fairtree is not None and self._running))):
             self._armed[2] = True
             prio_origin = origin if cfg.prio_origin_s is None else cfg.prio_origin_s
-            self._push(_next_tick(now, cfg.priority_calc_period_s, prio_origin), EV_PRIO, None, 0)
+            self._push(next_tick(now, cfg.priority_calc_period_s, prio_origin), EV_PRIO, None, 0)
         if cfg.bf_poll and not self._armed[1] and cfg.backfill != "none":
             # the thread looks whether or not anything is eligible: its phase depends on it
             self._armed[1] = True
@@ -661,12 +583,12 @@ class Simulator:
         if sched.eligible_count:
             if not self._armed[0]:
                 self._armed[0] = True
-                self._push(_next_tick(now, cfg.sched_interval_s * cfg.loop_tick_s, origin), EV_MAIN, None, 0)
+                self._push(next_tick(now, cfg.sched_interval_s * cfg.loop_tick_s, origin), EV_MAIN, None, 0)
             if not self._armed[1] and cfg.backfill != "none":
                 self._armed[1] = True
                 bf_origin = origin if cfg.bf_origin_s is None else cfg.bf_origin_s
                 bf_tick = cfg.bf_interval_s if cfg.bf_tick_s is None else cfg.bf_tick_s
-                self._push(_next_tick(now, bf_tick, bf_origin), EV_BF, None, 0)
+                self._push(next_tick(now, bf_tick, bf_origin), EV_BF, None, 0)
 
     # ================================================================== background load =====
     def _generate(self, t: float) -> None:
@@ -703,9 +625,9 @@ class Simulator:
             return
         origin = self.config.timer_origin_s
         tick = self.config.loop_tick_s
-        t = _next_tick(self._now, tick, origin)
+        t = next_tick(self._now, tick, origin)
         if self._last_loop_pass > -math.inf:
-            t = max(t, _tick_at_or_after(self._last_loop_pass + delay * tick, tick, origin))
+            t = max(t, tick_at_or_after(self._last_loop_pass + delay * tick, tick, origin))
         self._loop_pass_armed = True
         self._push(t, EV_LOOP_PASS, None, 0)
 
@@ -723,47 +645,7 @@ class Simulator:
                     origin))
         return 1
 
-    # ================================================================== views ===============
-    def _status(self, job: SimJob) -> JobStatus:
-        state = job.state
-        if state is JobState.PENDING:
-            if job.queued:
-                reason = "Resources" if job.job_id in self.sched.blockers.values() else "Priority"
-            else:
-                reason = job.wait_reason or "Priority"
-        else:
-            reason = "None"
-        started = job.start_time is not None
-        part = job.part
-        return JobStatus(
-            job_id=job.job_id, state=state, reason=reason, name=job.name, comment=job.comment,
-            partition=part.name if part is not None else job.partition_names,
-            submit_time=job.submit_time,
-            eligible_time=job.eligible_time if job.wait_reason is None or started else None,
-            start_time=job.start_time, end_time=job.end_time,
-            alloc_cpus=job.cpus if started else 0, alloc_nodes=job.nodes if started else 0,
-            nodelist=",".join(f"{part.name}-{n}" for n in job.alloc_nodes) if started else "",
-            time_limit_s=job.time_limit_s, exit_code=job.exit_code, signal=job.signal,
-        )
-
-    def _usage(self, job: SimJob) -> Usage:
-        req_mem = float(job.mem_total_mb)
-        if job.start_time is None:
-            return Usage(job.job_id, peak_rss_mb=0.0, total_cpu_s=0.0, elapsed_s=0.0,
-                         req_mem_mb=req_mem, alloc_cpus=0)
-        elapsed = job.end_time - job.start_time
-        work = job.end_time - job.work_start if job.work_start is not None else 0.0
-        if job.state is JobState.OUT_OF_MEMORY:
-            peak = req_mem  # the cgroup limit is what was reached when the kill came
-        elif job.peak_mem_mb is None:
-            peak = None
-        elif job.work_start is None:
-            peak = 0.0
-        else:
-            peak = min(float(job.peak_mem_mb), req_mem)
-        return Usage(job.job_id, peak_rss_mb=peak, total_cpu_s=work * job.cpus * job.cpu_efficiency,
-                     elapsed_s=elapsed, req_mem_mb=req_mem, alloc_cpus=job.cpus)
-
+    # ================================================================== checks ==============
     def check_invariants(self) -> None:
         for part in self.parts:
             part.check_invariants()
@@ -781,32 +663,3 @@ class Simulator:
                 if used_m[node] + part.free_m[node] != part.mem:
                     raise AssertionError(f"{part.name} node {node}: memory accounting mismatch")
 
-
-def _dep_status(dtype: DependencyType, target: SimJob, offset_s: float) -> float | None:
-    """When ``target`` satisfied the dependency, NEVER if it cannot, None if not yet known."""
-    if dtype is DependencyType.AFTER:
-        if target.start_time is not None:
-            return target.start_time + offset_s
-        if target.state.is_final:
-            return target.end_time
-        return None
-    if not target.state.is_final:
-        return None
-    ok = target.state is JobState.COMPLETED
-    if dtype is DependencyType.AFTEROK:
-        return target.end_time if ok else NEVER
-    if dtype is DependencyType.AFTERNOTOK:
-        return NEVER if ok else target.end_time
-    return target.end_time
-
-
-def _next_tick(now: float, interval: float, origin: float = 0.0) -> float:
-    """The first tick of the grid ``origin + k * interval`` strictly after ``now``. A tick
-    computed earlier from the same grid may sit a rounding error below its own ``k``: the
-    division is nudged so that such a tick counts as passed (else the same tick comes again)."""
-    t = origin + (math.floor((now - origin) / interval + 1e-9) + 1) * interval
-    return t if t > now else t + interval
-
-
-def _tick_at_or_after(t: float, interval: float, origin: float = 0.0) -> float:
-    return origin + math.ceil((t - origin) / interval - 1e-9) * interval

@@ -1,0 +1,89 @@
+"""How a started job ends, from its hidden truth against its limits, and what Slurm then shows
+of it (``squeue``/``sacct``'s fields as :class:`asad.slurm.backend.JobStatus` and ``Usage``)."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from asad.slurm.backend import JobState, JobStatus, Usage
+from asad.slurm.sim.config import SimConfig
+from asad.slurm.sim.jobs import SimJob
+from asad.slurm.sim.ticks import tick_at_or_after
+
+FAIL_SIGNAL = {JobState.TIMEOUT: 15, JobState.CANCELLED: 15, JobState.OUT_OF_MEMORY: 9}
+
+
+def kill_time(job: SimJob, cfg: SimConfig) -> float:
+    """When slurmctld kills a job for its time limit: at the first periodic time-limit check
+    (every 30 s, PERIODIC_TIMEOUT) at or after start + limit + OverTimeLimit; that check's
+    time is the end Slurm records."""
+    due = job.start_time + job.time_limit_s + cfg.over_time_limit_s
+    return tick_at_or_after(due, cfg.time_limit_check_s * cfg.loop_tick_s, cfg.timer_origin_s)
+
+
+def work_end(job: SimJob, cfg: SimConfig, work_start: float) -> tuple[float, JobState]:
+    """(when, how) the job ends once its real work begins at ``work_start``: out of memory part-way
+    through, killed at the time-limit check, or done (FAILED with a non-zero true exit code)."""
+    if work_start == job.start_time:
+        work_start += cfg.launch_delay_s
+    kill_at = kill_time(job, cfg)
+    phases = job.phases or ((job.runtime_s, job.peak_mem_mb, job.fail_code),)
+    t = work_start
+    for runtime_s, peak_mb, code in phases:  # a shared job: its stages in turn; the first to fail ends it
+        runtime = runtime_s / job.part.speed
+        if peak_mb is not None and peak_mb > job.mem_total_mb:
+            oom_at = t + runtime * cfg.oom_time_fraction
+            if oom_at < kill_at:
+                return oom_at, JobState.OUT_OF_MEMORY
+        if t + runtime >= kill_at:  # still running at the check: killed there
+            return kill_at, JobState.TIMEOUT
+        if code:
+            job.fail_code = int(code)
+            return t + runtime, JobState.FAILED
+        t += runtime
+    return t, JobState.COMPLETED
+
+
+def status(job: SimJob, blockers: Collection[int]) -> JobStatus:
+    """What squeue (or sacct, once it ended) shows of the job; ``blockers``: the jobs the last
+    pass found waiting for resources (the rest of the eligible queue waits for priority)."""
+    state = job.state
+    if state is JobState.PENDING:
+        if job.queued:
+            reason = "Resources" if job.job_id in blockers else "Priority"
+        else:
+            reason = job.wait_reason or "Priority"
+    else:
+        reason = "None"
+    started = job.start_time is not None
+    part = job.part
+    return JobStatus(
+        job_id=job.job_id, state=state, reason=reason, name=job.name, comment=job.comment,
+        partition=part.name if part is not None else job.partition_names,
+        submit_time=job.submit_time,
+        eligible_time=job.eligible_time if job.wait_reason is None or started else None,
+        start_time=job.start_time, end_time=job.end_time,
+        alloc_cpus=job.cpus if started else 0, alloc_nodes=job.nodes if started else 0,
+        nodelist=",".join(f"{part.name}-{n}" for n in job.alloc_nodes) if started else "",
+        time_limit_s=job.time_limit_s, exit_code=job.exit_code, signal=job.signal,
+    )
+
+
+def usage(job: SimJob) -> Usage:
+    """What sacct records of an ended job's use: its peak memory and CPU time from its truth."""
+    req_mem = float(job.mem_total_mb)
+    if job.start_time is None:
+        return Usage(job.job_id, peak_rss_mb=0.0, total_cpu_s=0.0, elapsed_s=0.0,
+                     req_mem_mb=req_mem, alloc_cpus=0)
+    elapsed = job.end_time - job.start_time
+    work = job.end_time - job.work_start if job.work_start is not None else 0.0
+    if job.state is JobState.OUT_OF_MEMORY:
+        peak = req_mem  # the cgroup limit is what was reached when the kill came
+    elif job.peak_mem_mb is None:
+        peak = None
+    elif job.work_start is None:
+        peak = 0.0
+    else:
+        peak = min(float(job.peak_mem_mb), req_mem)
+    return Usage(job.job_id, peak_rss_mb=peak, total_cpu_s=work * job.cpus * job.cpu_efficiency,
+                 elapsed_s=elapsed, req_mem_mb=req_mem, alloc_cpus=job.cpus)
