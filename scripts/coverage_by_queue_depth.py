@@ -1,0 +1,58 @@
+"""Quantile coverage of the default learner by how many jobs of a job's class were pending when it was told.
+
+    .venv/bin/python scripts/coverage_by_queue_depth.py cedar [--split 2021-06-10] [--until 2021-07-07]
+
+Replays one cluster as `asad bench predictors --key account` does. A job's class is the
+learner's pending-floor class (``ExpertsPool.floor_key``); pending means eligible before the job
+and not yet started when it became eligible, which is known at that moment. Prints the coverage
+of the 10/25/50/75/90 % quantiles per depth bucket, before and after the split. A diagnosis, not
+a benchmark: docs/results/learn.md cites what it printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import heapq
+
+import numpy as np
+
+from asad.bench import predictors as bench
+
+QS = (0.1, 0.25, 0.5, 0.75, 0.9)
+BUCKETS = ((0, 0), (1, 9), (10, 99), (100, 999), (1000, None))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("cluster")
+    parser.add_argument("--split", default="2021-06-10")
+    parser.add_argument("--until", default="2021-07-07")
+    args = parser.parse_args()
+    jobs = bench.load_jobs(bench.DEFAULT_DATA, cluster=args.cluster, until=args.until,
+                           key_config=bench.KEY_CONFIGS["account"])
+    replayed = bench.replay(jobs, [("default", "median-backoff", {})], quantiles=QS)
+    quantiles, wait, pool = replayed["quantiles"]["default"], jobs.wait_s, replayed["pools"]["default"]
+    depth = np.zeros(len(jobs), dtype=int)
+    pending_starts: dict[str, list[float]] = collections.defaultdict(list)  # class -> heap of start times
+    for j in range(len(jobs)):
+        starts = pending_starts[pool.floor_key(jobs.key[j])]
+        while starts and starts[0] <= jobs.eligible_s[j]:
+            heapq.heappop(starts)
+        depth[j] = len(starts)
+        heapq.heappush(starts, jobs.start_s[j])
+    split = float(np.datetime64(args.split, "s").astype(np.int64))
+    print("period | pending in the class | jobs (share) | coverage 10 / 25 / 50 / 75 / 90 %")
+    for period, mask in ((f"before {args.split}", jobs.eligible_s < split), (f"after {args.split}", jobs.eligible_s >= split)):
+        answered = mask & ~np.isnan(quantiles[:, 0])
+        for low, high in BUCKETS:
+            idx = answered & (depth >= low) & (depth <= (high if high is not None else depth.max()))
+            if not idx.any():
+                continue
+            coverage = " / ".join(f"{100 * np.mean(wait[idx] <= quantiles[idx, i]):.1f}" for i in range(len(QS)))
+            label = f"{low}" if low == high else f"{low}-{high}" if high is not None else f">= {low}"
+            print(f"{period} | {label} | {idx.sum()} ({100 * idx.sum() / answered.sum():.0f} %) | {coverage}")
+
+
+if __name__ == "__main__":
+    main()
