@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 
 from asad import markers
 from asad.attempts import attempts_by_stage, describe, retry_note
-from asad.model import JobPhase, StageState, WorkflowRun
+from asad.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun
 from asad.units import format_duration, format_mem
 
 DEFAULT_FORMAT = "%.8W %.12S %.8i %.9P %.18j %.3t %.10M %.5D %.5C %.11p %.8e %.3X %R"
@@ -136,7 +136,7 @@ class _Live:
     turn: str = ""  # a stage of a shared job: "over" (its turn ended) or "waiting" (not yet its turn)
 
 
-def _live(wf: WorkflowRun, name: str, run, job) -> _Live:  # noqa: ANN001
+def _live(wf: WorkflowRun, name: str, run: StageRun, job: JobRecord | None) -> _Live:
     if job is None:
         return _Live(_STAGE_ST.get(run.state), None, None)
     st = _STAGE_ST.get(run.state) if run.state in (StageState.WAITING, StageState.PLANNED) else job.state.short
@@ -162,7 +162,7 @@ def _live(wf: WorkflowRun, name: str, run, job) -> _Live:  # noqa: ANN001
     return _Live(st, start, end, host=allocated[1] if allocated else None)
 
 
-def _elapsed(live: _Live, run, job, now: float) -> float | None:  # noqa: ANN001
+def _elapsed(live: _Live, run: StageRun, job: JobRecord | None, now: float) -> float | None:
     """squeue's TIME: how long the job (or a shared job's stage) has run; none while it pends,
     frozen once it ended."""
     if live.start is None:
@@ -174,7 +174,7 @@ def _elapsed(live: _Live, run, job, now: float) -> float | None:  # noqa: ANN001
     return max(0.0, now - live.start)
 
 
-def _reason(wf: WorkflowRun, name: str, run, job, live: _Live) -> str:  # noqa: ANN001
+def _reason(wf: WorkflowRun, name: str, run: StageRun, job: JobRecord | None, live: _Live) -> str:
     """squeue's NODELIST(REASON): where it runs, or why it does not yet."""
     if live.turn == "over":
         return ""

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from asad.metrics import perceived_wait
+from asad.model import StageState, WorkflowRun, WorkflowState
 
 SHARED, ALONE = "shared", "alone"
 MAX_OPEN_TRIALS = 1000  # choices awaiting their outcome (in memory: a restart forgets them)
@@ -102,11 +103,9 @@ class OpenTrials:
         """Is ``stage`` a later stage of a group whose choice is made (it gets no choice of its own)?"""
         return any(stage in t.stages[1:] for t in self._by_workflow.get(workflow_id, ()))
 
-    def settle(self, wf) -> list[tuple[Trial, float]]:  # noqa: ANN001 -- asad.model.WorkflowRun
+    def settle(self, wf: WorkflowRun) -> list[tuple[Trial, float]]:
         """(trial, cost) for each of ``wf``'s choices whose stages have all completed; a workflow
         that has ended drops the rest (a stage that failed for good has no cost to learn)."""
-        from asad.model import StageState, WorkflowState
-
         trials = self._by_workflow.get(wf.id)
         if not trials:
             return []
@@ -118,7 +117,7 @@ class OpenTrials:
         return [(t, cost) for t, cost in costs if cost is not None]
 
 
-def group_waits(wf, stages: Sequence[str]) -> float | None:  # noqa: ANN001 -- asad.model.WorkflowRun
+def group_waits(wf: WorkflowRun, stages: Sequence[str]) -> float | None:
     """The group's waits (s): the sum of its stages' perceived waits (``asad.metrics``). None
     while a stage has not run."""
     waits = [perceived_wait(wf, name) for name in stages]
