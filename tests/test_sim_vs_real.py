@@ -23,7 +23,8 @@ TAU_FLOOR = {"contention-fifo": 0.93, "contention-fifo.run2": 0.93, "contention-
              "multifactor": 0.91, "multifactor.run2": 0.96, "multifactor.run3": 0.90,
              "timeouts-oom": 0.94, "timeouts-oom.run2": 0.95, "timeouts-oom.run3": 0.92,
              "aged-deps": 0.86, "aged-deps.run2": 0.80, "fairshare": 0.95, "fairshare.run2": 0.95,
-             "fairshare-shares": 0.78, "fairshare-shares.run2": 0.88}
+             "fairshare-shares": 0.78, "fairshare-shares.run2": 0.88,
+             "fairshare-users": 0.88, "fairshare-users.run2": 0.82}
 
 pytestmark = pytest.mark.skipif(not RECORDINGS, reason="no recorded scenarios in tests/data/sim_vs_real")
 
@@ -116,7 +117,7 @@ def test_a_dependant_with_a_begin_overtakes_its_twin_as_on_slurm(name):
     assert reset < gap(real) / 2
 
 
-@pytest.mark.parametrize("name", sorted(n for n in RECORDINGS if n.startswith("fairshare")))
+@pytest.mark.parametrize("name", sorted(n for n in RECORDINGS if n.split(".")[0] in ("fairshare", "fairshare-shares")))
 def test_fair_share_holds_back_the_account_with_usage_as_on_slurm(name):
     """fairshare (and fairshare-shares, where fsa holds 4 shares to the others' 1): fsa fills the
     cluster first, then fsa, fsb and fsc share a queue ordered by fair-share alone. With equal
@@ -149,3 +150,26 @@ def test_the_recorded_shares_bring_the_order_closer_to_slurms(name):
     only, docs/results/sim.md)."""
     rec = RECORDINGS[name]
     assert compare(rec, replay(rec))["kendall_tau"] >= compare(rec, replay(rec, fairshare_shares=None))["kendall_tau"]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in RECORDINGS if n.startswith("fairshare-users")))
+def test_fair_tree_ranks_users_within_their_accounts_as_on_slurm(name):
+    """fairshare-users: accounts fua and fub of equal shares, two users each; ua1 (fua) fills the
+    cluster first. Fair Tree ranks fub above fua, then each account's users by their own usage.
+    Each user's mean wait is within a factor of 2 of Slurm's (or within 20 s), and the order is
+    closer to Slurm's than when every job is filed under one user per account (root's, as the
+    other fair-share scenarios are)."""
+    rec = RECORDINGS[name]
+
+    def mean_wait(starts: dict, user: str) -> float:
+        waits = [starts[j["label"]] - j["submit"] for j in rec["jobs"]
+                 if j["user"] == user and not j["label"].startswith("fill")]
+        return sum(waits) / len(waits)
+
+    real = {j["label"]: j["start"] for j in rec["jobs"]}
+    modelled = {k: v["start"] for k, v in replay(rec).items()}
+    for user in ("ua1", "ua2", "ub1", "ub2"):
+        got, want = mean_wait(modelled, user), mean_wait(real, user)
+        assert abs(got - want) <= max(20.0, want), (user, got, want)
+    as_root = {**rec, "jobs": [{**j, "user": None} for j in rec["jobs"]]}
+    assert compare(rec, replay(rec))["kendall_tau"] > compare(rec, replay(as_root))["kendall_tau"]

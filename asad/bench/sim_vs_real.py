@@ -110,7 +110,7 @@ def sim_settings(rec: dict) -> dict:
                    # the other spelling, which it never prints (None: their scenarios set 0)
                    weight_fairshare=float(conf.get("PriorityWeightFairShare") or 0),
                    decay_half_life_s=_duration_s(conf.get("PriorityDecayHalfLife") or "7-00:00:00"),
-                   fairshare_user="root")  # the recorder submits as root, in the jobs' accounts
+                   fairshare_user="root")  # the recorder submits as root (or --uid), in the jobs' accounts
     return out
 
 
@@ -187,7 +187,8 @@ def replay(rec: dict, submit_at: dict[str, float] | None = None, **overrides) ->
         ids[job["label"]] = sim.submit(JobRequest(
             name=job["label"], command="true", partition="main", nodes=job["nodes"], ntasks=job["nodes"],
             cpus_per_task=job["cpus_per_node"], mem_mb=job["mem_mb"], time_limit_s=job["limit_s"],
-            dependency=dep, truth=truth, begin=_begin(job, at[job["label"]]), account=job.get("account")))
+            dependency=dep, truth=truth, begin=_begin(job, at[job["label"]]), account=job.get("account")),
+            user=job.get("user"))  # None: root, as the recorder submitted it
     sim.run_until(first_submit + 3 * 3600)
     out = {}
     for label, jid in ids.items():
@@ -367,7 +368,7 @@ def main_with(args: argparse.Namespace) -> int:
 
 def _add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", action="store_true",
-                   help="record the scenarios on the local cluster first (needs root; ~45 min for all seven)")
+                   help="record the scenarios on the local cluster first (needs root; ~50 min for all eight)")
     p.add_argument("--scenario", action="append", help="only this scenario (repeatable)")
     p.add_argument("--debug-flags", help="with --record: slurmctld DebugFlags for the run (e.g. Backfill: "
                                          "its log then shows every planned start)")

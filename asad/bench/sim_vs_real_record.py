@@ -33,7 +33,8 @@ class ScenarioJob:
     dep_type: str | None = None  # afterok / afterany / afternotok
     dep_on: tuple[str, ...] = ()
     begin_after_s: float | None = None  # --begin this long after its submission
-    account: str | None = None  # --account (a fair-share association of root's)
+    account: str | None = None  # --account (a fair-share association of root's, or of ``user``'s)
+    user: str | None = None  # submitted as this unix user (sbatch --uid; root when None)
 
     def command(self) -> str:
         if self.oom_after_s is not None:
@@ -57,6 +58,8 @@ class Scenario:
     # their raw shares (FairShare=; 1 where not named)
     accounts: tuple[str, ...] = ()
     shares: dict[str, int] = field(default_factory=dict)
+    # unix users created for the run (no home, no login) and their account: user -> account
+    users: dict[str, str] = field(default_factory=dict)
 
 
 def _mixed_jobs(rng: random.Random, n: int, prefix: str, t_from: float, t_to: float,
@@ -188,6 +191,22 @@ def scenarios() -> dict[str, Scenario]:
         conf=out["fairshare"].conf, accounts=("fsa", "fsb", "fsc"), shares={"fsa": 4},
         about="as fairshare, but fsa holds 4 raw shares to fsb's and fsc's 1; fsa fills the cluster, then 54 "
               "jobs of mixed shapes (fsa 40 %, fsb 35 %, fsc 25 %)")
+
+    # users below the accounts: Fair Tree ranks the accounts, then the users within each
+    rng = random.Random(131)
+    users = {"ua1": "fua", "ua2": "fua", "ub1": "fub", "ub2": "fub"}
+    fill = [ScenarioJob(f"fill{k}", round(0.5 * k, 1), 1, 16, 8000, 120, rng.randint(45, 60), account="fua",
+                        user="ua1") for k in range(5)]
+    mixed = []
+    for job in _mixed_jobs(rng, 54, "u", 5, 120):
+        user = rng.choices(tuple(users), (0.35, 0.2, 0.25, 0.2))[0]
+        mixed.append(replace(job, user=user, account=users[user]))
+    out["fairshare-users"] = Scenario(
+        "fairshare-users", "multifactor", tuple(sorted(fill + mixed, key=lambda j: (j.submit_s, j.label))),
+        conf=out["fairshare"].conf, accounts=("fua", "fub"), users=users,
+        about="two accounts of equal shares with two users each (ua1, ua2 in fua; ub1, ub2 in fub), usage "
+              "reset: ua1 fills the cluster with 5 whole-node jobs, then 54 jobs of mixed shapes (ua1 35 %, "
+              "ua2 20 %, ub1 25 %, ub2 20 %); fair-share only, as fairshare")
     return out
 
 
@@ -249,7 +268,7 @@ def record(scenario: Scenario, script: Path, debug_flags: str | None = None) -> 
     # truth for the simulator's plans. Logging costs slurmctld little; the run stays comparable.
     conf["DebugFlags"] = debug_flags  # None: whatever an earlier recording set is taken out
     if scenario.accounts:
-        _fresh_accounts(scenario.accounts, scenario.shares, env)
+        _fresh_accounts(scenario.accounts, scenario.shares, scenario.users, env)
     _restart_controller(script, conf_path, conf, env)
     backend = SlurmCLI(slurm_conf=str(conf_path))
     tag = f"svr-{scenario.name}-{int(time.time())}"
@@ -263,20 +282,40 @@ def record(scenario: Scenario, script: Path, debug_flags: str | None = None) -> 
         if job.dep_type:
             dep = Dependency(DependencyType(job.dep_type), tuple(ids[d] for d in job.dep_on))
         begin = None if job.begin_after_s is None else time.time() + job.begin_after_s
-        ids[job.label] = backend.submit(JobRequest(
+        req = JobRequest(
             name=f"{tag}-{job.label}", comment=tag, command=job.command(), partition="main",
             nodes=job.nodes, ntasks=job.nodes, cpus_per_task=job.cpus_per_node, mem_mb=job.mem_mb,
-            time_limit_s=job.limit_s, output="/dev/null", dependency=dep, begin=begin, account=job.account))
+            time_limit_s=job.limit_s, output="/dev/null", dependency=dep, begin=begin, account=job.account)
+        ids[job.label] = backend.submit(req) if job.user is None else _submit_as(job.user, req, env)
     return collect(scenario, backend, ids, t0, env, conf_path)
 
 
-def _fresh_accounts(accounts: tuple[str, ...], shares: dict[str, int], env: dict[str, str]) -> None:
+def _submit_as(user: str, req: JobRequest, env: dict[str, str]) -> int:
+    """sbatch as root on behalf of ``user`` (``--uid``/``--gid``: Slurm 22.05 lets root submit
+    as another user); the job runs as that user, from a folder every user may enter."""
+    from asad.slurm.cli import batch_script, sbatch_args
+    from asad.slurm.slurm_text import parse_sbatch_parsable
+
+    res = subprocess.run(["sbatch", "--parsable", f"--uid={user}", f"--gid={user}", "--chdir=/tmp",
+                          *sbatch_args(req)], input=batch_script(req), capture_output=True, text=True, env=env)
+    if res.returncode != 0:
+        raise RuntimeError(f"sbatch --uid={user} failed: {res.stderr.strip()}")
+    return parse_sbatch_parsable(res.stdout, "sbatch --parsable")
+
+
+def _fresh_accounts(accounts: tuple[str, ...], shares: dict[str, int], users: dict[str, str],
+                    env: dict[str, str]) -> None:
     """Root's associations in ``accounts`` (created once; "Nothing new added" after that), each
-    account's raw shares (1 unless ``shares`` names it: another scenario may have set them), and
-    every association's usage set to zero. Done before slurmctld restarts, so that its decay
-    thread's first run computes the fair-share factors from zero usage."""
+    ``users`` entry as a unix user (no home, no login) with its association, each account's raw
+    shares (1 unless ``shares`` names it: another scenario may have set them), and every
+    association's usage set to zero. Done before slurmctld restarts, so that its decay thread's
+    first run computes the fair-share factors from zero usage."""
     _run(["sacctmgr", "-i", "add", "account", ",".join(accounts)], env, check=False)
     _run(["sacctmgr", "-i", "add", "user", "root", f"Account={','.join(accounts)}"], env, check=False)
+    for user, account in users.items():
+        if subprocess.run(["id", user], capture_output=True).returncode != 0:
+            _run(["useradd", "--system", "--no-create-home", "--user-group", "--shell", "/usr/sbin/nologin", user])
+        _run(["sacctmgr", "-i", "add", "user", user, f"Account={account}"], env, check=False)
     for account in accounts:  # "Nothing modified" (exit 1) when it already has them
         _run(["sacctmgr", "-i", "modify", "account", "where", f"name={account}", "set",
               f"fairshare={shares.get(account, 1)}"], env, check=False)

@@ -115,7 +115,9 @@ class Simulator:
             for p in self.parts
         ]
 
-    def submit(self, req: JobRequest) -> int:
+    def submit(self, req: JobRequest, *, user: str | None = None) -> int:
+        """``user``: the fair-share user the job is filed under (default ``config.fairshare_user``;
+        the sim-vs-real replay gives the user a recorded job was submitted as)."""
         if req.array:
             self._validate(req)  # refused whole, before any task exists
             return self.arrays.submit(self, req)
@@ -141,7 +143,7 @@ class Simulator:
         job.comment = req.comment
         job.user = True
         if self.fairtree is not None:
-            job.assoc = self.fairtree.assoc(self.config.fairshare_user,
+            job.assoc = self.fairtree.assoc(user or self.config.fairshare_user,
                                             req.account or self.config.fairshare_account)
         if truth is not None:
             job.peak_mem_mb = truth.peak_mem_mb
