@@ -117,6 +117,14 @@ def test_a_dependant_with_a_begin_overtakes_its_twin_as_on_slurm(name):
     assert reset < gap(real) / 2
 
 
+def _mean_wait(rec: dict, starts: dict, field: str, value: str) -> float:
+    """Mean wait of the recording's jobs whose ``field`` (account, user) is ``value``, the
+    cluster-filling jobs left out."""
+    waits = [starts[j["label"]] - j["submit"] for j in rec["jobs"]
+             if j[field] == value and not j["label"].startswith("fill")]
+    return sum(waits) / len(waits)
+
+
 @pytest.mark.parametrize("name", sorted(n for n in RECORDINGS if n.split(".")[0] in ("fairshare", "fairshare-shares")))
 def test_fair_share_holds_back_the_account_with_usage_as_on_slurm(name):
     """fairshare (and fairshare-shares, where fsa holds 4 shares to the others' 1): fsa fills the
@@ -125,18 +133,13 @@ def test_fair_share_holds_back_the_account_with_usage_as_on_slurm(name):
     gives each account's mean wait within a factor of 2 of Slurm's (or within 20 s), and
     without fair-share the order it gives is further from Slurm's."""
     rec = RECORDINGS[name]
-
-    def mean_wait(starts: dict, account: str) -> float:
-        waits = [starts[j["label"]] - j["submit"] for j in rec["jobs"]
-                 if j["account"] == account and not j["label"].startswith("fill")]
-        return sum(waits) / len(waits)
-
     real = {j["label"]: j["start"] for j in rec["jobs"]}
     modelled = {k: v["start"] for k, v in replay(rec).items()}
     if rec["scenario"] == "fairshare":
-        assert mean_wait(real, "fsa") > max(mean_wait(real, "fsb"), mean_wait(real, "fsc"))
+        assert _mean_wait(rec, real, "account", "fsa") > max(_mean_wait(rec, real, "account", "fsb"),
+                                                             _mean_wait(rec, real, "account", "fsc"))
     for account in ("fsa", "fsb", "fsc"):
-        got, want = mean_wait(modelled, account), mean_wait(real, account)
+        got, want = _mean_wait(rec, modelled, "account", account), _mean_wait(rec, real, "account", account)
         assert abs(got - want) <= max(20.0, want), (account, got, want)
     without = compare(rec, replay(rec, weight_fairshare=0.0))
     assert compare(rec, replay(rec))["kendall_tau"] > without["kendall_tau"]
@@ -160,16 +163,10 @@ def test_fair_tree_ranks_users_within_their_accounts_as_on_slurm(name):
     closer to Slurm's than when every job is filed under one user per account (root's, as the
     other fair-share scenarios are)."""
     rec = RECORDINGS[name]
-
-    def mean_wait(starts: dict, user: str) -> float:
-        waits = [starts[j["label"]] - j["submit"] for j in rec["jobs"]
-                 if j["user"] == user and not j["label"].startswith("fill")]
-        return sum(waits) / len(waits)
-
     real = {j["label"]: j["start"] for j in rec["jobs"]}
     modelled = {k: v["start"] for k, v in replay(rec).items()}
     for user in ("ua1", "ua2", "ub1", "ub2"):
-        got, want = mean_wait(modelled, user), mean_wait(real, user)
+        got, want = _mean_wait(rec, modelled, "user", user), _mean_wait(rec, real, "user", user)
         assert abs(got - want) <= max(20.0, want), (user, got, want)
     as_root = {**rec, "jobs": [{**j, "user": None} for j in rec["jobs"]]}
     assert compare(rec, replay(rec))["kendall_tau"] > compare(rec, replay(as_root))["kendall_tau"]
