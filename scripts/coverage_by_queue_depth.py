@@ -32,7 +32,8 @@ def main() -> None:
     jobs = bench.load_jobs(bench.DEFAULT_DATA, cluster=args.cluster, until=args.until,
                            key_config=bench.KEY_CONFIGS["account"])
     replayed = bench.replay(jobs, [("default", "median-backoff", {})], quantiles=QS)
-    quantiles, wait, pool = replayed["quantiles"]["default"], jobs.wait_s, replayed["pools"]["default"]
+    estimates, quantiles = replayed["estimates"]["default"], replayed["quantiles"]["default"]
+    wait, pool = jobs.wait_s, replayed["pools"]["default"]
     depth = np.zeros(len(jobs), dtype=int)
     pending_starts: dict[str, list[float]] = collections.defaultdict(list)  # class -> heap of start times
     for j in range(len(jobs)):
@@ -44,12 +45,13 @@ def main() -> None:
     split = float(np.datetime64(args.split, "s").astype(np.int64))
     print("period | pending in the class | jobs (share) | coverage 10 / 25 / 50 / 75 / 90 %")
     for period, mask in ((f"before {args.split}", jobs.eligible_s < split), (f"after {args.split}", jobs.eligible_s >= split)):
-        answered = mask & ~np.isnan(quantiles[:, 0])
+        answered = mask & ~np.isnan(estimates)
         for low, high in BUCKETS:
             idx = answered & (depth >= low) & (depth <= (high if high is not None else depth.max()))
             if not idx.any():
                 continue
-            coverage = " / ".join(f"{100 * np.mean(wait[idx] <= quantiles[idx, i]):.1f}" for i in range(len(QS)))
+            scored = bench.score(estimates[idx], wait[idx], quantiles[idx], QS)  # the bench's own coverage
+            coverage = " / ".join(f"{100 * c:.1f}" for c in scored["quantile_coverage"].values())
             label = f"{low}" if low == high else f"{low}-{high}" if high is not None else f">= {low}"
             print(f"{period} | {label} | {idx.sum()} ({100 * idx.sum() / answered.sum():.0f} %) | {coverage}")
 

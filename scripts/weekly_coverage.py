@@ -39,20 +39,19 @@ def main() -> None:
           f"to {args.until} ({week.max() + 1} weeks)")
     print("variant | coverage 10/25/50/75/90 % | pinball | worst gap per window: max / mean | per window (first week)")
     for label, _, _ in predictors:
-        q = replayed["quantiles"][label]
-        ok = ~np.isnan(q[:, 0])
-        coverage = [100 * np.mean(wait[ok] <= q[ok, i]) for i in range(len(QS))]
-        err = np.log10(1 + wait[ok])[:, None] - np.log10(1 + q[ok])
-        pinball = np.mean([np.mean(np.maximum(a * err[:, i], (a - 1) * err[:, i])) for i, a in enumerate(QS)])
+        estimates, q = replayed["estimates"][label], replayed["quantiles"][label]
+        scored = bench.score(estimates, wait, q, QS)  # the bench's own coverage and pinball loss
+        coverage = [100 * c for c in scored["quantile_coverage"].values()]
+        answered = ~np.isnan(estimates)
         gaps = {}
         for w in range(week.max() + 2 - args.weeks):
-            idx = ok & (week >= w) & (week < w + args.weeks)
-            if idx.sum() >= MIN_WEEK_JOBS:
-                gaps[w] = max(abs(100 * np.mean(wait[idx] <= q[idx, i]) - 100 * a) for i, a in enumerate(QS))
-        print(f"{label} | " + " / ".join(f"{c:.1f}" for c in coverage) + f" | {pinball:.3f} | "
+            idx = (week >= w) & (week < w + args.weeks)
+            if (answered & idx).sum() >= MIN_WEEK_JOBS:
+                window = bench.score(estimates[idx], wait[idx], q[idx], QS)["quantile_coverage"]
+                gaps[w] = max(abs(100 * c - 100 * a) for c, a in zip(window.values(), QS))
+        print(f"{label} | " + " / ".join(f"{c:.1f}" for c in coverage) + f" | {scored['pinball_log10']:.3f} | "
               f"{max(gaps.values()):.1f} / {np.mean(list(gaps.values())):.1f} | "
               + " ".join(f"w{w} {g:.1f}" for w, g in gaps.items()))
-
 
 if __name__ == "__main__":
     main()
