@@ -269,6 +269,10 @@ class Learned:
         self.share_trials.open(workflow_id, Trial(key, arm, tuple(stages)))
         return arm, why
 
+    def sharing_decided(self, workflow_id: int, stage: str) -> bool:
+        """Is ``stage`` a later stage of one of ``workflow_id``'s open share choices (it gets none of its own)?"""
+        return self.share_trials.decided(workflow_id, stage)
+
     def settle_sharing(self, wf) -> None:  # noqa: ANN001 -- asad.model.WorkflowRun
         """Learn the cost of every share choice of ``wf`` whose stages have all ended."""
         for trial, cost in self.share_trials.settle(wf):

@@ -17,7 +17,7 @@ import difflib
 import gc
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from asad.spec_model import (
     SpecError,
     StageSpec,
     WorkflowSpec,
+    find_cycle,
     shown_path,
     topo_indices,
 )
@@ -60,7 +61,6 @@ from asad.spec_yaml import (
     is_null,
     kind_of,
 )
-from asad.units import format_duration, format_mem
 
 __all__ = [
     "DEFAULT_STRATEGY", "DEFAULT_TIME_S", "MODES", "STRATEGIES", "FrozenMap", "SimulateSpec",
@@ -557,7 +557,7 @@ class _Parser(NodeReader):
         order = topo_indices(tuple(stages), index)
         if len(order) == len(stages):
             return
-        cycle = _find_cycle(stages, index, set(range(len(stages))) - set(order))
+        cycle = find_cycle(stages, index, set(range(len(stages))) - set(order))
         first = min(cycle)
         i_node = after_nodes[first]
         ring = cycle + [cycle[0]]
@@ -568,23 +568,6 @@ class _Parser(NodeReader):
         raise self.error(i_node if i_node is not None else stages[first].line, f"stages[{first}].after",
                          f"the stages' after form a cycle: {path}",
                          "a workflow must be a DAG; remove one of these dependencies")
-
-
-def _find_cycle(stages: list[StageSpec], index: Mapping[str, int], remaining: set[int]) -> list[int]:
-    """One cycle among the stages Kahn's algorithm could not order, as a list where each stage is
-    after the next, rotated to start at its first stage in the file."""
-    # Every remaining stage has a remaining predecessor, so walking predecessors must repeat.
-    start = min(remaining)
-    seen_at: dict[int, int] = {}
-    walk: list[int] = []
-    node = start
-    while node not in seen_at:
-        seen_at[node] = len(walk)
-        walk.append(node)
-        node = next(index[p] for p in stages[node].after if index[p] in remaining)
-    cycle = walk[seen_at[node]:]  # each stage is after the next one (and the last after the first)
-    pivot = cycle.index(min(cycle))
-    return cycle[pivot:] + cycle[:pivot]
 
 
 # --------------------------------------------------------------------------------------------
@@ -605,44 +588,3 @@ def _short_list(names: Iterable[str], limit: int = 10) -> str:
     names = list(names)
     shown = ", ".join(names[:limit])
     return shown + (f", … ({len(names)} in all)" if len(names) > limit else "")
-
-
-# --------------------------------------------------------------------------------------------
-# `python -m asad.spec FILE...`: validate files and show what asad understood
-
-
-def describe(spec: WorkflowSpec) -> str:
-    """A short, squeue-like summary of a validated workflow (one row per stage, in run order)."""
-    rows = [("STAGE", "AFTER", "NODES", "CPUS", "MEM/NODE", "TIME", "PARTITION", "RUN")]
-    for name in spec.topo_order():
-        s = spec.stage(name)
-        run = ("script " if s.run_is_script else "") + " ".join(s.run.split())
-        rows.append((s.name, ",".join(s.after) or "-", str(s.nodes), str(s.cpus),
-                     format_mem(s.mem_per_node_mb()), format_duration(s.time_s), s.partition or "(default)",
-                     run if len(run) <= 40 else run[:39] + "…"))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    lines = [f"workflow {spec.name}: {len(spec.stages)} stages, strategy {spec.strategy}"
-             + (f" ({spec.mode})" if spec.strategy == "asa" else "") + f", workdir {spec.workdir}"]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1] for r in rows]
-    return "\n".join(line.rstrip() for line in lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    import sys
-
-    paths = sys.argv[1:] if argv is None else argv
-    if not paths:
-        print("usage: python -m asad.spec WORKFLOW.yaml [...]", file=sys.stderr)
-        return 2
-    status = 0
-    for path in paths:
-        try:
-            print(describe(load_workflow(path)))
-        except SpecError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            status = 1
-    return status
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -318,6 +318,23 @@ def topo_indices(stages: tuple[StageSpec, ...], index: Mapping[str, int]) -> lis
     return order
 
 
+def find_cycle(stages: list[StageSpec], index: Mapping[str, int], remaining: set[int]) -> list[int]:
+    """One cycle among the stages Kahn's algorithm could not order, as a list where each stage is
+    after the next, rotated to start at its first stage in the file."""
+    # Every remaining stage has a remaining predecessor, so walking predecessors must repeat.
+    start = min(remaining)
+    seen_at: dict[int, int] = {}
+    walk: list[int] = []
+    node = start
+    while node not in seen_at:
+        seen_at[node] = len(walk)
+        walk.append(node)
+        node = next(index[p] for p in stages[node].after if index[p] in remaining)
+    cycle = walk[seen_at[node]:]  # each stage is after the next one (and the last after the first)
+    pivot = cycle.index(min(cycle))
+    return cycle[pivot:] + cycle[:pivot]
+
+
 def shown_path(path: str) -> str:
     """A spec's absolute path as a user would type it: relative when under the current folder."""
     try:

@@ -11,12 +11,12 @@ a benchmark: docs/results/learn.md cites what it printed.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import heapq
 
 import numpy as np
 
+import diagnosis
 from asad.bench import predictors as bench
 
 QS = (0.1, 0.25, 0.5, 0.75, 0.9)
@@ -24,13 +24,9 @@ BUCKETS = ((0, 0), (1, 9), (10, 99), (100, 999), (1000, None))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("cluster")
-    parser.add_argument("--split", default="2021-06-10")
-    parser.add_argument("--until", default="2021-07-07")
+    parser = diagnosis.parser(__doc__)
     args = parser.parse_args()
-    jobs = bench.load_jobs(bench.DEFAULT_DATA, cluster=args.cluster, until=args.until,
-                           key_config=bench.KEY_CONFIGS["account"])
+    jobs = diagnosis.load(args)
     replayed = bench.replay(jobs, [("default", "median-backoff", {})], quantiles=QS)
     estimates, quantiles = replayed["estimates"]["default"], replayed["quantiles"]["default"]
     wait, pool = jobs.wait_s, replayed["pools"]["default"]
@@ -42,7 +38,7 @@ def main() -> None:
             heapq.heappop(starts)
         depth[j] = len(starts)
         heapq.heappush(starts, jobs.start_s[j])
-    split = float(np.datetime64(args.split, "s").astype(np.int64))
+    split = diagnosis.epoch_s(args.split)
     print("period | pending in the class | jobs (share) | coverage 10 / 25 / 50 / 75 / 90 %")
     for period, mask in ((f"before {args.split}", jobs.eligible_s < split), (f"after {args.split}", jobs.eligible_s >= split)):
         answered = mask & ~np.isnan(estimates)

@@ -11,11 +11,11 @@ A diagnosis, not a benchmark: docs/results/learn.md cites what it printed.
 
 from __future__ import annotations
 
-import argparse
 import collections
 
 import numpy as np
 
+import diagnosis
 from asad.bench import predictors as bench
 
 GROUPS = {"0": "own key (slot 0)", "2": "account + walltime/partition (slots 2, 3)",
@@ -24,16 +24,12 @@ GROUPS = {"0": "own key (slot 0)", "2": "account + walltime/partition (slots 2, 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("cluster")
-    parser.add_argument("--split", default="2021-06-10")
-    parser.add_argument("--until", default="2021-07-07")
+    parser = diagnosis.parser(__doc__)
     args = parser.parse_args()
-    jobs = bench.load_jobs(bench.DEFAULT_DATA, cluster=args.cluster, until=args.until,
-                           key_config=bench.KEY_CONFIGS["account"])
+    jobs = diagnosis.load(args)
     replayed = bench.replay(jobs, [("default", "median-backoff", {})], quantiles=(0.1, 0.5, 0.9))
     quantiles, wait = replayed["quantiles"]["default"], jobs.wait_s
-    after = jobs.eligible_s >= float(np.datetime64(args.split, "s").astype(np.int64))
+    after = jobs.eligible_s >= diagnosis.epoch_s(args.split)
     groups = collections.defaultdict(list)
     for j, answer in enumerate(replayed["told"]["default"]):
         if answer is None or np.isnan(quantiles[j, 0]):

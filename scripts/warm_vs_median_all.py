@@ -11,26 +11,22 @@ benchmark: docs/results/learn.md cites what it printed.
 
 from __future__ import annotations
 
-import argparse
 import math
 
 import numpy as np
 
+import diagnosis
 from asad.bench import predictors as bench
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("cluster", nargs="?", default="graham")
-    parser.add_argument("--split", default="2021-06-10")
-    parser.add_argument("--until", default="2021-07-07")
+    parser = diagnosis.parser(__doc__, cluster_default="graham")
     parser.add_argument("--resamples", type=int, default=2000)
     args = parser.parse_args()
-    jobs = bench.load_jobs(bench.DEFAULT_DATA, cluster=args.cluster, until=args.until,
-                           key_config=bench.KEY_CONFIGS["account"])
+    jobs = diagnosis.load(args)
     replayed = bench.replay(jobs, [("default", "median-backoff", {}), ("median-all", "median-all", {})])
     est = replayed["estimates"]
-    split = float(np.datetime64(args.split, "s").astype(np.int64))
+    split = diagnosis.epoch_s(args.split)
     print("period | warm jobs | within x3: default / median-all / difference [90 % over days] "
           "| median |log10 error| difference [90 % over days]")
     for period, in_period in ((f"before {args.split}", jobs.eligible_s < split),

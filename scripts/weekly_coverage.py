@@ -11,10 +11,10 @@ A diagnosis, not a benchmark: docs/results/learn.md cites what it printed.
 
 from __future__ import annotations
 
-import argparse
 
 import numpy as np
 
+import diagnosis
 from asad.bench import predictors as bench
 
 QS = (0.1, 0.25, 0.5, 0.75, 0.9)
@@ -22,15 +22,12 @@ MIN_WEEK_JOBS = 500
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("cluster")
+    parser = diagnosis.parser(__doc__, split=None, until="2021-06-10")
     parser.add_argument("gammas", help="comma-separated aci_gamma values")
-    parser.add_argument("--until", default="2021-06-10")
     parser.add_argument("--weeks", type=int, default=1, help="windows of this many weeks, sliding by one")
     args = parser.parse_args()
     gammas = [float(g) for g in args.gammas.split(",")]
-    jobs = bench.load_jobs(bench.DEFAULT_DATA, cluster=args.cluster, until=args.until,
-                           key_config=bench.KEY_CONFIGS["account"])
+    jobs = diagnosis.load(args)
     predictors = [(f"gamma {g}", "median-backoff", {"aci_gamma": g}) for g in gammas]
     replayed = bench.replay(jobs, predictors, quantiles=QS)
     wait = jobs.wait_s

@@ -6,6 +6,7 @@ import json
 import os
 import pickle
 import subprocess
+import sys
 import re
 from pathlib import Path
 
@@ -473,3 +474,15 @@ def test_messages_quoted_in_the_docs_are_the_real_ones(monkeypatch):
             assert str(info.value).startswith(line[:-1])
         else:
             assert str(info.value) == line
+
+
+def test_spec_show_prints_one_row_per_stage_and_fails_on_a_broken_file(tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("name: x\nstages: [{name: a, run: x, cpus: -1}]\n")
+    proc = subprocess.run([sys.executable, "-m", "asad.spec_show", str(ROOT / "examples" / "montage.yaml"), str(broken)],
+                          capture_output=True, text=True, cwd=tmp_path)
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("workflow montage: 9 stages, strategy auto")
+    assert lines[1].split()[:4] == ["STAGE", "AFTER", "NODES", "CPUS"]
+    assert [line.split()[0] for line in lines[2:5]] == ["mProjectPP", "mDiffFit", "mConcatFit"]
+    assert proc.returncode == 1 and "broken.yaml" in proc.stderr and "Traceback" not in proc.stderr

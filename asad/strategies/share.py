@@ -52,7 +52,7 @@ def _candidates(wf: WorkflowRun, head: str, head_req: JobRequest, ctx: Context) 
     if ctx.config.share_jobs == "off" or wf.strategy != "auto" or ctx.priority_rules.rule not in SHARING_RULES:
         return []
     if (not _first_attempt(wf, head) or wf.spec.stage(head).array is not None
-            or ctx.learned.share_trials.decided(wf.id, head)):
+            or ctx.learned.sharing_decided(wf.id, head)):
         return []
     head_options = replace(wf.spec.stage(head).slurm, setup=())
     part = ctx.partitions.get(head_req.partitions[0] if head_req.partitions else ctx.config.default_partition)
