@@ -123,7 +123,7 @@ def _run_lock(settings: Settings) -> int:
         raise StoreBusy(
             f"a daemon (or another 'asad run') is driving this store ({shown_url(settings.database_url)}; lock "
             f"{settings.lock_file}). Nothing was submitted. Fix: hand the workflow to it with "
-            f"'asad submit', or run beside it on a store of its own: ASAD_STATE_DIR=$(mktemp -d) asad run ..."
+            f"'asad submit', or run beside it on a store of its own: asad run --db sqlite:///$(mktemp -d)/asad.db ..."
         ) from None
 
 

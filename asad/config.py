@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tomllib
+import urllib.parse
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -62,7 +64,29 @@ class Settings:
 
     @property
     def lock_file(self) -> Path:
-        return self.state_dir / "daemon.lock"
+        """The lock one driver of the store (a daemon or an ``asad run``) holds. It belongs to the
+        store, not to the state dir: beside an SQLite file, so that two state dirs (or ``--db``
+        flags) naming one database share it; for a server's store, in the state dir under a name
+        made from the store's URL (one driver per host: a lock file cannot span hosts)."""
+        sqlite = sqlite_file(self.database_url)
+        if sqlite is not None:
+            return sqlite.with_name(sqlite.name + ".lock")
+        parts = urllib.parse.urlsplit(self.database_url)
+        netloc = parts.netloc.rsplit("@", 1)
+        if len(netloc) == 2:  # user:password@host: the password is not part of which store it is
+            netloc[0] = netloc[0].split(":", 1)[0]
+        which = urllib.parse.urlunsplit(parts._replace(netloc="@".join(netloc)))
+        return self.state_dir / f"daemon-{hashlib.sha256(which.encode()).hexdigest()[:16]}.lock"
+
+
+def sqlite_file(url: str) -> Path | None:
+    """The database file of an ``sqlite:///`` URL, absolute; None for other stores and memory."""
+    if not url.startswith("sqlite:///"):
+        return None
+    raw = url[len("sqlite:///"):].split("?", 1)[0]
+    if not raw or raw == ":memory:":
+        return None
+    return Path(os.path.abspath(os.path.expanduser(raw)))
 
 
 _ENV = {

@@ -39,6 +39,7 @@ class AlreadyRunning(Exception):
 
 def _open_lock(settings: Settings) -> int:
     settings.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    settings.lock_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     return os.open(settings.lock_file, os.O_CREAT | os.O_RDWR, 0o600)
 
 
@@ -49,7 +50,7 @@ def acquire_lock(settings: Settings) -> int:
     except BlockingIOError:
         os.close(fd)
         raise AlreadyRunning(f"another asad daemon (or an 'asad run') holds {settings.lock_file}; one per user and store. "
-                             "Stop it first (systemctl --user stop asad) or use another state dir.") from None
+                             "Stop it first (systemctl --user stop asad), or give this one a store of its own (--db).") from None
     os.ftruncate(fd, 0)
     os.write(fd, str(os.getpid()).encode())
     return fd

@@ -189,7 +189,7 @@ def test_simulated_output_is_marked_and_real_output_is_not(tmp_path):
 
 
 # -- defect 6: asad run beside a daemon on the same store ----------------------------------------
-def test_run_refuses_clearly_while_a_daemon_drives_the_store():
+def test_run_refuses_clearly_while_a_daemon_drives_the_store(tmp_path):
     """Two drivers on one store submit the same stages (the daemon's ticks then fail on
     ``UNIQUE constraint failed: jobs.tag``): asad run refuses and submits nothing."""
     import os
@@ -205,6 +205,19 @@ def test_run_refuses_clearly_while_a_daemon_drives_the_store():
         os.close(lock)
     assert proc.returncode == 3, proc.stderr
     assert "asad submit" in proc.stderr and "Nothing was submitted" in proc.stderr
+    assert json.loads(asad("history", "--json").stdout) == []
+    # the lock is the store's, not the state dir's: another state dir naming the same store is refused
+    # too, and the store of its own that the message suggests is not
+    lock = acquire_lock(settings)
+    try:
+        elsewhere = asad("run", str(EXAMPLES / "blast.yaml"), "--backend", "sim", "--load", "0", "--db",
+                         settings.database_url, check=False, env={**os.environ, "ASAD_STATE_DIR": str(tmp_path / "other")})
+        own = asad("run", str(EXAMPLES / "blast.yaml"), "--backend", "sim", "--load", "0", "--db",
+                   f"sqlite:///{tmp_path / 'own' / 'asad.db'}", check=False)
+    finally:
+        os.close(lock)
+    assert elsewhere.returncode == 3 and "Nothing was submitted" in elsewhere.stderr, elsewhere.stderr
+    assert own.returncode == 0, own.stderr
     assert json.loads(asad("history", "--json").stdout) == []
     # and while asad run drives the store (it holds the same lock), a daemon refuses to start beside it
     from asad.commands import _run_lock

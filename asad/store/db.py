@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
+from asad.config import sqlite_file
 from asad.store.models import SCHEMA_VERSION, Base, Meta
 
 T = TypeVar("T")
@@ -30,15 +31,6 @@ class StoreError(Exception):
 
 def sqlite_url(path: str | Path) -> str:
     return f"sqlite:///{Path(path).expanduser()}"
-
-
-def _sqlite_path(url: str) -> Path | None:
-    if not url.startswith("sqlite:///"):
-        return None
-    raw = url[len("sqlite:///"):]
-    if not raw or raw == ":memory:":
-        return None
-    return Path(raw)
 
 
 def unwritable_place_message(what: str, exc: OSError) -> str:
@@ -70,7 +62,7 @@ def _prepare_sqlite_file(path: Path) -> None:
 
 
 def make_engine(url: str) -> Engine:
-    path = _sqlite_path(url)
+    path = sqlite_file(url)
     if path is not None:
         _prepare_sqlite_file(path)
     kwargs: dict = {}
@@ -201,7 +193,7 @@ def _explain(url: str, exc: BaseException) -> str:
                 "a backup (docs/operations.md, 'Back up and restore').")
     if "disk" in low and ("full" in low or "i/o" in low):
         return f"the store {url} cannot be written ({text}): the disk is full or failing. Free space and retry."
-    path = _sqlite_path(url)
+    path = sqlite_file(url)
     if path is not None and ("unable to open" in low or "readonly" in low) and _read_only_fs(path.parent):
         return (f"the store {url} is on a read-only file system ({text}). Fix: make it writable, or point asad "
                 "at a writable place (ASAD_STATE_DIR, or --db for the store alone).")
