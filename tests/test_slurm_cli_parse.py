@@ -367,6 +367,25 @@ def test_poll_finished_jobs_use_one_sacct_and_map_oom():
     assert "--jobs=14,16,17" in runner.argv_of("sacct")[0]
 
 
+
+def test_usage_right_after_the_poll_that_saw_the_ends_reads_its_sacct():
+    """The runner asks for the usage of the jobs a poll saw end: the records that poll fetched
+    serve, so a poll stays one squeue and one sacct. Records older than a few seconds, or of other
+    jobs, are fetched again."""
+    now = [1_795_262_500.0]
+    b, _, _ = backend({"squeue": [_squeue_lines(14, 16, 17)] * 2, "sacct": [read("sacct_mixed.txt")] * 3},
+                      clock=lambda: now[0])
+    b.poll([14, 16, 17])
+    use = b.usage([14, 17])
+    assert dict(b.calls) == {"squeue": 1, "sacct": 1}
+    assert use[17].peak_rss_mb and use[14].elapsed_s is not None
+    now[0] += 60.0
+    assert b.usage([14, 17]) == use
+    assert b.calls["sacct"] == 2
+    b.poll([14, 16, 17])
+    b.usage([14, 99])  # 99 was not in that poll's sacct
+    assert b.calls["sacct"] == 4
+
 def test_poll_forgotten_ids_go_to_sacct():
     b, _, _ = backend({"squeue": [(1, "", "slurm_load_jobs error: Invalid job id specified\n")],
                        "sacct": [read("sacct_mixed.txt")]})

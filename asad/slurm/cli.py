@@ -10,6 +10,7 @@ is then unavailable is listed in :attr:`SlurmCLI.limitations`.
 from __future__ import annotations
 
 import getpass
+import math
 import re
 import threading
 import time
@@ -53,6 +54,9 @@ DEFAULT_SACCT_WINDOW_S = 14 * 86400.0
 _STARTTIME_MARGIN_S = 300.0
 # How long a signal-9 death may wait for its MaxRSS in sacct before it is reported as FAILED.
 _VERDICT_WAIT_S = 60.0
+# usage() right after the poll that saw a job end reads the records that poll's sacct fetched,
+# rather than asking sacct for the same rows again (one sacct per poll).
+_RECORDS_FRESH_S = 5.0
 
 LIMITATIONS_WITHOUT_ACCOUNTING = (
     "peak memory (MaxRSS) and CPU time of finished jobs: usage() returns only elapsed time",
@@ -189,6 +193,7 @@ class SlurmCLI:
         self._submit_times: dict[int, float] = {}
         self._req_mem_per_node: dict[int, float] = {}
         self._array_size: dict[int, int] = {}  # an array job asad submitted: how many tasks it has
+        self._polled_records: tuple[float, dict[int, SacctRecord]] = (-math.inf, {})  # (when, the last poll's sacct)
         self._lock = threading.Lock()
 
     # ---------------------------------------------------------------- bookkeeping -------------
@@ -362,6 +367,7 @@ class SlurmCLI:
         records: dict[int, SacctRecord] = {}
         if self.accounting:
             records = self._sacct(["--jobs=" + ",".join(map(str, ended))], self._sacct_starttime(ended, live))
+            self._polled_records = (self.clock(), records)
             for jid in ended:
                 rec = records.get(jid)
                 if jid in live and live[jid].array_tasks is not None:
@@ -446,7 +452,10 @@ class SlurmCLI:
         if not ids:
             return {}
         if self.accounting:
-            records = self._sacct(["--jobs=" + ",".join(map(str, ids))], self._sacct_starttime(ids, {}))
+            polled_at, records = self._polled_records
+            if (self.clock() - polled_at > _RECORDS_FRESH_S
+                    or not all(j in records and records[j].status.state.is_final for j in ids)):
+                records = self._sacct(["--jobs=" + ",".join(map(str, ids))], self._sacct_starttime(ids, {}))
             out = {}
             for j in ids:
                 if j not in records:
