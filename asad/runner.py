@@ -51,6 +51,7 @@ class Runner:
         self.active: dict[int, WorkflowRun] = {}
         self._last_id = 0
         self.backend_error: str | None = None
+        self._down_since = 0.0  # when the current outage began
         self._ok_recorded = False  # "backend ok" written to the store by this runner
         # Incremental decisions: a workflow is decided again only when one of its jobs changed, it
         # was touched from outside (new, cancel), its own wake time came, or a learner it consulted
@@ -188,6 +189,8 @@ class Runner:
                 break
         if self.backend_error is not None or not self._ok_recorded:
             # also after a restart: an outage recorded by an earlier daemon is over now
+            if self.backend_error is not None:
+                log.info("slurm answers again; carrying on")
             self.backend_error = None
             self._ok_recorded = True
             self.store.set_status("backend", {"ok": True, "since": now})
@@ -241,9 +244,10 @@ class Runner:
     def _backend_down(self, message: str, now: float) -> None:
         if self.backend_error is None:
             log.warning("slurm unavailable; plans kept, will retry", error=message)
+            self._down_since = now  # what status shows: when the outage began, not the latest failure
         self.backend_error = message
         self._ok_recorded = False
-        self.store.set_status("backend", {"ok": False, "error": message, "since": now})
+        self.store.set_status("backend", {"ok": False, "error": message, "since": self._down_since})
         self.store.commit()
 
     def _reconcile_intents(self, now: float) -> None:

@@ -123,6 +123,7 @@ def test_outage_backs_off_pauses_keeps_plans_and_resumes(tmp_path, db_url, mode)
     assert StageState.PLANNED in [v[0] for v in before.values()]
 
     backend.down = True
+    outage_began = sim.now()
     pauses, notes = [], []
     for _ in range(PAUSE_AFTER + 3):
         pause, report = daemon_like_tick(runner, pacer, store, backend)
@@ -143,6 +144,7 @@ def test_outage_backs_off_pauses_keeps_plans_and_resumes(tmp_path, db_url, mode)
     assert text.splitlines()[0].startswith("# Slurm unavailable")
     assert {"fail": "Unable to contact", "hang": "no answer within", "garbage": "cannot parse"}[mode] in text
     assert len(rows) == 3 and all(r["workflow"] == wf.id for r in rows), "status must still list every stage"
+    assert store.get_status("backend")["since"] == outage_began  # when it began, not the latest failure
 
     backend.down = False
     _, report = daemon_like_tick(runner, pacer, store, backend)

@@ -320,7 +320,7 @@ def test_unavailable_after_retries():
 def test_timeout_is_retried_then_unavailable():
     b, _, sleeps = backend({"sacct": [subprocess.TimeoutExpired("sacct", 30)]}, retries=2)
     with pytest.raises(SlurmUnavailable, match="no answer within 30 s"):
-        b.usage([5])
+        b.find("asad-tag")
     assert b.calls["sacct"] == 3 and len(sleeps) == 2
 
 
@@ -402,6 +402,23 @@ def test_poll_without_accounting_uses_scontrol():
     assert dict(b.calls) == {"squeue": 1, "scontrol": 1}
     assert any("MaxRSS" in note for note in b.limitations)
 
+
+
+def test_poll_while_slurmdbd_is_down_takes_the_ends_from_scontrol():
+    """sacct failing while squeue answers is slurmdbd down, not Slurm down: the ends slurmctld
+    still knows come from scontrol, the run times too, and a signal-9 death waits for sacct to
+    tell OOM from any other kill (however long), instead of every workflow stalling."""
+    down = (1, "", "sacct: error: Problem talking to the database: Connection refused\n")
+    b, runner, _ = backend({"squeue": [_squeue_lines(16, 17)], "scontrol": [read("scontrol_jobs.txt")],
+                            "sacct": [down]}, clock=lambda: 1_795_262_500.0 + 3600)
+    out = b.poll([16, 17])
+    assert out[16].state is JobState.FAILED and out[16].exit_code == 3
+    assert out[17].state is JobState.RUNNING and out[17].reason == "AccountingPending"  # an hour after its end
+    use = b.usage([16])
+    assert use[16].elapsed_s is not None and use[16].peak_rss_mb is None
+    assert b.calls["sacct"] == 5 + 1  # retried in the first poll; once known down, one attempt
+    runner.answers["sacct"] = [read("sacct_mixed.txt")]
+    assert b.poll([16, 17])[17].state is JobState.OUT_OF_MEMORY  # slurmdbd back: the verdict
 
 def test_accounting_detected_from_scontrol_show_config():
     b, _, _ = backend({"scontrol": ["AccountingStorageType   = accounting_storage/slurmdbd\n"]}, accounting=None)

@@ -18,6 +18,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 
+import structlog
+
 from asad.arrays import DEFAULT_MAX_ARRAY_SIZE, offset_line, task_count
 from asad.slurm.backend import (
     JobRequest,
@@ -46,6 +48,8 @@ from asad.slurm.slurm_text import (
     sacct_format,
     squeue_format,
 )
+
+log = structlog.get_logger("asad.slurm")
 
 # How far back sacct looks for a job whose submission time asad does not know (after a restart):
 # old enough for any workflow, young enough that a reused job id from months ago never matches.
@@ -194,6 +198,7 @@ class SlurmCLI:
         self._req_mem_per_node: dict[int, float] = {}
         self._array_size: dict[int, int] = {}  # an array job asad submitted: how many tasks it has
         self._polled_records: tuple[float, dict[int, SacctRecord]] = (-math.inf, {})  # (when, the last poll's sacct)
+        self._accounting_down = False  # the last sacct failed while squeue answered
         self._lock = threading.Lock()
 
     # ---------------------------------------------------------------- bookkeeping -------------
@@ -333,7 +338,8 @@ class SlurmCLI:
         args = ["--noheader", "--parsable2", f"--delimiter={SEP}", f"--format={sacct_format()}",
                 f"--starttime={time.strftime('%Y-%m-%dT%H:%M:%S', time.localtime(starttime))}", *selector]
         try:
-            result = self.cmd.run("sacct", args)
+            # While slurmdbd is known down, one attempt a poll: the poll goes on without it.
+            result = self.cmd.run("sacct", args, retries=0 if self._accounting_down else None)
         except CommandFailed as exc:
             raise SlurmUnavailable(f"sacct failed: {exc.result.output}") from None
         return parse_sacct(result.stdout, "sacct " + " ".join(args))
@@ -366,8 +372,15 @@ class SlurmCLI:
         out = dict(live)
         records: dict[int, SacctRecord] = {}
         if self.accounting:
-            records = self._sacct(["--jobs=" + ",".join(map(str, ended))], self._sacct_starttime(ended, live))
-            self._polled_records = (self.clock(), records)
+            try:
+                records = self._sacct(["--jobs=" + ",".join(map(str, ended))], self._sacct_starttime(ended, live))
+            except SlurmUnavailable as exc:
+                # slurmdbd down while slurmctld answers: the ends slurmctld still knows come from
+                # scontrol below, rather than every workflow waiting for the database.
+                self._accounting_answers(False, str(exc))
+            else:
+                self._accounting_answers(True)
+                self._polled_records = (self.clock(), records)
             for jid in ended:
                 rec = records.get(jid)
                 if jid in live and live[jid].array_tasks is not None:
@@ -421,12 +434,24 @@ class SlurmCLI:
         expected = self._array_size.get(status.job_id)
         return status.array_tasks is None or expected is None or _tasks(status) >= expected
 
+    def _accounting_answers(self, answers: bool, error: str = "") -> None:
+        if answers and self._accounting_down:
+            log.info("sacct answers again: memory use and OOM verdicts from slurmdbd again")
+        elif not answers and not self._accounting_down:
+            log.warning("sacct failed while squeue answers (slurmdbd down?): stage ends from slurmctld "
+                        "(scontrol), no memory use recorded, a signal-9 death waits for sacct to tell OOM",
+                        error=error.strip()[:300])
+        self._accounting_down = not answers
+
     def _verdict_pending(self, status: JobStatus, rec: SacctRecord | None) -> bool:
         """A job killed by signal 9 whose peak memory slurmdbd has not recorded yet (its step
         records arrive a moment after the job's end): OOM or not cannot be told, so the job is
-        reported as still ending, for at most ``_VERDICT_WAIT_S`` after its end."""
+        reported as still ending, for at most ``_VERDICT_WAIT_S`` after its end, or for as long
+        as sacct does not answer at all."""
         if status.state is not JobState.FAILED or status.signal != 9:
             return False
+        if self._accounting_down:
+            return True
         # A zero peak is not a measurement: a step record closed before its usage report (the
         # report follows the job's end) reads MaxRSS 0 for a moment.
         if rec is not None and rec.usage.peak_rss_mb:
@@ -455,7 +480,11 @@ class SlurmCLI:
             polled_at, records = self._polled_records
             if (self.clock() - polled_at > _RECORDS_FRESH_S
                     or not all(j in records and records[j].status.state.is_final for j in ids)):
-                records = self._sacct(["--jobs=" + ",".join(map(str, ids))], self._sacct_starttime(ids, {}))
+                try:
+                    records = self._sacct(["--jobs=" + ",".join(map(str, ids))], self._sacct_starttime(ids, {}))
+                except SlurmUnavailable as exc:
+                    self._accounting_answers(False, str(exc))
+                    return self._scontrol_usage(ids)  # the run time at least, from slurmctld
             out = {}
             for j in ids:
                 if j not in records:
@@ -466,6 +495,9 @@ class SlurmCLI:
                     use = replace(use, req_mem_mb=self._req_mem_per_node[j] * max(1, status.alloc_nodes))
                 out[j] = use
             return out
+        return self._scontrol_usage(ids)
+
+    def _scontrol_usage(self, ids: list[int]) -> dict[int, Usage]:
         detail = self._scontrol_jobs()
         out = {}
         for jid in ids:

@@ -130,9 +130,10 @@ class SlurmCommands:
 
     def run(self, command: str, args: Sequence[str], *, stdin: str | None = None,
             extra_env: Mapping[str, str] | None = None,
-            before_retry: Callable[[], object | None] | None = None) -> CommandResult:
+            before_retry: Callable[[], object | None] | None = None, retries: int | None = None) -> CommandResult:
         """Run ``command args`` until it answers; raise :class:`CommandFailed` on a permanent
         refusal and :class:`SlurmUnavailable` when every attempt failed transiently.
+        ``retries`` overrides the policy's number of extra attempts.
 
         ``before_retry`` runs before each retry; if it returns something other than None, that is
         returned as the answer (sbatch uses it to find a job a timed-out submission did create).
@@ -143,7 +144,7 @@ class SlurmCommands:
         last_error = ""
         started = self.monotonic()
         attempts = 0
-        for attempt in range(self.policy.retries + 1):
+        for attempt in range((self.policy.retries if retries is None else retries) + 1):
             if attempt:
                 pause = self.policy.pause_s(attempt - 1)
                 if self.monotonic() - started + pause > self.policy.budget_s:
