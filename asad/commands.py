@@ -375,7 +375,9 @@ def cmd_history(args: argparse.Namespace) -> int:
     try:
         rows = store.workflow_rows(limit=args.limit)
         simulated = store.simulated_workflow_ids([r.id for r in rows])
-        items = [{**_history_item(r), "simulated": r.id in simulated} for r in rows]
+        with_jobs = store.workflow_ids_with_jobs([r.id for r in rows])
+        items = [{**_history_item(r), "simulated": r.id in simulated,
+                  "backend": "sim" if r.id in simulated else "slurm" if r.id in with_jobs else None} for r in rows]
     finally:
         store.close()
     if args.json:

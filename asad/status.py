@@ -379,7 +379,7 @@ def render_history(items: list[dict]) -> str:
         oh = f"{it['overhead_core_hours']:.2f}" if it["overhead_core_hours"] is not None else "-"
         lines.append(f"{it['id']:>5} {it['workflow'][:16]:<16} {it['strategy']:<10} {it['state']:<10} "
                      f"{_clock(it['created_at']):>12} {d(it['makespan_s']):>10} {d(it['total_wait_s']):>9} "
-                     f"{ch:>8} {oh:>8} {'SIMULATED' if it.get('simulated') else '-'}")
+                     f"{ch:>8} {oh:>8} {'SIMULATED' if it.get('simulated') else it.get('backend') or '-'}")
     return "\n".join(lines)
 
 

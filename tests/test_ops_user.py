@@ -186,6 +186,9 @@ def test_simulated_output_is_marked_and_real_output_is_not(tmp_path):
     asad("submit", str(EXAMPLES / "blast.yaml"), "--db", other)
     assert "SIMULATED" not in asad("status", "--db", other).stdout
     assert "SIMULATED" not in asad("history", "--db", other).stdout
+    assert asad("history", "--db", other).stdout.splitlines()[1].split()[-1] == "-"  # no job yet
+    assert json.loads(asad("history", "--json", "--db", other).stdout)[0]["backend"] is None
+    assert json.loads(asad("history", "--json").stdout)[0]["backend"] == "sim"
 
 
 # -- defect 6: asad run beside a daemon on the same store ----------------------------------------

@@ -198,6 +198,11 @@ class Store:
             q = q.where(JobRow.workflow_id.in_(list(ids)))
         return set(self.session.scalars(q))
 
+    def workflow_ids_with_jobs(self, ids: Iterable[int]) -> set[int]:
+        """Workflows that submitted at least one job (or hold an intent to)."""
+        q = select(JobRow.workflow_id).where(JobRow.workflow_id.in_(list(ids))).distinct()
+        return set(self.session.scalars(q))
+
     # -- learning ---------------------------------------------------------------------------
     def load_learner(self, kind: str, key: str) -> dict | None:
         # Called inside the engine's decisions (a stage's first run-time estimate): served from

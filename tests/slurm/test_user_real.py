@@ -104,4 +104,4 @@ def test_ctrl_c_on_run_cancels_its_slurm_jobs(cluster, tmp_path):
         time.sleep(1)
     assert states == {JobState.CANCELLED}, states
     hist = json.loads(asad(env, "history", "--json").stdout)
-    assert hist[0]["state"] == "CANCELLED"
+    assert hist[0]["state"] == "CANCELLED" and hist[0]["backend"] == "slurm" and not hist[0]["simulated"]
