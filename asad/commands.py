@@ -273,8 +273,57 @@ def cmd_cancel(args: argparse.Namespace) -> int:
             return _fail(f"workflow {args.workflow} already ended ({rows[0].state})", EXIT_FAILED)
     finally:
         store.close()
+    from asad.daemon import daemon_running
+
     wake_daemon(settings.state_dir)
-    print(f"workflow {args.workflow}: cancel requested; a running daemon cancels its Slurm jobs within seconds")
+    if daemon_running(settings):
+        print(f"workflow {args.workflow}: cancel requested; the running daemon cancels its Slurm jobs within seconds")
+        return 0
+    return _cancel_without_daemon(settings, args.workflow)
+
+
+def _cancel_without_daemon(settings: Settings, wf_id: int) -> int:
+    """No daemon drives the store: cancel the workflow's jobs still in Slurm's queue here, so that
+    they stop using the cluster now, not when a daemon next starts. Slurm is asked for every job
+    tagged with this workflow, so a job whose ``sbatch`` ran just before a daemon crashed (its id
+    not yet stored) is found too. The workflow itself is recorded as cancelled by the next daemon
+    or ``asad run``, which reads the cancelled jobs from Slurm as for any other end."""
+    from asad.app import make_backend
+
+    try:
+        lock = _run_lock(settings)  # no daemon may start and submit while this looks
+    except StoreBusy:
+        print(f"workflow {wf_id}: cancel requested; the daemon that just started cancels its Slurm jobs")
+        return 0
+    try:
+        store = open_store(settings)
+        try:
+            simulated = bool(store.simulated_workflow_ids([wf_id]))
+            submitted = bool(store.workflow_ids_with_jobs([wf_id]))
+            tag = f"asad:{store.store_id}:{wf_id}:"
+        finally:
+            store.close()
+        if simulated or not submitted:
+            print(f"workflow {wf_id}: cancel requested; "
+                  + ("its jobs were the simulator's, gone with the process that ran them" if simulated
+                     else "it has not submitted any job")
+                  + ". A daemon records the workflow as CANCELLED when it next starts.")
+            return 0
+        try:
+            backend = make_backend(settings, name="slurm")
+            ids = sorted(jid for jid, st in backend.find(tag).items() if not st.state.is_final)
+            if ids:
+                backend.cancel(ids)
+        except SlurmError as exc:
+            return _fail(f"workflow {wf_id}: cancel requested, but no daemon is running and Slurm did not answer "
+                         f"({exc}), so its jobs may still be queued or running. Fix: start the daemon when Slurm "
+                         f"answers (it cancels them), or scancel the jobs named asad.{wf_id}.*", EXIT_SLURM)
+    finally:
+        os.close(lock)
+    print(f"workflow {wf_id}: cancel requested; no daemon is running, so "
+          + (f"its Slurm jobs {', '.join(map(str, ids))} were cancelled here (scancel)" if ids
+             else "nothing was cancelled here: it has no job in Slurm's queue")
+          + ". A daemon records the workflow as CANCELLED when it next starts.")
     return 0
 
 

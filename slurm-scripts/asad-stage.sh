@@ -15,8 +15,8 @@
 #   every other variable is passed to the command unchanged (the stage's `env`).
 #
 # Writes in $ASAD_RUN_DIR (each file replaced atomically; a new attempt removes its stage's old ones):
-#   <stage>.alloc   "<epoch> <host> <job id>"  when the job started (the allocation exists)
-#   <stage>.start   "<epoch> <host> <job id>"  when the command started (after any wait)
+#   <stage>.alloc   "<epoch> <node> <job id>"  when the job started (the allocation exists; node as Slurm names it)
+#   <stage>.start   "<epoch> <node> <job id>"  when the command started (after any wait)
 #   <stage>.end     "<exit code> <epoch>"      when it ended; 
 #   <stage>.log     the command's stdout and stderr
 # Exit status: the command's. Without running it: 3 when a predecessor's end marker shows a
@@ -49,7 +49,7 @@ now() { date +%s; }
 if ((leader)); then
     rm -f "$run_dir/$stage.start" "$run_dir/$stage.end"
 fi
-marker alloc "$(now) $(hostname) $job_id"
+marker alloc "$(now) ${SLURMD_NODENAME:-$(hostname)} $job_id"
 
 # Naive mode: the allocation exists already; hold it until every predecessor has ended well.
 poll_s=${ASAD_WAIT_POLL_S:-2}
@@ -73,7 +73,7 @@ for pred in ${ASAD_WAIT_FOR:-}; do
 done
 
 log=${ASAD_LOG:-$run_dir/$stage.log}
-marker start "$(now) $(hostname) $job_id"
+marker start "$(now) ${SLURMD_NODENAME:-$(hostname)} $job_id"
 
 # A script path runs as a script (with bash if it is not executable); anything else is a command line.
 if [[ -f $ASAD_COMMAND && -x $ASAD_COMMAND ]]; then

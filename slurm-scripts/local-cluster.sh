@@ -397,7 +397,11 @@ cmd_up() {
     start_slurmctld
     start_slurmd
     say "up in $((SECONDS - t0)) s: $NODES nodes x $CPUS cpus x $MEM_MB MB, partitions main (default) and short, accounting=$( ((ACCOUNTING)) && echo on || echo off), priority=$PRIORITY"
-    say "use it with: eval \"\$($0 env)\""
+    # a cluster of its own folder or ports: the hint must name them, or it points at the default one
+    local which=""
+    [ -n "${ASAD_CLUSTER_DIR:-}" ] && which="ASAD_CLUSTER_DIR=$DIR "
+    [ -n "${ASAD_CLUSTER_PORT_BASE:-}" ] && which="${which}ASAD_CLUSTER_PORT_BASE=$PORT_BASE "
+    say "use it with: eval \"\$(${which}$0 env)\""
 }
 
 cmd_down() {

@@ -23,13 +23,13 @@ def run(run_dir: Path, stage: str, command: str, timeout: float = 20, **env: str
 
 
 def test_markers_log_and_exit_code(tmp_path):
-    res = run(tmp_path / "wf", "a", "echo out; echo err >&2; exit 7", STAGE_VALUE="v")
+    res = run(tmp_path / "wf", "a", "echo out; echo err >&2; exit 7", STAGE_VALUE="v", SLURMD_NODENAME="n3")
     assert res.returncode == 7
     d = tmp_path / "wf"
     assert (d / "a.end").read_text().split()[0] == "7"
     start = (d / "a.start").read_text().split()
     assert start[2] == "4242" and int(start[0]) <= int((d / "a.end").read_text().split()[1])
-    assert (d / "a.alloc").exists()
+    assert start[1] == "n3" and (d / "a.alloc").read_text().split()[1] == "n3"  # the node as squeue names it
     assert (d / "a.log").read_text() == "out\nerr\n"
 
 

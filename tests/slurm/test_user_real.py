@@ -105,3 +105,51 @@ def test_ctrl_c_on_run_cancels_its_slurm_jobs(cluster, tmp_path):
     assert states == {JobState.CANCELLED}, states
     hist = json.loads(asad(env, "history", "--json").stdout)
     assert hist[0]["state"] == "CANCELLED" and hist[0]["backend"] == "slurm" and not hist[0]["simulated"]
+
+
+def test_cancel_with_no_daemon_cancels_the_slurm_jobs_itself(cluster, tmp_path):
+    """The driver is gone (SIGKILL): ``asad cancel`` scancels the workflow's queued and running jobs
+    at once rather than leaving them to burn core-hours until a daemon starts; the next daemon
+    records the workflow as CANCELLED."""
+    wf = tmp_path / "long.yaml"
+    wf.write_text("name: long\nstrategy: chain\ndefaults: {time: 5m, mem: 100M, cpus: 1}\nstages:\n"
+                  "  - {name: a, run: 'sleep 300'}\n  - {name: b, run: 'sleep 300'}\n")
+    env = user_env(cluster, tmp_path / "state")
+    proc = subprocess.Popen([sys.executable, "-m", "asad", "run", str(wf), "--backend", "slurm"], env=env,
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        job_ids: list[int] = []
+        while time.monotonic() < deadline and len(job_ids) < 2:
+            res = asad(env, "status", "--json")
+            if res.returncode == 0:
+                job_ids = [r["job_id"] for r in json.loads(res.stdout)["stages"] if r["job_id"]]
+            time.sleep(1)
+        assert len(job_ids) == 2, "the chain's two jobs were not submitted"
+    finally:
+        proc.kill()
+        proc.communicate(timeout=60)
+    res = asad(env, "cancel", "1")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "no daemon is running" in res.stdout and all(str(j) in res.stdout for j in job_ids), res.stdout
+    backend = SlurmCLI(slurm_conf=cluster.slurm_conf)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        states = {s.state for s in backend.poll(job_ids).values()}
+        if states == {JobState.CANCELLED}:
+            break
+        time.sleep(1)
+    assert states == {JobState.CANCELLED}, states
+    daemon = subprocess.Popen([sys.executable, "-m", "asad", "daemon"], env=env, cwd=REPO,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            hist = json.loads(asad(env, "history", "--json").stdout)
+            if hist[0]["state"] != "ACTIVE":
+                break
+            time.sleep(1)
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=60)
+    assert hist[0]["state"] == "CANCELLED", hist
