@@ -179,7 +179,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         settings.backend = daemon_backend(settings, args.backend)
         parts = _partitions_for_validation(settings)
     except BackendChoiceError as exc:
-        # No daemon yet and no Slurm here: store it unchecked, as when Slurm is down; the daemon
+        # No daemon yet and no Slurm configured here: store it unchecked; the daemon
         # checks the sizes against its own cluster when it submits. Never check against a simulator.
         print(f"asad: warning: the stage sizes were not checked against a cluster: {exc}", file=sys.stderr)
         parts = []
@@ -255,9 +255,10 @@ def _partitions_for_validation(settings: Settings) -> list:
     try:
         return make_backend(settings).partitions()
     except SlurmError as exc:
-        print(f"asad: warning: could not ask Slurm for its partitions ({exc}); the daemon will check "
-              "again at submission", file=sys.stderr)
-        return []
+        # Refused rather than stored unchecked: a stage too big or an unknown partition would then
+        # surface only later, in the daemon. The daemon keeps driving the workflows it already has.
+        raise SlurmError(f"Slurm did not answer, so the stage sizes cannot be checked against the cluster "
+                         f"({exc}). Nothing was stored or submitted; submit again once it answers.") from None
 
 
 @guarded

@@ -115,6 +115,33 @@ class Pacer:
         return self.failures >= PAUSE_AFTER
 
 
+def _start_when_slurm_answers(settings: Settings, store, make_backend, make_runner):  # noqa: ANN001, ANN202
+    """(backend, runner) once Slurm answers the questions a runner starts with (partitions,
+    priority rules); None if stopped first. A daemon started during an outage (a reboot, a
+    slurmctld restart) waits with growing pauses, says so in ``asad status``, and starts by itself,
+    rather than exiting and leaving the outage to whatever restarts it."""
+    from asad.slurm.backend import SlurmUnavailable
+
+    pause_s, since = settings.poll_interval_s, time.time()
+    while True:
+        try:
+            backend = make_backend(settings, wall_clock=True)
+            return backend, make_runner(settings, store, backend)
+        except SlurmUnavailable as exc:
+            sd_notify("READY=1\nSTATUS=waiting for Slurm to answer")  # systemd: up and waiting, not failed
+            log.warning("slurm does not answer; the daemon starts when it does", error=str(exc), retry_s=pause_s)
+            try:
+                store.set_status("backend", {"ok": False, "error": str(exc), "since": since})
+                store.commit()
+            except StoreError:
+                store.session.rollback()
+        try:
+            time.sleep(pause_s)
+        except KeyboardInterrupt:
+            return None
+        pause_s = min(settings.max_poll_interval_s, pause_s * 2)
+
+
 def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
     from apscheduler.schedulers import SchedulerNotRunningError
     from apscheduler.schedulers.background import BackgroundScheduler
@@ -128,9 +155,13 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
         print(f"asad: error: {exc}")
         return 1
     store = Store(settings.database_url)
-    backend = make_backend(settings, wall_clock=True)
+    started = _start_when_slurm_answers(settings, store, make_backend, make_runner)
+    if started is None:
+        store.close()
+        os.close(lock_fd)
+        return 0
+    backend, runner = started
     speed = float(getattr(backend, "speed", 1.0))
-    runner = make_runner(settings, store, backend)
     pacer = Pacer(settings.poll_interval_s, settings.max_poll_interval_s)
     watch = Watch(settings.state_dir)
     markers = backend.name != "sim"  # the stage wrapper writes end markers on a real cluster only

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -244,4 +245,44 @@ def test_real_daemon_records_paused_state_then_resumes(tmp_path, monkeypatch):
     store.close()
     assert [n for n in notes if n != SIMULATED_NOTE] == [] and daemon["paused"] is False
     assert rows[0]["job_id"] is not None and len(tags) == len(set(tags)) >= 1
+    del wf
+
+
+def test_daemon_started_during_an_outage_waits_and_starts_by_itself(tmp_path, monkeypatch):
+    """Slurm does not answer the questions a runner starts with (partitions, priority rules): the
+    daemon waits with growing pauses, says so in ``asad status``, and starts when Slurm answers,
+    rather than exiting (a reboot brings the daemon up before slurmctld)."""
+    import asad.app
+    from asad.daemon import run_daemon
+
+    settings = Settings(db_url=f"sqlite:///{tmp_path / 'd.db'}", state_dir=tmp_path / "state", poll_interval_s=0.01,
+                        max_poll_interval_s=0.04)
+    sim = make_simulator("small", load=0.0, seed=2)
+    failures: list[float] = []
+    notes_while_down: list[list[str]] = []
+
+    def slurm_comes_back(*_a, **_k):  # noqa: ANN002, ANN003, ANN202
+        if len(failures) < 4:
+            if failures:  # asad status, while the daemon waits
+                seen = Store(settings.database_url)
+                notes_while_down.append(status_rows(seen)[1])
+                seen.close()
+            failures.append(time.monotonic())
+            raise SlurmUnavailable("squeue: error: Unable to contact slurm controller (connect failure)")
+        return sim
+
+    monkeypatch.setattr(asad.app, "make_backend", slurm_comes_back)
+    store = Store(settings.database_url)
+    wf = store.add_workflow(parse_workflow(PLANNED_WF), sim.now(), strategy="asa")
+    store.close()
+    assert run_daemon(settings, max_ticks=2) == 0
+    assert len(failures) == 4
+    assert all(any("Slurm unavailable" in n and "Unable to contact" in n for n in notes) for notes in notes_while_down)
+    gaps = [b - a for a, b in zip(failures, failures[1:])]
+    assert gaps[0] < gaps[-1]  # growing pauses, up to the ceiling
+    store = Store(settings.database_url)
+    rows, notes = status_rows(store)
+    store.close()
+    assert rows[0]["job_id"] is not None  # started, and drove the workflow
+    assert [n for n in notes if n != SIMULATED_NOTE] == []  # the outage note is gone once it ran
     del wf

@@ -155,6 +155,20 @@ def test_auto_is_slurm_when_slurm_answers(no_slurm, monkeypatch):
     assert resolve_backend("sim") == "sim"
 
 
+
+def test_submit_while_slurm_is_down_stores_nothing(no_slurm):
+    """SLURM_CONF is set (Slurm is meant) but it does not answer: submit cannot check the stage
+    sizes, so it refuses (exit 5) and stores nothing, rather than accepting a workflow that may
+    fail later."""
+    (no_slurm / "sinfo").write_text("#!/bin/sh\necho 'sinfo: error: slurm_load_partitions: Unexpected message "
+                                    "received' >&2\nexit 1\n")
+    env = {**os.environ, "SLURM_CONF": "/etc/slurm/slurm.conf"}
+    proc = asad("submit", str(EXAMPLES / "blast.yaml"), check=False, env=env)
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    assert "Slurm did not answer" in proc.stderr and "Nothing was stored or submitted" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert json.loads(asad("history", "--json").stdout) == []
+
 def test_submit_validates_against_the_running_daemons_backend(no_slurm, tmp_path):
     """With no flag and no Slurm here, the daemon that holds the store decides: it records its backend."""
     from asad.config import load_settings
