@@ -357,6 +357,7 @@ class Runner:
                 for run in d.dirty_stages:
                     if not (run.state is StageState.SUBMITTED and run.job_row is None):
                         self.store.save_stage(run)
+                self._persist_learning(d, now)
                 first = False
             for run in linked:
                 self.store.save_stage(run)
@@ -426,16 +427,23 @@ class Runner:
         d.dirty_stages.extend(tail.dirty_stages)
         d.finished.extend(tail.finished)
 
-    def _persist(self, d: Decisions, now: float) -> None:
-        for run in d.dirty_stages:
-            self.store.save_stage(run)
+    def _persist_learning(self, d: Decisions, now: float) -> None:
+        """What the decisions learned (waits observed, learners changed, jobs marked as learned
+        from). Written with the first submission's intent too: a crash during that ``sbatch`` must
+        not lose it, for nothing revisits a stage that already completed."""
         for job in d.dirty_jobs:
             if job.row_id is not None:
                 self.store.save_job(job)
         for job in d.observed:
             self.store.add_observation(job.geometry_key, job.wait_s or 0.0, job.est_wait_s, now, job.job_id)
+        d.observed.clear()  # once
         for kind, key, state, n in self.ctx.learned.drain_dirty():
             self.store.save_learner(kind, key, state, n, now)
+
+    def _persist(self, d: Decisions, now: float) -> None:
+        for run in d.dirty_stages:
+            self.store.save_stage(run)
+        self._persist_learning(d, now)
         for wf in d.finished:
             self.store.save_workflow(wf, summary=summarize(wf))
             log.info("workflow finished", workflow=wf.id, state=wf.state.value, message=wf.message)

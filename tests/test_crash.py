@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from sqlalchemy import select
 
 from asad.app import make_runner, run_to_completion
 from asad.config import Settings
 from asad.model import JobPhase
 from asad.slurm.sim import make_simulator
 from asad.spec import load_workflow
+from asad.store.models import WaitObservation
 from asad.store.repo import Store
 from tests.conftest import EXAMPLES
 
@@ -47,6 +49,17 @@ def test_restart_after_crash_neither_loses_nor_doubles(db_url, strategy, crash_o
     per_stage, summary = crash_and_restart(db_url, spec, strategy, crash_on, after_submit, Settings())
     assert summary["state"] == "COMPLETED"
     assert per_stage == {s.name: 1 for s in spec.stages}, per_stage
+    # and nothing learned is lost or counted twice: a crash during the sbatch that follows a
+    # stage's end once lost that stage's wait (nothing revisits a completed stage)
+    store = Store(db_url)
+    (done,) = store.load_workflows(active_only=False)
+    started = [j for j in done.jobs if j.start_time is not None]
+    observed = Counter(o.job_id for o in store.session.scalars(select(WaitObservation)))
+    runs_learned = sum(row.n_observations for row in store.learners("runtime"))
+    store.close()
+    assert runs_learned == len(spec.stages)  # each stage's run time, once
+    assert all(j.wait_learned for j in started), [(j.stage, j.job_id) for j in started if not j.wait_learned]
+    assert observed == Counter(j.job_id for j in started)
 
 
 def crash_and_restart(db_url, spec, strategy, crash_on, after_submit, settings):  # noqa: ANN001, ANN201
