@@ -17,7 +17,9 @@ BENCH_MODULES = ["sim", "convergence", "predictors", "strategies", "sizing", "pl
                  "sim_vs_real", "sim_load", "real_strategies", "sim_fairshare", "backfill_cost"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, benches: bool = True) -> argparse.ArgumentParser:
+    """The whole CLI; ``benches=False`` leaves out the benches' own options (importing them loads
+    the simulator and numba, most of a second, which ``asad status`` should not pay)."""
     parser = argparse.ArgumentParser(prog="asad", description="asad: the Adaptive Scheduling daemon for Slurm.")
     parser.add_argument("--version", action="version", version=f"asad {__version__}")
     common = argparse.ArgumentParser(add_help=False)
@@ -118,7 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="benchmarks that print measured numbers")
     bench_sub = bench.add_subparsers(dest="bench", required=True, metavar="BENCH")
-    for name in BENCH_MODULES:
+    for name in BENCH_MODULES if benches else ():
         try:
             mod = importlib.import_module(f"asad.bench.{name}")
         except ModuleNotFoundError as exc:
@@ -148,7 +150,8 @@ def _cmd(name: str):  # noqa: ANN202
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(benches="bench" in argv).parse_args(argv)
     from asad.log import setup_logging
 
     setup_logging(getattr(args, "verbose", 0) - getattr(args, "quiet", 0))

@@ -32,12 +32,19 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m asad.spec_show WORKFLOW.yaml [...]", file=sys.stderr)
         return 2
     status = 0
-    for path in paths:
-        try:
-            print(describe(load_workflow(path)))
-        except SpecError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            status = 1
+    try:
+        for path in paths:
+            try:
+                print(describe(load_workflow(path)), flush=True)
+            except SpecError as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                status = 1
+    except BrokenPipeError:
+        # `... | head` closed the pipe: stop quietly, as cat does, and keep Python's exit-time flush
+        # from failing on the closed descriptor.
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return status
 
 
