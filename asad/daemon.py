@@ -5,8 +5,8 @@ grows by half each time nothing changed up to ``max_poll_interval_s``, and shrin
 reach a planned submission or an expected stage end on time. Between ticks a watcher looks
 every second at the wake file (``asad submit``/``cancel``) and the running stages' end markers
 (``asad.wake``), and brings the next tick forward when one changed. When Slurm fails, pauses grow
-exponentially; after ``PAUSE_AFTER`` failures in a row the daemon says it is paused (``asad
-status`` shows it) and keeps retrying at the longest interval, resuming on its own.
+up to ``OUTAGE_RETRY_MAX_S``; after ``PAUSE_AFTER`` failures in a row the daemon says it is paused
+(``asad status`` shows it) and keeps retrying at that interval, resuming on its own.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ from asad.wake import BRISK_FOR_S, BRISK_POLL_S, WATCH_INTERVAL_S, Watch, end_ma
 log = structlog.get_logger("asad.daemon")
 
 PAUSE_AFTER = 5
+# While Slurm does not answer, one failing call a minute costs slurmctld nothing, and the daemon
+# notices its return within a minute (at 300 s, the audit of 2026-11-25 saw recovery wait 5 min).
+OUTAGE_RETRY_MAX_S = 60.0
 
 
 class AlreadyRunning(Exception):
@@ -101,7 +104,7 @@ class Pacer:
     def after_tick(self, *, changed: bool, error: bool, now: float, wake_at: float, next_end: float) -> float:
         if error:
             self.failures += 1
-            return min(self.max_s, self.min_s * 2 ** self.failures)
+            return min(self.max_s, OUTAGE_RETRY_MAX_S, self.min_s * 2 ** self.failures)
         self.failures = 0
         self.current_s = self.min_s if changed else min(self.max_s, self.current_s * 1.5)
         target = min(wake_at, next_end)
@@ -139,7 +142,7 @@ def _start_when_slurm_answers(settings: Settings, store, make_backend, make_runn
             time.sleep(pause_s)
         except KeyboardInterrupt:
             return None
-        pause_s = min(settings.max_poll_interval_s, pause_s * 2)
+        pause_s = min(settings.max_poll_interval_s, OUTAGE_RETRY_MAX_S, pause_s * 2)
 
 
 def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:

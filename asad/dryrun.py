@@ -129,10 +129,10 @@ def dry_run(spec, settings, backend: Backend, *, strategy: str, mode: str) -> st
 
 def _existing_store(settings):  # noqa: ANN001, ANN202
     """The user's store, to read what it learned; None when it does not exist yet (never created)."""
-    from asad.store.db import _sqlite_path
+    from asad.config import sqlite_file
     from asad.store.repo import Store
 
-    path = _sqlite_path(settings.database_url)
+    path = sqlite_file(settings.database_url)
     if path is not None and not path.exists():
         return None
     return Store(settings.database_url)

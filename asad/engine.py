@@ -56,6 +56,12 @@ class Engine:
     # ---------------------------------------------------------------------------------------
     def _decide_workflow(self, wf: WorkflowRun, now: float, out: Decisions) -> None:
         if wf.cancel_requested:
+            # Ends that happened before asad acted on the cancel (a stage that completed while Slurm
+            # was down, or while no daemon ran) are recorded as what they were, not as cancelled.
+            for name, run in wf.stages.items():
+                jobs = wf.current_jobs(name)
+                if not run.state.is_final and jobs and all(j.state is JobState.COMPLETED for j in jobs):
+                    self._follow_stage(wf, name, run, now, out)
             self._end_workflow(wf, WorkflowState.CANCELLED, now, out, "cancelled by the user")
             return
         if wf.strategy == "big-job":

@@ -63,7 +63,9 @@ def summarize(wf: WorkflowRun) -> dict:
             "mem_mb": job.request.total_mem_mb() if job else spec.total_mem_mb(),
             "submit": job.submitted_at if job else None,
             "eligible": job.eligible_time if job else None,
-            "start": run.start_time,
+            # a stage cancelled or failed before asad saw it run still ran from its job's start
+            "start": run.start_time if run.start_time is not None or job is None or big or rides
+            else job.start_time,
             "job_start": job.start_time if job else None,
             # a stage cancelled with the workflow ended then (its job is no longer polled)
             "end": run.end_time if run.end_time is not None or run.state is not StageState.CANCELLED or job is None

@@ -266,7 +266,9 @@ class Runner:
                 job.phase = JobPhase.LIVE
                 job.submitted_at = status.submit_time
                 job.apply_status(status)
-                log.info("adopted a job submitted before a crash", tag=job.tag, job_id=job.job_id)
+                # its sbatch never answered asad (a crash, or a timeout after Slurm took the job)
+                log.info("adopted a job found in Slurm whose sbatch asad did not see answer", tag=job.tag,
+                         job_id=job.job_id)
             else:
                 job.phase = JobPhase.ABANDONED
                 for name, run in wf.stages.items():

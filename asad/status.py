@@ -182,6 +182,8 @@ def _reason(wf: WorkflowRun, name: str, run: StageRun, job: JobRecord | None, li
         return job.nodelist if job.state.value == "RUNNING" and job.nodelist else live.host
     if live.turn == "waiting":
         return f"(SharedJob:{job.stage})"
+    if job is not None and job.job_id is None and not run.state.is_final:
+        return "(Submitting)"  # sbatch is under way (or a restart will find whether it reached Slurm)
     if job is not None and job.state.value == "PENDING" and not run.state.is_final:
         return f"({job.reason or 'None'})"
     if job is not None and job.state.value == "RUNNING" and not run.state.is_final:

@@ -17,7 +17,7 @@ import pytest
 
 from asad.app import make_runner
 from asad.config import Settings
-from asad.daemon import PAUSE_AFTER, Pacer
+from asad.daemon import OUTAGE_RETRY_MAX_S, PAUSE_AFTER, Pacer
 from asad.model import StageState
 from asad.slurm.backend import SlurmUnavailable
 from asad.slurm.cli import SlurmCLI
@@ -135,8 +135,7 @@ def test_outage_backs_off_pauses_keeps_plans_and_resumes(tmp_path, db_url, mode)
         assert _stage_rows(store, wf.id) == before, "a plan changed while Slurm was down"
         sim.run_until(sim.now() + pause)
     # growing pauses up to the ceiling, then paused; asad status says so
-    assert pauses[:4] == sorted(pauses[:4]) and pauses[0] < pauses[3]
-    assert pauses[-1] == 300.0
+    assert pauses[:4] == sorted(pauses[:4]) and pauses[-1] == OUTAGE_RETRY_MAX_S
     assert pacer.paused
     assert any("Slurm unavailable" in n for n in notes[0])
     assert not any("paused" in n for n in notes[0])
@@ -192,7 +191,8 @@ def test_pacer_growth_pause_and_reset():
     pacer = Pacer(30.0, 300.0)
     pauses = [pacer.after_tick(changed=False, error=True, now=0.0, wake_at=math.inf, next_end=math.inf)
               for _ in range(PAUSE_AFTER + 2)]
-    assert pauses == [60.0, 120.0, 240.0, 300.0, 300.0, 300.0, 300.0]
+    # an outage is retried at most a minute apart (OUTAGE_RETRY_MAX_S), whatever the idle ceiling
+    assert pauses == [60.0] * (PAUSE_AFTER + 2)
     assert pacer.paused
     # success resets; then no change backs off by half each time up to the ceiling
     quiet = [pacer.after_tick(changed=False, error=False, now=0.0, wake_at=math.inf, next_end=math.inf)
@@ -231,7 +231,7 @@ def test_real_daemon_records_paused_state_then_resumes(tmp_path, monkeypatch):
     rows, notes = status_rows(store)
     daemon = store.get_status("daemon")
     store.close()
-    assert daemon["paused"] is True and daemon["retry_s"] == 300.0
+    assert daemon["paused"] is True and daemon["retry_s"] == 60.0
     assert any("Slurm unavailable" in n and "Unable to contact slurm controller" in n for n in notes), notes
     assert any("daemon paused" in n for n in notes), notes
     assert [r["stage"] for r in rows] == ["first", "second", "third"]
@@ -286,3 +286,41 @@ def test_daemon_started_during_an_outage_waits_and_starts_by_itself(tmp_path, mo
     assert rows[0]["job_id"] is not None  # started, and drove the workflow
     assert [n for n in notes if n != SIMULATED_NOTE] == []  # the outage note is gone once it ran
     del wf
+
+
+def test_cancel_during_outage_keeps_ends_that_happened_and_cancels_the_rest(tmp_path, db_url):
+    """A user cancels while Slurm is down, after a stage completed unseen: once Slurm answers, that
+    stage is COMPLETED (as sacct says), the others CANCELLED, and no job of the workflow lives on."""
+    sim = make_simulator("small", load=0.0, seed=3)
+    backend = FlakyBackend(sim, fake_slurm(tmp_path, "fail"))
+    store = Store(db_url)
+    runner = make_runner(Settings(), store, backend)
+    wf = store.add_workflow(parse_workflow(PLANNED_WF), sim.now(), strategy="chain")
+    runner.load()
+    pacer = Pacer(30.0, 300.0)
+    for _ in range(20):
+        pause, _ = daemon_like_tick(runner, pacer, store, backend)
+        if runner.active[wf.id].stages["first"].state is StageState.RUNNING:
+            break
+        sim.run_until(sim.now() + pause)
+    assert runner.active[wf.id].stages["first"].state is StageState.RUNNING
+
+    backend.down = True
+    started = runner.active[wf.id].stages["first"].start_time
+    sim.run_until(started + 3 * 3600 + 300)  # the first stage (3 h) ends while nobody can see it
+    assert store.request_cancel(wf.id)
+    report = runner.tick()
+    assert report.backend_error
+    backend.down = False
+    for _ in range(5):
+        if wf.id not in runner.active:
+            break
+        runner.tick()
+    (done,) = store.load_workflows([wf.id])
+    assert done.state.value == "CANCELLED"
+    states = {n: r.state for n, r in done.stages.items()}
+    assert states == {"first": StageState.COMPLETED, "second": StageState.CANCELLED, "third": StageState.CANCELLED}
+    assert done.stages["first"].end_time == pytest.approx(started + 3 * 3600, abs=60)
+    live = [st for st in sim.find(f"asad:{store.store_id}:").values() if not st.state.is_final]
+    store.close()
+    assert live == []

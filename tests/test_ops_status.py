@@ -129,3 +129,43 @@ def test_show_plot_draws_a_png_even_for_a_running_workflow(tmp_path, db_url, cap
     with Image.open(out) as img:
         assert img.format == "PNG" and img.size[0] > 800
     capsys.readouterr()
+
+
+def test_a_stage_whose_sbatch_is_under_way_says_so(db_url):
+    """Between the write-ahead intent and sbatch's answer a stage has a job but no id: status says
+    (Submitting), not Slurm's (None) of a job that exists."""
+    from tests.test_crash import Crash, CrashingBackend
+
+    sim = make_simulator("small", load=0.0, seed=1)
+    store = Store(db_url)
+    runner = make_runner(Settings(), store, CrashingBackend(sim, crash_on=1, after_submit=False))
+    store.add_workflow(parse_workflow(WF), sim.now(), strategy="asa")
+    runner.load()
+    with pytest.raises(Crash):  # dies inside the first sbatch: the intent is in the store
+        runner.tick()
+    store.session.rollback()
+    rows, _ = status_rows(store)
+    store.close()
+    first = next(r for r in rows if r["stage"] == "first")
+    assert (first["st"], first["job_id"], first["reason"]) == ("PD", None, "(Submitting)")
+
+
+def test_show_gives_the_start_of_a_stage_cancelled_before_asad_saw_it_run(db_url):
+    """A job that started after the daemon's last look and was then cancelled with its workflow
+    still ran: asad show's START is its job's start, not '-'."""
+    from asad.metrics import summarize
+
+    sim = make_simulator("small", load=0.0, seed=1)
+    store = Store(db_url)
+    runner = make_runner(Settings(), store, sim)
+    wf = store.add_workflow(parse_workflow(WF), sim.now(), strategy="chain")
+    runner.load()
+    runner.tick()  # chain: all three submitted, the first starts
+    sim.run_until(sim.now() + 90 * 60 + 120)  # the first ended, the second started: unseen
+    store.request_cancel(wf.id)
+    runner.tick()
+    (done,) = store.load_workflows([wf.id])
+    store.close()
+    second = next(s for s in summarize(done)["stages"] if s["name"] == "second")
+    assert done.stages["second"].state.value == "CANCELLED"
+    assert second["start"] is not None and second["start"] == second["job_start"]

@@ -93,12 +93,12 @@ def test_cancelled_workflow_resumes_and_a_running_daemon_picks_it_up(db_url):
     runner = make_runner(Settings(), store, sim)
     wf = store.add_workflow(parse_workflow(WORKFLOW), sim.now(), strategy="per-stage")
     runner.load()
-    # run until b runs, then cancel
+    # run until b runs, then cancel at once (a b that ended before the cancel would stay COMPLETED)
     for _ in range(50):
         runner.tick()
-        sim.run_until(sim.now() + 30)
         if runner.active[wf.id].stages["b"].state is StageState.RUNNING:
             break
+        sim.run_until(sim.now() + 30)
     store.request_cancel(wf.id)
     runner.tick()
     assert wf.id not in runner.active
