@@ -4,6 +4,7 @@ can fix are printed as one clear message (what is wrong, how to fix it), never a
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import functools
 import json
@@ -12,6 +13,7 @@ import sys
 import time
 
 from asad.config import ConfigError, Settings, load_settings
+from asad.lease import LeaseLost, driver_elsewhere
 from asad.slurm.backend import SlurmError, SubmitRejected
 from asad.spec import SpecError
 from asad.store.db import StoreError, shown_url, unwritable_place_message
@@ -46,6 +48,8 @@ def guarded(fn):  # noqa: ANN001, ANN201
             return _fail(f"{exc}\nIs Slurm up? 'sinfo' should answer; see docs/local-cluster.md.", EXIT_SLURM)
         except StoreBusy as exc:
             return _fail(str(exc), EXIT_INPUT)
+        except LeaseLost as exc:  # another host's asad took the store over mid-run
+            return _fail(str(exc), EXIT_STORE)
         except OSError as exc:
             # asad's own files (state dir, daemon lock, run folders) on a read-only or foreign place
             if exc.errno not in _UNWRITABLE:
@@ -81,8 +85,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_against_cluster(spec, parts, next((p.name for p in parts if p.default), None))
     lock_fd = _run_lock(settings)
     store = open_store(settings)
+    lease = None
     try:
+        lease = _take_lease(settings, store)
         runner = make_runner(settings, store, backend)
+        runner.lease = lease
         if backend.name == "sim":
             backend.run_until(backend.now() + _warmup_s(backend, args.load))
         wf = store.add_workflow(spec, backend.now(), strategy=args.strategy or spec.strategy,
@@ -96,6 +103,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         summary = {**store.workflow_rows([wf.id])[0].summary, "simulated": backend.name == "sim"}
         _add_output_paths(summary, store.load_workflows([wf.id])[0])
     finally:
+        _give_back(lease)
         store.close()
         os.close(lock_fd)
     if args.json:
@@ -109,6 +117,30 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 class StoreBusy(Exception):
     pass
+
+
+def _remote_note(holder) -> str:  # noqa: ANN001
+    return (f"the daemon on host {holder.host} (pid {holder.pid}) drives this store; it acts at its next "
+            f"poll (a daemon is woken at once only from its own host)")
+
+
+def _take_lease(settings: Settings, store):  # noqa: ANN001, ANN202
+    """The store's lease (asad/lease.py) for a driver in this process; StoreBusy when another
+    host's daemon drives the store (the local lock cannot see it)."""
+    from asad.lease import Lease, LeaseHeld, lease_seconds
+
+    lease = Lease(store, lease_s=lease_seconds(settings.max_poll_interval_s))
+    try:
+        lease.acquire()
+    except LeaseHeld as exc:
+        raise StoreBusy(f"{exc} Nothing was submitted.") from None
+    return lease
+
+
+def _give_back(lease) -> None:  # noqa: ANN001
+    if lease is not None:
+        with contextlib.suppress(StoreError):
+            lease.release()
 
 
 def _run_lock(settings: Settings) -> int:
@@ -192,11 +224,14 @@ def cmd_submit(args: argparse.Namespace) -> int:
         if status and settings.backend == "sim":
             now = status.get("now", now)
         wf = store.add_workflow(spec, now, strategy=args.strategy or spec.strategy, mode=args.mode or spec.mode)
+        remote = driver_elsewhere(store)
     finally:
         store.close()
     wake_daemon(settings.state_dir)
     print(wf.id)
-    if not daemon_running(settings):
+    if remote is not None:
+        print(f"asad: note: {_remote_note(remote)}", file=sys.stderr)
+    elif not daemon_running(settings):
         print(f"asad: note: no daemon is running for this store, so workflow {wf.id} waits until one starts.\n"
               "  Start one with:  systemctl --user enable --now asad   (see docs/operations.md)\n"
               f"  or in a terminal: asad daemon{' --backend sim' if settings.backend != 'slurm' else ''}",
@@ -272,11 +307,15 @@ def cmd_cancel(args: argparse.Namespace) -> int:
                          EXIT_INPUT)
         if not store.request_cancel(args.workflow):
             return _fail(f"workflow {args.workflow} already ended ({rows[0].state})", EXIT_FAILED)
+        remote = driver_elsewhere(store)
     finally:
         store.close()
     from asad.daemon import daemon_running
 
     wake_daemon(settings.state_dir)
+    if remote is not None:
+        print(f"workflow {args.workflow}: cancel requested; {_remote_note(remote)}")
+        return 0
     if daemon_running(settings):
         print(f"workflow {args.workflow}: cancel requested; the running daemon cancels its Slurm jobs within seconds")
         return 0
@@ -336,15 +375,17 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     settings = settings_from(args, backend=getattr(args, "backend", None))
     lock_fd = _run_lock(settings) if args.run else None  # refuse --run beside a daemon before changing anything
+    lease = None
     try:
         store = open_store(settings)
         try:
+            lease = _take_lease(settings, store) if args.run else None
             rows = store.workflow_rows([args.workflow])
             if args.run and rows and rows[0].state == "ACTIVE":
                 # Resumed earlier with no daemon to drive it (this process holds the store's lock):
                 # drive it now rather than refuse.
                 print(f"workflow {args.workflow} is active and no daemon drives it: driving it here")
-                return _drive_resumed(settings, store, args.workflow, args)
+                return _drive_resumed(settings, store, args.workflow, args, lease)
             try:
                 done = resume_workflow(store, args.workflow)
             except ResumeRefused as exc:
@@ -353,8 +394,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
                   f"running again {', '.join(done.rerun) or 'nothing'}"
                   + (f"; kept completed {', '.join(done.kept)}" if done.kept else ""))
             if args.run:
-                return _drive_resumed(settings, store, done.workflow_id, args)
+                return _drive_resumed(settings, store, done.workflow_id, args, lease)
         finally:
+            _give_back(lease)
             store.close()
     finally:
         if lock_fd is not None:
@@ -369,12 +411,13 @@ def cmd_resume(args: argparse.Namespace) -> int:
     return 0
 
 
-def _drive_resumed(settings: Settings, store, wf_id: int, args: argparse.Namespace) -> int:  # noqa: ANN001
+def _drive_resumed(settings: Settings, store, wf_id: int, args: argparse.Namespace, lease) -> int:  # noqa: ANN001
     from asad.app import make_backend, make_runner, run_to_completion
     from asad.status import render_summary
 
     backend = make_backend(settings)
     runner = make_runner(settings, store, backend)
+    runner.lease = lease
     try:
         run_to_completion(runner, backend, [wf_id], poll_interval_s=settings.poll_interval_s,
                           run_dir=None if backend.name == "sim" else settings.run_dir)

@@ -1,4 +1,5 @@
-"""The daemon: one per user and store (a lock), APScheduler wakes the runner on time.
+"""The daemon: one per store (a lock file on this host, a lease in the store across hosts:
+asad/lease.py), APScheduler wakes the runner on time.
 
 The pause between two ticks adapts (polite to slurmctld): it starts at ``poll_interval_s``,
 grows by half each time nothing changed up to ``max_poll_interval_s``, and shrinks again to
@@ -25,6 +26,7 @@ from datetime import datetime
 import structlog
 
 from asad.config import Settings
+from asad.lease import Lease, LeaseHeld, LeaseLost, lease_seconds
 from asad.store.db import StoreError, shown_url
 from asad.wake import BRISK_FOR_S, BRISK_POLL_S, WATCH_INTERVAL_S, Watch, end_markers
 
@@ -118,7 +120,7 @@ class Pacer:
         return self.failures >= PAUSE_AFTER
 
 
-def _start_when_slurm_answers(settings: Settings, store, make_backend, make_runner):  # noqa: ANN001, ANN202
+def _start_when_slurm_answers(settings: Settings, store, make_backend, make_runner, lease):  # noqa: ANN001, ANN202
     """(backend, runner) once Slurm answers the questions a runner starts with (partitions,
     priority rules); None if stopped first. A daemon started during an outage (a reboot, a
     slurmctld restart) waits with growing pauses, says so in ``asad status``, and starts by itself,
@@ -142,6 +144,12 @@ def _start_when_slurm_answers(settings: Settings, store, make_backend, make_runn
             time.sleep(pause_s)
         except KeyboardInterrupt:
             return None
+        try:
+            if not lease.renew():
+                log.error("another host's asad took this store over while this one waited for Slurm; stopping")
+                return None
+        except StoreError:
+            store.session.rollback()
         pause_s = min(settings.max_poll_interval_s, OUTAGE_RETRY_MAX_S, pause_s * 2)
 
 
@@ -158,12 +166,22 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
         print(f"asad: error: {exc}")
         return 1
     store = Store(settings.database_url)
-    started = _start_when_slurm_answers(settings, store, make_backend, make_runner)
+    lease = Lease(store, lease_s=lease_seconds(settings.max_poll_interval_s))
+    try:
+        lease.acquire()  # the file lock covers this host; the lease, other hosts
+    except (LeaseHeld, StoreError) as exc:
+        print(f"asad: error: {exc}")
+        store.close()
+        os.close(lock_fd)
+        return 1
+    started = _start_when_slurm_answers(settings, store, make_backend, make_runner, lease)
     if started is None:
+        lease.release()
         store.close()
         os.close(lock_fd)
         return 0
     backend, runner = started
+    runner.lease = lease
     speed = float(getattr(backend, "speed", 1.0))
     pacer = Pacer(settings.poll_interval_s, settings.max_poll_interval_s)
     watch = Watch(settings.state_dir)
@@ -172,7 +190,7 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
     # ends before the scheduler's loop has removed it). Every beat looks at the wake file and the end
     # markers; a tick runs when its pause is over or something woke it.
     beat_s = WATCH_INTERVAL_S if speed <= 1 else min(WATCH_INTERVAL_S, max(0.02, settings.poll_interval_s / speed))
-    state = {"ticks": 0, "next_tick": 0.0, "brisk_until": 0.0, "ended": set()}
+    state = {"ticks": 0, "next_tick": 0.0, "brisk_until": 0.0, "ended": set(), "lost": False}
     scheduler = BackgroundScheduler(timezone="UTC")
     # A beat skipped or late while a long tick runs is expected, not worth a warning per beat.
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
@@ -190,6 +208,11 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
         state["ticks"] += 1
         try:
             report = runner.tick()
+        except LeaseLost as exc:
+            log.error("stopping", reason=str(exc))
+            state["lost"] = True
+            scheduler.shutdown(wait=False)
+            return math.inf
         except StoreError as exc:  # disk full, locked, ...: the message says what to do
             log.error("the store cannot be written; nothing was submitted past it, retrying", error=str(exc))
             report = None
@@ -240,7 +263,10 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
         with contextlib.suppress(SchedulerNotRunningError):
             scheduler.shutdown(wait=True)  # waits for a tick in progress: the store closes after it
     finally:
+        if not state.get("lost"):
+            with contextlib.suppress(StoreError):
+                lease.release()  # a clean stop: another host may take the store at once
         store.close()
         os.close(lock_fd)
     log.info("daemon stopped")
-    return 0
+    return 1 if state.get("lost") else 0

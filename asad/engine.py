@@ -384,7 +384,8 @@ class Engine:
             job = JobRecord(row_id=None, workflow_id=wf.id, stage=name, attempt=run.attempt, tag=creq.comment,
                             phase=JobPhase.SUBMITTING, request=creq, geometry_key=self.ctx.geometry_key(req),
                             est_wait_s=est, planned_start=plan.planned_start,
-                            wait_told=self.ctx.learned.wait_told(self.ctx.geometry_key(req)), rides=rides)
+                            wait_told=self.ctx.learned.wait_told(self.ctx.geometry_key(req)), rides=rides,
+                            partition=creq.partition or self.ctx.config.default_partition)  # until squeue says
             wf.jobs.append(job)
             out.submit.append(job)
         run.state = StageState.SUBMITTED
@@ -410,7 +411,8 @@ class Engine:
             req = self.ctx.big_job_request(wf, attempt)
             req = _with_command(req, self.ctx.build_command(wf, BIG_JOB_STAGE, req))
             job = JobRecord(row_id=None, workflow_id=wf.id, stage=BIG_JOB_STAGE, attempt=attempt, tag=req.comment,
-                            phase=JobPhase.SUBMITTING, request=req, geometry_key=self.ctx.geometry_key(req))
+                            phase=JobPhase.SUBMITTING, request=req, geometry_key=self.ctx.geometry_key(req),
+                            partition=req.partition or self.ctx.config.default_partition)
             wf.jobs.append(job)
             out.submit.append(job)
             for run in wf.stages.values():

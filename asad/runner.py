@@ -61,6 +61,7 @@ class Runner:
         self._due: dict[int, float] = {}
         self._consulted: dict[int, tuple[tuple[tuple[str, str], int], ...]] = {}
         self._fresh: list[int] = []  # adopted since the last learner prefetch
+        self.lease = None  # asad.lease.Lease: renewed every tick when this runner drives a store
         self.load()
 
     @classmethod
@@ -141,6 +142,11 @@ class Runner:
 
     # -- one tick ------------------------------------------------------------------------------
     def tick(self) -> TickReport:
+        if self.lease is not None and not self.lease.renew():
+            from asad.lease import LeaseLost
+
+            raise LeaseLost("another host's asad took this store over (this driver's lease had lapsed); "
+                            "stopping here so that no stage is submitted twice")
         try:
             return self._tick()
         except (StoreError, SQLAlchemyError) as exc:

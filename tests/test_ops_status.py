@@ -148,6 +148,7 @@ def test_a_stage_whose_sbatch_is_under_way_says_so(db_url):
     store.close()
     first = next(r for r in rows if r["stage"] == "first")
     assert (first["st"], first["job_id"], first["reason"]) == ("PD", None, "(Submitting)")
+    assert first["partition"] == "main"  # the default partition, before any squeue names it
 
 
 def test_show_gives_the_start_of_a_stage_cancelled_before_asad_saw_it_run(db_url):

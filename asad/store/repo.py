@@ -14,7 +14,7 @@ from asad.slurm.backend import JobState
 from asad.spec import WorkflowSpec
 from asad.store.codec import request_from_dict, request_to_dict
 from asad.store.db import StoreError, _explain, open_database
-from asad.store.models import DaemonStatus, JobRow, LearnerRow, StageRow, WaitObservation, WorkflowRow
+from asad.store.models import DaemonStatus, JobRow, LearnerRow, Meta, StageRow, WaitObservation, WorkflowRow
 
 _STAGE_FIELDS = ("state", "attempt", "job_row", "planned_submit_at", "est_wait_s", "est_runtime_s", "cpus",
                  "mem_mb", "time_s", "size_why", "plan_why", "start_time", "end_time", "message", "retry_from")
@@ -255,6 +255,31 @@ class Store:
             self.session.add(DaemonStatus(key=key, value=value))
         else:
             row.value = value
+
+    def meta_value(self, key: str) -> str | None:
+        self.session.expire_all()
+        row = self.session.get(Meta, key)
+        return None if row is None else row.value
+
+    def swap_meta(self, key: str, old: str | None, new: str) -> bool:
+        """Compare-and-set one meta row, committed: True when it held ``old`` (None: absent) and now
+        holds ``new``; False when another process changed it first."""
+        from sqlalchemy.exc import IntegrityError
+
+        try:
+            if old is None:
+                self.session.add(Meta(key=key, value=new))
+                self.session.commit()
+                return True
+            done = self.session.execute(update(Meta).where(Meta.key == key, Meta.value == old).values(value=new))
+            self.session.commit()
+            return done.rowcount == 1
+        except IntegrityError:  # another process inserted it first
+            self.session.rollback()
+            return False
+        except SQLAlchemyError as exc:
+            self.session.rollback()
+            raise StoreError(_explain(self.url, exc)) from exc
 
     def get_status(self, key: str) -> dict | None:
         self.session.expire_all()
