@@ -56,12 +56,7 @@ class Engine:
     # ---------------------------------------------------------------------------------------
     def _decide_workflow(self, wf: WorkflowRun, now: float, out: Decisions) -> None:
         if wf.cancel_requested:
-            # Ends that happened before asad acted on the cancel (a stage that completed while Slurm
-            # was down, or while no daemon ran) are recorded as what they were, not as cancelled.
-            for name, run in wf.stages.items():
-                jobs = wf.current_jobs(name)
-                if not run.state.is_final and jobs and all(j.state is JobState.COMPLETED for j in jobs):
-                    self._follow_stage(wf, name, run, now, out)
+            self._keep_ends_before_cancel(wf, now, out)
             self._end_workflow(wf, WorkflowState.CANCELLED, now, out, "cancelled by the user")
             return
         if wf.strategy == "big-job":
@@ -289,6 +284,31 @@ class Engine:
         out.dirty_stages.append(run)
         self._end_workflow(wf, WorkflowState.FAILED, now, out, f"stage {name} failed: {why}")
 
+    def _keep_ends_before_cancel(self, wf: WorkflowRun, now: float, out: Decisions) -> None:
+        """Ends that happened before asad acted on a cancel (a stage that completed while Slurm was
+        down, or while no daemon ran) are recorded as what they were, not as cancelled: a job Slurm
+        saw complete, and a job whose wrapper's markers say every stage in it ended with exit 0
+        while Slurm has not recorded its end yet (slurmd reports it once slurmctld is back; a
+        scancel then would make Slurm call it CANCELLED, so ``_end_workflow`` leaves it alone)."""
+        for name, run in wf.stages.items():
+            jobs = wf.current_jobs(name)
+            if run.state.is_final or not jobs:
+                continue
+            if all(j.state is JobState.COMPLETED for j in jobs):
+                self._follow_stage(wf, name, run, now, out)
+                continue
+            job = jobs[0]
+            if len(jobs) > 1 or name != job.stage or job.state.is_final or job.phase is not JobPhase.LIVE:
+                continue
+            marks = self.ctx.stage_marks(wf, job)  # None on the simulator
+            if marks is None or len(marks) != len(job.stages):
+                continue
+            for stage, (start, end) in zip(job.stages, marks):
+                done = wf.stages[stage]
+                done.state, done.start_time, done.end_time = StageState.COMPLETED, start, end
+                self.ctx.learned.observe_runtime(self.ctx.runtime_key(wf, stage), end - start)
+                out.dirty_stages.append(done)
+
     def _end_workflow(self, wf: WorkflowRun, state: WorkflowState, now: float, out: Decisions,
                       message: str = "") -> None:
         for run in wf.stages.values():
@@ -300,7 +320,9 @@ class Engine:
             run.state = StageState.CANCELLED
             out.dirty_stages.append(run)
         for job in wf.jobs:  # big-job, or anything else still live
-            if job.phase is JobPhase.LIVE and not job.state.is_final and job not in out.cancel:
+            finished = (job.stage in wf.stages and wf.current_job(job.stage) is job
+                        and all(wf.stages[s].state is StageState.COMPLETED for s in job.stages))
+            if job.phase is JobPhase.LIVE and not job.state.is_final and job not in out.cancel and not finished:
                 out.cancel.append(job)
         wf.state = state
         ends = [r.end_time for r in wf.stages.values() if r.end_time is not None]

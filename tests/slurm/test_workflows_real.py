@@ -365,3 +365,34 @@ def test_slurmctld_restart_mid_workflow(cluster, tmp_path):
     if cluster.accounting:
         counts = jobs_by_stage(SlurmCLI(slurm_conf=cluster.slurm_conf), tmp_path / "state", wf_id)
         assert counts == Counter({"a": 1, "b": 1, "c": 1, "d": 1}), counts
+
+
+def test_cancel_during_a_slurmctld_outage(cluster, tmp_path):
+    """A user cancels while slurmctld is down, after stage a ended unseen: once Slurm is back, a is
+    COMPLETED (as Slurm recorded it), the others CANCELLED, and no job of the workflow is left."""
+    if not cluster.cluster_dir:
+        pytest.skip("needs a cluster started by local-cluster.sh (to stop and restart slurmctld)")
+    env = asad_env(cluster, tmp_path / "state")
+    wf = write_workflow(tmp_path / "wf.yaml", LONG_WORKFLOW.format(name="outcancel", strategy="chain", t=6))
+    with Daemon(env, tmp_path / "daemon.log"):
+        wf_id = submit(env, wf)
+        wait_for(lambda: any(r["stage"] == "a" and r["state"] == "RUNNING" for r in stage_rows(env, wf_id)), 90,
+                 "stage a running")
+        try:
+            assert cluster.script("stop-controller").returncode == 0
+            time.sleep(10)  # a (6 s) ends while slurmctld is down
+            res = asad(env, "cancel", str(wf_id))
+            assert res.returncode == 0, res.stdout + res.stderr
+        finally:
+            res = cluster.script("up")
+            assert res.returncode == 0, res.stderr
+        wait_for(lambda: workflow_state(env, wf_id) == "CANCELLED", 240, "the cancel to be carried out")
+    rows = {r["name"]: r for r in json.loads(asad(env, "show", str(wf_id), "--json").stdout)["stages"]}
+    assert {n: r["state"] for n, r in rows.items()} == {"a": "COMPLETED", "b": "CANCELLED", "c": "CANCELLED",
+                                                       "d": "CANCELLED"}, rows
+    assert rows["a"]["end"] is not None
+    backend = SlurmCLI(slurm_conf=cluster.slurm_conf)
+    prefix = f"asad:{store_id(tmp_path / 'state')}:{wf_id}:"
+    live = wait_for(lambda: (lambda left: None if left else "none")(
+        [j for j, st in backend.find(prefix).items() if not st.state.is_final]), 60, "the workflow's jobs to end")
+    assert live == "none"
