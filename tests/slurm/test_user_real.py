@@ -67,6 +67,19 @@ def test_failed_stage_log_is_printed_and_holds_the_output(cluster, tmp_path):
     assert f"stage boom failed: its output is in {log_path}" in status, status
 
 
+def chain_job_ids(env: dict[str, str], n: int = 2) -> list[int]:
+    """The job ids of the chain's ``n`` stages, once all are submitted (asad status --json)."""
+    deadline = time.monotonic() + 120
+    job_ids: list[int] = []
+    while time.monotonic() < deadline and len(job_ids) < n:
+        res = asad(env, "status", "--json")
+        if res.returncode == 0:
+            job_ids = [r["job_id"] for r in json.loads(res.stdout)["stages"] if r["job_id"]]
+        time.sleep(1)
+    assert len(job_ids) == n, "the chain's jobs were not submitted"
+    return job_ids
+
+
 def test_ctrl_c_on_run_cancels_its_slurm_jobs(cluster, tmp_path):
     """Defect 8: SIGINT on asad run --backend slurm cancels the jobs it submitted and says so."""
     wf = tmp_path / "long.yaml"
@@ -80,14 +93,7 @@ def test_ctrl_c_on_run_cancels_its_slurm_jobs(cluster, tmp_path):
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
-        deadline = time.monotonic() + 120
-        job_ids: list[int] = []
-        while time.monotonic() < deadline and len(job_ids) < 2:
-            res = asad(env, "status", "--json")
-            if res.returncode == 0:
-                job_ids = [r["job_id"] for r in json.loads(res.stdout)["stages"] if r["job_id"]]
-            time.sleep(1)
-        assert len(job_ids) == 2, "the chain's two jobs were not submitted"
+        job_ids = chain_job_ids(env)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
     finally:
@@ -118,14 +124,7 @@ def test_cancel_with_no_daemon_cancels_the_slurm_jobs_itself(cluster, tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "asad", "run", str(wf), "--backend", "slurm"], env=env,
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 120
-        job_ids: list[int] = []
-        while time.monotonic() < deadline and len(job_ids) < 2:
-            res = asad(env, "status", "--json")
-            if res.returncode == 0:
-                job_ids = [r["job_id"] for r in json.loads(res.stdout)["stages"] if r["job_id"]]
-            time.sleep(1)
-        assert len(job_ids) == 2, "the chain's two jobs were not submitted"
+        job_ids = chain_job_ids(env)
     finally:
         proc.kill()
         proc.communicate(timeout=60)

@@ -7,6 +7,7 @@ Run alone, as root: ``slurm-scripts/local-cluster.sh up --accounting && .venv/bi
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import sqlite3
@@ -341,6 +342,22 @@ def test_daemon_sigkill_and_restart_submits_nothing_twice(cluster, tmp_path, str
             assert rows[prev]["end"] <= rows[name]["start"], (rows[prev], rows[name])
 
 
+def wait_running(env: dict[str, str], wf_id: int, stage: str) -> None:
+    wait_for(lambda: any(r["stage"] == stage and r["state"] == "RUNNING" for r in stage_rows(env, wf_id)), 90,
+             f"stage {stage} running")
+
+
+@contextlib.contextmanager
+def controller_stopped(cluster):  # noqa: ANN001, ANN201
+    """slurmctld stopped for the body (slurmds and their jobs go on), then started again."""
+    assert cluster.script("stop-controller").returncode == 0
+    try:
+        yield
+    finally:
+        res = cluster.script("up")
+        assert res.returncode == 0, res.stderr
+
+
 def test_slurmctld_restart_mid_workflow(cluster, tmp_path):
     if not cluster.cluster_dir:
         pytest.skip("needs a cluster started by local-cluster.sh (to stop and restart slurmctld)")
@@ -348,19 +365,14 @@ def test_slurmctld_restart_mid_workflow(cluster, tmp_path):
     wf = write_workflow(tmp_path / "wf.yaml", LONG_WORKFLOW.format(name="outage", strategy="per-stage", t=3))
     with Daemon(env, tmp_path / "daemon.log"):
         wf_id = submit(env, wf)
-        wait_for(lambda: any(r["stage"] == "a" and r["state"] == "RUNNING" for r in stage_rows(env, wf_id)), 90,
-                 "stage a running")
-        try:
-            assert cluster.script("stop-controller").returncode == 0
+        wait_running(env, wf_id, "a")
+        with controller_stopped(cluster):
             # the daemon keeps running and says Slurm is unreachable
             note = wait_for(lambda: (lambda r: r.stdout if "unavailable" in r.stdout.lower()
                                      or "unable to contact" in r.stdout.lower() else None)(
                 asad(env, "status", str(wf_id))), 150, "asad status to report Slurm unavailable")
             assert note
             time.sleep(5)
-        finally:
-            res = cluster.script("up")
-            assert res.returncode == 0, res.stderr
         wait_for(lambda: workflow_state(env, wf_id) == "COMPLETED", 240, "the workflow to complete after the outage")
     if cluster.accounting:
         counts = jobs_by_stage(SlurmCLI(slurm_conf=cluster.slurm_conf), tmp_path / "state", wf_id)
@@ -376,16 +388,11 @@ def test_cancel_during_a_slurmctld_outage(cluster, tmp_path):
     wf = write_workflow(tmp_path / "wf.yaml", LONG_WORKFLOW.format(name="outcancel", strategy="chain", t=6))
     with Daemon(env, tmp_path / "daemon.log"):
         wf_id = submit(env, wf)
-        wait_for(lambda: any(r["stage"] == "a" and r["state"] == "RUNNING" for r in stage_rows(env, wf_id)), 90,
-                 "stage a running")
-        try:
-            assert cluster.script("stop-controller").returncode == 0
+        wait_running(env, wf_id, "a")
+        with controller_stopped(cluster):
             time.sleep(10)  # a (6 s) ends while slurmctld is down
             res = asad(env, "cancel", str(wf_id))
             assert res.returncode == 0, res.stdout + res.stderr
-        finally:
-            res = cluster.script("up")
-            assert res.returncode == 0, res.stderr
         wait_for(lambda: workflow_state(env, wf_id) == "CANCELLED", 240, "the cancel to be carried out")
     rows = {r["name"]: r for r in json.loads(asad(env, "show", str(wf_id), "--json").stdout)["stages"]}
     assert {n: r["state"] for n, r in rows.items()} == {"a": "COMPLETED", "b": "CANCELLED", "c": "CANCELLED",
