@@ -395,6 +395,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
                   + (f"; kept completed {', '.join(done.kept)}" if done.kept else ""))
             if args.run:
                 return _drive_resumed(settings, store, done.workflow_id, args, lease)
+            remote = driver_elsewhere(store)
         finally:
             _give_back(lease)
             store.close()
@@ -404,7 +405,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
     wake_daemon(settings.state_dir)
     from asad.daemon import daemon_running
 
-    if not daemon_running(settings):
+    if remote is not None:
+        print(f"asad: note: {_remote_note(remote)}", file=sys.stderr)
+    elif not daemon_running(settings):
         print(f"asad: note: no daemon is running for this store, so workflow {args.workflow} waits until one "
               f"starts ('asad daemon'), or drive it in this terminal: asad resume {args.workflow} --run",
               file=sys.stderr)

@@ -11,6 +11,7 @@ import pytest
 from asad.app import make_runner
 from asad.config import Settings, load_settings
 from asad.lease import KEY, Lease, LeaseHeld, LeaseLost, current_holder, driver_elsewhere
+from asad.model import WorkflowState
 from asad.slurm.sim import make_simulator
 from asad.spec import parse_workflow
 from asad.store.repo import Store
@@ -143,6 +144,14 @@ def test_daemon_and_run_refuse_beside_another_hosts_driver_and_submit_nothing():
     wf_id = sub.stdout.strip()
     cancel = asad("cancel", wf_id)
     assert "the daemon on host other-login-node" in cancel.stdout, cancel.stdout
+    store = Store(settings.database_url)  # the remote daemon carries the cancel out
+    (wf,) = store.load_workflows([int(wf_id)])
+    wf.state = WorkflowState.CANCELLED
+    store.save_workflow(wf, summary={})
+    store.commit()
+    store.close()
+    resumed = asad("resume", wf_id)
+    assert "the daemon on host other-login-node" in resumed.stderr, resumed.stderr
 
 
 def test_a_clean_stop_frees_the_store_for_another_host():
