@@ -62,6 +62,17 @@ def test_failed_with_peak_at_the_limit_counts_as_out_of_memory():
 
 
 @settings(max_examples=200, deadline=None)
+@given(failed=st.integers(1, 200_000), over=st.floats(1.0, 10.0), seen=st.one_of(st.none(), st.floats(1, 400_000)),
+       mode=st.sampled_from(["max-peak", "double", "smallest"]), default=st.one_of(st.none(), st.integers(1, 500_000)))
+def test_memory_retry_is_never_below_the_killed_attempts_own_peak(failed, over, seen, mode, default):
+    """Slurm may record a peak above the request of a job it killed for memory (the real cluster:
+    616M peak at 200M); the retry must ask for more than that peak, whatever the history."""
+    peak = failed * over
+    new = retry_memory_mb(failed, peak, seen, 10**7, mode=mode, default_mem_mb=default)
+    assert new >= peak
+    assert retry_memory_mb(200, 616.0, None, 64_000) >= 616
+
+
 @given(failed=st.integers(60, 10**6), learned=st.one_of(st.none(), st.integers(1, 10**6)),
        cap=st.one_of(st.none(), st.integers(60, 2 * 10**6)))
 def test_time_retry_invariants(failed, learned, cap):

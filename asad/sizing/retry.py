@@ -71,6 +71,10 @@ def retry_memory_mb(failed_mem_mb: int, failed_peak_mb: float | None, history_ma
             new = max(doubled, math.sqrt(lower_mb * default_mem_mb))
     else:
         raise ValueError(f"unknown retry mode {mode!r} (max-peak, double or smallest)")
+    # The killed attempt's own peak is a floor in every mode: a retry below what it was already
+    # seen using dies again (seen on the real cluster: killed at 200M with a 616M peak, the
+    # doubling asked for 400M).
+    new = max(new, min_growth * lower_mb) if lower_mb > failed_mem_mb else new
     new_mb = int(math.ceil(max(new, failed_mem_mb + 1)))
     return min(new_mb, max_mem_mb)
 
