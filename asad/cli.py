@@ -17,6 +17,37 @@ BENCH_MODULES = ["sim", "convergence", "predictors", "strategies", "sizing", "pl
                  "sim_vs_real", "sim_load", "real_strategies", "sim_fairshare", "backfill_cost"]
 
 
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {text}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {text}")
+    return value
+
+
+def _duration(text: str) -> str:
+    """A time limit as Slurm writes it; checked here so that a typo is a usage error."""
+    from asad.units import UnitError, parse_duration_s
+
+    try:
+        parse_duration_s(text)
+    except UnitError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def build_parser(*, benches: bool = True) -> argparse.ArgumentParser:
     """The whole CLI; ``benches=False`` leaves out the benches' own options (importing them loads
     the simulator and numba, most of a second, which ``asad status`` should not pay)."""
@@ -53,7 +84,7 @@ def build_parser(*, benches: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="finished workflows too")
     p.add_argument("-o", "--format", help="squeue-like format, e.g. '%%W %%S %%i %%t %%M %%R'")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--watch", nargs="?", const=2.0, type=float, metavar="SECONDS", help="refresh until ^C")
+    p.add_argument("--watch", nargs="?", const=2.0, type=_positive_seconds, metavar="SECONDS", help="refresh until ^C")
     p.set_defaults(func=_cmd("status"))
 
     p = sub.add_parser("cancel", parents=[common], help="cancel a workflow and its Slurm jobs")
@@ -99,11 +130,11 @@ def build_parser(*, benches: bool = True) -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd("service"))
 
     p = sub.add_parser("predict", parents=[common], help="the learned queue wait for a job geometry")
-    p.add_argument("--cpus", type=int, required=True)
-    p.add_argument("--nodes", type=int, default=1)
+    p.add_argument("--cpus", type=_positive_int, required=True)
+    p.add_argument("--nodes", type=_positive_int, default=1)
     p.add_argument("--partition", default="")
     p.add_argument("--qos", default=None)
-    p.add_argument("--time", default="1h", help="time limit (e.g. 30m, 2h, 1-00:00:00)")
+    p.add_argument("--time", default="1h", type=_duration, help="time limit (e.g. 30m, 2h, 1-00:00:00)")
     p.add_argument("--cluster", help="cluster name of the key (default: the configured backend's)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd("predict"))

@@ -433,6 +433,9 @@ def _drive_resumed(settings: Settings, store, wf_id: int, args: argparse.Namespa
 
 
 # -- status / history / show ---------------------------------------------------------------------
+_FINAL_STAGE_STATES = ("COMPLETED", "FAILED", "CANCELLED")
+
+
 @guarded
 def cmd_status(args: argparse.Namespace) -> int:
     from asad.status import check_format, render_status, status_rows
@@ -450,6 +453,12 @@ def cmd_status(args: argparse.Namespace) -> int:
                 return _fail(f"no workflow {args.workflow} in the store ({shown_url(store.url)}); "
                              "'asad status --all' lists them", EXIT_INPUT)
             rows, notes = status_rows(store, workflow_id=args.workflow, include_finished=args.all)
+            if any(r["state"] not in _FINAL_STAGE_STATES for r in rows) and driver_elsewhere(store) is None:
+                from asad.daemon import daemon_running
+
+                if not daemon_running(settings):
+                    notes.append("no daemon drives this store: nothing is submitted and states are as of its "
+                                 "last poll; start one with 'systemctl --user start asad' or 'asad daemon'")
         finally:
             store.close()
         if args.json:
@@ -515,6 +524,15 @@ def cmd_show(args: argparse.Namespace) -> int:
     from asad.metrics import summarize
     from asad.status import render_summary
 
+    if args.plot:
+        from asad.plots import _pyplot
+
+        plt = _pyplot()  # says how to install matplotlib if it is absent
+        kinds = plt.figure().canvas.get_supported_filetypes()
+        plt.close("all")
+        if args.plot.suffix.lower().lstrip(".") not in kinds:
+            return _fail(f"--plot {args.plot}: cannot draw a '{args.plot.suffix or 'no suffix'}' file; name a file "
+                         f"ending in .png, .pdf or .svg (or {', '.join('.' + k for k in sorted(kinds))})", EXIT_INPUT)
     simulated: list = []
     wfs = _load_workflow(args, simulated)
     if not wfs:
@@ -647,5 +665,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
     wfs = _load_workflow(args)
     if not wfs:
         return _fail(f"no workflow {args.workflow} in the store; 'asad history' lists them", EXIT_INPUT)
+    if args.stage is not None and args.stage not in wfs[0].stages:
+        return _fail(f"no stage {args.stage!r} in workflow {args.workflow}; its stages: "
+                     f"{', '.join(wfs[0].stages)}", EXIT_INPUT)
     print(render_explain(wfs[0], args.stage, as_json=args.json))
     return 0

@@ -97,15 +97,27 @@ _ENV = {
 }
 
 
+# settings that are a pause or a timeout: 0 or less would spin or never wait
+POSITIVE = ("poll_interval_s", "max_poll_interval_s", "slurm_timeout_s")
+
+
 def load_settings(overrides: dict | None = None, config_file: Path | None = None) -> Settings:
     settings = Settings()
-    path = config_file or Path(os.environ.get("ASAD_CONFIG", settings.config_file))
+    named = config_file or os.environ.get("ASAD_CONFIG")  # a file the user named must exist
+    path = Path(named or settings.config_file)
     settings.config_file = path
+    if named and not path.exists():
+        raise ConfigError(f"the configuration file {path} (named by {'--config' if config_file else 'ASAD_CONFIG'}) "
+                          "does not exist. Fix the path, or leave it out to use "
+                          f"{Settings().config_file} (optional)")
     if path.exists():
         try:
             data = tomllib.loads(path.read_text())
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: not valid TOML ({exc}). Fix the file or remove it.") from exc
+        except OSError as exc:  # a folder, no read permission, ...: it is read, never written
+            raise ConfigError(f"the configuration file {path} cannot be read ({exc.strerror}). Fix: make it a "
+                              "readable file (chmod u+r), or remove it (it is optional)") from exc
         _apply(settings, data, str(path))
     _apply(settings, {attr: os.environ[var] for var, attr in _ENV.items() if var in os.environ}, "environment")
     _apply(settings, {k: v for k, v in (overrides or {}).items() if v is not None}, "command line")
@@ -135,4 +147,6 @@ def _apply(settings: Settings, data: dict, origin: str) -> None:
         if key in CHOICES and value not in CHOICES[key]:
             raise ConfigError(f"{origin}: setting {key!r} = {value!r} is unknown; use one of "
                               f"{', '.join(CHOICES[key])}")
+        if key in POSITIVE and not value > 0:
+            raise ConfigError(f"{origin}: setting {key!r} = {value!r} must be more than 0 (seconds)")
         setattr(settings, key, value)

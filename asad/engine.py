@@ -57,7 +57,10 @@ class Engine:
     def _decide_workflow(self, wf: WorkflowRun, now: float, out: Decisions) -> None:
         if wf.cancel_requested:
             self._keep_ends_before_cancel(wf, now, out)
-            self._end_workflow(wf, WorkflowState.CANCELLED, now, out, "cancelled by the user")
+            if all(r.state is StageState.COMPLETED for r in wf.stages.values()):  # nothing was left to cancel
+                self._end_workflow(wf, WorkflowState.COMPLETED, now, out, "completed before the cancel was carried out")
+            else:
+                self._end_workflow(wf, WorkflowState.CANCELLED, now, out, "cancelled by the user")
             return
         if wf.strategy == "big-job":
             self._decide_big_job(wf, now, out)

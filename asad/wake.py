@@ -7,6 +7,7 @@
   ends. Watching those files (a ``stat`` per running stage per second, no call to slurmctld)
   tells the daemon a stage ended seconds before its next poll would; the poll that follows
   reads the truth from Slurm. Slurm stays the truth: a marker only makes asad look sooner.
+  An array job has ended when every one of its tasks has written ``<stage>.<task>.end``.
 """
 
 from __future__ import annotations
@@ -44,53 +45,91 @@ def _mtime(path: Path) -> float | None:
         return None
 
 
+@dataclass(frozen=True)
+class EndMarker:
+    """What says a job ended: every one of ``paths`` exists (one stage: its ``.end``; an array job:
+    each task's ``<stage>.<task>.end``), written at or after ``since`` when that is given (an
+    array's markers are not removed before its tasks start, so an earlier attempt's must not count)."""
+
+    paths: tuple[Path, ...]
+    job_id: int
+    since: float | None = None
+
+
 @dataclass
 class Watch:
-    """What the daemon looks at between ticks. ``markers`` is replaced whole by the tick (a tuple
-    of ``(path, job_id)``), so the watcher thread never reads the runner's state while it changes."""
+    """What the daemon looks at between ticks. ``markers`` is replaced whole by the tick, so the
+    watcher thread never reads the runner's state while it changes."""
 
     state_dir: Path | None  # None: no wake file (``asad run`` is woken by markers only)
-    markers: tuple[tuple[Path, int], ...] = ()
+    markers: tuple[EndMarker, ...] = ()
     _wake_mtime: float | None = None
-    _seen: set[Path] = field(default_factory=set)
+    _seen: set[EndMarker] = field(default_factory=set)
+    _found: dict[EndMarker, int] = field(default_factory=dict)  # an array's task markers seen so far, in order
 
     def __post_init__(self) -> None:
         self._wake_mtime = _mtime(wake_file(self.state_dir)) if self.state_dir is not None else None
 
     def due(self) -> list[int]:
-        """Job ids whose end marker appeared since the last look, plus 0 for a wake request."""
+        """Job ids whose end marker(s) appeared since the last look, plus 0 for a wake request."""
         out: list[int] = []
         stamp = _mtime(wake_file(self.state_dir)) if self.state_dir is not None else None
         if stamp is not None and stamp != self._wake_mtime:
             self._wake_mtime = stamp
             out.append(0)
-        for path, job_id in self.markers:
-            if path not in self._seen and path.exists():
-                self._seen.add(path)
-                out.append(job_id)
+        for marker in self.markers:
+            if marker not in self._seen and self._all_there(marker):
+                self._seen.add(marker)
+                out.append(marker.job_id)
         return out
 
-    def set_markers(self, markers: list[tuple[Path, int]]) -> None:
+    def _all_there(self, marker: EndMarker) -> bool:
+        """Each path in turn, resuming where the last look stopped: a 1,000-task array costs a stat
+        a second until its tasks end, not a thousand."""
+        i = self._found.get(marker, 0)
+        while i < len(marker.paths):
+            stamp = _mtime(marker.paths[i])
+            if stamp is None or (marker.since is not None and stamp < marker.since):
+                self._found[marker] = i
+                return False
+            i += 1
+        self._found[marker] = i
+        return True
+
+    def set_markers(self, markers: list[EndMarker]) -> None:
         self.markers = tuple(markers)
-        keep = {path for path, _ in markers}
+        keep = set(markers)
         self._seen &= keep  # a retried stage's new marker counts again
+        self._found = {m: n for m, n in self._found.items() if m in keep}
 
 
-def end_markers(runner, run_dir: Path) -> list[tuple[Path, int]]:  # noqa: ANN001
-    """The end-marker path of every submitted or running stage's job (the daemon may not have seen
+def end_markers(runner, run_dir: Path) -> list[EndMarker]:  # noqa: ANN001
+    """The end marker(s) of every submitted or running stage's job (the daemon may not have seen
     a job start before it ends: a short stage between two polls)."""
+    from asad.arrays import parse_array
     from asad.model import JobPhase, StageState
 
     out = []
     for wf in runner.active.values():
         last = wf.spec.stages[-1].name
+        folder = markers.folder(run_dir, wf.id)
         for name, run in wf.stages.items():
             if run.state not in (StageState.SUBMITTED, StageState.RUNNING) or (
                     wf.strategy == "big-job" and name != last):
                 continue  # a big job's stages share one job: its last stage's marker is its end
+            if wf.spec.stage(name).array is not None and wf.strategy != "big-job":
+                for job in wf.current_jobs(name):  # one array job per chunk: each ends with all its tasks
+                    if job.phase is JobPhase.LIVE and job.job_id is not None and job.request.array:
+                        tasks = parse_array(job.request.array).indices
+                        paths = tuple(markers.end_path(folder, f"{name}.{job.request.array_offset + i}")
+                                      for i in tasks)
+                        # a few seconds' slack: the markers' clock (a shared file system's) may lag Slurm's
+                        since = None if job.submitted_at is None else job.submitted_at - 5.0
+                        out.append(EndMarker(paths, job.job_id, since=since))
+                continue
             job = wf.current_job(name)
             if job is not None and job.rides and name != job.stage:
                 continue  # a shared job: watched once, by its last stage's marker (its end)
             if job is not None and job.phase is JobPhase.LIVE and job.job_id is not None:
-                out.append((markers.end_path(markers.folder(run_dir, wf.id), job.stages[-1]), job.job_id))
+                out.append(EndMarker((markers.end_path(folder, job.stages[-1]),), job.job_id))
     return out

@@ -68,6 +68,7 @@ def test_submit_without_daemon_says_how_to_start_one():
     assert proc.stdout.strip().isdigit()
     assert "no daemon is running" in proc.stderr and "systemctl --user" in proc.stderr
     status = asad("status").stdout.splitlines()
+    assert status.pop(0).startswith("# no daemon drives this store")  # and status says so too
     assert status[0].split()[:4] == ["WORKFLOW", "STAGE", "JOBID", "PARTITION"]
     assert len(status) == 3  # header + 2 stages
     assert "(Predecessors)" in status[2]
@@ -75,7 +76,7 @@ def test_submit_without_daemon_says_how_to_start_one():
 
 def test_status_format_like_squeue():
     asad("submit", str(EXAMPLES / "blast.yaml"))
-    out = asad("status", "-o", "%S|%t|%.5C").stdout.splitlines()
+    out = [line for line in asad("status", "-o", "%S|%t|%.5C").stdout.splitlines() if not line.startswith("# ")]
     assert out[0] == "STAGE|ST| CPUS"
     assert out[1] == "blastn|WT|   28"
 

@@ -41,6 +41,7 @@ def test_by_default_slurm_chooses_among_the_stages_partitions(db_url):
 
 def test_placement_setting_is_checked(tmp_path):
     none = tmp_path / "config.toml"
+    none.write_text("")  # an empty config file: the command line decides
     assert load_settings({"placement": "turnaround"}, config_file=none).placement == "turnaround"
     with pytest.raises(ConfigError, match="placement.*unknown; use one of slurm, turnaround, reassign"):
         load_settings({"placement": "fastest"}, config_file=none)

@@ -1,0 +1,74 @@
+"""Bad input on the command line and in the config file: a clear message, a non-zero exit, never a
+traceback (found by the real-Slurm user audit of 2026-11-26)."""
+
+from __future__ import annotations
+
+import os
+
+from asad.config import Settings
+from asad.slurm.sim import make_simulator
+from asad.spec import parse_workflow
+from asad.store.repo import Store
+from tests.conftest import EXAMPLES
+from tests.test_cli import asad
+
+
+def _no_traceback(proc) -> str:  # noqa: ANN001
+    assert "Traceback" not in proc.stderr + proc.stdout, proc.stderr
+    return proc.stderr
+
+
+def test_bad_arguments_are_usage_errors():
+    for args, says in ((["predict", "--cpus", "1", "--time", "bogus"], "not a duration: 'bogus'"),
+                       (["predict", "--cpus", "0"], "--cpus: must be 1 or more"),
+                       (["status", "--watch", "-1"], "--watch: must be more than 0 seconds")):
+        proc = asad(*args, check=False)
+        assert proc.returncode == 2 and says in _no_traceback(proc), (args, proc.stderr)
+
+
+def test_show_plot_to_a_format_matplotlib_cannot_write(tmp_path):
+    wf_id = asad("submit", str(EXAMPLES / "blast.yaml")).stdout.strip()
+    proc = asad("show", wf_id, "--plot", str(tmp_path / "g.txt"), check=False)
+    assert proc.returncode == 3 and "cannot draw a '.txt' file" in _no_traceback(proc) and ".png" in proc.stderr
+    assert not (tmp_path / "g.txt").exists()
+
+
+def test_explain_names_an_unknown_stage_and_fails():
+    wf_id = asad("submit", str(EXAMPLES / "blast.yaml")).stdout.strip()
+    proc = asad("explain", wf_id, "nosuch", check=False)
+    assert proc.returncode == 3 and "no stage 'nosuch'" in _no_traceback(proc) and "blastn" in proc.stderr
+
+
+def test_config_file_problems_name_the_file_and_the_fix(tmp_path):
+    env = os.environ.copy()
+    folder = tmp_path / "config.toml"
+    folder.mkdir()  # a folder where the file should be
+    proc = asad("status", "--config", str(folder), check=False, env=env)
+    assert proc.returncode == 3 and "cannot be read" in _no_traceback(proc) and str(folder) in proc.stderr
+    proc = asad("status", "--config", str(tmp_path / "missing.toml"), check=False)
+    assert proc.returncode == 3 and "does not exist" in _no_traceback(proc)
+    proc = asad("status", check=False, env={**env, "ASAD_CONFIG": str(tmp_path / "missing.toml")})
+    assert proc.returncode == 3 and "ASAD_CONFIG" in _no_traceback(proc)
+    bad = tmp_path / "bad.toml"
+    bad.write_text("poll_interval_s = -5\n")
+    proc = asad("status", "--config", str(bad), check=False)
+    assert proc.returncode == 3 and "'poll_interval_s' = -5.0 must be more than 0" in _no_traceback(proc)
+
+
+def test_cancel_of_a_workflow_whose_stages_all_completed_records_it_completed(db_url):
+    """The cancel came after the last stage ended, before a daemon looked: nothing was cancelled."""
+    from asad.app import make_runner
+
+    sim = make_simulator("small", load=0.0, seed=1)
+    store = Store(db_url)
+    runner = make_runner(Settings(), store, sim)
+    wf = store.add_workflow(parse_workflow("name: one\nstages:\n  - {name: a, cpus: 1, time: 10m, run: 'true', "
+                                           "simulate: {runtime: 1m}}\n"), sim.now(), strategy="per-stage")
+    runner.load()
+    runner.tick()
+    sim.run_until(sim.now() + 600)  # a ended; nobody looked
+    store.request_cancel(wf.id)
+    runner.tick()
+    row = store.workflow_rows([wf.id])[0]
+    store.close()
+    assert row.state == "COMPLETED"
