@@ -25,13 +25,14 @@ from datetime import datetime, timezone
 from asad import markers
 from asad.attempts import attempts_by_stage, describe, retry_note
 from asad.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun
+from asad.slurm.backend import JobState
 from asad.units import format_duration, format_mem
 
 DEFAULT_FORMAT = "%.8W %.12S %.8i %.9P %.18j %.3t %.10M %.5D %.5C %.11p %.8e %.3X %R"
 
 _FIELDS = {
     "W": ("WORKFLOW", "workflow"), "S": ("STAGE", "stage"), "i": ("JOBID", "job_id"),
-    "P": ("PARTITION", "partition"), "j": ("NAME", "name"), "t": ("ST", "st"), "T": ("STATE", "state"),
+    "P": ("PARTITION", "partition"), "j": ("NAME", "name"), "t": ("ST", "st"), "T": ("STATE", "state_long"),
     "M": ("TIME", "time"), "D": ("NODES", "nodes"), "C": ("CPUS", "cpus"), "R": ("NODELIST(REASON)", "where"),
     "p": ("PLANNED", "planned"), "e": ("EST.WAIT", "est_wait"), "m": ("MIN_MEMORY", "mem"),
     "A": ("JOBID", "job_id"), "r": ("REASON", "reason_only"), "N": ("NODELIST", "nodelist"),
@@ -185,7 +186,7 @@ def _reason(wf: WorkflowRun, name: str, run: StageRun, job: JobRecord | None, li
     if job is not None and job.job_id is None and not run.state.is_final:
         return "(Submitting)"  # sbatch is under way (or a restart will find whether it reached Slurm)
     if job is not None and job.state.value == "PENDING" and not run.state.is_final:
-        return f"({job.reason or 'None'})"
+        return f"({_pending_reason(job)})"
     if job is not None and job.state.value == "RUNNING" and not run.state.is_final:
         return job.nodelist or "-"
     if run.state is StageState.PLANNED:
@@ -225,10 +226,14 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
             "mem_mb": req.total_mem_mb() if req else wf.spec.stage(name).total_mem_mb(),
             "planned_at": run.planned_submit_at, "est_wait_s": run.est_wait_s, "reason": reason,
             "message": run.message,
-            "reason_only": (job.reason or "None") if job is not None and job.state.value == "PENDING" else "",
-            "nodelist": job.nodelist if job is not None and job.start_time is not None else "",
+            "state_long": _LONG_STATE.get(st, run.state.value) if st else run.state.value,
+            "reason_only": _pending_reason(job) if job is not None and job.state.value == "PENDING" else "",
+            "nodelist": (job.nodelist if job is not None and job.start_time is not None and job.nodelist
+                         else live.host or ""),
             "time_limit_s": limit,
-            "time_left_s": max(0.0, limit - elapsed) if running and elapsed is not None else None,
+            # squeue's TIME_LEFT: the whole limit while the job pends
+            "time_left_s": (max(0.0, limit - elapsed) if running and elapsed is not None
+                            else limit if st == "PD" and job is not None else None),
             "submitted_at": job.submitted_at if job is not None else None,
             "account": (req.account if req else spec.account) or "", "qos": (req.qos if req else spec.qos) or "",
             "tag": job.tag if job is not None else "",
@@ -239,6 +244,14 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
 
 
 _TASK_ORDER = ("R", "PD", "CD", "F", "OOM", "TO", "CA", "NF")
+# squeue's %T for its %t codes; a stage with no job yet has asad's own (WAITING, PLANNED)
+_LONG_STATE = {state.short: state.value for state in JobState} | {"WT": "WAITING", "PL": "PLANNED"}
+
+
+def _pending_reason(job: JobRecord) -> str:
+    """squeue's reason for a pending job; before asad's first poll of it, what squeue would say of
+    a job held by a dependency (else Slurm's own ``None``: not yet looked at)."""
+    return job.reason or ("Dependency" if job.request.dependency is not None else "None")
 
 
 def array_tasks(wf: WorkflowRun, stage: str) -> dict[str, int] | None:

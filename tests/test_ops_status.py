@@ -170,3 +170,24 @@ def test_show_gives_the_start_of_a_stage_cancelled_before_asad_saw_it_run(db_url
     second = next(s for s in summarize(done)["stages"] if s["name"] == "second")
     assert done.stages["second"].state.value == "CANCELLED"
     assert second["start"] is not None and second["start"] == second["job_start"]
+
+
+def test_squeue_letters_read_as_squeue_would_before_and_after_the_first_poll(db_url):
+    """%T is the job's state (not the stage's SUBMITTED), a dependant not yet polled pends on
+    (Dependency), a pending job's TIME_LEFT is its whole limit, a running one has its NODELIST."""
+    sim = make_simulator("small", load=0.0, seed=1)
+    store = Store(db_url)
+    runner = make_runner(Settings(), store, sim)
+    store.add_workflow(parse_workflow(WF), sim.now(), strategy="chain")
+    runner.load()
+    runner.tick()  # every stage submitted; none polled yet
+    rows = {r["stage"]: r for r in status_rows(store)[0]}
+    assert (rows["second"]["st"], rows["second"]["state_long"], rows["second"]["reason"]) == (
+        "PD", "PENDING", "(Dependency)")
+    sim.run_until(sim.now() + 60)
+    runner.tick()
+    rows = {r["stage"]: r for r in status_rows(store)[0]}
+    store.close()
+    assert (rows["first"]["state_long"], rows["first"]["nodelist"]) == ("RUNNING", "main-0")
+    assert rows["second"]["time_left_s"] == rows["second"]["time_limit_s"] == 3600
+    assert render_status(list(rows.values()), "%S %T %L").splitlines()[2].split() == ["second", "PENDING", "1:00:00"]
