@@ -77,8 +77,12 @@ def status_rows(store, workflow_id: int | None = None, include_finished: bool = 
             row["simulated"] = wf.id in simulated or (daemon.get("backend") == "sim" and not wf.jobs)
             rows.append(row)
             if row["state"] == StageState.FAILED.value and row.get("log"):
-                notes.append(f"workflow {wf.id} stage {row['stage']} failed: its output is in {row['log']}"
-                             + (f" (Slurm's: {row['slurm_output']})" if row.get("slurm_output") else ""))
+                if os.path.exists(row["log"]):
+                    notes.append(f"workflow {wf.id} stage {row['stage']} failed: its output is in {row['log']}"
+                                 + (f" (Slurm's: {row['slurm_output']})" if row.get("slurm_output") else ""))
+                else:  # refused by Slurm, or killed before its command ran: there is no output to read
+                    notes.append(f"workflow {wf.id} stage {row['stage']} failed before its command wrote any "
+                                 f"output: {row['message'] or 'see asad show ' + str(wf.id)}")
     if daemon.get("backend") == "sim" or any(r["simulated"] for r in rows):
         notes.append(SIMULATED_NOTE)
     notes.extend(f"workflow {r['workflow']} stage {r['stage']}: {r['retry']}" for r in rows

@@ -285,7 +285,12 @@ def test_show_and_status_print_each_stages_log_path():
     assert {st["name"]: st["log"] for st in data["stages"]} == {s: f"{run_dir}/{s}.log" for s in job_ids}
     # a failed stage: asad status says where to look, without being asked
     with sqlite3.connect(settings.database_url.removeprefix("sqlite:///")) as db:
-        db.execute("update stages set state = 'FAILED' where name = 'blastn'")
+        db.execute("update stages set state = 'FAILED', message = 'sbatch refused it' where name = 'blastn'")
+    # no log (the simulator writes none; on a cluster: refused, or killed before its command ran)
+    status = asad("status", "--all").stdout
+    assert "# workflow 1 stage blastn failed before its command wrote any output: sbatch refused it" in status
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "blastn.log").write_text("what the command printed\n")
     status = asad("status", "--all").stdout
     assert (f"# workflow 1 stage blastn failed: its output is in {run_dir}/blastn.log "
             f"(Slurm's: {run_dir}/blastn-{job_ids['blastn']}.out)") in status, status
