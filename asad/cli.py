@@ -54,7 +54,7 @@ def build_parser(*, benches: bool = True) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="asad", description="asad: the Adaptive Scheduling daemon for Slurm.")
     parser.add_argument("--version", action="version", version=f"asad {__version__}")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--db", dest="db_url", metavar="URL", help="SQLAlchemy URL of the store "
+    common.add_argument("--db", dest="db_url", metavar="URL", help="the store: an SQLAlchemy URL, or an SQLite file's path "
                         "(default sqlite:///$XDG_STATE_HOME/asad/asad.db)")
     common.add_argument("--config", type=Path, help="config file (default ~/.config/asad/config.toml)")
     common.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv: debug)")
@@ -103,7 +103,7 @@ def build_parser(*, benches: bool = True) -> argparse.ArgumentParser:
 
     p = sub.add_parser("history", parents=[common], help="past workflows with their measures")
     p.add_argument("--json", action="store_true")
-    p.add_argument("-n", "--limit", type=int, default=50)
+    p.add_argument("-n", "--limit", type=_positive_int, default=50)
     p.set_defaults(func=_cmd("history"))
 
     p = sub.add_parser("show", parents=[common], help="a workflow's stage timeline with waits")

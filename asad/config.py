@@ -133,6 +133,8 @@ def _apply(settings: Settings, data: dict, origin: str) -> None:
         try:
             if isinstance(current, Path) or key == "state_dir":
                 value = Path(value).expanduser()
+            elif key == "db_url" and value and "://" not in str(value):  # a plain path: an SQLite file
+                value = f"sqlite:///{os.path.abspath(os.path.expanduser(str(value)))}"
             elif key == "share_jobs":
                 value = {"1": "on", "true": "on", "yes": "on", "0": "off", "false": "off", "no": "off"}.get(
                     str(value).lower(), str(value).lower())

@@ -72,3 +72,13 @@ def test_cancel_of_a_workflow_whose_stages_all_completed_records_it_completed(db
     row = store.workflow_rows([wf.id])[0]
     store.close()
     assert row.state == "COMPLETED"
+
+
+def test_a_plain_path_names_an_sqlite_store(tmp_path):
+    path = tmp_path / "sub" / "my.db"
+    path.parent.mkdir()
+    asad("submit", str(EXAMPLES / "blast.yaml"), "--db", str(path))
+    assert path.exists()
+    assert asad("status", "--db", f"sqlite:///{path}").stdout.count("blast") == 2
+    proc = asad("history", "-n", "0", check=False)
+    assert proc.returncode == 2 and "must be 1 or more" in _no_traceback(proc)
