@@ -586,29 +586,35 @@ def cmd_service(args: argparse.Namespace) -> int:
 # -- learners -----------------------------------------------------------------------------------------
 @guarded
 def cmd_predict(args: argparse.Namespace) -> int:
+    """The wait the engine would be told for this geometry: the same learner, with the same
+    backoff to coarser keys for a geometry never seen (not the exact key's row alone)."""
     from asad.app import predictor_choice
     from asad.learn.geometry import geometry_key
-    from asad.learn.registry import make_predictor, predictor_from_state
+    from asad.learn.key_levels import BACKOFF_LEVELS, key_levels
+    from asad.learned import Learned
     from asad.units import parse_duration_s
 
     settings = settings_from(args)
     cluster = args.cluster or _cluster_name(settings)
+    kind, params = predictor_choice(settings)
+    qs = [0.1, 0.25, 0.5, 0.75, 0.9]
     store = open_store(settings)
     try:
         if not args.partition:
             args.partition = _default_partition(store, cluster)
         key = geometry_key(cluster=cluster, partition=args.partition, qos=args.qos, nodes=args.nodes,
                            cpus=args.cpus, time_limit_s=parse_duration_s(args.time))
-        state = store.load_learner("wait", key)
+        learned = Learned(store.load_learner, kind, seed=settings.seed, predictor_params=params)
+        estimate, quantiles = learned.estimate_wait(key), learned.wait_quantiles(key, qs)
         n_obs = len(store.observations(key))
+        known = {row.key: row.n_observations for row in store.learners("wait")}
     finally:
         store.close()
-    kind, params = predictor_choice(settings)
-    pred = predictor_from_state(state) if state else make_predictor(kind, **params)
-    qs = [0.1, 0.25, 0.5, 0.75, 0.9]
-    out = {"key": key, "predictor": state["kind"] if state else kind, "estimate_s": pred.estimate(),
-           "quantiles": dict(zip([str(q) for q in qs], pred.quantiles(qs), strict=True)),
-           "observations": n_obs, "learned": state is not None}
+    borrowed = [(level, known[level]) for level in key_levels(key, BACKOFF_LEVELS)[1:] if known.get(level)]
+    out = {"key": key, "predictor": kind, "estimate_s": estimate,
+           "quantiles": dict(zip([str(q) for q in qs], quantiles, strict=True)),
+           "observations": n_obs, "learned": n_obs > 0 or bool(borrowed),
+           "borrowed_from": [level for level, _ in borrowed] if not n_obs else []}
     if args.json:
         print(json.dumps(out, indent=2))
     else:
@@ -618,8 +624,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
         print(f"estimate     {format_duration(out['estimate_s'])}  ({out['estimate_s']:.0f} s)")
         print("quantiles    " + "  ".join(f"p{int(float(q) * 100)}={format_duration(v)}"
                                          for q, v in out["quantiles"].items()))
-        print(f"observations {n_obs}" + ("" if state else "  (nothing learned for this geometry yet: "
-                                                         "the estimate is the learner's prior)"))
+        if n_obs:
+            print(f"observations {n_obs}")
+        elif borrowed:
+            level, n = borrowed[0]
+            print(f"observations 0 of this geometry: borrowed from a coarser key ({level}, {n} observations)")
+        else:
+            print("observations 0  (nothing learned for this geometry yet: the estimate is the learner's prior)")
     return 0
 
 
@@ -636,11 +647,12 @@ def _cluster_name(settings: Settings) -> str:
 
 
 def _default_partition(store, cluster: str) -> str:  # noqa: ANN001
-    """The partition most learners of this cluster are keyed under (a user rarely types it)."""
+    """The partition most learners of this cluster are keyed under (a user rarely types it).
+    Coarser keys that name no partition do not count."""
     counts: dict[str, int] = {}
     for row in store.learners("wait"):
         fields = dict(f.split("=", 1) for f in row.key.split("|") if "=" in f)
-        if fields.get("cluster", "") == cluster:
+        if fields.get("cluster", "") == cluster and fields.get("partition"):
             counts[fields.get("partition", "")] = counts.get(fields.get("partition", ""), 0) + row.n_observations
     return max(counts, key=counts.get) if counts else ""
 

@@ -82,3 +82,13 @@ def test_a_plain_path_names_an_sqlite_store(tmp_path):
     assert asad("status", "--db", f"sqlite:///{path}").stdout.count("blast") == 2
     proc = asad("history", "-n", "0", check=False)
     assert proc.returncode == 2 and "must be 1 or more" in _no_traceback(proc)
+
+
+def test_predict_asks_the_engines_learner_and_borrows_for_an_unseen_geometry():
+    import json
+
+    asad("run", str(EXAMPLES / "blast.yaml"), "--load", "0")
+    seen = json.loads(asad("predict", "--cpus", "1", "--time", "10m", "--json").stdout)  # blast's merge stage
+    unseen = json.loads(asad("predict", "--cpus", "3", "--time", "4h", "--json").stdout)
+    assert "partition=main" in seen["key"] and seen["observations"] == 1  # where the jobs ran, not ""
+    assert unseen["observations"] == 0 and unseen["learned"] and unseen["borrowed_from"], unseen
