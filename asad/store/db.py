@@ -198,7 +198,13 @@ def _explain(url: str, exc: BaseException) -> str:
         return (f"the store {url} is on a read-only file system ({text}). Fix: make it writable, or point asad "
                 "at a writable place (ASAD_STATE_DIR, or --db for the store alone).")
     if "readonly" in low or "read-only" in low or "permission" in low:
-        return f"the store {url} cannot be written ({text}). Check the file's owner and mode (0600)."
+        if path is not None and path.exists() and os.access(path, os.W_OK) and not os.access(path.parent, os.W_OK):
+            # SQLite writes its journal (-wal, -shm) beside the file: the folder must be writable too
+            return (f"the store {url} cannot be written ({text}): its folder {path.parent} is not writable, and "
+                    "SQLite keeps its journal there. Fix: make the folder writable by you (chmod u+w), or move "
+                    "the store to a writable folder (--db).")
+        return (f"the store {url} cannot be written ({text}). Check the file's and its folder's owner and "
+                "mode (the file 0600, the folder writable by you).")
     return f"the store {url} failed: {text}"
 
 
