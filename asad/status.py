@@ -158,6 +158,12 @@ def _live(wf: WorkflowRun, name: str, run: StageRun, job: JobRecord | None) -> _
             return _Live("PD", None, None, turn="waiting")
     elif job.rides and run.start_time is not None:  # its turn ended: asad knows when it ran
         return _Live(st, run.start_time, run.end_time)
+    elif not job.state.is_final and not run.state.is_final and not job.request.array:
+        # the wrapper's end marker says the command ended; Slurm's end reaches asad at its next poll
+        # (or, with no daemon running, never): show the end rather than a clock still counting
+        began, ended = _turn_markers(job, name)
+        if began is not None and ended is not None:
+            return _Live("CD" if ended[0] == 0 else "F", began[0], ended[1], turn="over")
     # ``<stage>.alloc`` ("<epoch> <host> <job id>"): the allocation exists, so the job runs
     allocated = _alloc_marker(job, name) if job.state.value == "PENDING" and not run.state.is_final else None
     if allocated is not None:

@@ -378,6 +378,13 @@ def test_a_started_job_shows_r_before_the_daemons_next_poll():
         assert rows["a"]["st"] == "R" and rows["a"]["reason"] == "node7"
         assert rows["a"]["time_s"] == pytest.approx(60, abs=2)
         assert rows["b"]["st"] == "PD" and rows["b"]["time_s"] is None
+        # its command ended (the wrapper's start and end markers of this job): the clock stops there
+        # rather than counting until a daemon polls Slurm again (or forever, with none running)
+        (settings.run_dir / "1" / "a.start").write_text(f"{t + 61} node7 {job_id}\n")
+        (settings.run_dir / "1" / "a.end").write_text(f"0 {t + 91}\n")
+        rows = _rows_at(store, t + 600)
+        assert (rows["a"]["st"], rows["a"]["state_long"], rows["a"]["reason"]) == ("CD", "COMPLETED", "")
+        assert rows["a"]["time_s"] == pytest.approx(30, abs=2)
     finally:
         store.close()
 
