@@ -393,6 +393,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
             print(f"workflow {done.workflow_id} resumed (was {done.was}): "
                   f"running again {', '.join(done.rerun) or 'nothing'}"
                   + (f"; kept completed {', '.join(done.kept)}" if done.kept else ""))
+            _note_edited_file(store.load_workflows([done.workflow_id])[0].spec, done.rerun, done.workflow_id)
             if args.run:
                 return _drive_resumed(settings, store, done.workflow_id, args, lease)
             remote = driver_elsewhere(store)
@@ -412,6 +413,29 @@ def cmd_resume(args: argparse.Namespace) -> int:
               f"starts ('asad daemon'), or drive it in this terminal: asad resume {args.workflow} --run",
               file=sys.stderr)
     return 0
+
+
+def _note_edited_file(spec, rerun: tuple[str, ...], wf_id: int) -> None:  # noqa: ANN001
+    """resume runs the stages as they were submitted: say so when the workflow file has changed
+    since (a user who edited it to fix the failure expects the edit to count)."""
+    from asad.spec import load_workflow
+
+    try:
+        fresh = load_workflow(spec.path)
+    except (SpecError, OSError):
+        return  # gone, or no longer valid: nothing to compare
+    changed = []
+    for name in rerun:
+        try:
+            if fresh.stage(name) != spec.stage(name):
+                changed.append(name)
+        except KeyError:
+            changed.append(name)
+    if changed:
+        print(f"asad: note: {spec.path} has changed since workflow {wf_id} was submitted "
+              f"(stage{'s' if len(changed) > 1 else ''} {', '.join(changed)}); resume runs the stages as submitted. "
+              "To run the edited file, submit it anew: asad submit FILE (fix what a stage uses, such as a "
+              "script or its inputs, to have resume pick it up)", file=sys.stderr)
 
 
 def _drive_resumed(settings: Settings, store, wf_id: int, args: argparse.Namespace, lease) -> int:  # noqa: ANN001

@@ -190,3 +190,25 @@ def test_cli_resume_messages_and_exit_codes(tmp_path, capsys, monkeypatch):
     assert main(["status", str(wf.id), "--db", db, "--json"]) == 0
     assert main(["resume", str(wf.id), "--db", db]) == 1
     assert "completed; nothing to resume" in capsys.readouterr().err
+
+
+def test_resume_says_when_the_workflow_file_changed_since_submission(tmp_path, capsys):
+    """resume runs the stages as submitted; a user who edited the file to fix the failure is told."""
+    from asad.spec import load_workflow
+
+    path = tmp_path / "three.yaml"
+    path.write_text(WORKFLOW)
+    db = f"sqlite:///{tmp_path / 'cli.db'}"
+    store = Store(db)
+    sim = _failing_once(make_simulator("small", load=0.0, seed=1), "b", times=2)
+    ids = [store.add_workflow(load_workflow(path), sim.now(), strategy="per-stage").id for _ in range(2)]
+    for wf_id in ids:
+        _run(store, sim, wf_id)
+    store.close()
+    assert main(["resume", str(ids[0]), "--db", db]) == 0
+    assert "has changed" not in capsys.readouterr().err  # the same file: nothing to say
+    path.write_text(WORKFLOW.replace("run: echo b", "run: echo b fixed"))
+    assert main(["resume", str(ids[1]), "--db", db]) == 0
+    err = capsys.readouterr().err
+    assert f"{path} has changed since workflow {ids[1]} was submitted (stage b)" in err, err
+    assert "asad submit FILE" in err
