@@ -113,7 +113,7 @@ def run_to_completion(runner: Runner, backend: Backend, workflow_ids: list[int],
     cluster with ``run_dir`` it also wakes when a running stage's end marker appears."""
     import time as _time
 
-    from asad.wake import BRISK_FOR_S, BRISK_POLL_S, WATCH_INTERVAL_S, Watch, end_markers
+    from asad.wake import BRISK_FOR_S, BRISK_POLL_S, WATCH_INTERVAL_S, Watch, end_markers, kill_logs
 
     start = backend.now()
     sim = hasattr(backend, "run_until")
@@ -145,7 +145,7 @@ def run_to_completion(runner: Runner, backend: Backend, workflow_ids: list[int],
             ended &= set(runner.live_job_ids())
             if ended and _time.monotonic() < brisk_until:
                 pause = min(pause, BRISK_POLL_S)  # a marker announced an end Slurm has not recorded yet
-            watch.set_markers(end_markers(runner, run_dir))
+            watch.set_markers(end_markers(runner, run_dir), kill_logs(runner))
             deadline = _time.monotonic() + pause
             while (left := deadline - _time.monotonic()) > 0:
                 sleep(min(WATCH_INTERVAL_S, left))

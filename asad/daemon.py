@@ -28,7 +28,7 @@ import structlog
 from asad.config import Settings
 from asad.lease import Lease, LeaseHeld, LeaseLost, lease_seconds
 from asad.store.db import StoreError, shown_url
-from asad.wake import BRISK_FOR_S, BRISK_POLL_S, WATCH_INTERVAL_S, Watch, end_markers
+from asad.wake import BRISK_FOR_S, BRISK_POLL_S, WATCH_INTERVAL_S, Watch, end_markers, kill_logs
 
 log = structlog.get_logger("asad.daemon")
 
@@ -228,7 +228,7 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
         if state["ended"] and time.monotonic() < state["brisk_until"] and report is not None:
             pause = min(pause, BRISK_POLL_S)
         if markers:
-            watch.set_markers(end_markers(runner, settings.run_dir))
+            watch.set_markers(end_markers(runner, settings.run_dir), kill_logs(runner))
         try:
             store.set_status("clock", {"now": now, "wall": time.time(), "speed": speed})
             store.set_status("daemon", {"pid": os.getpid(), "paused": pacer.paused, "retry_s": pause,

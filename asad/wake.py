@@ -8,11 +8,16 @@
   tells the daemon a stage ended seconds before its next poll would; the poll that follows
   reads the truth from Slurm. Slurm stays the truth: a marker only makes asad look sooner.
   An array job has ended when every one of its tasks has written ``<stage>.<task>.end``.
+- A job Slurm kills (out of memory, its time limit, a scancel) takes the wrapper with it and
+  leaves no end marker; slurmstepd then writes why to the job's own output file
+  (``<stage>-<job id>.out``, where the command's output does not go). A new such line wakes the
+  daemon as an end marker does.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,6 +26,11 @@ from asad import markers
 WATCH_INTERVAL_S = 1.0  # how often the markers and the wake file are looked at
 BRISK_POLL_S = 1.0  # the pause while Slurm has not yet recorded an end that a marker announced
 BRISK_FOR_S = 15.0  # ... for at most this long after the marker
+# What slurmstepd writes to a job's output file as it kills it (22.05: "*** JOB 387 ON n1 CANCELLED
+# AT ... ***", with "DUE TO TIME LIMIT" on a time-out; "Exceeded job memory limit", or with
+# task/cgroup "Detected 1 oom-kill event(s)").
+KILLED_RE = re.compile(rb"slurmstepd.*(\*\*\* JOB \d+ ON \S+ CANCELLED|oom[-_]kill|[Ee]xceeded (job|step) memory limit)")
+TAIL_BYTES = 4096  # slurmstepd's lines are the last ones: read no more of a long file
 
 
 def wake_file(state_dir: Path) -> Path:
@@ -56,6 +66,23 @@ class EndMarker:
     since: float | None = None
 
 
+@dataclass(frozen=True)
+class KillLog:
+    """A running job's own output file, where slurmstepd says so when it kills the job."""
+
+    path: Path
+    job_id: int
+
+
+def _killed(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - TAIL_BYTES))
+            return KILLED_RE.search(f.read()) is not None
+    except OSError:
+        return False
+
+
 @dataclass
 class Watch:
     """What the daemon looks at between ticks. ``markers`` is replaced whole by the tick, so the
@@ -66,6 +93,8 @@ class Watch:
     _wake_mtime: float | None = None
     _seen: set[EndMarker] = field(default_factory=set)
     _found: dict[EndMarker, int] = field(default_factory=dict)  # an array's task markers seen so far, in order
+    logs: tuple[KillLog, ...] = ()
+    _log_stamps: dict[KillLog, float] = field(default_factory=dict)  # each output file's mtime at the last read
 
     def __post_init__(self) -> None:
         self._wake_mtime = _mtime(wake_file(self.state_dir)) if self.state_dir is not None else None
@@ -81,6 +110,12 @@ class Watch:
             if marker not in self._seen and self._all_there(marker):
                 self._seen.add(marker)
                 out.append(marker.job_id)
+        for log in self.logs:  # read only when it changed: a stat a second while nothing happens
+            stamp = _mtime(log.path)
+            if stamp is not None and stamp != self._log_stamps.get(log):
+                self._log_stamps[log] = stamp
+                if _killed(log.path):
+                    out.append(log.job_id)
         return out
 
     def _all_there(self, marker: EndMarker) -> bool:
@@ -96,11 +131,13 @@ class Watch:
         self._found[marker] = i
         return True
 
-    def set_markers(self, markers: list[EndMarker]) -> None:
+    def set_markers(self, markers: list[EndMarker], logs: list[KillLog] = ()) -> None:
         self.markers = tuple(markers)
         keep = set(markers)
         self._seen &= keep  # a retried stage's new marker counts again
         self._found = {m: n for m, n in self._found.items() if m in keep}
+        self.logs = tuple(logs)
+        self._log_stamps = {log: t for log, t in self._log_stamps.items() if log in set(logs)}
 
 
 def end_markers(runner, run_dir: Path) -> list[EndMarker]:  # noqa: ANN001
@@ -132,4 +169,19 @@ def end_markers(runner, run_dir: Path) -> list[EndMarker]:  # noqa: ANN001
                 continue  # a shared job: watched once, by its last stage's marker (its end)
             if job is not None and job.phase is JobPhase.LIVE and job.job_id is not None:
                 out.append(EndMarker((markers.end_path(folder, job.stages[-1]),), job.job_id))
+    return out
+
+
+def kill_logs(runner) -> list[KillLog]:  # noqa: ANN001
+    """The output file of every live job asad named (``<run dir>/<wf>/<stage>-%j.out``; not a file
+    the user named with ``output:``, nor an array's per-task files)."""
+    from asad.model import JobPhase
+
+    out = []
+    for wf in runner.active.values():
+        for job in wf.jobs:
+            req = job.request
+            if (job.phase is JobPhase.LIVE and job.job_id is not None and not job.state.is_final and req.output
+                    and not req.array and job.stage in wf.stages and not wf.spec.stage(job.stage).slurm.output):
+                out.append(KillLog(Path(req.output.replace("%j", str(job.job_id))), job.job_id))
     return out
