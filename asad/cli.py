@@ -172,10 +172,15 @@ def _backend_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int)
 
 
+VIEW_COMMANDS = {"status", "history", "show", "predict", "learners", "explain"}  # asad/commands_view.py
+
+
 def _cmd(name: str):  # noqa: ANN202
     def run(args: argparse.Namespace) -> int:
-        from asad import commands
-
+        if name in VIEW_COMMANDS:
+            from asad import commands_view as commands
+        else:
+            from asad import commands
         return getattr(commands, f"cmd_{name}")(args)
     return run
 
