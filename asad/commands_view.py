@@ -13,13 +13,11 @@ from asad.commands import (EXIT_INPUT, _add_output_paths, _fail, daemon_backend,
                            settings_from)
 from asad.config import Settings
 from asad.lease import driver_elsewhere
+from asad.model import StageState
 from asad.store.db import shown_url
 
 
 # -- status / history / show ---------------------------------------------------------------------
-_FINAL_STAGE_STATES = ("COMPLETED", "FAILED", "CANCELLED")
-
-
 @guarded
 def cmd_status(args: argparse.Namespace) -> int:
     from asad.status import check_format, render_status, status_rows
@@ -37,7 +35,7 @@ def cmd_status(args: argparse.Namespace) -> int:
                 return _fail(f"no workflow {args.workflow} in the store ({shown_url(store.url)}); "
                              "'asad status --all' lists them", EXIT_INPUT)
             rows, notes = status_rows(store, workflow_id=args.workflow, include_finished=args.all)
-            if any(r["state"] not in _FINAL_STAGE_STATES for r in rows) and driver_elsewhere(store) is None:
+            if any(not StageState(r["state"]).is_final for r in rows) and driver_elsewhere(store) is None:
                 from asad.daemon import daemon_running
 
                 if not daemon_running(settings):

@@ -182,12 +182,7 @@ class Engine:
         if job.cancelled_by_asad and job.state is not JobState.COMPLETED:
             return
         times, measured = finished_stages(wf, job, self.ctx)
-        for name, (start, end) in zip(job.stages, times):
-            run = wf.stages[name]
-            run.state, run.start_time, run.end_time = StageState.COMPLETED, start, end
-            if measured:  # an estimated split would only teach the run-time learner its own guess
-                self.ctx.learned.observe_runtime(self.ctx.runtime_key(wf, name), end - start)
-            out.dirty_stages.append(run)
+        self._completed_at(wf, job.stages, times, measured, out)
         if len(times) == len(job.stages):
             return
         failed = job.stages[len(times)]
@@ -306,11 +301,18 @@ class Engine:
             marks = self.ctx.stage_marks(wf, job)  # None on the simulator
             if marks is None or len(marks) != len(job.stages):
                 continue
-            for stage, (start, end) in zip(job.stages, marks):
-                done = wf.stages[stage]
-                done.state, done.start_time, done.end_time = StageState.COMPLETED, start, end
-                self.ctx.learned.observe_runtime(self.ctx.runtime_key(wf, stage), end - start)
-                out.dirty_stages.append(done)
+            self._completed_at(wf, job.stages, marks, True, out)
+
+    def _completed_at(self, wf: WorkflowRun, stages: tuple[str, ...], times: list[tuple[float, float]],
+                      measured: bool, out: Decisions) -> None:
+        """Stages that finished in one job, at these (start, end) times, in order (``zip`` stops at
+        the last one that finished)."""
+        for name, (start, end) in zip(stages, times):
+            run = wf.stages[name]
+            run.state, run.start_time, run.end_time = StageState.COMPLETED, start, end
+            if measured:  # an estimated split would only teach the run-time learner its own guess
+                self.ctx.learned.observe_runtime(self.ctx.runtime_key(wf, name), end - start)
+            out.dirty_stages.append(run)
 
     def _end_workflow(self, wf: WorkflowRun, state: WorkflowState, now: float, out: Decisions,
                       message: str = "") -> None:

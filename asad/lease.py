@@ -50,9 +50,12 @@ class Holder:
                 f"{now - self.renewed_at:.0f} s ago")
 
 
-def current_holder(store) -> Holder | None:  # noqa: ANN001
-    raw = store.meta_value(KEY)
+def _holder(raw: str | None) -> Holder | None:
     return None if raw is None else Holder(**json.loads(raw))
+
+
+def current_holder(store) -> Holder | None:  # noqa: ANN001
+    return _holder(store.meta_value(KEY))
 
 
 def driver_elsewhere(store) -> Holder | None:  # noqa: ANN001
@@ -86,13 +89,12 @@ class Lease:
         """Take the store, or raise ``LeaseHeld`` naming the other holder and when it may be taken."""
         for _ in range(5):  # lost a compare-and-set race: read again
             raw = self.store.meta_value(KEY)
-            if raw is not None:
-                other, now = Holder(**json.loads(raw)), self.clock()
-                if other.host != self.host and other.fresh(now):
-                    free_at = time.strftime("%H:%M:%S %Z", time.localtime(other.renewed_at + other.lease_s))
-                    raise LeaseHeld(f"{other.describe(now)}. One driver per store: stop that one first "
-                                    f"(systemctl --user stop asad, on {other.host}). If that host is down, "
-                                    f"this store is free at {free_at}; or give this one a store of its own (--db).")
+            other, now = _holder(raw), self.clock()
+            if other is not None and other.host != self.host and other.fresh(now):
+                free_at = time.strftime("%H:%M:%S %Z", time.localtime(other.renewed_at + other.lease_s))
+                raise LeaseHeld(f"{other.describe(now)}. One driver per store: stop that one first "
+                                f"(systemctl --user stop asad, on {other.host}). If that host is down, "
+                                f"this store is free at {free_at}; or give this one a store of its own (--db).")
             new = self._record()
             if self.store.swap_meta(KEY, raw, new):
                 self._raw, self._renewed = new, time.monotonic()

@@ -21,6 +21,11 @@ def end_path(folder: str | Path, stage: str) -> Path:
     return Path(folder) / f"{stage}.end"
 
 
+def job_output(pattern: str, job_id: int) -> str:
+    """The job's own Slurm output file (``--output <stage>-%j.out``): slurmstepd's messages land there."""
+    return pattern.replace("%j", str(job_id))
+
+
 def began(folder: str | Path, stage: str, job_id: int, kind: str = "start") -> tuple[float, str] | None:
     """(epoch, host) from ``<stage>.<kind>`` (``alloc`` or ``start``) if job ``job_id`` wrote it."""
     try:

@@ -108,7 +108,7 @@ def output_paths(wf: WorkflowRun, stage: str) -> dict[str, str]:
         return out
     out = {"log": f"{os.path.dirname(job.request.output)}/{stage}.log"}
     if job.job_id is not None:
-        out["slurm_output"] = job.request.output.replace("%j", str(job.job_id))
+        out["slurm_output"] = markers.job_output(job.request.output, job.job_id)
     return out
 
 

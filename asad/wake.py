@@ -183,5 +183,5 @@ def kill_logs(runner) -> list[KillLog]:  # noqa: ANN001
             req = job.request
             if (job.phase is JobPhase.LIVE and job.job_id is not None and not job.state.is_final and req.output
                     and not req.array and job.stage in wf.stages and not wf.spec.stage(job.stage).slurm.output):
-                out.append(KillLog(Path(req.output.replace("%j", str(job.job_id))), job.job_id))
+                out.append(KillLog(Path(markers.job_output(req.output, job.job_id)), job.job_id))
     return out

@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterable
 
 from sqlalchemy import bindparam, func, select, update
-from sqlalchemy.exc import OperationalError, SQLAlchemyError
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from asad.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun, WorkflowState
@@ -264,8 +264,6 @@ class Store:
     def swap_meta(self, key: str, old: str | None, new: str) -> bool:
         """Compare-and-set one meta row, committed: True when it held ``old`` (None: absent) and now
         holds ``new``; False when another process changed it first."""
-        from sqlalchemy.exc import IntegrityError
-
         try:
             if old is None:
                 self.session.add(Meta(key=key, value=new))
