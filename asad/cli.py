@@ -130,12 +130,14 @@ def build_parser(*, benches: bool = True) -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd("service"))
 
     p = sub.add_parser("predict", parents=[common], help="the learned queue wait for a job geometry")
-    p.add_argument("--cpus", type=_positive_int, required=True)
+    p.add_argument("--cpus", type=_positive_int, required=True, help="CPUs of the whole job")
     p.add_argument("--nodes", type=_positive_int, default=1)
-    p.add_argument("--partition", default="")
+    p.add_argument("--partition", default="", help="default: the one most learned here, else the "
+                   "cluster's default; a partition the cluster lacks, or a geometry no partition fits, is refused")
     p.add_argument("--qos", default=None)
     p.add_argument("--time", default="1h", type=_duration, help="time limit (e.g. 30m, 2h, 1-00:00:00)")
-    p.add_argument("--cluster", help="cluster name of the key (default: the configured backend's)")
+    p.add_argument("--cluster", help="cluster name of the key (default: the configured backend's; "
+                   "given, nothing is checked against a cluster)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd("predict"))
 

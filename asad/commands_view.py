@@ -134,15 +134,20 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from asad.units import parse_duration_s
 
     settings = settings_from(args)
-    cluster = args.cluster or _cluster_name(settings)
+    time_limit_s = parse_duration_s(args.time)
+    cluster, partitions = (args.cluster, []) if args.cluster else _cluster_of_backend(settings)
+    problem = _geometry_problem(args, time_limit_s, partitions)
+    if problem:
+        return _fail(problem, EXIT_INPUT)
     kind, params = predictor_choice(settings)
     qs = [0.1, 0.25, 0.5, 0.75, 0.9]
     store = open_store(settings)
     try:
         if not args.partition:
-            args.partition = _default_partition(store, cluster)
+            args.partition = (_default_partition(store, cluster)
+                              or next((p.name for p in partitions if p.default), ""))
         key = geometry_key(cluster=cluster, partition=args.partition, qos=args.qos, nodes=args.nodes,
-                           cpus=args.cpus, time_limit_s=parse_duration_s(args.time))
+                           cpus=args.cpus, time_limit_s=time_limit_s)
         learned = Learned(store.load_learner, kind, seed=settings.seed, predictor_params=params)
         estimate, quantiles = learned.estimate_wait(key), learned.wait_quantiles(key, qs)
         n_obs = len(store.observations(key))
@@ -173,16 +178,36 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cluster_name(settings: Settings) -> str:
+def _cluster_of_backend(settings: Settings) -> tuple[str, list]:
     """The cluster part of the learners' keys for the backend the daemon drives (the runner keys
-    them by the backend's ``cluster_name``: Slurm's ClusterName, or ``sim``)."""
+    them by the backend's ``cluster_name``: Slurm's ClusterName, or ``sim``), and its partitions."""
     from asad.app import make_backend
 
     name = daemon_backend(settings)
-    if name == "sim":
-        return "sim"
     backend = make_backend(settings, name=name)
-    return getattr(backend, "cluster_name", backend.name)
+    cluster = "sim" if name == "sim" else getattr(backend, "cluster_name", backend.name)
+    return cluster, backend.partitions()
+
+
+def _geometry_problem(args: argparse.Namespace, time_limit_s: int, partitions: list) -> str | None:
+    """Why no job of the asked geometry could run on this cluster (an answer would be a prior for a
+    job Slurm refuses), or None. Nothing is checked when the partitions are not known (--cluster)."""
+    from asad.spec_cluster import geometry_misfit, unknown_partition_fix
+
+    if not partitions:
+        return None
+    by_name = {p.name: p for p in partitions}
+    if args.partition and args.partition not in by_name:
+        return f"unknown partition '{args.partition}'. Fix: {unknown_partition_fix(args.partition, partitions)}"
+    if args.partition:
+        candidates = [by_name[args.partition]]
+    else:
+        candidates = [p for p in partitions if p.default] or partitions
+    cpus_per_node = -(-args.cpus // args.nodes)
+    misfits = [geometry_misfit(p, args.nodes, cpus_per_node, time_limit_s) for p in candidates]
+    if all(misfits):
+        return f"no job of this geometry can run here: {misfits[0]}"
+    return None
 
 
 def _default_partition(store, cluster: str) -> str:  # noqa: ANN001

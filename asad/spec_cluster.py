@@ -31,11 +31,9 @@ def check_against_cluster(spec: WorkflowSpec, partitions: list[PartitionInfo],
         names = stage.partitions or ([default] if default else sorted(by_name))
         for pname in names:
             if pname not in by_name:
-                close = difflib.get_close_matches(pname, by_name.keys(), n=1, cutoff=0.6)
-                hint = f"did you mean '{close[0]}'? " if close else ""
                 raise SpecError(shown_path(spec.path), stage.line, f"stages[{i}].partition",
                                 f"stage '{stage.name}': unknown partition '{pname}'",
-                                f"{hint}this cluster's partitions are: {known}")
+                                unknown_partition_fix(pname, partitions))
         candidates = [by_name[n] for n in names]
         shape = _Shape(stage.nodes, stage.cpus_per_node, stage.mem_per_node_mb(), stage.time_s)
         if any(not _misfits(shape, p) for p in candidates):
@@ -46,6 +44,20 @@ def check_against_cluster(spec: WorkflowSpec, partitions: list[PartitionInfo],
                         _largest_fit(candidates))
     if spec.strategy == "big-job":
         _check_big_job(spec, by_name, default, known)
+
+
+def unknown_partition_fix(name: str, partitions: list[PartitionInfo]) -> str:
+    """What to do about a partition this cluster does not have: the closest name, and every name."""
+    names = [p.name for p in partitions]
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    return f"{hint}this cluster's partitions are: {', '.join(sorted(names))}"
+
+
+def geometry_misfit(partition: PartitionInfo, nodes: int, cpus_per_node: int, time_s: int) -> str | None:
+    """Why a job of this geometry (no memory asked) can never run in ``partition``, or None."""
+    misfits = _misfits(_Shape(nodes, cpus_per_node, None, time_s), partition)
+    return f"{misfits[0][1]}. Fix: {_largest_fit([partition])}" if misfits else None
 
 
 @dataclass(frozen=True)

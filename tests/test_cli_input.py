@@ -92,3 +92,17 @@ def test_predict_asks_the_engines_learner_and_borrows_for_an_unseen_geometry():
     unseen = json.loads(asad("predict", "--cpus", "3", "--time", "4h", "--json").stdout)
     assert "partition=main" in seen["key"] and seen["observations"] == 1  # where the jobs ran, not ""
     assert unseen["observations"] == 0 and unseen["learned"] and unseen["borrowed_from"], unseen
+
+
+def test_predict_refuses_a_geometry_this_cluster_cannot_run():
+    import json
+
+    proc = asad("predict", "--cpus", "4", "--partition", "mian", check=False)
+    assert proc.returncode == 3 and "unknown partition 'mian'" in _no_traceback(proc), proc.stderr
+    assert "did you mean 'main'?" in proc.stderr
+    proc = asad("predict", "--cpus", "4000", check=False)  # the small preset: 28 CPUs a node
+    assert proc.returncode == 3 and "4000 CPUs on one node" in _no_traceback(proc) and "28 CPUs" in proc.stderr
+    proc = asad("predict", "--cpus", "4", "--time", "100-00:00:00", check=False)
+    assert proc.returncode == 3 and "allows at most 7-00:00:00" in _no_traceback(proc)
+    fresh = json.loads(asad("predict", "--cpus", "4", "--time", "1h", "--json").stdout)
+    assert "partition=main" in fresh["key"]  # nothing learned yet: the cluster's default partition
