@@ -18,7 +18,8 @@
 #   <stage>.alloc   "<epoch> <node> <job id>"  when the job started (the allocation exists; node as Slurm names it)
 #   <stage>.start   "<epoch> <node> <job id>"  when the command started (after any wait)
 #   <stage>.end     "<exit code> <epoch>"      when it ended; 
-#   <stage>.log     the command's stdout and stderr
+#   <stage>.log     the command's stdout and stderr; a new attempt first renames the last
+#                   attempt's to <stage>.log.<its job id>
 # Exit status: the command's. Without running it: 3 when a predecessor's end marker shows a
 # failure (its .end then says "3 <epoch> predecessor <name> failed with <code>"), 4 on a wait
 # timeout, 2 on a usage error. Under `srun` (big-job) only task 0 writes markers; all tasks run
@@ -46,7 +47,14 @@ marker() {  # marker NAME CONTENT: write atomically (readers never see half a fi
 }
 now() { date +%s; }
 
+log=${ASAD_LOG:-$run_dir/$stage.log}
 if ((leader)); then
+    # A new attempt (a retry, a resume) keeps the last attempt's log as <log>.<its job id>: the
+    # output of the run that failed is what the user reads next.
+    read -r _ _ old_job _ <"$run_dir/$stage.start" 2>/dev/null || old_job=
+    if [[ $log != - && -s $log && -n $old_job && $old_job != "$job_id" ]]; then
+        mv -f "$log" "$log.$old_job"
+    fi
     rm -f "$run_dir/$stage.start" "$run_dir/$stage.end"
 fi
 marker alloc "$(now) ${SLURMD_NODENAME:-$(hostname)} $job_id"
@@ -72,7 +80,6 @@ for pred in ${ASAD_WAIT_FOR:-}; do
     fi
 done
 
-log=${ASAD_LOG:-$run_dir/$stage.log}
 marker start "$(now) ${SLURMD_NODENAME:-$(hostname)} $job_id"
 
 # A script path runs as a script (with bash if it is not executable); anything else is a command line.

@@ -108,3 +108,12 @@ def test_only_task_zero_writes_markers(tmp_path):
 def test_usage_errors(tmp_path, missing):
     res = run(tmp_path, "a", "true", **{missing: ""})
     assert res.returncode == 2 and missing in res.stderr
+
+
+def test_a_new_attempt_keeps_the_last_attempts_log(tmp_path):
+    run(tmp_path, "a", "echo first try; exit 1", SLURM_JOB_ID="100")
+    run(tmp_path, "a", "echo second try", SLURM_JOB_ID="101")
+    assert (tmp_path / "a.log").read_text() == "second try\n"
+    assert (tmp_path / "a.log.100").read_text() == "first try\n"
+    run(tmp_path, "a", "echo requeued", SLURM_JOB_ID="101")  # the same job again (a requeue): no copy
+    assert (tmp_path / "a.log").read_text() == "requeued\n" and not (tmp_path / "a.log.101").exists()
