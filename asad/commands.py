@@ -22,7 +22,8 @@ from asad.store.db import StoreError, shown_url, unwritable_place_message
 from asad.wake import wake_daemon
 
 # Exit codes: 1 the workflow failed or was cancelled, 2 usage (argparse), 3 the workflow file or a
-# setting is wrong, 4 the store cannot be used, 5 Slurm refused or is unreachable.
+# setting is wrong, 4 the store cannot be used, 5 Slurm refused or is unreachable, 6 (daemon) another
+# asad daemon drives the store from this host (asad.service.EXIT_ALREADY_RUNNING).
 EXIT_FAILED, EXIT_INPUT, EXIT_STORE, EXIT_SLURM = 1, 3, 4, 5
 
 

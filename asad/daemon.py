@@ -27,6 +27,7 @@ import structlog
 
 from asad.config import Settings
 from asad.lease import Lease, LeaseHeld, LeaseLost, lease_seconds
+from asad.service import EXIT_ALREADY_RUNNING
 from asad.store.db import StoreError, shown_url
 from asad.wake import BRISK_FOR_S, BRISK_POLL_S, WATCH_INTERVAL_S, Watch, end_markers, kill_logs
 
@@ -36,6 +37,11 @@ PAUSE_AFTER = 5
 # While Slurm does not answer, one failing call a minute costs slurmctld nothing, and the daemon
 # notices its return within a minute (at 300 s, the audit of 2026-11-25 saw recovery wait 5 min).
 OUTAGE_RETRY_MAX_S = 60.0
+
+
+# A standby daemon (another host drives the store) looks again this often: a takeover comes at the
+# earliest when the other one stops cleanly, and one read of a row costs the store nothing.
+STANDBY_LOOK_S = 30.0
 
 
 class AlreadyRunning(Exception):
@@ -120,6 +126,30 @@ class Pacer:
         return self.failures >= PAUSE_AFTER
 
 
+def _acquire_or_stand_by(lease: Lease, store, look_s: float) -> bool:  # noqa: ANN001
+    """Take the store's lease, or stand by while another host's driver holds it and take over when
+    that one stops or its lease lapses (a failover, rather than exiting and being restarted by
+    systemd every few seconds). False if interrupted while standing by."""
+    told = False
+    while True:
+        try:
+            lease.acquire()
+            if told:
+                log.info("the store is free: this daemon drives it now")
+            return True
+        except LeaseHeld as exc:
+            if not told:
+                print(f"asad: {exc}\nasad: standing by: this daemon drives the store once that one stops "
+                      f"or its lease lapses.", flush=True)
+                told = True
+            sd_notify(f"READY=1\nSTATUS=standing by: {exc}")  # up and waiting, not failed
+        store.session.rollback()  # the next look reads the row afresh
+        try:
+            time.sleep(look_s)
+        except KeyboardInterrupt:
+            return False
+
+
 def _start_when_slurm_answers(settings: Settings, store, make_backend, make_runner, lease):  # noqa: ANN001, ANN202
     """(backend, runner) once Slurm answers the questions a runner starts with (partitions,
     priority rules); None if stopped first. A daemon started during an outage (a reboot, a
@@ -164,13 +194,15 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
         lock_fd = acquire_lock(settings)
     except AlreadyRunning as exc:
         print(f"asad: error: {exc}")
-        return 1
+        return EXIT_ALREADY_RUNNING
     store = Store(settings.database_url)
     lease = Lease(store, lease_s=lease_seconds(settings.max_poll_interval_s))
     try:
-        lease.acquire()  # the file lock covers this host; the lease, other hosts
-    except (LeaseHeld, StoreError) as exc:
+        held = _acquire_or_stand_by(lease, store, look_s=min(STANDBY_LOOK_S, settings.max_poll_interval_s))  # the file lock covers this host; the lease, other hosts
+    except StoreError as exc:
         print(f"asad: error: {exc}")
+        held = False
+    if not held:
         store.close()
         os.close(lock_fd)
         return 1

@@ -12,6 +12,10 @@ import os
 import sys
 from pathlib import Path
 
+# The exit status of a daemon refused because another one drives the store from this host: the
+# unit does not restart it (RestartPreventExitStatus): it would only be refused again.
+EXIT_ALREADY_RUNNING = 6
+
 # Environment the daemon needs to find Slurm and the same store as the shell that wrote the unit.
 CARRIED_ENV = ("PATH", "SLURM_CONF", "ASAD_STATE_DIR", "ASAD_DB_URL", "ASAD_CONFIG", "ASAD_SLURM_API",
                "XDG_STATE_HOME", "XDG_CONFIG_HOME")
@@ -50,6 +54,8 @@ def unit_text(daemon_args: list[str], env: dict[str, str] | None = None) -> str:
         *env_lines,
         "Restart=on-failure",
         "RestartSec=10",
+        f"# {EXIT_ALREADY_RUNNING}: another asad daemon drives this store from this host (restarting would not help).",
+        f"RestartPreventExitStatus={EXIT_ALREADY_RUNNING}",
         "# SIGTERM stops it cleanly; a SIGKILL at any instant is reconciled with Slurm on the next start.",
         "KillSignal=SIGTERM",
         "TimeoutStopSec=30",

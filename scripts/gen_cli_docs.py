@@ -23,7 +23,8 @@ Generated from `asad.cli.build_parser()` by `scripts/gen_cli_docs.py`; do not ed
 option, run `python scripts/gen_cli_docs.py` and commit the result.
 
 Exit codes: 0 success, 1 the workflow failed or was cancelled, 2 usage error, 3 the workflow file or
-a setting is wrong, 4 the store cannot be used, 5 Slurm refused or is unavailable.
+a setting is wrong, 4 the store cannot be used, 5 Slurm refused or is unavailable, 6 (`asad daemon`)
+another asad daemon drives the store from this host.
 """
 
 

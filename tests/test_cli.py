@@ -114,7 +114,7 @@ def test_daemon_and_cli_in_separate_processes_share_the_store(tmp_path):
         wait_for(lambda: asad("status", "--json").returncode == 0 and Path(
             os.environ["XDG_STATE_HOME"], "asad", "asad.db.lock").exists())
         again = asad("daemon", "--backend", "sim", check=False, timeout=120)
-        assert again.returncode == 1 and "another asad daemon" in again.stdout
+        assert again.returncode == 6 and "another asad daemon" in again.stdout
         ids = [int(asad("submit", str(EXAMPLES / f)).stdout) for f in ("blast.yaml", "statistics.yaml", "dag.yaml")]
         long_wf = tmp_path / "long.yaml"
         long_wf.write_text("name: long\nstrategy: per-stage\nstages:\n"

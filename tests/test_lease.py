@@ -4,6 +4,9 @@ file in a home folder several login nodes share, is out of reach of the local lo
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -15,8 +18,8 @@ from asad.model import WorkflowState
 from asad.slurm.sim import make_simulator
 from asad.spec import parse_workflow
 from asad.store.repo import Store
-from tests.conftest import EXAMPLES
-from tests.test_cli import asad
+from tests.conftest import EXAMPLES, ROOT
+from tests.test_cli import asad, wait_for
 
 WF = """name: leased
 stages:
@@ -129,12 +132,36 @@ def _foreign_lease(settings) -> Store:  # noqa: ANN001
     return store
 
 
-def test_daemon_and_run_refuse_beside_another_hosts_driver_and_submit_nothing():
+def test_a_daemon_beside_another_hosts_driver_stands_by_and_takes_over_when_it_stops(tmp_path):
+    settings = load_settings()
+    store = Store(settings.database_url)
+    foreign = Lease(store, lease_s=600, host="other-login-node")
+    foreign.acquire()
+    config = tmp_path / "asad.toml"
+    config.write_text("max_poll_interval_s = 1\n")  # the standby looks again every second
+    out = tmp_path / "daemon.out"
+    with out.open("w") as sink:
+        daemon = subprocess.Popen([sys.executable, "-m", "asad", "daemon", "--backend", "sim", "--config", str(config)],
+                                  cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for(lambda: "standing by" in out.read_text())
+        assert "other-login-node" in out.read_text() and daemon.poll() is None  # no exit, no restart loop
+        assert current_holder(store).host == "other-login-node"
+        foreign.release()  # the other host's daemon stops cleanly
+        store.commit()
+        wait_for(lambda: (store.session.rollback() or True) and not current_holder(store).released
+                 and current_holder(store).host != "other-login-node")
+        wait_for(lambda: (store.session.rollback() or True)  # and it drives: its ticks are recorded
+                 and (store.get_status("daemon") or {}).get("pid") == daemon.pid)
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(timeout=60) == 0, out.read_text()
+        store.close()
+
+
+def test_run_refuses_beside_another_hosts_driver_and_submit_names_it():
     settings = load_settings()
     _foreign_lease(settings).close()
-    daemon = asad("daemon", "--backend", "sim", check=False, timeout=60)
-    assert daemon.returncode == 1
-    assert "other-login-node" in daemon.stdout and "One driver per store" in daemon.stdout, daemon.stdout
     run = asad("run", str(EXAMPLES / "blast.yaml"), "--backend", "sim", "--load", "0", check=False)
     assert run.returncode == 3 and "other-login-node" in run.stderr and "Nothing was submitted" in run.stderr
     assert json.loads(asad("history", "--json").stdout) == []

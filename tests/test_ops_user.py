@@ -244,7 +244,7 @@ def test_run_refuses_clearly_while_a_daemon_drives_the_store(tmp_path):
         daemon = asad("daemon", "--backend", "sim", check=False, timeout=60)
     finally:
         os.close(lock)
-    assert daemon.returncode == 1 and "asad run" in daemon.stdout, daemon.stdout
+    assert daemon.returncode == 6 and "asad run" in daemon.stdout, daemon.stdout
 
 
 # -- defect 5: where a stage's output is -------------------------------------------------------------
@@ -423,6 +423,9 @@ def test_service_writes_a_unit_that_runs_this_asad_with_this_shells_slurm(tmp_pa
     lines = dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
     words = shlex.split(lines["ExecStart"].replace("$$", "$"))
     assert words[words.index("daemon"):] == ["daemon", "--backend", "slurm"]
+    from asad.service import EXIT_ALREADY_RUNNING  # a second daemon on this host: no restart loop
+
+    assert lines["RestartPreventExitStatus"] == str(EXIT_ALREADY_RUNNING)
     version = subprocess.run([*words[:words.index("daemon")], "--version"], capture_output=True, text=True)
     assert version.returncode == 0 and version.stdout.startswith("asad "), version  # this very asad
     env = [shlex.split(line.split("=", 1)[1])[0].replace("%%", "%")
