@@ -19,7 +19,7 @@ from asad.lease import LeaseLost, driver_elsewhere
 from asad.slurm.backend import SlurmError, SubmitRejected
 from asad.spec import SpecError
 from asad.store.db import StoreError, shown_url, unwritable_place_message
-from asad.wake import wake_daemon
+from asad.wake import STORE_WAKE_LOOK_S, wake_daemon, wake_through_store
 
 # Exit codes: 1 the workflow failed or was cancelled, 2 usage (argparse), 3 the workflow file or a
 # setting is wrong, 4 the store cannot be used, 5 Slurm refused or is unreachable, 6 (daemon) another
@@ -123,8 +123,8 @@ class StoreBusy(Exception):
 
 
 def _remote_note(holder) -> str:  # noqa: ANN001
-    return (f"the daemon on host {holder.host} (pid {holder.pid}) drives this store; it acts at its next "
-            f"poll (a daemon is woken at once only from its own host)")
+    return (f"the daemon on host {holder.host} (pid {holder.pid}) drives this store; it acts within "
+            f"{STORE_WAKE_LOOK_S:.0f} s (it reads the store's wake row)")
 
 
 def _take_lease(settings: Settings, store):  # noqa: ANN001, ANN202
@@ -228,6 +228,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
             now = status.get("now", now)
         wf = store.add_workflow(spec, now, strategy=args.strategy or spec.strategy, mode=args.mode or spec.mode)
         remote = driver_elsewhere(store)
+        if remote is not None:
+            wake_through_store(store)
     finally:
         store.close()
     wake_daemon(settings.state_dir)
@@ -311,6 +313,8 @@ def cmd_cancel(args: argparse.Namespace) -> int:
         if not store.request_cancel(args.workflow):
             return _fail(f"workflow {args.workflow} already ended ({rows[0].state})", EXIT_FAILED)
         remote = driver_elsewhere(store)
+        if remote is not None:
+            wake_through_store(store)
     finally:
         store.close()
     from asad.daemon import daemon_running
@@ -400,6 +404,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
             if args.run:
                 return _drive_resumed(settings, store, done.workflow_id, args, lease)
             remote = driver_elsewhere(store)
+            if remote is not None:
+                wake_through_store(store)
         finally:
             _give_back(lease)
             store.close()

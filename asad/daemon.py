@@ -29,7 +29,8 @@ from asad.config import Settings
 from asad.lease import Lease, LeaseHeld, LeaseLost, lease_seconds
 from asad.service import EXIT_ALREADY_RUNNING
 from asad.store.db import StoreError, shown_url
-from asad.wake import BRISK_FOR_S, BRISK_POLL_S, WATCH_INTERVAL_S, Watch, end_markers, kill_logs
+from asad.wake import (BRISK_FOR_S, BRISK_POLL_S, WATCH_INTERVAL_S, StoreWake, Watch, end_markers,
+                       kill_logs)
 
 log = structlog.get_logger("asad.daemon")
 
@@ -126,6 +127,14 @@ class Pacer:
         return self.failures >= PAUSE_AFTER
 
 
+def _remote_wake_due(store_wake: StoreWake, store) -> bool:  # noqa: ANN001
+    try:
+        return store_wake.due(store, time.monotonic())
+    except Exception as exc:  # noqa: BLE001 - a store that cannot be read now is the tick's to report
+        log.debug("cannot read the store's wake row", error=str(exc))
+        return False
+
+
 def _acquire_or_stand_by(lease: Lease, store, look_s: float) -> bool:  # noqa: ANN001
     """Take the store's lease, or stand by while another host's driver holds it and take over when
     that one stops or its lease lapses (a failover, rather than exiting and being restarted by
@@ -217,6 +226,8 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
     speed = float(getattr(backend, "speed", 1.0))
     pacer = Pacer(settings.poll_interval_s, settings.max_poll_interval_s)
     watch = Watch(settings.state_dir)
+    store_wake = StoreWake()  # a CLI on another host wakes this daemon through the store
+    _remote_wake_due(store_wake, store)  # what is there now is no request
     markers = backend.name != "sim"  # the stage wrapper writes end markers on a real cluster only
     # One periodic job (never a job that reschedules itself: APScheduler 3 can lose such a job when it
     # ends before the scheduler's loop has removed it). Every beat looks at the wake file and the end
@@ -229,6 +240,8 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
 
     def beat() -> None:
         due = watch.due()
+        if _remote_wake_due(store_wake, store):
+            due.append(0)
         if any(due):
             state["brisk_until"] = time.monotonic() + BRISK_FOR_S
             state["ended"] |= {j for j in due if j}

@@ -8,6 +8,9 @@
   tells the daemon a stage ended seconds before its next poll would; the poll that follows
   reads the truth from Slurm. Slurm stays the truth: a marker only makes asad look sooner.
   An array job has ended when every one of its tasks has written ``<stage>.<task>.end``.
+- A daemon on another host (a server store, or an SQLite file in a shared home) cannot see this
+  host's wake file: ``asad submit``, ``cancel`` and ``resume`` then also write a new value to the
+  store's ``wake`` row, which every daemon reads every ``STORE_WAKE_LOOK_S``.
 - A job Slurm kills (out of memory, its time limit, a scancel) takes the wrapper with it and
   leaves no end marker; slurmstepd then writes why to the job's own output file
   (``<stage>-<job id>.out``, where the command's output does not go). A new such line wakes the
@@ -18,6 +21,8 @@ from __future__ import annotations
 
 import os
 import re
+import socket
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +51,39 @@ def wake_daemon(state_dir: Path) -> None:
         os.utime(path)  # a fresh mtime even where touch of an existing file keeps the old one
     except OSError:
         pass
+
+
+STORE_WAKE_KEY = "wake"  # the meta row a CLI on another host writes to wake the daemon
+STORE_WAKE_LOOK_S = 2.0  # how often the daemon reads it: one primary-key read, nothing for Slurm
+
+
+def wake_through_store(store) -> None:  # noqa: ANN001
+    """Wake a daemon that runs on another host: a new value in the store's ``wake`` row. Never fails
+    the caller (its change is committed already; the daemon would see it at its next poll)."""
+    try:
+        old = store.meta_value(STORE_WAKE_KEY)
+        store.swap_meta(STORE_WAKE_KEY, old, f"{time.time():.6f} {socket.gethostname()} {os.getpid()}")
+    except Exception:  # noqa: BLE001 - a lost race means another process woke it just now
+        store.session.rollback()
+
+
+@dataclass
+class StoreWake:
+    """The daemon's look at the store's ``wake`` row: due when its value changed since the last look."""
+
+    last: str | None = None
+    next_look: float = 0.0
+
+    def due(self, store, now: float) -> bool:  # noqa: ANN001
+        if now < self.next_look:
+            return False
+        self.next_look = now + STORE_WAKE_LOOK_S
+        try:
+            value = store.meta_value(STORE_WAKE_KEY)
+        finally:
+            store.session.rollback()  # no read transaction held between beats (SQLite's checkpoints)
+        changed, self.last = value != self.last, value
+        return changed
 
 
 def _mtime(path: Path) -> float | None:

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -213,3 +214,37 @@ def test_a_daemon_holds_the_lease_while_it_runs_and_frees_it_when_it_stops(monke
     store = Store(settings.database_url)
     assert current_holder(store).released
     store.close()
+
+
+def test_a_cli_on_another_host_wakes_the_daemon_through_the_store(tmp_path):
+    from asad.wake import STORE_WAKE_KEY, wake_through_store
+
+    settings = load_settings()
+    config = tmp_path / "asad.toml"
+    config.write_text("max_poll_interval_s = 600\n")  # left alone, the daemon would not look for 10 min
+    out = tmp_path / "daemon.out"
+    with out.open("w") as sink:
+        daemon = subprocess.Popen([sys.executable, "-m", "asad", "daemon", "--backend", "sim", "--load", "0",
+                                   "--poll", "600", "--config", str(config)],
+                                  cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, text=True)
+    store = Store(settings.database_url)
+    try:
+        wait_for(lambda: (store.session.rollback() or True) and store.get_status("daemon") is not None)
+        # what 'asad submit' on another host does: commit the workflow, then write the wake row (the
+        # wake file it would touch is on its own host)
+        wf = store.add_workflow(parse_workflow(WF), time.time())
+        store.commit()
+        wake_through_store(store)
+        started = time.monotonic()
+        wait_for(lambda: (store.session.rollback() or True) and store.load_workflows([wf.id])[0].jobs, timeout_s=30)
+        assert time.monotonic() - started < 10, out.read_text()
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(timeout=60) == 0, out.read_text()
+        store.close()
+    # and the CLI writes that row when another host's daemon drives the store
+    foreign = _foreign_lease(settings)
+    before = foreign.meta_value(STORE_WAKE_KEY)
+    asad("submit", str(EXAMPLES / "blast.yaml"), "--backend", "sim")
+    assert foreign.meta_value(STORE_WAKE_KEY) != before
+    foreign.close()
