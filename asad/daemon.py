@@ -127,6 +127,10 @@ class Pacer:
         return self.failures >= PAUSE_AFTER
 
 
+def _interrupt(_signum, _frame) -> None:  # noqa: ANN001
+    raise KeyboardInterrupt
+
+
 def _remote_wake_due(store_wake: StoreWake, store) -> bool:  # noqa: ANN001
     try:
         return store_wake.due(store, time.monotonic())
@@ -206,18 +210,24 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
         return EXIT_ALREADY_RUNNING
     store = Store(settings.database_url)
     lease = Lease(store, lease_s=lease_seconds(settings.max_poll_interval_s))
+    # Until the scheduler runs (and installs its own handler), SIGTERM is a Ctrl-C: a stop while
+    # standing by or waiting for Slurm is a clean stop that frees the lease at once.
+    signal.signal(signal.SIGTERM, _interrupt)
+    started = None
     try:
-        held = _acquire_or_stand_by(lease, store, look_s=min(STANDBY_LOOK_S, settings.max_poll_interval_s))  # the file lock covers this host; the lease, other hosts
+        # the file lock covers this host; the lease, other hosts
+        if _acquire_or_stand_by(lease, store, look_s=min(STANDBY_LOOK_S, settings.max_poll_interval_s)):
+            started = _start_when_slurm_answers(settings, store, make_backend, make_runner, lease)
     except StoreError as exc:
         print(f"asad: error: {exc}")
-        held = False
-    if not held:
         store.close()
         os.close(lock_fd)
         return 1
-    started = _start_when_slurm_answers(settings, store, make_backend, make_runner, lease)
+    except KeyboardInterrupt:
+        started = None
     if started is None:
-        lease.release()
+        with contextlib.suppress(StoreError):
+            lease.release()
         store.close()
         os.close(lock_fd)
         return 0

@@ -248,3 +248,18 @@ def test_a_cli_on_another_host_wakes_the_daemon_through_the_store(tmp_path):
     asad("submit", str(EXAMPLES / "blast.yaml"), "--backend", "sim")
     assert foreign.meta_value(STORE_WAKE_KEY) != before
     foreign.close()
+
+
+def test_a_standing_by_daemon_stops_cleanly_on_sigterm(tmp_path):
+    settings = load_settings()
+    _foreign_lease(settings).close()
+    out = tmp_path / "daemon.out"
+    with out.open("w") as sink:
+        daemon = subprocess.Popen([sys.executable, "-m", "asad", "daemon", "--backend", "sim"],
+                                  cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_for(lambda: "standing by" in out.read_text())
+    finally:
+        daemon.send_signal(signal.SIGTERM)  # systemctl --user stop asad
+        assert daemon.wait(timeout=60) == 0, out.read_text()
+    assert "Traceback" not in out.read_text()
