@@ -67,6 +67,8 @@ class JobRecord:
     alloc_cpus: int = 0
     alloc_nodes: int = 0
     partition: str = ""
+    account: str = ""  # as Slurm says (the user's default account when the stage names none)
+    qos: str = ""
     nodelist: str = ""
     exit_code: int | None = None
     peak_rss_mb: float | None = None
@@ -99,6 +101,8 @@ class JobRecord:
         self.alloc_cpus = st.alloc_cpus or self.alloc_cpus
         self.alloc_nodes = st.alloc_nodes or self.alloc_nodes
         self.partition = st.partition or self.partition
+        self.account = st.account or self.account
+        self.qos = st.qos or self.qos
         self.nodelist = st.nodelist or self.nodelist
         if st.exit_code is not None:
             self.exit_code = st.exit_code

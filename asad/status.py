@@ -245,7 +245,8 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
             "time_left_s": (max(0.0, limit - elapsed) if running and elapsed is not None
                             else limit if st == "PD" and job is not None else None),
             "submitted_at": job.submitted_at if job is not None else None,
-            "account": (req.account if req else spec.account) or "", "qos": (req.qos if req else spec.qos) or "",
+            "account": (job.account if job is not None else "") or (req.account if req else spec.account) or "",
+            "qos": (job.qos if job is not None else "") or (req.qos if req else spec.qos) or "",
             "tag": job.tag if job is not None else "",
             **output_paths(wf, name),
             "attempts": run.attempt, "retry": retry_note(tries.get(name, [])), "array_tasks": tasks,

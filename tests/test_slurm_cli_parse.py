@@ -591,3 +591,13 @@ def test_show_config_with_an_empty_value_keeps_the_next_key():
     assert config["PriorityFlags"] == "" and config["PriorityMaxAge"] == "00:10:00"
     rules = rules_from_scontrol(config)
     assert rules.max_age_s == 600 and not rules.accrue_always
+
+
+def test_the_account_and_qos_slurm_charged():
+    """Captured from Slurm 22.05 (local cluster, jobs that named no account or QOS): squeue and sacct
+    say which ones the job got, for asad status's %a and %q; outputs captured before lack them."""
+    for statuses in (parse_squeue(read("squeue_charged.txt")),
+                     {jid: rec.status for jid, rec in parse_sacct(read("sacct_charged.txt")).items()}):
+        assert {jid: (st.account, st.qos) for jid, st in statuses.items()} == {390: ("root", "normal"),
+                                                                              391: ("root", "normal")}
+    assert {st.account for st in parse_squeue(read("squeue_mixed.txt")).values()} == {""}

@@ -93,7 +93,7 @@ def test_cancel_request_is_seen_by_another_connection(db_url):
 
 def test_a_store_of_schema_1_is_migrated_and_keeps_its_rows(tmp_path):
     """A store written by an older asad (schema 1: no plan_why, retry_from, array_tasks,
-    wait_told) opens in this one; its rows stay and the new columns work."""
+    wait_told, rides, account, qos) opens in this one; its rows stay and the new columns work."""
     path = tmp_path / "old.db"
     url = f"sqlite:///{path}"
     spec = load_workflow(EXAMPLES / "blast.yaml")
@@ -106,14 +106,16 @@ def test_a_store_of_schema_1_is_migrated_and_keeps_its_rows(tmp_path):
     store.close()
     with sqlite3.connect(path) as conn:  # as schema 1 wrote it
         for table, column in (("stages", "plan_why"), ("stages", "retry_from"), ("jobs", "array_tasks"),
-                              ("jobs", "wait_told"), ("jobs", "rides")):
+                              ("jobs", "wait_told"), ("jobs", "rides"), ("jobs", "account"), ("jobs", "qos")):
             conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
         conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     store = Store(url)
     (loaded,) = store.load_workflows([wf.id])
     (job,) = loaded.jobs
     assert job.tag == "t1" and job.wait_told is None and job.array_tasks is None and job.rides == ()
+    assert job.account == "" and job.qos == ""
     job.wait_told = [1.5, "0", [0.1] * 7]
+    job.account = "proj1"
     store.save_job(job)
     store.commit()
     store.close()
@@ -121,4 +123,5 @@ def test_a_store_of_schema_1_is_migrated_and_keeps_its_rows(tmp_path):
         assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
     store = Store(url)
     assert store.load_workflows([wf.id])[0].jobs[0].wait_told == [1.5, "0", [0.1] * 7]
+    assert store.load_workflows([wf.id])[0].jobs[0].account == "proj1"
     store.close()

@@ -154,6 +154,8 @@ class JobStatus:
     exit_code: int | None = None
     signal: int | None = None
     array_tasks: dict[str, int] | None = None  # an array job: its tasks per squeue state code
+    account: str = ""  # the account and QOS Slurm charged (a job that names none gets the user's defaults)
+    qos: str = ""
 
     @property
     def wait_s(self) -> float | None:

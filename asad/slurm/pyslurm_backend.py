@@ -165,7 +165,8 @@ class PySlurmBackend:
             alloc_nodes=int(job.num_nodes or 0) if start is not None else 0, nodelist=nodelist,
             time_limit_s=int(limit) * 60 if isinstance(limit, int) else None,
             exit_code=job.exit_code if state.is_final else None,
-            signal=(job.exit_code_signal or None) if state.is_final else None)
+            signal=(job.exit_code_signal or None) if state.is_final else None,
+            account=str(getattr(job, "account", None) or ""), qos=str(getattr(job, "qos", None) or ""))
 
     def _usage(self, job: Any) -> Usage:
         stats = getattr(job, "stats", None)

@@ -176,11 +176,13 @@ SQUEUE_FIELDS = ("JobID", "State", "Reason", "Name", "Comment", "Partition", "Su
 # Asked for after the fields above: an array task's ``<array id>_<index>`` (``16_3``; the pending
 # rest as ``16_[4-9%2]``), or the plain id. Outputs recorded without it still parse.
 SQUEUE_ARRAY_FIELD = "JobArrayID"
+# Asked for after that, for ``asad status``'s %a and %q (outputs recorded before lack them too).
+CHARGED_FIELDS = ("Account", "QOS")
 
 
 def squeue_format() -> str:
     """The ``squeue -O`` value: every field unpadded and followed by the separator."""
-    return ",".join(f"{f}:0{SEP}" for f in (*SQUEUE_FIELDS, SQUEUE_ARRAY_FIELD))
+    return ",".join(f"{f}:0{SEP}" for f in (*SQUEUE_FIELDS, SQUEUE_ARRAY_FIELD, *CHARGED_FIELDS))
 
 
 def _status_times(state: JobState, reason: str, nodelist: str, submit: float | None, eligible: float | None,
@@ -201,8 +203,8 @@ def parse_squeue(text: str, command: str = "squeue") -> dict[int, JobStatus]:
     """Statuses by job id; an array job's tasks are folded into one status under the array's id."""
     out: dict[int, JobStatus] = {}
     tasks: dict[int, list[tuple[JobStatus, int]]] = {}
-    for row in _rows(text, len(SQUEUE_FIELDS), command, optional=1):
-        f = dict(zip((*SQUEUE_FIELDS, SQUEUE_ARRAY_FIELD), row))
+    for row in _rows(text, len(SQUEUE_FIELDS), command, optional=1 + len(CHARGED_FIELDS)):
+        f = dict(zip((*SQUEUE_FIELDS, SQUEUE_ARRAY_FIELD, *CHARGED_FIELDS), row))
         array = split_array_id(f[SQUEUE_ARRAY_FIELD])
         if not f["JobID"].strip().isdigit():
             continue  # array or het job components: never asad's
@@ -220,7 +222,8 @@ def parse_squeue(text: str, command: str = "squeue") -> dict[int, JobStatus]:
                 submit_time=parse_time(f["SubmitTime"]), eligible_time=eligible, start_time=start, end_time=end,
                 alloc_cpus=_int_or(f["NumCPUs"]) if start is not None else 0,
                 alloc_nodes=_int_or(f["NumNodes"]) if start is not None else 0,
-                nodelist=nodelist, time_limit_s=None if limit is None else int(limit))
+                nodelist=nodelist, time_limit_s=None if limit is None else int(limit),
+                account=_null(f["Account"]), qos=_null(f["QOS"]))
         except ValueError as exc:
             raise SlurmParseError(command, text, str(exc)) from None
         if array is not None:
@@ -240,7 +243,7 @@ SACCT_ARRAY_FIELD = "JobID"  # ``16_3`` for an array task (its JobIDRaw is the t
 
 
 def sacct_format() -> str:
-    return ",".join((*SACCT_FIELDS, SACCT_ARRAY_FIELD))
+    return ",".join((*SACCT_FIELDS, SACCT_ARRAY_FIELD, *CHARGED_FIELDS))
 
 
 @dataclass(frozen=True)
@@ -258,10 +261,10 @@ def parse_sacct(text: str, command: str = "sacct") -> dict[int, SacctRecord]:
     step_rss: dict[int, float] = {}
     array_of: dict[int, tuple[int, str]] = {}  # a task's own id -> (array id, index text)
     pending_tasks: list[tuple[int, dict[str, str]]] = []  # ``16_[4-9]``: not started, no id of their own
-    rows = _rows(text, len(SACCT_FIELDS), command, optional=1)
+    rows = _rows(text, len(SACCT_FIELDS), command, optional=1 + len(CHARGED_FIELDS))
     try:
         for row in rows:
-            f = dict(zip((*SACCT_FIELDS, SACCT_ARRAY_FIELD), row))
+            f = dict(zip((*SACCT_FIELDS, SACCT_ARRAY_FIELD, *CHARGED_FIELDS), row))
             raw = f["JobIDRaw"].strip()
             base, dot, _step = raw.partition(".")
             if not base.isdigit():
@@ -300,7 +303,8 @@ def parse_sacct(text: str, command: str = "sacct") -> dict[int, SacctRecord]:
                 start_time=start, end_time=end, alloc_cpus=alloc_cpus if start is not None else 0,
                 alloc_nodes=nnodes if start is not None else 0, nodelist=nodelist,
                 time_limit_s=int(limit_min) * 60 if limit_min.isdigit() else None,
-                exit_code=exit_code if state.is_final else None, signal=signal if state.is_final else None)
+                exit_code=exit_code if state.is_final else None, signal=signal if state.is_final else None,
+                account=_null(f["Account"]), qos=_null(f["QOS"]))
             elapsed = f["ElapsedRaw"].strip()
             usage = Usage(job_id=jid, peak_rss_mb=step_rss.get(jid), total_cpu_s=parse_clock_s(f["TotalCPU"]),
                           elapsed_s=float(elapsed) if elapsed.isdigit() else None, req_mem_mb=req_total,
@@ -378,7 +382,8 @@ def parse_scontrol_jobs(text: str, command: str = "scontrol -o show job") -> dic
                 end_time=end, alloc_cpus=_int_or(kv.get("NumCPUs", "")) if start is not None else 0,
                 alloc_nodes=_int_or(kv.get("NumNodes", "")) if start is not None else 0, nodelist=nodelist,
                 time_limit_s=None if limit is None else int(limit),
-                exit_code=exit_code if state.is_final else None, signal=signal if state.is_final else None)
+                exit_code=exit_code if state.is_final else None, signal=signal if state.is_final else None,
+                account=_null(kv.get("Account", "")), qos=_null(kv.get("QOS", "")))
         except ValueError as exc:
             raise SlurmParseError(command, text, str(exc)) from None
         out[status.job_id] = status

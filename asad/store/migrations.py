@@ -19,6 +19,8 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {
                      conn.execute(text("ALTER TABLE jobs ADD COLUMN array_tasks JSON"))),
     3: lambda conn: conn.execute(text("ALTER TABLE jobs ADD COLUMN wait_told JSON")),
     4: lambda conn: conn.execute(text("ALTER TABLE jobs ADD COLUMN rides JSON")),
+    5: lambda conn: (conn.execute(text("ALTER TABLE jobs ADD COLUMN account VARCHAR(200) DEFAULT ''")),
+                     conn.execute(text("ALTER TABLE jobs ADD COLUMN qos VARCHAR(200) DEFAULT ''"))),
 }
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 
 class Base(DeclarativeBase):
@@ -81,6 +81,8 @@ class JobRow(Base):
     alloc_cpus: Mapped[int] = mapped_column(Integer, default=0)
     alloc_nodes: Mapped[int] = mapped_column(Integer, default=0)
     partition: Mapped[str] = mapped_column(String(200), default="")
+    account: Mapped[str] = mapped_column(String(200), default="")
+    qos: Mapped[str] = mapped_column(String(200), default="")
     nodelist: Mapped[str] = mapped_column(Text, default="")
     exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
     peak_rss_mb: Mapped[float | None] = mapped_column(Float, nullable=True)

@@ -65,6 +65,9 @@ def test_failed_stage_log_is_printed_and_holds_the_output(cluster, tmp_path):
     assert "the-needle" in log_path.read_text()
     status = asad(env, "status", "--all").stdout
     assert f"stage boom failed: its output is in {log_path}" in status, status
+    # the account and QOS Slurm charged, although the stage named neither (squeue shows the same)
+    charged = asad(env, "status", "--all", "-o", "%a %q").stdout.splitlines()
+    assert charged[-2:] == ["ACCOUNT QOS", "root normal"], charged
 
 
 def chain_job_ids(env: dict[str, str], n: int = 2) -> list[int]:
