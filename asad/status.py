@@ -390,9 +390,18 @@ def render_summary(s: dict) -> str:
             lines.append(f"      log {st['log']}" + (f"   Slurm output {st['slurm_output']}"
                                                      if st.get("slurm_output") else ""))
         tries = st.get("attempt_list") or []
-        if len(tries) > 1:  # every attempt, why it was made, and with what
-            lines.extend(f"      {t['text']}" for t in tries)
+        if len(tries) > 1:  # every attempt, why it was made, and with what (and an earlier one's log)
+            lines.extend(f"      {t['text']}" + _earlier_log(st.get("log"), t, last=i == len(tries) - 1)
+                         for i, t in enumerate(tries))
     return "\n".join(lines)
+
+
+def _earlier_log(log: str | None, attempt: dict, *, last: bool) -> str:
+    """The stage wrapper keeps an earlier attempt's log as ``<stage>.log.<its job id>``."""
+    if last or not log or "*" in log or attempt.get("job_id") is None:
+        return ""
+    path = f"{log}.{attempt['job_id']}"
+    return f"   log {path}" if os.path.exists(path) else ""
 
 
 def render_history(items: list[dict]) -> str:

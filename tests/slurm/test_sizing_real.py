@@ -8,6 +8,7 @@ Run alone: ``slurm-scripts/local-cluster.sh up --accounting && .venv/bin/pytest 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -67,7 +68,7 @@ stages:
     cpus: 1
     mem: 200M
     time: 1m
-    run: "sleep 90"
+    run: "echo attempt in job $SLURM_JOB_ID; sleep 90"
 """
 
 
@@ -94,5 +95,10 @@ def test_a_stage_that_timed_out_once_does_not_time_out_on_the_next_run(cluster, 
     assert tries[1]["why"] == "after TIMEOUT at 1:00" and tries[1]["time_s"] == 120
     show = asad(env, "show", str(first["id"]))
     assert "attempt 2 (after TIMEOUT at 1:00)" in show.stdout, show.stdout
+    # the timed-out attempt's own log is kept beside the retry's, and show names it
+    timed_out = tries[0]["job_id"]
+    kept = next(w for line in show.stdout.splitlines() if "attempt 1" in line
+                for w in line.split() if w.endswith(f"slow.log.{timed_out}"))
+    assert Path(kept).read_text() == f"attempt in job {timed_out}\n"
     why = asad(env, "explain", str(second["id"]), "slow")
     assert "timed out at 60 s" in why.stdout, why.stdout
