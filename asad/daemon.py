@@ -231,6 +231,15 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
         store.close()
         os.close(lock_fd)
         return 0
+    stop_signal: list[int] = []
+
+    def stop(signum, _frame) -> None:  # noqa: ANN001
+        # Only note it: a handler that called into the scheduler could interrupt the main thread
+        # inside the scheduler's own locks (a deadlock), and one that came before start() was lost.
+        stop_signal.append(signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     backend, runner = started
     runner.lease = lease
     speed = float(getattr(backend, "speed", 1.0))
@@ -296,15 +305,6 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
             scheduler.shutdown(wait=False)
         return pause
 
-    stop_signal: list[int] = []
-
-    def stop(signum, _frame) -> None:  # noqa: ANN001
-        # Only note it: a handler that called into the scheduler could interrupt the main thread
-        # inside the scheduler's own locks (a deadlock), and one that came before start() was lost.
-        stop_signal.append(signum)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
     scheduler.add_job(beat, "interval", seconds=beat_s, id="beat", next_run_time=datetime.now().astimezone(),
                       coalesce=True, max_instances=1, misfire_grace_time=None)
     log.info("daemon started", backend=backend.name, store=shown_url(settings.database_url), pid=os.getpid())
