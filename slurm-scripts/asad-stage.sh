@@ -51,7 +51,8 @@ log=${ASAD_LOG:-$run_dir/$stage.log}
 if ((leader)); then
     # A new attempt (a retry, a resume) keeps the last attempt's log as <log>.<its job id>: the
     # output of the run that failed is what the user reads next.
-    read -r _ _ old_job _ <"$run_dir/$stage.start" 2>/dev/null || old_job=
+    old_job=
+    [[ -r $run_dir/$stage.start ]] && read -r _ _ old_job _ <"$run_dir/$stage.start"
     if [[ $log != - && -s $log && -n $old_job && $old_job != "$job_id" ]]; then
         mv -f "$log" "$log.$old_job"
     fi

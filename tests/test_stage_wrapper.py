@@ -111,7 +111,8 @@ def test_usage_errors(tmp_path, missing):
 
 
 def test_a_new_attempt_keeps_the_last_attempts_log(tmp_path):
-    run(tmp_path, "a", "echo first try; exit 1", SLURM_JOB_ID="100")
+    first = run(tmp_path, "a", "echo first try; exit 1", SLURM_JOB_ID="100")
+    assert first.stderr == ""  # no earlier attempt: nothing to keep, and nothing said about it
     run(tmp_path, "a", "echo second try", SLURM_JOB_ID="101")
     assert (tmp_path / "a.log").read_text() == "second try\n"
     assert (tmp_path / "a.log.100").read_text() == "first try\n"
