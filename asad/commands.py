@@ -14,11 +14,13 @@ import os
 import sys
 import time
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from asad.config import ConfigError, Settings, load_settings
 from asad.lease import LeaseLost, driver_elsewhere
 from asad.slurm.backend import SlurmError, SubmitRejected
 from asad.spec import SpecError
-from asad.store.db import StoreError, shown_url, unwritable_place_message
+from asad.store.db import StoreError, _explain, shown_url, unwritable_place_message
 from asad.wake import STORE_WAKE_LOOK_S, wake_daemon, wake_through_store
 
 # Exit codes: 1 the workflow failed or was cancelled, 2 usage (argparse), 3 the workflow file or a
@@ -58,7 +60,18 @@ def guarded(fn):  # noqa: ANN001, ANN201
             if exc.errno not in _UNWRITABLE:
                 raise
             return _fail(unwritable_place_message("a file of asad's state", exc), EXIT_STORE)
+        except SQLAlchemyError as exc:
+            # the store failed after it opened: a damaged page of an SQLite file, a server that went
+            # away or changed its password. The same message as a failure to open it.
+            return _fail(_explain(_store_url(args), exc), EXIT_STORE)
     return wrapper
+
+
+def _store_url(args: argparse.Namespace) -> str:
+    try:
+        return settings_from(args).database_url
+    except Exception:  # noqa: BLE001 - only for a message
+        return "(the configured store)"
 
 
 _UNWRITABLE = {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC, errno.ENOTDIR, errno.EDQUOT}

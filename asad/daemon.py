@@ -19,16 +19,18 @@ import math
 import os
 import signal
 import socket
+import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime
 
 import structlog
+from sqlalchemy.exc import SQLAlchemyError
 
 from asad.config import Settings
 from asad.lease import Lease, LeaseHeld, LeaseLost, lease_seconds
 from asad.service import EXIT_ALREADY_RUNNING
-from asad.store.db import StoreError, shown_url
+from asad.store.db import StoreError, _explain, shown_url
 from asad.wake import (BRISK_FOR_S, BRISK_POLL_S, WATCH_INTERVAL_S, StoreWake, Watch, end_markers,
                        kill_logs)
 
@@ -43,6 +45,7 @@ OUTAGE_RETRY_MAX_S = 60.0
 # A standby daemon (another host drives the store) looks again this often: a takeover comes at the
 # earliest when the other one stops cleanly, and one read of a row costs the store nothing.
 STANDBY_LOOK_S = 30.0
+EXIT_STORE_FAILED = 4  # as the CLI's EXIT_STORE: the store cannot be used
 
 
 class AlreadyRunning(Exception):
@@ -218,11 +221,13 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
         # the file lock covers this host; the lease, other hosts
         if _acquire_or_stand_by(lease, store, look_s=min(STANDBY_LOOK_S, settings.max_poll_interval_s)):
             started = _start_when_slurm_answers(settings, store, make_backend, make_runner, lease)
-    except StoreError as exc:
-        print(f"asad: error: {exc}")
-        store.close()
+    except (StoreError, SQLAlchemyError) as exc:  # e.g. damaged pages found while loading the workflows
+        print(f"asad: error: {exc if isinstance(exc, StoreError) else _explain(settings.database_url, exc)}",
+              file=sys.stderr)
+        with contextlib.suppress(Exception):
+            store.close()
         os.close(lock_fd)
-        return 1
+        return EXIT_STORE_FAILED
     except KeyboardInterrupt:
         started = None
     if started is None:
@@ -258,14 +263,18 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
     logging.getLogger("apscheduler").setLevel(logging.ERROR)
 
     def beat() -> None:
-        due = watch.due()
-        if _remote_wake_due(store_wake, store):
-            due.append(0)
-        if any(due):
-            state["brisk_until"] = time.monotonic() + BRISK_FOR_S
-            state["ended"] |= {j for j in due if j}
-        if due or time.monotonic() >= state["next_tick"]:
-            state["next_tick"] = time.monotonic() + tick() / speed
+        try:
+            due = watch.due()
+            if _remote_wake_due(store_wake, store):
+                due.append(0)
+            if any(due):
+                state["brisk_until"] = time.monotonic() + BRISK_FOR_S
+                state["ended"] |= {j for j in due if j}
+            if due or time.monotonic() >= state["next_tick"]:
+                state["next_tick"] = time.monotonic() + tick() / speed
+        except Exception:  # never a beat per second that fails the same way: pause as after an error
+            log.exception("the daemon's beat failed; retrying")
+            state["next_tick"] = time.monotonic() + OUTAGE_RETRY_MAX_S / speed
 
     def tick() -> float:
         """One tick of the runner; returns the pause (backend seconds) before the next one."""
@@ -277,8 +286,16 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
             state["lost"] = True
             scheduler.shutdown(wait=False)
             return math.inf
-        except StoreError as exc:  # disk full, locked, ...: the message says what to do
-            log.error("the store cannot be written; nothing was submitted past it, retrying", error=str(exc))
+        except (StoreError, SQLAlchemyError) as exc:  # disk full, locked, server down ...: the message says what to do
+            with contextlib.suppress(Exception):
+                store.session.rollback()
+            message = str(exc) if isinstance(exc, StoreError) else _explain(settings.database_url, exc)
+            if " is corrupt " in message:  # it will not mend itself: stop, saying how to restore it
+                log.error("stopping: the store is corrupt", error=message)
+                state["store_failed"] = True
+                scheduler.shutdown(wait=False)
+                return math.inf
+            log.error("the store cannot be used; nothing was submitted past it, retrying", error=message)
             report = None
         except Exception:  # never die on one bad tick: log it and try again later
             log.exception("tick failed; retrying")
@@ -298,9 +315,11 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
             store.set_status("daemon", {"pid": os.getpid(), "paused": pacer.paused, "retry_s": pause,
                                         "backend": backend.name, "active": len(runner.active)})
             store.commit()
-        except StoreError as exc:  # keep ticking whatever happens
-            store.session.rollback()
-            log.error("cannot record the daemon's status in the store", error=str(exc))
+        except (StoreError, SQLAlchemyError) as exc:  # keep ticking whatever happens
+            with contextlib.suppress(Exception):
+                store.session.rollback()
+            if report is not None:  # a tick that failed on the store has said so already
+                log.error("cannot record the daemon's status in the store", error=str(exc))
         if max_ticks is not None and state["ticks"] >= max_ticks:
             scheduler.shutdown(wait=False)
         return pause
@@ -319,9 +338,15 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
             scheduler.shutdown(wait=True)  # waits for a tick in progress: the store closes after it
     finally:
         if not state.get("lost"):
-            with contextlib.suppress(StoreError):
+            with contextlib.suppress(StoreError, SQLAlchemyError):
                 lease.release()  # a clean stop: another host may take the store at once
-        store.close()
+        with contextlib.suppress(Exception):
+            store.close()
         os.close(lock_fd)
     log.info("daemon stopped")
+    if state.get("store_failed"):
+        print(f"asad: error: the store {shown_url(settings.database_url)} is corrupt: the daemon stopped. "
+              "Nothing was submitted past it. Fix: move it aside and restore a backup "
+              "(docs/operations.md, 'Back up and restore').", file=sys.stderr)
+        return EXIT_STORE_FAILED
     return 1 if state.get("lost") else 0

@@ -143,6 +143,70 @@ def test_corrupt_pages_are_a_clear_message(tmp_path):
     assert "corrupt" in proc.stderr and "restore" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def _store_with_damaged_table_pages(tmp_path) -> str:
+    """A store whose header and schema pages survive (it opens) but whose tables' do not: what the
+    audit of 2026-11-26 made with ``dd ... seek=10 count=20 conv=notrunc``."""
+    db = tmp_path / "asad.db"
+    store = Store(f"sqlite:///{db}")
+    for _ in range(60):
+        store.add_workflow(load_workflow(EXAMPLES / "montage.yaml"), 0.0)
+    store.close()
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(db.read_bytes())
+    page = 4096
+    data[page * 10:page * 30] = b"\xa5" * (page * 20)
+    db.write_bytes(bytes(data))
+    return f"sqlite:///{db}"
+
+
+def test_damaged_pages_found_after_opening_are_a_clear_message(tmp_path):
+    url = _store_with_damaged_table_pages(tmp_path)
+    for command in (["status", "--all"], ["history"], ["show", "1"]):
+        proc = asad(*command, "--db", url, check=False)
+        assert proc.returncode == 4, (command, proc.stdout + proc.stderr)
+        assert "is corrupt" in proc.stderr and "restore" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_daemon_stops_on_a_corrupt_store_saying_how_to_restore_it(tmp_path, capsys):
+    from asad.config import load_settings
+    from asad.daemon import run_daemon
+
+    url = _store_with_damaged_table_pages(tmp_path)
+    settings = load_settings({"db_url": url, "backend": "sim"})
+    assert run_daemon(settings) == 4  # as it loads the workflows: not one traceback a second
+    err = capsys.readouterr().err
+    assert "is corrupt" in err and "restore a backup" in err and "Traceback" not in err
+
+
+def test_a_store_that_fails_every_tick_is_retried_with_growing_pauses(db_url, monkeypatch, capsys):
+    """The audit saw a daemon whose store went away log a traceback every second; ticks back off."""
+    from sqlalchemy.exc import OperationalError
+
+    from asad.config import load_settings
+    from asad.daemon import run_daemon
+    from asad.runner import Runner
+
+    ticks = []
+
+    def failing_tick(self):  # noqa: ANN001, ANN202
+        ticks.append(time.monotonic())
+        raise OperationalError("SELECT 1", {}, Exception("(2013, 'Lost connection to server during query')"))
+
+    def failing_write(self, key, value):  # noqa: ANN001, ANN202 - the daemon's heartbeat fails too
+        raise OperationalError("UPDATE daemon_status", {}, Exception("(2006, 'MySQL server has gone away')"))
+
+    monkeypatch.setattr(Runner, "tick", failing_tick)
+    monkeypatch.setattr(Store, "set_status", failing_write)
+    settings = load_settings({"db_url": db_url, "backend": "sim", "poll_interval_s": 0.3, "sim_speed": 1.0})
+    assert run_daemon(settings, max_ticks=4) == 0
+    gaps = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]  # pauses 0.6, 1.2, 2.4 s, on 1-s beats
+    assert len(gaps) == 3 and gaps[0] < gaps[1] < gaps[2], gaps
+    out = capsys.readouterr()
+    logged = out.out + out.err
+    assert logged.count("the store cannot be used") == 4 and "Traceback" not in logged, logged
+
+
 @pytest.mark.skipif(shutil.which("sqlite3") is None, reason="the sqlite3 command-line shell is not installed")
 def test_documented_backup_and_restore(tmp_path):
     """docs/operations.md: `sqlite3 asad.db ".backup backup.db"` while asad runs, then restore."""
@@ -211,3 +275,19 @@ def test_processes_opening_one_fresh_store_at_once_all_succeed(tmp_path):
             with sqlite3.connect(path) as conn:
                 rows = dict(conn.execute("select key, value from meta").fetchall())
             assert rows["store_id"] == ids[0]
+
+
+def test_a_store_found_corrupt_by_a_tick_stops_the_daemon(db_url, monkeypatch, capsys):
+    from sqlalchemy.exc import DatabaseError
+
+    from asad.config import load_settings
+    from asad.daemon import run_daemon
+    from asad.runner import Runner
+
+    def corrupt_tick(self):  # noqa: ANN001, ANN202
+        raise DatabaseError("SELECT", {}, Exception("database disk image is malformed"))
+
+    monkeypatch.setattr(Runner, "tick", corrupt_tick)
+    assert run_daemon(load_settings({"db_url": db_url, "backend": "sim"})) == 4
+    out = capsys.readouterr()
+    assert "is corrupt: the daemon stopped" in out.err and "Traceback" not in out.out + out.err

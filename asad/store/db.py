@@ -61,6 +61,11 @@ def _prepare_sqlite_file(path: Path) -> None:
             )
 
 
+# The PyPI package that installs a driver module SQLAlchemy asked for (where the names differ).
+_DRIVER_PACKAGES = {"MySQLdb": "mysqlclient", "pymysql": "PyMySQL", "psycopg2": "psycopg2-binary",
+                    "psycopg": "'psycopg[binary]'", "mysql": "mysql-connector-python"}
+
+
 def make_engine(url: str) -> Engine:
     path = sqlite_file(url)
     if path is not None:
@@ -68,6 +73,8 @@ def make_engine(url: str) -> Engine:
     kwargs: dict = {}
     if url.startswith("sqlite"):
         kwargs["connect_args"] = {"timeout": 10.0}  # busy timeout: wait for another process's write
+    else:  # a server closes idle connections (MariaDB after 8 h): test one before use, reconnect if gone
+        kwargs.update(pool_pre_ping=True, pool_recycle=3600)
     engine = create_engine(url, **kwargs)
     if url.startswith("sqlite"):
         @event.listens_for(engine, "connect")
@@ -95,8 +102,9 @@ def open_database(url: str, *, create: bool = True) -> tuple[Engine, sessionmake
     except (DatabaseError, sqlite3.DatabaseError) as exc:
         raise StoreError(_explain(url, exc)) from exc
     except ImportError as exc:
+        package = _DRIVER_PACKAGES.get(exc.name or "", exc.name)
         raise StoreError(f"the store {shown_url(url)} needs the Python database driver {exc.name!r}, which is not "
-                         f"installed (pip install {exc.name}), or use the default SQLite store.") from exc
+                         f"installed. Fix: pip install {package}, or use the default SQLite store.") from exc
     except SQLAlchemyError as exc:
         raise StoreError(f"cannot open the store {shown_url(url)}: {exc}. Check the URL (config 'db_url', "
                          "env ASAD_DB_URL or --db).") from exc
@@ -205,7 +213,27 @@ def _explain(url: str, exc: BaseException) -> str:
                     "the store to a writable folder (--db).")
         return (f"the store {url} cannot be written ({text}). Check the file's and its folder's owner and "
                 "mode (the file 0600, the folder writable by you).")
+    if not url.startswith("sqlite"):
+        return _explain_server(url, text, low)
     return f"the store {url} failed: {text}"
+
+
+def _explain_server(url: str, text: str, low: str) -> str:
+    """A database server's refusal (MySQL/MariaDB codes, PostgreSQL words), with the fix."""
+    where = "the URL (config 'db_url', env ASAD_DB_URL or --db)"
+    if "(1044" in low:  # MariaDB says this, not "unknown database", to a user without rights there
+        return (f"the store {url} is not open to this user ({text}): the database does not exist or the user "
+                f"has no rights on it. Fix: create it and GRANT ALL ON <database>.* TO <user>, or correct {where}.")
+    if "access denied" in low or "password authentication failed" in low or "(1045" in low:
+        return f"the store {url} refused the login ({text}). Fix: check the user and password in {where}."
+    if "unknown database" in low or "(1049" in low or ("database" in low and "does not exist" in low):
+        return (f"the store {url} names a database the server does not have ({text}). Fix: create it "
+                "(CREATE DATABASE <name>), or correct the database in " + where + ".")
+    if any(code in low for code in ("(2003", "(2002", "(2005", "(2006", "(2013", "connection refused",
+                                    "could not connect", "lost connection", "server has gone away")):
+        return (f"the store {url} does not answer ({text}). Fix: start the database server, or check the "
+                f"host and port in {where}. asad retries by itself once it answers.")
+    return f"the store {url} failed: {text}. Fix: check {where} and the database server's log."
 
 
 def _read_only_fs(folder: Path) -> bool:

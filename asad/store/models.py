@@ -5,10 +5,10 @@ Bump ``SCHEMA_VERSION`` with every change and add a step to ``migrations.MIGRATI
 
 from __future__ import annotations
 
-from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, Double, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 
 class Base(DeclarativeBase):
@@ -29,8 +29,8 @@ class WorkflowRow(Base):
     mode: Mapped[str] = mapped_column(String(32))
     state: Mapped[str] = mapped_column(String(16), index=True)
     spec: Mapped[dict] = mapped_column(JSON)
-    created_at: Mapped[float] = mapped_column(Float)
-    ended_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    created_at: Mapped[float] = mapped_column(Double)
+    ended_at: Mapped[float | None] = mapped_column(Double, nullable=True)
     message: Mapped[str] = mapped_column(Text, default="")
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     summary: Mapped[dict | None] = mapped_column(JSON, nullable=True)
@@ -45,16 +45,16 @@ class StageRow(Base):
     state: Mapped[str] = mapped_column(String(16))
     attempt: Mapped[int] = mapped_column(Integer, default=0)
     job_row: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    planned_submit_at: Mapped[float | None] = mapped_column(Float, nullable=True)
-    est_wait_s: Mapped[float | None] = mapped_column(Float, nullable=True)
-    est_runtime_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    planned_submit_at: Mapped[float | None] = mapped_column(Double, nullable=True)
+    est_wait_s: Mapped[float | None] = mapped_column(Double, nullable=True)
+    est_runtime_s: Mapped[float | None] = mapped_column(Double, nullable=True)
     cpus: Mapped[int | None] = mapped_column(Integer, nullable=True)
     mem_mb: Mapped[int | None] = mapped_column(Integer, nullable=True)
     time_s: Mapped[int | None] = mapped_column(Integer, nullable=True)
     size_why: Mapped[str] = mapped_column(Text, default="")
     plan_why: Mapped[str] = mapped_column(Text, default="")
-    start_time: Mapped[float | None] = mapped_column(Float, nullable=True)
-    end_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+    start_time: Mapped[float | None] = mapped_column(Double, nullable=True)
+    end_time: Mapped[float | None] = mapped_column(Double, nullable=True)
     message: Mapped[str] = mapped_column(Text, default="")
     retry_from: Mapped[int] = mapped_column(Integer, default=0)  # attempts up to this one predate a resume
 
@@ -72,12 +72,12 @@ class JobRow(Base):
     request: Mapped[dict] = mapped_column(JSON)
     geometry_key: Mapped[str] = mapped_column(String(200))
     job_id: Mapped[int | None] = mapped_column(Integer, nullable=True, index=True)
-    submitted_at: Mapped[float | None] = mapped_column(Float, nullable=True)
+    submitted_at: Mapped[float | None] = mapped_column(Double, nullable=True)
     state: Mapped[str] = mapped_column(String(16))
     reason: Mapped[str] = mapped_column(String(64), default="")
-    eligible_time: Mapped[float | None] = mapped_column(Float, nullable=True)
-    start_time: Mapped[float | None] = mapped_column(Float, nullable=True)
-    end_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+    eligible_time: Mapped[float | None] = mapped_column(Double, nullable=True)
+    start_time: Mapped[float | None] = mapped_column(Double, nullable=True)
+    end_time: Mapped[float | None] = mapped_column(Double, nullable=True)
     alloc_cpus: Mapped[int] = mapped_column(Integer, default=0)
     alloc_nodes: Mapped[int] = mapped_column(Integer, default=0)
     partition: Mapped[str] = mapped_column(String(200), default="")
@@ -85,11 +85,11 @@ class JobRow(Base):
     qos: Mapped[str] = mapped_column(String(200), default="")
     nodelist: Mapped[str] = mapped_column(Text, default="")
     exit_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
-    peak_rss_mb: Mapped[float | None] = mapped_column(Float, nullable=True)
-    cpu_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    peak_rss_mb: Mapped[float | None] = mapped_column(Double, nullable=True)
+    cpu_s: Mapped[float | None] = mapped_column(Double, nullable=True)
     wait_learned: Mapped[bool] = mapped_column(Boolean, default=False)
-    est_wait_s: Mapped[float | None] = mapped_column(Float, nullable=True)
-    planned_start: Mapped[float | None] = mapped_column(Float, nullable=True)
+    est_wait_s: Mapped[float | None] = mapped_column(Double, nullable=True)
+    planned_start: Mapped[float | None] = mapped_column(Double, nullable=True)
     cancelled_by_asad: Mapped[bool] = mapped_column(Boolean, default=False)
     array_tasks: Mapped[dict | None] = mapped_column(JSON, nullable=True)  # an array job's tasks per state
     wait_told: Mapped[list | None] = mapped_column(JSON, nullable=True)  # what the wait learner told it
@@ -102,9 +102,9 @@ class WaitObservation(Base):
     __table_args__ = (Index("ix_wait_key", "geometry_key"),)
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     geometry_key: Mapped[str] = mapped_column(String(200))
-    wait_s: Mapped[float] = mapped_column(Float)
-    estimate_s: Mapped[float | None] = mapped_column(Float, nullable=True)
-    observed_at: Mapped[float] = mapped_column(Float)
+    wait_s: Mapped[float] = mapped_column(Double)
+    estimate_s: Mapped[float | None] = mapped_column(Double, nullable=True)
+    observed_at: Mapped[float] = mapped_column(Double)
     job_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
@@ -117,7 +117,7 @@ class LearnerRow(Base):
     key: Mapped[str] = mapped_column(String(300), primary_key=True)
     state: Mapped[dict] = mapped_column(JSON)
     n_observations: Mapped[int] = mapped_column(Integer, default=0)
-    updated_at: Mapped[float] = mapped_column(Float, default=0.0)
+    updated_at: Mapped[float] = mapped_column(Double, default=0.0)
 
 
 class DaemonStatus(Base):
