@@ -20,7 +20,7 @@ from asad.config import ConfigError, Settings, load_settings
 from asad.lease import LeaseLost, driver_elsewhere
 from asad.slurm.backend import SlurmError, SubmitRejected
 from asad.spec import SpecError
-from asad.store.db import StoreError, _explain, shown_url, unwritable_place_message
+from asad.store.db import StoreError, _explain, absolute_sqlite_url, shown_url, unwritable_place_message
 from asad.wake import STORE_WAKE_LOOK_S, wake_daemon, wake_through_store
 
 # Exit codes: 1 the workflow failed or was cancelled, 2 usage (argparse), 3 the workflow file or a
@@ -503,9 +503,16 @@ def cmd_service(args: argparse.Namespace) -> int:
 
     settings = settings_from(args)
     backend = resolve_backend(args.backend or settings.backend)
-    daemon_args = ["--backend", backend] + (["--db", args.db_url] if args.db_url else []) + \
-        (["--config", str(args.config.resolve())] if args.config else [])
-    text = unit_text(daemon_args)
+    daemon_args = ["--backend", backend] + (["--config", str(args.config.resolve())] if args.config else [])
+    env = dict(os.environ)
+    if args.db_url or env.get("ASAD_DB_URL"):
+        # In the unit's environment, not on its command line: every user on the node reads a command
+        # line (ps), and a server store's URL holds a password. Absolute: systemd starts it in $HOME.
+        env["ASAD_DB_URL"] = absolute_sqlite_url(settings.database_url)
+    for var in ("ASAD_STATE_DIR", "ASAD_CONFIG", "XDG_STATE_HOME", "XDG_CONFIG_HOME"):
+        if env.get(var):
+            env[var] = os.path.abspath(os.path.expanduser(env[var]))
+    text = unit_text(daemon_args, env)
     if str(args.output) == "-":
         print(text, end="")
         return 0
@@ -514,7 +521,10 @@ def cmd_service(args: argparse.Namespace) -> int:
         return _fail(f"{path} exists; nothing was written. Fix: --force to replace it, or --output elsewhere",
                      EXIT_INPUT)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)  # it may hold the store's password
+    with os.fdopen(fd, "w") as unit:
+        os.fchmod(unit.fileno(), 0o600)  # an existing file (--force) keeps its mode otherwise
+        unit.write(text)
     print(f"wrote {path} (ExecStart: this asad, --backend {backend}; Environment: this shell's PATH"
           f"{', SLURM_CONF' if os.environ.get('SLURM_CONF') else ''}). Start it with:\n"
           "  systemctl --user daemon-reload && systemctl --user enable --now asad")

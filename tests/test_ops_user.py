@@ -13,7 +13,7 @@ from asad import app, cli
 from asad.model import JobPhase
 from asad.slurm.backend import JobState
 from asad.store.repo import Store
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, ROOT
 from tests.test_cli import asad
 
 
@@ -433,6 +433,18 @@ def test_service_writes_a_unit_that_runs_this_asad_with_this_shells_slurm(tmp_pa
     assert "SLURM_CONF=/etc/slurm/site's slurm.conf" in env and f"PATH={os.environ['PATH']}" in env
     again = asad("service", "--output", str(unit), check=False)
     assert again.returncode == 3 and "--force" in again.stderr
+    assert unit.stat().st_mode & 0o777 == 0o600  # it may hold the store's password
+    # a server store's URL goes to the (private) environment, never to the command line ps shows
+    asad("service", "--backend", "slurm", "--db", "mysql+pymysql://me:s3cret@db/asad", "--output", str(unit),
+         "--force")
+    text = unit.read_text()
+    exec_start = next(line for line in text.splitlines() if line.startswith("ExecStart="))
+    assert "s3cret" not in exec_start and "--db" not in exec_start
+    assert 'Environment="ASAD_DB_URL=mysql+pymysql://me:s3cret@db/asad"' in text
+    assert unit.stat().st_mode & 0o777 == 0o600
+    # a relative SQLite path is made absolute: systemd starts the service in $HOME
+    asad("service", "--backend", "slurm", "--db", "rel/asad.db", "--output", str(unit), "--force")
+    assert f'Environment="ASAD_DB_URL=sqlite:///{ROOT}/rel/asad.db"' in unit.read_text()
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
         pytest.skip("systemd-analyze is not installed: the unit's syntax was not checked by systemd")

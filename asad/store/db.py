@@ -33,6 +33,15 @@ def sqlite_url(path: str | Path) -> str:
     return f"sqlite:///{Path(path).expanduser()}"
 
 
+def absolute_sqlite_url(url: str) -> str:
+    """``url`` with an SQLite file's path made absolute (its query kept); other URLs unchanged."""
+    path = sqlite_file(url)
+    if path is None:
+        return url
+    query = url.partition("?")[2]
+    return sqlite_url(path) + (f"?{query}" if query else "")
+
+
 def unwritable_place_message(what: str, exc: OSError) -> str:
     """A clear message for a file or folder asad cannot create or write (read-only file system,
     permissions, a file where a folder should be), naming the path and the fix."""
