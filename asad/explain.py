@@ -36,8 +36,24 @@ def explain_refusal(slurm_message: str) -> str:
     return ""
 
 
-def refusal_text(slurm_message: str) -> str:
-    """Slurm's words verbatim, then the hint when there is one."""
+def refusal_text(slurm_message: str, request=None) -> str:  # noqa: ANN001 - a JobRequest
+    """Slurm's words verbatim, then the hint when there is one (about the job's GPUs, generic
+    resources or node features, when it asked for some and Slurm found no node that has them)."""
     text = f"Slurm refused the job: {slurm_message.strip()}"
     hint = explain_refusal(slurm_message)
+    asked = _node_extras(request)
+    if asked and "requested node configuration is not available" in slurm_message.lower():
+        hint = (f"no node of the partition has what the job asks: {asked}, with its CPUs and memory; "
+                "'sinfo -o \"%P %c %m %G %f\"' shows each partition's CPUs, memory (MB), generic resources "
+                "(GPUs) and features per node: ask for fewer or choose another partition")
     return f"{text} ({hint})" if hint else text
+
+
+def _node_extras(request) -> str:  # noqa: ANN001
+    if request is None:
+        return ""
+    parts = [f"{label} {value}" for label, value in (("gpus", getattr(request, "gpus", None)),
+                                                      ("gres", getattr(request, "gres", None)),
+                                                      ("constraint", getattr(request, "constraint", None)))
+             if value]
+    return ", ".join(parts)

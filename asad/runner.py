@@ -423,11 +423,11 @@ class Runner:
         log.error("slurm refused a job", workflow=wf.id, stage=job.stage, slurm=exc.slurm_message)
         stage = wf.stages.get(job.stage)
         if stage is not None:
-            stage.state, stage.message = StageState.FAILED, refusal_text(exc.slurm_message)
+            stage.state, stage.message = StageState.FAILED, refusal_text(exc.slurm_message, job.request)
             d.dirty_stages.append(stage)
         tail = Decisions()
         self.engine._end_workflow(wf, WorkflowState.FAILED, now, tail,
-                                  f"stage {job.stage}: {refusal_text(exc.slurm_message)}")
+                                  f"stage {job.stage}: {refusal_text(exc.slurm_message, job.request)}")
         if tail.cancel:
             ids = [j.job_id for j in tail.cancel if j.job_id is not None]
             if ids:

@@ -386,7 +386,7 @@ def render_summary(s: dict) -> str:
             lines.append(f"      {st['message']}")
         if st.get("array_tasks"):
             lines.append(f"      array {st['array']}: tasks {format_tasks(st['array_tasks'])}")
-        if st.get("log"):
+        if st.get("log") and st.get("job_id"):  # a job Slurm refused wrote no log
             lines.append(f"      log {st['log']}" + (f"   Slurm output {st['slurm_output']}"
                                                      if st.get("slurm_output") else ""))
         tries = st.get("attempt_list") or []

@@ -181,3 +181,15 @@ def test_huge_workflow_runs_to_completion():
 
     result = measure_huge(2_000, 100, run=True)
     assert result.state == "COMPLETED"
+
+
+def test_a_node_configuration_refusal_names_the_gpus_the_job_asked_for():
+    """The audit's stage asked for 'gres: gpu:3' on nodes of 2 GPUs; the hint spoke of CPUs and memory."""
+    from asad.explain import refusal_text
+    from asad.slurm.backend import JobRequest
+
+    slurm = "sbatch: error: Batch job submission failed: Requested node configuration is not available"
+    plain = refusal_text(slurm, JobRequest(name="x", command="c", cpus_per_task=64))
+    assert "that many CPUs or that much memory" in plain
+    gpus = refusal_text(slurm, JobRequest(name="x", command="c", gres="gpu:3"))
+    assert gpus.startswith(f"Slurm refused the job: {slurm}") and "gres gpu:3" in gpus and "%G" in gpus
