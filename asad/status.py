@@ -112,6 +112,10 @@ def output_paths(wf: WorkflowRun, stage: str) -> dict[str, str]:
     return out
 
 
+def _per_node(total_mb: int | None, nodes: int) -> int | None:
+    return None if total_mb is None else -(-total_mb // max(1, nodes))
+
+
 def _run_folder(job) -> str | None:  # noqa: ANN001
     """The folder the stage wrapper of this submitted job writes its markers to (None: no such job)."""
     return os.path.dirname(job.request.output) if job.request.output and job.job_id is not None else None
@@ -207,6 +211,8 @@ def _reason(wf: WorkflowRun, name: str, run: StageRun, job: JobRecord | None, li
         if all(wf.stages[p].state is StageState.COMPLETED for p in wf.spec.predecessors(name)):
             return "(NotYetSubmitted)"  # free to go: the daemon submits it at its next wake
         return "(Predecessors)"
+    if run.state is StageState.COMPLETED:  # squeue names a finished job's nodes, not a reason
+        return job.nodelist if job is not None and job.nodelist else ""
     return f"({run.message})" if run.message else ""
 
 
@@ -234,6 +240,8 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
             "st": st, "time_s": elapsed, "nodes": (job.alloc_nodes or req.nodes) if job else wf.spec.stage(name).nodes,
             "cpus": (job.alloc_cpus or req.cpus) if job else (run.cpus or wf.spec.stage(name).cpus),
             "mem_mb": req.total_mem_mb() if req else wf.spec.stage(name).total_mem_mb(),
+            "mem_per_node_mb": _per_node(req.total_mem_mb(), req.nodes) if req
+            else wf.spec.stage(name).mem_per_node_mb(),
             "planned_at": run.planned_submit_at, "est_wait_s": run.est_wait_s, "reason": reason,
             "message": run.message,
             "state_long": _LONG_STATE.get(st, run.state.value) if st else run.state.value,
@@ -293,8 +301,8 @@ def _cell(row: dict, key: str) -> str:
         return format_duration(row["est_wait_s"]) if row["est_wait_s"] is not None else "-"
     if key == "where":
         return row["reason"]
-    if key == "mem":
-        return format_mem(row["mem_mb"])
+    if key == "mem":  # squeue's MIN_MEMORY: per node, as --mem asks
+        return format_mem(row["mem_per_node_mb"])
     if key == "partition":
         return row["partition"] or "-"
     if key == "time_limit":

@@ -191,3 +191,20 @@ def test_squeue_letters_read_as_squeue_would_before_and_after_the_first_poll(db_
     assert (rows["first"]["state_long"], rows["first"]["nodelist"]) == ("RUNNING", "main-0")
     assert rows["second"]["time_left_s"] == rows["second"]["time_limit_s"] == 3600
     assert render_status(list(rows.values()), "%S %T %L").splitlines()[2].split() == ["second", "PENDING", "1:00:00"]
+
+
+def test_min_memory_is_per_node_as_squeue_prints_it(db_url):
+    """%m is squeue's MIN_MEMORY: what --mem asks of each node (the audit saw 400M for 2 x 200M)."""
+    sim = make_simulator("small", load=0.0, seed=1)
+    store = Store(db_url)
+    runner = make_runner(Settings(), store, sim)
+    store.add_workflow(parse_workflow("name: wide\nstages:\n  - {name: a, nodes: 2, ntasks: 2, cpus_per_task: 1, "
+                                      "mem: 200M, time: 10m, run: 'true', simulate: {runtime: 5m}}\n"),
+                       sim.now(), strategy="per-stage")
+    before, _ = status_rows(store)  # not submitted yet: from the workflow file
+    runner.load()
+    runner.tick()
+    after, _ = status_rows(store)
+    store.close()
+    for rows in (before, after):
+        assert render_status(rows, "%m").splitlines()[-1].strip() == "200M", rows

@@ -83,6 +83,10 @@ def test_failed_workflow_resumes_from_the_failed_stage(db_url, strategy):
     b_jobs = sorted((j for j in wf2.jobs if j.stage == "b"), key=lambda j: j.attempt)
     assert b_jobs[-1].start_time >= wf2.stages["a"].end_time
     assert wf2.stages["c"].start_time >= wf2.stages["b"].end_time
+    from asad.status import status_rows
+
+    rows, _ = status_rows(store, wf.id, include_finished=True)  # squeue names a finished job's nodes
+    assert [r["reason"] for r in rows] == [wf2.current_job(n).nodelist for n in "abc"], rows
     store.close()
 
 

@@ -70,3 +70,16 @@ def test_quantile_predictor_is_off_by_default_and_a_recent_quantile_when_on():
     maq_off, kills_off = replay(BestAgent(seed=1), [None] * 300, peaks)
     maq_on, kills_on = replay(BestAgent(seed=1, quantile_q=0.5), [None] * 300, peaks)
     assert maq_on > maq_off + 0.05 and kills_off < kills_on < 0.15
+
+
+def test_explain_names_the_sizing_agent_once(tmp_path):
+    """The audit read 'sizey-like: sizey-like: 1 run(s) ...' in asad explain."""
+    from tests.test_cli import asad
+
+    wf = tmp_path / "sized.yaml"
+    wf.write_text("name: sized\nsizing: sizey-like\nstages:\n"
+                  "  - {name: a, cpus: 1, mem: 1G, time: 10m, run: 'true', simulate: {runtime: 1m, peak_mem: 300M}}\n")
+    for _ in range(2):
+        asad("run", str(wf), "--backend", "sim", "--load", "0")
+    why = asad("explain", "2", "a").stdout
+    assert "sizey-like: " in why and "sizey-like: sizey-like" not in why, why
