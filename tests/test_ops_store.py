@@ -126,19 +126,25 @@ def test_locked_database_is_a_clear_message_after_the_busy_timeout(tmp_path):
     assert asad("status", "--all", "--json", "--db", f"sqlite:///{db}").stdout.count('"stage"') == 0
 
 
-def test_corrupt_pages_are_a_clear_message(tmp_path):
+def _damaged_store(tmp_path, first_page: int, pages: int, workflows: int = 30) -> str:
+    """A store of ``workflows`` workflows whose pages ``first_page`` ... (4 KiB each) are overwritten."""
     db = tmp_path / "asad.db"
     store = Store(f"sqlite:///{db}")
-    for _ in range(30):
+    for _ in range(workflows):
         store.add_workflow(load_workflow(EXAMPLES / "montage.yaml"), 0.0)
     store.close()
     with sqlite3.connect(db) as conn:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     data = bytearray(db.read_bytes())
     page = 4096
-    data[page:page * 6] = b"\xa5" * (page * 5)  # the header survives; the schema and tables do not
+    data[page * first_page:page * (first_page + pages)] = b"\xa5" * (page * pages)
     db.write_bytes(bytes(data))
-    proc = asad("status", "--all", "--db", f"sqlite:///{db}", check=False)
+    return f"sqlite:///{db}"
+
+
+def test_corrupt_pages_are_a_clear_message(tmp_path):
+    url = _damaged_store(tmp_path, 1, 5)  # the header survives; the schema and tables do not
+    proc = asad("status", "--all", "--db", url, check=False)
     assert proc.returncode == 4, proc.stdout + proc.stderr
     assert "corrupt" in proc.stderr and "restore" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -146,18 +152,7 @@ def test_corrupt_pages_are_a_clear_message(tmp_path):
 def _store_with_damaged_table_pages(tmp_path) -> str:
     """A store whose header and schema pages survive (it opens) but whose tables' do not: what the
     audit of 2026-11-26 made with ``dd ... seek=10 count=20 conv=notrunc``."""
-    db = tmp_path / "asad.db"
-    store = Store(f"sqlite:///{db}")
-    for _ in range(60):
-        store.add_workflow(load_workflow(EXAMPLES / "montage.yaml"), 0.0)
-    store.close()
-    with sqlite3.connect(db) as conn:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    data = bytearray(db.read_bytes())
-    page = 4096
-    data[page * 10:page * 30] = b"\xa5" * (page * 20)
-    db.write_bytes(bytes(data))
-    return f"sqlite:///{db}"
+    return _damaged_store(tmp_path, 10, 20, workflows=60)
 
 
 def test_damaged_pages_found_after_opening_are_a_clear_message(tmp_path):
