@@ -20,7 +20,7 @@ from asad.config import ConfigError, Settings, load_settings
 from asad.lease import LeaseLost, driver_elsewhere
 from asad.slurm.backend import SlurmError, SubmitRejected
 from asad.spec import SpecError
-from asad.store.db import StoreError, _explain, absolute_sqlite_url, shown_url, unwritable_place_message
+from asad.store.db import StoreError, explain_failure, absolute_sqlite_url, shown_url, unwritable_place_message
 from asad.wake import STORE_WAKE_LOOK_S, wake_daemon, wake_through_store
 
 # Exit codes: 1 the workflow failed or was cancelled, 2 usage (argparse), 3 the workflow file or a
@@ -63,7 +63,7 @@ def guarded(fn):  # noqa: ANN001, ANN201
         except SQLAlchemyError as exc:
             # the store failed after it opened: a damaged page of an SQLite file, a server that went
             # away or changed its password. The same message as a failure to open it.
-            return _fail(_explain(_store_url(args), exc), EXIT_STORE)
+            return _fail(explain_failure(_store_url(args), exc), EXIT_STORE)
     return wrapper
 
 

@@ -30,7 +30,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from asad.config import Settings
 from asad.lease import Lease, LeaseHeld, LeaseLost, lease_seconds
 from asad.service import EXIT_ALREADY_RUNNING
-from asad.store.db import StoreError, _explain, shown_url
+from asad.store.db import StoreError, explain_failure, shown_url
 from asad.wake import (BRISK_FOR_S, BRISK_POLL_S, WATCH_INTERVAL_S, StoreWake, Watch, end_markers,
                        kill_logs)
 
@@ -222,7 +222,7 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
         if _acquire_or_stand_by(lease, store, look_s=min(STANDBY_LOOK_S, settings.max_poll_interval_s)):
             started = _start_when_slurm_answers(settings, store, make_backend, make_runner, lease)
     except (StoreError, SQLAlchemyError) as exc:  # e.g. damaged pages found while loading the workflows
-        print(f"asad: error: {exc if isinstance(exc, StoreError) else _explain(settings.database_url, exc)}",
+        print(f"asad: error: {exc if isinstance(exc, StoreError) else explain_failure(settings.database_url, exc)}",
               file=sys.stderr)
         with contextlib.suppress(Exception):
             store.close()
@@ -289,7 +289,7 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
         except (StoreError, SQLAlchemyError) as exc:  # disk full, locked, server down ...: the message says what to do
             with contextlib.suppress(Exception):
                 store.session.rollback()
-            message = str(exc) if isinstance(exc, StoreError) else _explain(settings.database_url, exc)
+            message = str(exc) if isinstance(exc, StoreError) else explain_failure(settings.database_url, exc)
             if " is corrupt " in message:  # it will not mend itself: stop, saying how to restore it
                 log.error("stopping: the store is corrupt", error=message)
                 state["store_failed"] = True

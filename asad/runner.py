@@ -22,7 +22,7 @@ from asad.learned import Learned
 from asad.metrics import summarize
 from asad.model import JobPhase, JobRecord, StageState, WorkflowRun, WorkflowState
 from asad.slurm.backend import Backend, JobState, SlurmUnavailable, SubmitDeferred, SubmitRejected
-from asad.store.db import StoreError, _explain
+from asad.store.db import StoreError, explain_failure
 from asad.store.repo import Store
 
 log = structlog.get_logger("asad.runner")
@@ -156,7 +156,7 @@ class Runner:
             self.reload()
             if isinstance(exc, StoreError):
                 raise
-            raise StoreError(_explain(self.store.url, exc)) from exc
+            raise StoreError(explain_failure(self.store.url, exc)) from exc
 
     def reload(self) -> None:
         self.active.clear()

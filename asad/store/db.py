@@ -109,7 +109,7 @@ def open_database(url: str, *, create: bool = True) -> tuple[Engine, sessionmake
     except StoreError:
         raise
     except (DatabaseError, sqlite3.DatabaseError) as exc:
-        raise StoreError(_explain(url, exc)) from exc
+        raise StoreError(explain_failure(url, exc)) from exc
     except ImportError as exc:
         package = _DRIVER_PACKAGES.get(exc.name or "", exc.name)
         raise StoreError(f"the store {shown_url(url)} needs the Python database driver {exc.name!r}, which is not "
@@ -135,7 +135,7 @@ def open_database(url: str, *, create: bool = True) -> tuple[Engine, sessionmake
     except StoreError:
         raise
     except (DatabaseError, OperationalError) as exc:
-        raise StoreError(_explain(url, exc)) from exc
+        raise StoreError(explain_failure(url, exc)) from exc
     return engine, factory, store_id
 
 
@@ -198,7 +198,7 @@ def shown_url(url: str) -> str:
         return url.split("@", 1)[-1] if "@" in url else url
 
 
-def _explain(url: str, exc: BaseException) -> str:
+def explain_failure(url: str, exc: BaseException) -> str:
     url = shown_url(url)
     text = str(getattr(exc, "orig", exc) or exc)
     low = text.lower()

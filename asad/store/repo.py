@@ -13,7 +13,7 @@ from asad.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun, W
 from asad.slurm.backend import JobState
 from asad.spec import WorkflowSpec
 from asad.store.codec import request_from_dict, request_to_dict
-from asad.store.db import StoreError, _explain, open_database
+from asad.store.db import StoreError, explain_failure, open_database
 from asad.store.models import DaemonStatus, JobRow, LearnerRow, Meta, StageRow, WaitObservation, WorkflowRow
 
 _STAGE_FIELDS = ("state", "attempt", "job_row", "planned_submit_at", "est_wait_s", "est_runtime_s", "cpus",
@@ -53,7 +53,7 @@ class Store:
             self.session.commit()
         except SQLAlchemyError as exc:
             self.session.rollback()
-            raise StoreError(_explain(self.url, exc)) from exc
+            raise StoreError(explain_failure(self.url, exc)) from exc
 
     def _flush(self) -> None:
         self._guard(self.session.flush)
@@ -71,7 +71,7 @@ class Store:
             return fn()
         except SQLAlchemyError as exc:
             self.session.rollback()
-            raise StoreError(_explain(self.url, exc)) from exc
+            raise StoreError(explain_failure(self.url, exc)) from exc
 
     # -- workflows ------------------------------------------------------------------------
     def add_workflow(self, spec: WorkflowSpec, now: float, *, strategy: str | None = None,
@@ -277,7 +277,7 @@ class Store:
             return False
         except SQLAlchemyError as exc:
             self.session.rollback()
-            raise StoreError(_explain(self.url, exc)) from exc
+            raise StoreError(explain_failure(self.url, exc)) from exc
 
     def get_status(self, key: str) -> dict | None:
         self.session.expire_all()
