@@ -24,7 +24,7 @@ from test_workflows_real import asad, asad_env
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(300)]
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-EPOCH = 1_795_722_577.125  # 2026-11-26: a float32 keeps this only to 128 s
+EPOCH = 1_795_722_577.125  # 2026-11-26; a MariaDB FLOAT read it back as 1795720000 (the audit)
 
 
 def _mariadb(cluster_dir: Path, sql: str) -> None:
