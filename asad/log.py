@@ -25,10 +25,14 @@ def setup_logging(verbosity: int = 0, *, json_lines: bool | None = None) -> None
     if json_lines is None:
         json_lines = not sys.stderr.isatty()
     renderer = structlog.processors.JSONRenderer() if json_lines else structlog.dev.ConsoleRenderer(colors=False)
+    # JSON lines carry a logged exception's traceback as text ("exception"); without this they said
+    # only "exc_info": true. The console renderer formats it itself.
+    exceptions = [structlog.processors.format_exc_info] if json_lines else []
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
+            *exceptions,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
