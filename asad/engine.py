@@ -336,6 +336,24 @@ class Engine:
         self.ctx.learned.settle_sharing(wf)  # and forgets the rest: their stages will not run
         out.finished.append(wf)
 
+    def _unbuildable(self, wf: WorkflowRun, name: str, run: StageRun, exc: OSError, now: float,
+                     out: Decisions) -> None:
+        """A stage whose job cannot be prepared (a folder it writes to cannot be made: a file of that
+        name, no permission) fails its workflow, with the path and the fix; nothing of the workflow
+        is submitted in this pass."""
+        why = (f"cannot create the folder {exc.filename or '?'} that its job writes to ({exc.strerror or exc}). "
+               f"Fix: remove what is in the way or make it writable (or change 'output:'), then asad resume {wf.id}")
+        undone = [j for j in out.submit if j.workflow_id == wf.id]  # its stages decided earlier this pass
+        for job in undone:
+            out.submit.remove(job)
+            wf.jobs.remove(job)
+        for stage in {j.stage for j in undone}:
+            wf.stages[stage].state = StageState.WAITING
+            wf.stages[stage].attempt -= 1
+        run.state, run.message = StageState.FAILED, why
+        out.dirty_stages.append(run)
+        self._end_workflow(wf, WorkflowState.FAILED, now, out, f"stage {name}: {why}")
+
     # -- helpers ---------------------------------------------------------------------------
     def _predecessor_ending(self, wf: WorkflowRun, name: str, jobs: list[JobRecord]) -> bool:
         """Do these jobs depend on a predecessor's job that asad has not yet seen end? Slurm marks
@@ -395,8 +413,13 @@ class Engine:
         rides, share_why = riders(wf, name, req, self.ctx)
         if rides:
             req = shared_request(req, [self.ctx.request_for(wf, r) for r in rides])
-        req = _with_command(req, self.ctx.build_command(wf, name, req, barrier=plan.barrier_on,
-                                                        **({"rides": rides} if rides else {})))
+        try:
+            command = self.ctx.build_command(wf, name, req, barrier=plan.barrier_on,
+                                             **({"rides": rides} if rides else {}))
+        except OSError as exc:  # a folder its job writes to cannot be made: this workflow fails, not the tick
+            self._unbuildable(wf, name, run, exc, now, out)
+            return
+        req = _with_command(req, command)
         # Set only when the stage was planned against running predecessors; a plan overtaken by an
         # early end keeps the estimate it was made with (and is scored by it).
         est = plan.est_wait_s if plan.est_wait_s is not None else (

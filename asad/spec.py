@@ -50,6 +50,7 @@ from asad.spec_slurm import (
     check_mail,
     check_output,
     check_setup,
+    output_folder_problem,
 )
 from asad.spec_yaml import (
     SLURM_WORD_RE,
@@ -418,6 +419,10 @@ class _Parser(NodeReader):
             inputs=inputs, sizing=sizing, sizing_cpus=sizing_cpus, line=line,
             slurm=self.slurm_options(values, defaults), array=array,
         )
+        problem = output_folder_problem(workdir, stage.slurm.output) if stage.slurm.output else None
+        if problem:
+            raise self.error(m["output"][1] if "output" in m else item, f"{where}.output", problem,
+                             "remove or rename what is in the way, or choose another 'output:' folder")
         return stage, after_node
 
     def array(self, node: Node, fld: str) -> str:

@@ -8,8 +8,10 @@ refusal is shown verbatim, with a hint: ``asad/explain.py``).
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 SLURM_OPTION_KEYS = ("setup", "output", "mail", "constraint", "exclusive", "gpus", "gres")
@@ -70,6 +72,25 @@ def check_mail(types: list[str], user: str | None) -> str | None:
         return f"unknown mail type {', '.join(bad)}; Slurm knows {', '.join(MAIL_TYPES)}"
     if user is not None and not _MAIL_USER_RE.match(user):
         return f"{user!r} is not one mail address"
+    return None
+
+
+def output_folder_problem(workdir: str, pattern: str) -> str | None:
+    """Why the folder of ``output`` (relative to ``workdir``) cannot be made or written on this host,
+    or None. asad makes the folder before the job's ``sbatch`` (Slurm does not); found only then,
+    the workflow would fail later. A folder named with Slurm's ``%`` patterns is not checked."""
+    folder = Path(os.path.normpath(os.path.join(workdir, os.path.expanduser(pattern)))).parent
+    if "%" in str(folder):
+        return None
+    for existing in (folder, *folder.parents):
+        if not existing.exists():
+            continue
+        if not existing.is_dir():
+            return f"its folder {folder} cannot be made: {existing} is a file"
+        if not os.access(existing, os.W_OK | os.X_OK):
+            verb = "written to" if existing == folder else "made"
+            return f"its folder {folder} cannot be {verb}: {existing} is not writable by you"
+        return None
     return None
 
 
