@@ -226,17 +226,32 @@ class Context:
             mem = (part.mem_per_node_mb // max(1, part.cpus_per_node)) * s.cpus if part else 1024 * s.cpus
         return SizeRequest(cpus=s.cpus, mem_mb=int(mem), time_s=int(s.time_s))
 
+    def _marker_turns(self, wf: WorkflowRun, job: JobRecord, stages) -> list | None:  # noqa: ANN001
+        """markers.turn of each stage in ``job`` (its wrapper's start and end markers); None where
+        there are no markers (the simulator)."""
+        if not self.config.run_dir or job.job_id is None:
+            return None
+        folder = markers.folder(self.config.run_dir, wf.id)
+        return [markers.turn(folder, stage, job.job_id) for stage in stages]
+
+    def stage_turns(self, wf: WorkflowRun, job: JobRecord, stages: list[str]) -> list[tuple[float, float]] | None:
+        """(start, end) of each of ``stages`` in ``job`` (big-job: the stages of the one allocation);
+        None unless every one of them has both markers."""
+        turns = self._marker_turns(wf, job, stages)
+        if turns is None or any(start is None or end is None for start, end in turns):
+            return None
+        return [(start[0], end[1]) for start, end in turns]
+
     def stage_marks(self, wf: WorkflowRun, job: JobRecord) -> list[tuple[float, float]] | None:
         """A shared job's stages that finished in it, from the stage wrappers' markers
         (``<stage>.start``: "<epoch> <host> <job id>", ``<stage>.end``: "<exit code> <epoch>"):
         (start, end) of each, in order, up to the first that did not end with exit 0 in this job.
         None where there are no markers (the simulator)."""
-        if not self.config.run_dir or job.job_id is None:
+        turns = self._marker_turns(wf, job, job.stages)
+        if turns is None:
             return None
-        folder = markers.folder(self.config.run_dir, wf.id)
         out: list[tuple[float, float]] = []
-        for stage in job.stages:
-            start, end = markers.turn(folder, stage, job.job_id)
+        for start, end in turns:
             if start is None or end is None or end[0] != 0:
                 break
             out.append((start[0], end[1]))

@@ -490,11 +490,16 @@ class Engine:
             self._end_workflow(wf, WorkflowState.FAILED, now, out, f"the big job ended {job.state.value}")
 
     def _big_job_timeline(self, wf: WorkflowRun, job: JobRecord) -> None:
-        """Stage times inside the allocation: stages ran in turn, in file order. Their own
-        lengths come from the simulator's truth or, on a real cluster, are apportioned by time limit
-        (the stage wrapper's markers refine this; see asad.runner)."""
+        """Stage times inside the allocation: on a real cluster each stage's own, from the markers
+        its wrapper wrote in this job; else (the simulator) the stages ran in turn, in file order,
+        for their simulated run times. Without markers, lengths are apportioned by time limit."""
         start, end = job.start_time or 0.0, job.end_time or 0.0
         stages = wf.spec.stages
+        marked = self.ctx.stage_turns(wf, job, [s.name for s in stages])
+        if marked is not None:
+            for s, (began, ended) in zip(stages, marked, strict=True):
+                wf.stages[s.name].start_time, wf.stages[s.name].end_time = began, ended
+            return
         if all(s.simulate is not None for s in stages):
             lengths = [s.simulate.runtime_s for s in stages]
         else:

@@ -102,6 +102,11 @@ def test_example_completes(example_runs, cluster, example, strategy):
     job_ids = {s["job_id"] for s in stages.values()}
     if strategy == "big-job":
         assert summary["jobs"] == 1 and len(job_ids) == 1
+        folder = state / "runs" / str(summary["id"])  # each stage's turn, as its wrapper recorded it
+        for name in names:  # (show used to split the job's time by the stages' limits)
+            began = float((folder / f"{name}.start").read_text().split()[0])
+            ended = float((folder / f"{name}.end").read_text().split()[1])
+            assert (stages[name]["start"], stages[name]["end"]) == (began, ended), (name, stages[name])
     else:
         assert summary["jobs"] == len(names) and len(job_ids) == len(names)
         for name in names:  # the DAG's order held on the real cluster
