@@ -8,6 +8,7 @@ later jobs' ``--dependency`` uses.
 
 from __future__ import annotations
 
+import os
 import shlex
 import tempfile
 from dataclasses import dataclass, field
@@ -79,15 +80,18 @@ def dry_run(spec, settings, backend: Backend, *, strategy: str, mode: str) -> st
 
     recorder = RecordingBackend(backend)
     real_store = _existing_store(settings)
+    # The scratch workflow's run folder is a scratch one too: the printed script, run by hand, must
+    # not write markers into a real workflow's folder of the same id.
+    run_dir = dry_run_dir()
     with tempfile.TemporaryDirectory(prefix="asad-dry-run-") as tmp:
         store = Store(f"sqlite:///{Path(tmp) / 'dry.db'}")
         try:
             kind, params = predictor_choice(settings)
-            builder = None if backend.name == "sim" else CommandBuilder(settings.run_dir, create=False)
+            builder = None if backend.name == "sim" else CommandBuilder(run_dir, create=False)
             runner = Runner.create(store, recorder, predictor=kind, predictor_params=params, seed=settings.seed,
                                    asa_timing=settings.asa_timing, build_command=builder,
                                    idle_price=settings.idle_price,
-                                   run_dir="" if backend.name == "sim" else str(settings.run_dir),
+                                   run_dir="" if backend.name == "sim" else str(run_dir),
                                    placement=settings.placement, share_jobs=settings.share_jobs)
             if real_store is not None:
                 runner.ctx.learned = Learned(real_store.load_learner, kind, seed=settings.seed, predictor_params=params)
@@ -102,11 +106,14 @@ def dry_run(spec, settings, backend: Backend, *, strategy: str, mode: str) -> st
                 real_store.close()
     # an array stage split under MaxArraySize is several sbatch calls: chunk k is "<stage>.c<k>"
     names = {job_id: req.name.rsplit(".", 1)[-1] + _chunk_suffix(req.comment) for job_id, req in recorder.submitted}
-    stages_now = len({req.name for _, req in recorder.submitted}) + sum(len(r) for r in rides.values())
+    big = strategy == "big-job"
+    stages_now = len(spec.stages) if big and recorder.submitted else (
+        len({req.name for _, req in recorder.submitted}) + sum(len(r) for r in rides.values()))
     lines = ["#!/bin/bash", f"# asad submit --dry-run: workflow {spec.name}, strategy {strategy}; "
              f"{stages_now} of {len(spec.stages)} stages would be submitted now.",
-             "# Nothing was submitted and nothing was stored. The workflow id, its run folder and the",
-             "# --comment tag are those of a scratch store: the real submission gets its own.", "set -e"]
+             "# Nothing was submitted and nothing was stored. The workflow id, its run folder (under",
+             f"# {run_dir}) and the --comment tag are those of a scratch store: the real submission gets its own.",
+             "set -e"]
     folders = sorted({str((Path(req.workdir or ".") / req.output).parent) for _, req in recorder.submitted
                       if req.output})
     if folders:  # the daemon creates the run folder; Slurm cannot open an output file in a missing one
@@ -116,8 +123,10 @@ def dry_run(spec, settings, backend: Backend, *, strategy: str, mode: str) -> st
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(req.env.items()))
         var = _var(names[job_id])
         shared = rides.get(req.comment, ())
-        lines += ["", f"# stages {', '.join((names[job_id], *shared))}: one job, each in turn" if shared
-                  else f"# stage {names[job_id]}",
+        head = (f"# big-job: one allocation; stages {', '.join(s.name for s in spec.stages)} run in it in turn (srun)"
+                if big else f"# stages {', '.join((names[job_id], *shared))}: one job, each in turn" if shared
+                else f"# stage {names[job_id]}")
+        lines += ["", head,
                   f"{var}=$({env + ' ' if env else ''}sbatch --parsable {' '.join(_quote(a) for a in args)} "
                   "<<'ASAD_SCRIPT'", batch_script(req).rstrip("\n"), "ASAD_SCRIPT", ")"]
     later = len(spec.stages) - stages_now
@@ -125,6 +134,11 @@ def dry_run(spec, settings, backend: Backend, *, strategy: str, mode: str) -> st
         lines += ["", f"# The other {later} stage(s) are submitted by the daemon later: when their predecessors "
                   "start or end, as the strategy plans (asad explain shows why)."]
     return "\n".join(lines) + "\n"
+
+
+def dry_run_dir() -> Path:
+    """Where a dry run's printed script keeps its run folders: a scratch place of this user's."""
+    return Path(tempfile.gettempdir()) / f"asad-dry-run-{os.getuid()}" / "runs"
 
 
 def _existing_store(settings):  # noqa: ANN001, ANN202

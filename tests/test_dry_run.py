@@ -37,3 +37,10 @@ def test_dry_run_refuses_a_broken_file_like_submit(tmp_path):
     bad.write_text("name: x\nstages:\n  - {name: a, cpus: 100000, run: 'true'}\n")
     res = asad("submit", str(bad), "--dry-run", "--backend", "sim")
     assert res.returncode == 3 and "Traceback" not in res.stderr and "sbatch" not in res.stdout
+
+
+def test_dry_run_of_big_job_says_every_stage_runs_in_the_one_allocation():
+    res = asad("submit", str(EXAMPLES / "montage.yaml"), "--dry-run", "--backend", "sim", "--strategy", "big-job")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.count("sbatch --parsable") == 1 and "9 of 9 stages would be submitted now" in res.stdout
+    assert "# big-job: one allocation; stages mProjectPP" in res.stdout and "The other" not in res.stdout

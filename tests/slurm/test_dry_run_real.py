@@ -40,3 +40,10 @@ def test_the_dry_run_script_runs_as_printed(cluster, tmp_path):
     assert [statuses[i].state.value for i in ids] == ["COMPLETED", "COMPLETED"]
     assert statuses[ids[1]].start_time >= statuses[ids[0]].end_time
     assert (tmp_path / "dry-b.txt").read_text() == "b\n"
+    # the scratch workflow's markers and logs went to a scratch run folder, not to the user's
+    # (where a real workflow of the same id may be running: the audit of 2026-11-26 saw its
+    # markers overwritten)
+    from asad.dryrun import dry_run_dir
+
+    assert not (tmp_path / "state" / "runs").exists()
+    assert str(dry_run_dir()) in res.stdout
