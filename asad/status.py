@@ -15,8 +15,10 @@ A width works as in squeue: ``%.10i`` right-aligns in 10 columns, ``%-10i`` or `
 
 from __future__ import annotations
 
+import glob
 import json
 import os
+import pwd
 import re
 import time
 from dataclasses import dataclass
@@ -77,7 +79,7 @@ def status_rows(store, workflow_id: int | None = None, include_finished: bool = 
             row["simulated"] = wf.id in simulated or (daemon.get("backend") == "sim" and not wf.jobs)
             rows.append(row)
             if row["state"] == StageState.FAILED.value and row.get("log"):
-                if os.path.exists(row["log"]):
+                if glob.glob(row["log"]):  # an array's: one log per task (<stage>.*.log)
                     notes.append(f"workflow {wf.id} stage {row['stage']} failed: its output is in {row['log']}"
                                  + (f" (Slurm's: {row['slurm_output']})" if row.get("slurm_output") else ""))
                 else:  # refused by Slurm, or killed before its command ran: there is no output to read
@@ -101,6 +103,9 @@ def output_paths(wf: WorkflowRun, stage: str) -> dict[str, str]:
     job = wf.current_job(stage) if wf.strategy != "big-job" else (wf.jobs[-1] if wf.jobs else None)
     if job is None or not job.request.output:
         return {}
+    if wf.strategy != "big-job" and wf.spec.stage(stage).slurm.output:
+        # the user named the log: the command's output goes to that Slurm output file itself
+        return {"log": _slurm_output_path(job, wf.spec.workdir)} if job.job_id is not None else {}
     if job.request.array:  # one log per task: <stage>.<task id>.log, <stage>-<array job id>_<index>.out
         out = {"log": f"{os.path.dirname(job.request.output)}/{stage}.*.log"}
         if job.job_id is not None:
@@ -110,6 +115,20 @@ def output_paths(wf: WorkflowRun, stage: str) -> dict[str, str]:
     if job.job_id is not None:
         out["slurm_output"] = markers.job_output(job.request.output, job.job_id)
     return out
+
+
+_PATTERN_RE = re.compile(r"%(%|[A-Za-z])")
+
+
+def _slurm_output_path(job: JobRecord, workdir: str) -> str:
+    """The file Slurm writes for ``--output`` (relative to the job's workdir), its patterns filled in
+    as sbatch does (``%x`` job name, ``%j`` job id, ``%A``/``%a`` array job and task, ``%u`` user);
+    a part known per task or per node only is ``*``."""
+    req, array = job.request, bool(job.request.array)
+    known = {"%": "%", "x": req.name, "j": "*" if array else str(job.job_id), "A": str(job.job_id),
+             "a": "*", "u": pwd.getpwuid(os.getuid()).pw_name}
+    path = _PATTERN_RE.sub(lambda m: known.get(m.group(1), "*"), req.output)
+    return os.path.normpath(os.path.join(req.workdir or workdir or ".", path))
 
 
 def _per_node(total_mb: int | None, nodes: int) -> int | None:

@@ -87,7 +87,7 @@ def test_a_failed_task_fails_the_stage(cluster, tmp_path):
 name: failing
 defaults: {{time: 5m, mem: 100M, cpus: 1}}
 stages:
-  - {{name: fan, array: 3, run: "test $SLURM_ARRAY_TASK_ID != 1"}}
+  - {{name: fan, array: 3, run: "echo task $SLURM_ARRAY_TASK_ID; test $SLURM_ARRAY_TASK_ID != 1"}}
   - {{name: gather, run: "touch {tmp_path}/gathered"}}
 """)
     res = asad(env, "run", str(wf), "--backend", "slurm", "--json", timeout=240)
@@ -98,3 +98,7 @@ stages:
     assert not (tmp_path / "gathered").exists()
     res = asad(env, "show", "1")
     assert "array 0-2: tasks CD 2, F 1" in res.stdout
+    # status points at the tasks' logs (it said the stage failed before writing any output)
+    res = asad(env, "status", "--all")
+    assert f"stage fan failed: its output is in {tmp_path}/state/runs/1/fan.*.log" in res.stdout, res.stdout
+    assert (tmp_path / "state" / "runs" / "1" / "fan.1.log").read_text() == "task 1\n"

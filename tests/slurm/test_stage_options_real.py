@@ -37,6 +37,9 @@ def test_setup_output_mail_and_exclusive_reach_slurm(cluster, tmp_path):
     assert summary["state"] == "COMPLETED"
     logs = list((tmp_path / "logs").glob("asad.*.a-*.out"))
     assert len(logs) == 1 and logs[0].read_text().strip() == "hello-from-setup"
+    # and asad shows that very file as the stage's log (it showed logs/a.log and an unfilled %x)
+    stage_a = next(s for s in summary["stages"] if s["name"] == "a")
+    assert stage_a["log"] == str(logs[0]) and "slurm_output" not in stage_a, stage_a
     backend = SlurmCLI(slurm_conf=cluster.slurm_conf)
     ids = [s["job_id"] for s in summary["stages"]]
     detail = {j: backend.cmd.run("scontrol", ["show", "job", str(j)]).stdout for j in ids}
