@@ -43,6 +43,7 @@ from asad.spec_model import (
 )
 from asad.spec_slurm import (
     MAIL_KEYS,
+    MAIL_TYPES,
     SLURM_OPTION_KEYS,
     SlurmOptions,
     check_constraint,
@@ -318,13 +319,18 @@ class _Parser(NodeReader):
         if key == "gpus":
             return self.positive_int(node, fld)
         if key == "mail":
+            fix = 'write e.g. mail: {type: "END,FAIL", user: me@example.org} or type: [END, FAIL]'
+            if isinstance(node, MappingNode):  # {type: END,FAIL}: YAML reads FAIL as a key of its own
+                stray = [k.value for k, _ in node.value if isinstance(k, ScalarNode) and k.value.upper() in MAIL_TYPES]
+                if stray:
+                    raise self.error(node, fld, f"'{stray[0]}' reads as a key of its own: in {{...}} a comma "
+                                     "separates keys, so a list of types needs quotes", fix)
             m = self.mapping(node, fld, "mail", MAIL_KEYS)
-            types = self.text(m["type"][1], f"{fld}.type", "mail types").replace(" ", "").split(",") \
-                if "type" in m else ["END", "FAIL"]
+            types = self.mail_types(m["type"][1], f"{fld}.type") if "type" in m else ["END", "FAIL"]
             user = self.text(m["user"][1], f"{fld}.user", "a mail address") if "user" in m else None
             problem = check_mail(types, user)
             if problem:
-                raise self.error(node, fld, problem, "write e.g. mail: {type: END,FAIL, user: me@example.org}")
+                raise self.error(node, fld, problem, fix)
             return (",".join(t.upper() for t in types), user)
         text = self.text(node, fld, key)
         check = {"output": check_output, "constraint": check_constraint, "gres": check_gres}[key]
@@ -334,6 +340,12 @@ class _Parser(NodeReader):
                      "constraint": "write e.g. constraint: 'skylake&ib'", "gres": "write e.g. gres: gpu:2"}
             raise self.error(node, fld, problem, hints[key])
         return text
+
+    def mail_types(self, node: Node, fld: str) -> list[str]:
+        """``END,FAIL`` (sbatch's own text) or a YAML list ``[END, FAIL]``."""
+        if isinstance(node, SequenceNode):
+            return [self.text(item, fld, "a mail type").strip() for item in node.value]
+        return self.text(node, fld, "mail types").replace(" ", "").split(",")
 
     def env(self, node: Node, fld: str) -> dict[str, str]:
         if isinstance(node, ScalarNode) and node.tag == TAG_NULL:

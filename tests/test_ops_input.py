@@ -193,3 +193,18 @@ def test_a_node_configuration_refusal_names_the_gpus_the_job_asked_for():
     assert "that many CPUs or that much memory" in plain
     gpus = refusal_text(slurm, JobRequest(name="x", command="c", gres="gpu:3"))
     assert gpus.startswith(f"Slurm refused the job: {slurm}") and "gres gpu:3" in gpus and "%G" in gpus
+
+
+def test_a_list_of_mail_types_unquoted_in_braces_is_explained_and_a_yaml_list_works():
+    """The audit pasted the old hint, mail: {type: END,FAIL, ...}: YAML reads FAIL as a key."""
+    from asad.spec import SpecError
+
+    def mail_of(value: str):  # noqa: ANN202
+        spec = parse_workflow(f"name: m\nstages:\n  - {{name: a, time: 5m, run: 'true', mail: {value}}}\n")
+        return spec.stages[0].slurm.mail_type, spec.stages[0].slurm.mail_user
+
+    with pytest.raises(SpecError) as refused:
+        mail_of("{type: END,FAIL, user: me@example.org}")
+    assert "'FAIL' reads as a key of its own" in str(refused.value) and 'type: "END,FAIL"' in str(refused.value)
+    assert mail_of('{type: "END,FAIL", user: me@example.org}') == ("END,FAIL", "me@example.org")
+    assert mail_of("{type: [END, FAIL], user: me@example.org}") == ("END,FAIL", "me@example.org")
