@@ -223,14 +223,26 @@ def _default_partition(store, cluster: str) -> str:  # noqa: ANN001
 
 @guarded
 def cmd_learners(args: argparse.Namespace) -> int:
-    from asad.status import render_learners
+    from asad.app import predictor_choice
+    from asad.learned import Learned
+    from asad.status import LEARNER_QS, render_learners
 
-    store = open_store(settings_from(args))
+    settings = settings_from(args)
+    kind, params = predictor_choice(settings)
+    store = open_store(settings)
     try:
         rows = [(r.key, r.state, r.n_observations, r.updated_at) for r in store.learners("wait")]
+        learned = Learned(store.load_learner, kind, seed=settings.seed, predictor_params=params)
+
+        def engine_view(key: str, row_kind: str | None):  # noqa: ANN202 - what predict says of the key
+            if row_kind != kind:
+                return None
+            return learned.estimate_wait(key), learned.wait_quantiles(key, list(LEARNER_QS))
+
+        text = render_learners(rows, as_json=args.json, engine_view=engine_view)
     finally:
         store.close()
-    print(render_learners(rows, as_json=args.json))
+    print(text)
     return 0
 
 

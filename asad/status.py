@@ -469,30 +469,36 @@ def _distribution(pred, state: dict) -> tuple[list[float] | None, list[float] | 
     return probs, grid_list
 
 
-_QS = (0.1, 0.5, 0.9)
+LEARNER_QS = (0.1, 0.5, 0.9)
 
 
-def render_learners(rows: list[tuple[str, dict, int, float]], as_json: bool = False) -> str:
+def render_learners(rows: list[tuple[str, dict, int, float]], as_json: bool = False,
+                    engine_view=None) -> str:  # noqa: ANN001
+    """``engine_view(key, kind)``: (estimate, quantiles at ``LEARNER_QS``) as the engine is told them (its
+    learner, pooled with coarser keys and calibrated, as ``asad predict`` says), or None for a
+    learner of another kind; then the stored learner alone answers."""
     from asad.learn.registry import predictor_from_state
 
     items = []
     for key, state, n, updated in rows:
         pred = predictor_from_state(state)
         probs, grid = _distribution(pred, state)
-        items.append({"key": key, "kind": state.get("kind"), "observations": n,
-                      "estimate_s": pred.estimate(), "median_s": pred.quantiles([0.5])[0], "updated_at": updated,
-                      "quantiles_s": {str(q): max(0.0, float(v)) for q, v in zip(_QS, pred.quantiles(list(_QS)),
-                                                                                  strict=True)},
+        seen = engine_view(key, state.get("kind")) if engine_view is not None else None
+        estimate, quantiles = seen if seen is not None else (pred.estimate(), pred.quantiles(list(LEARNER_QS)))
+        items.append({"key": key, "kind": state.get("kind"), "observations": n, "estimate_s": estimate,
+                      "median_s": quantiles[LEARNER_QS.index(0.5)], "updated_at": updated,
+                      "quantiles_s": {str(q): max(0.0, float(v)) for q, v in zip(LEARNER_QS, quantiles, strict=True)},
                       "p": probs, "grid_s": grid})
     if as_json:
         return json.dumps(items, indent=2)
     grids = [it["grid_s"] for it in items if it["grid_s"]]
     span = f" ({format_duration(grids[0][0])} … {format_duration(grids[0][-1])}, log scale)" if grids else ""
-    lines = [f"{'GEOMETRY':<62} {'KIND':<14} {'OBS':>5} {'ESTIMATE':>9}  p over the grid{span}, or quantiles"]
+    width = max([len("GEOMETRY"), *(len(it["key"]) for it in items)])  # a key cut short names another
+    lines = [f"{'GEOMETRY':<{width}} {'KIND':<14} {'OBS':>5} {'ESTIMATE':>9}  p over the grid{span}, or quantiles"]
     for it in items:
         pic = (sparkline([float(x) for x in it["p"]]) if it["p"] else
                "  ".join(f"p{round(float(q) * 100)} {format_duration(v)}" for q, v in it["quantiles_s"].items()))
-        lines.append(f"{it['key'][:62]:<62} {str(it['kind'])[:14]:<14} {it['observations']:>5} "
+        lines.append(f"{it['key']:<{width}} {str(it['kind'])[:14]:<14} {it['observations']:>5} "
                      f"{format_duration(it['estimate_s']):>9}  {pic}")
     if not items:
         lines.append("(no learners yet: they appear once a submitted job has started)")

@@ -106,3 +106,31 @@ def test_predict_refuses_a_geometry_this_cluster_cannot_run():
     assert proc.returncode == 3 and "allows at most 7-00:00:00" in _no_traceback(proc)
     fresh = json.loads(asad("predict", "--cpus", "4", "--time", "1h", "--json").stdout)
     assert "partition=main" in fresh["key"]  # nothing learned yet: the cluster's default partition
+
+
+def test_learners_and_predict_tell_the_same_wait_of_a_key():
+    """The audit's key had two waits, 27 s and 1 s: learners said p10 0:02 / p90 0:21 (the stored
+    learner alone), predict 6.5 s / 14 s (the engine's: pooled with coarser keys, calibrated)."""
+    import json
+
+    from asad.app import predictor_choice
+    from asad.config import load_settings
+    from asad.learned import Learned
+
+    settings = load_settings({"backend": "sim"})
+    key = "cluster=sim|partition=main|qos=|nodes=1|cpus=20|walltime<=15m"
+    store = Store(settings.database_url)
+    kind, params = predictor_choice(settings)
+    learned = Learned(store.load_learner, kind, seed=settings.seed, predictor_params=params)
+    for at, wait in ((1000.0, 27.0), (2000.0, 1.0)):
+        learned.observe_wait(key, wait, at_s=at)
+    for row_kind, row_key, state, n in learned.drain_dirty():
+        store.save_learner(row_kind, row_key, state, n, 2000.0)
+    store.commit()
+    store.close()
+    said = json.loads(asad("predict", "--cpus", "20", "--time", "15m", "--json").stdout)
+    assert said["key"] == key
+    listed = {it["key"]: it for it in json.loads(asad("learners", "--json").stdout)}[key]
+    assert listed["estimate_s"] == said["estimate_s"]
+    assert [listed["quantiles_s"][q] for q in ("0.1", "0.5", "0.9")] == [said["quantiles"][q] for q in
+                                                                         ("0.1", "0.5", "0.9")]
