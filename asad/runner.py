@@ -9,6 +9,7 @@ store again), so that a crash at any instant leaves nothing lost and nothing dou
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 import structlog
@@ -21,13 +22,14 @@ from asad.explain import refusal_text
 from asad.learned import Learned
 from asad.metrics import summarize
 from asad.model import JobPhase, JobRecord, StageState, WorkflowRun, WorkflowState
-from asad.slurm.backend import Backend, JobState, SlurmUnavailable, SubmitDeferred, SubmitRejected
+from asad.slurm.backend import Backend, JobState, SlurmError, SlurmUnavailable, SubmitDeferred, SubmitRejected
 from asad.store.db import StoreError, explain_failure
 from asad.store.repo import Store
 
 log = structlog.get_logger("asad.runner")
 
 MAX_WAVES = 64  # chain submits a DAG level by level inside one tick
+RULES_TTL_S = 600.0  # the site's priority rules are read again, for new workflows, at most this often
 SUBMIT_LIMIT_RETRY_S = 120.0  # after a site's submit limit, try that stage again this much later
 
 
@@ -62,6 +64,7 @@ class Runner:
         self._consulted: dict[int, tuple[tuple[tuple[str, str], int], ...]] = {}
         self._fresh: list[int] = []  # adopted since the last learner prefetch
         self.lease = None  # asad.lease.Lease: renewed every tick when this runner drives a store
+        self._rules_read_at = time.monotonic()  # the Context was given the site's rules just now
         self.load()
 
     @classmethod
@@ -89,7 +92,31 @@ class Runner:
         for wf in self.store.load_workflows(active_only=True, after_id=self._last_id):
             self._adopt(wf)
         self._last_id = max(self._last_id, self.store.max_workflow_id())
+        self._prepare_fresh()
+
+    def _prepare_fresh(self) -> None:
+        """What the workflows adopted since the last call need before they are planned."""
+        if self._fresh:
+            self._reread_rules()
         self._prefetch_learners()
+
+    def _reread_rules(self) -> None:
+        """A new workflow is planned with the site's priority rules as they are now: a site may
+        change its PriorityType or weights while a daemon runs for weeks. One ``scontrol show
+        config`` at most every ``RULES_TTL_S``, only when workflows arrive."""
+        from asad.slurm.priority_rules import rules_of
+
+        if time.monotonic() - self._rules_read_at < RULES_TTL_S:
+            return
+        self._rules_read_at = time.monotonic()
+        try:
+            rules = rules_of(self.backend)
+        except SlurmError as exc:  # keep the rules known; the next workflow tries again
+            log.warning("cannot read the site's priority rules; keeping the last ones", error=str(exc))
+            return
+        if rules != self.ctx.priority_rules:
+            log.info("the site's priority rules changed", was=self.ctx.priority_rules.rule, now=rules.rule)
+            self.ctx.priority_rules = rules
 
     def _prefetch_learners(self) -> None:
         """The per-stage learners the engine will consult for newly tracked workflows, in one read."""
@@ -124,7 +151,7 @@ class Runner:
         if resumed:  # ``asad resume``: an ended workflow made active again, under its old id
             for wf in self.store.load_workflows(resumed, active_only=True):
                 self._adopt(wf)
-        self._prefetch_learners()
+        self._prepare_fresh()
         for wf_id in self.store.cancel_requested_ids():
             if wf_id in self.active:
                 self.active[wf_id].cancel_requested = True

@@ -224,3 +224,36 @@ def test_the_cli_offers_every_simulated_priority_policy():
     from asad.slurm.sim import PRIORITY_PRESETS
 
     assert SIM_PRIORITIES == tuple(PRIORITY_PRESETS)
+
+
+def test_a_running_daemon_plans_new_workflows_with_the_sites_rules_as_they_are_now(db_url, monkeypatch):
+    """The audit switched the cluster from priority/basic to multifactor under a running daemon: its
+    new workflows were still planned as a plain chain until the daemon was restarted."""
+    import asad.runner
+    import asad.slurm.priority_rules as priority_rules
+    from asad.app import make_runner
+    from asad.config import Settings
+    from asad.slurm.priority_rules import PriorityRules
+    from asad.slurm.sim import make_simulator
+    from asad.spec import parse_workflow
+    from asad.store.repo import Store
+
+    site = {"rules": PriorityRules(type="basic")}
+    monkeypatch.setattr(priority_rules, "rules_of", lambda backend: site["rules"])
+    sim = make_simulator("small", load=0.0, seed=1)
+    store = Store(db_url)
+    runner = make_runner(Settings(), store, sim)
+    assert runner.ctx.priority_rules.type == "basic"
+    spec = parse_workflow("name: two\nstages:\n  - {name: a, cpus: 1, time: 10m, run: 'true', simulate: {runtime: 5m}}\n"
+                          "  - {name: b, cpus: 1, time: 10m, run: 'true', simulate: {runtime: 5m}}\n")
+    site["rules"] = PriorityRules(type="multifactor", weight_age=1000)  # the site's admin restarts slurmctld
+    store.add_workflow(spec, sim.now())
+    store.commit()
+    runner.refresh()
+    assert runner.ctx.priority_rules.type == "basic"  # read again at most every RULES_TTL_S
+    monkeypatch.setattr(asad.runner, "RULES_TTL_S", 0.0)
+    store.add_workflow(spec, sim.now())
+    store.commit()
+    runner.refresh()
+    assert runner.ctx.priority_rules == site["rules"]
+    store.close()
