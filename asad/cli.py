@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from asad import __version__
+from asad.cli_types import duration, non_negative_float, positive_float, positive_int, positive_seconds
 
 SIM_PRIORITIES = ("fifo", "multifactor", "fairshare", "multifactor-limits")
 
@@ -15,37 +16,6 @@ SIM_PRIORITIES = ("fifo", "multifactor", "fairshare", "multifactor-limits")
 # ``set_defaults(func=callable(args) -> int)``.
 BENCH_MODULES = ["sim", "convergence", "predictors", "strategies", "sizing", "placement", "overhead", "faults",
                  "sim_vs_real", "sim_load", "real_strategies", "sim_fairshare", "backfill_cost"]
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {text}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {text}")
-    return value
-
-
-def _duration(text: str) -> str:
-    """A time limit as Slurm writes it; checked here so that a typo is a usage error."""
-    from asad.units import UnitError, parse_duration_s
-
-    try:
-        parse_duration_s(text)
-    except UnitError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
 
 
 def build_parser(*, benches: bool = True) -> argparse.ArgumentParser:
@@ -84,7 +54,7 @@ def build_parser(*, benches: bool = True) -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="finished workflows too")
     p.add_argument("-o", "--format", help="squeue-like format, e.g. '%%W %%S %%i %%t %%M %%R'")
     p.add_argument("--json", action="store_true")
-    p.add_argument("--watch", nargs="?", const=2.0, type=_positive_seconds, metavar="SECONDS", help="refresh until ^C")
+    p.add_argument("--watch", nargs="?", const=2.0, type=positive_seconds, metavar="SECONDS", help="refresh until ^C")
     p.set_defaults(func=_cmd("status"))
 
     p = sub.add_parser("cancel", parents=[common], help="cancel a workflow and its Slurm jobs")
@@ -103,7 +73,7 @@ def build_parser(*, benches: bool = True) -> argparse.ArgumentParser:
 
     p = sub.add_parser("history", parents=[common], help="past workflows with their measures")
     p.add_argument("--json", action="store_true")
-    p.add_argument("-n", "--limit", type=_positive_int, default=50)
+    p.add_argument("-n", "--limit", type=positive_int, default=50)
     p.set_defaults(func=_cmd("history"))
 
     p = sub.add_parser("show", parents=[common], help="a workflow's stage timeline with waits")
@@ -115,10 +85,10 @@ def build_parser(*, benches: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("daemon", parents=[common], help="run the daemon in the foreground (for systemd)")
     p.add_argument("--backend", choices=("sim", "slurm"), help="slurm, or sim for the simulator "
                    "(default: Slurm when it answers, else an error)")
-    p.add_argument("--speed", type=float, help="with --backend sim: virtual seconds per wall second")
+    p.add_argument("--speed", type=positive_float, help="with --backend sim: virtual seconds per wall second")
     p.add_argument("--preset", help="with --backend sim: the simulated cluster")
-    p.add_argument("--load", type=float, help="with --backend sim: background load")
-    p.add_argument("--poll", type=float, dest="poll_interval_s", help="shortest poll interval (s)")
+    p.add_argument("--load", type=non_negative_float, help="with --backend sim: background load")
+    p.add_argument("--poll", type=positive_seconds, dest="poll_interval_s", help="shortest poll interval (s)")
     p.set_defaults(func=_cmd("daemon"))
 
     p = sub.add_parser("service", parents=[common], help="write a systemd user unit that runs this asad's daemon")
@@ -130,12 +100,12 @@ def build_parser(*, benches: bool = True) -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd("service"))
 
     p = sub.add_parser("predict", parents=[common], help="the learned queue wait for a job geometry")
-    p.add_argument("--cpus", type=_positive_int, required=True, help="CPUs of the whole job")
-    p.add_argument("--nodes", type=_positive_int, default=1)
+    p.add_argument("--cpus", type=positive_int, required=True, help="CPUs of the whole job")
+    p.add_argument("--nodes", type=positive_int, default=1)
     p.add_argument("--partition", default="", help="default: the one most learned here, else the "
                    "cluster's default; a partition the cluster lacks, or a geometry no partition fits, is refused")
     p.add_argument("--qos", default=None)
-    p.add_argument("--time", default="1h", type=_duration, help="time limit (e.g. 30m, 2h, 1-00:00:00)")
+    p.add_argument("--time", default="1h", type=duration, help="time limit (e.g. 30m, 2h, 1-00:00:00)")
     p.add_argument("--cluster", help="cluster name of the key (default: the configured backend's; "
                    "given, nothing is checked against a cluster)")
     p.add_argument("--json", action="store_true")
@@ -168,7 +138,7 @@ def _backend_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=("sim", "slurm"), default=None,
                    help="slurm, or sim for the simulator (default: Slurm when it answers, else an error)")
     p.add_argument("--preset", help="simulated cluster: small, hpc2n, uppmax, ... (default small)")
-    p.add_argument("--load", type=float, help="simulated background load (0 = empty cluster)")
+    p.add_argument("--load", type=non_negative_float, help="simulated background load (0 = empty cluster)")
     # asad.slurm.sim.PRIORITY_PRESETS, spelled out: the CLI starts without importing the simulator
     p.add_argument("--priority", choices=SIM_PRIORITIES, help="simulated priority policy")
     p.add_argument("--seed", type=int)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import glob
 import json
+import math
 import os
 import pwd
 import re
@@ -383,10 +384,11 @@ def render_summary(s: dict) -> str:
     def d(x: float | None) -> str:
         return format_duration(x) if x is not None else "-"
 
-    t0 = s.get("created_at") or 0.0
+    t0 = math.floor(s.get("created_at") or 0.0)
 
-    def rel(t: float | None) -> str:
-        return "-" if t is None else "+" + format_duration(t - t0)
+    def rel(t: float | None) -> str:  # in Slurm's whole seconds (it truncates): asad's own clock reads
+        # a fraction later, and a job that started in the second it was submitted showed START before SUBMIT
+        return "-" if t is None else "+" + format_duration(math.floor(t) - t0)
 
     head = (f"workflow {s['id']} {s['workflow']}  strategy={s['strategy']}"
             + (f" mode={s['mode']}" if s["strategy"] == "asa" else "") + f"  state={s['state']}")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from asad.config import Settings
 from asad.slurm.sim import make_simulator
 from asad.spec import parse_workflow
@@ -134,3 +136,19 @@ def test_learners_and_predict_tell_the_same_wait_of_a_key():
     assert listed["estimate_s"] == said["estimate_s"]
     assert [listed["quantiles_s"][q] for q in ("0.1", "0.5", "0.9")] == [said["quantiles"][q] for q in
                                                                          ("0.1", "0.5", "0.9")]
+
+
+@pytest.mark.parametrize("args", [
+    "placement --seeds -3", "placement --n 0", "overhead --workflows 0", "sim --preset nosuch", "sim --days -1",
+    "predictors --cluster nowhere", "strategies --presets nosuch", "strategies --priorities fifo,bogus",
+    "convergence --seeds 0", "faults --preset nosuch", "sim-load --days 0", "real-strategies --stages 0",
+])
+def test_bad_bench_arguments_are_usage_errors(args, capsys):
+    """Found by the audit of 2026-11-26: tracebacks (numpy, KeyError, StatisticsError) or nonsense
+    accepted with exit 0 (a table of nan, zeros for -1 days)."""
+    from asad.cli import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["bench", *args.split()])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and "error: argument" in err and "Traceback" not in err, err

@@ -208,3 +208,20 @@ def test_min_memory_is_per_node_as_squeue_prints_it(db_url):
     store.close()
     for rows in (before, after):
         assert render_status(rows, "%m").splitlines()[-1].strip() == "200M", rows
+
+
+def test_show_never_puts_a_stage_start_before_its_submission(db_url):
+    """Slurm's times are whole seconds (truncated), asad's own a fraction later: a job that started in
+    the second it was submitted showed SUBMIT +0:01, START +0:00 (the audit of 2026-11-26)."""
+    from asad.app import run_in_process
+    from asad.status import render_summary
+
+    store = Store(db_url)
+    (summary,) = run_in_process(store, make_simulator("small", load=0.0, seed=1), [parse_workflow(WF)])
+    store.close()
+    summary["created_at"] = 1000.9  # asad's clock at submission
+    first = summary["stages"][0]
+    first["submit"], first["start"] = 1001.7, 1001.0  # sbatch a moment later; Slurm's StartTime truncated
+    row = next(line for line in render_summary(summary).splitlines() if line.strip().startswith("first"))
+    submit, start = row.split()[5:7]
+    assert submit == start == "+0:01", row

@@ -31,6 +31,7 @@ import time
 from typing import Any
 
 from asad.bench.sim_vs_real import scheduler_settings
+from asad.cli_types import positive_int
 
 DAY = 86400.0
 NAME = "bfcost"
@@ -39,10 +40,10 @@ NAME = "bfcost"
 def register(subparsers) -> None:  # noqa: ANN001
     p = subparsers.add_parser("backfill-cost", help="CPU of a backfill pass: slurmctld against the simulator",
                               description=__doc__)
-    p.add_argument("--jobs", type=int, default=2500, help="jobs queued (default %(default)s)")
-    p.add_argument("--cycles", type=int, default=8, help="backfill cycles to measure (default %(default)s)")
+    p.add_argument("--jobs", type=positive_int, default=2500, help="jobs queued (default %(default)s)")
+    p.add_argument("--cycles", type=positive_int, default=8, help="backfill cycles to measure (default %(default)s)")
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--sim-passes", type=int, default=5, help="simulator passes timed per mode")
+    p.add_argument("--sim-passes", type=positive_int, default=5, help="simulator passes timed per mode")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=main)
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from asad.cli_types import non_negative_float, positive_int
 from asad.learn.grid import PAPER_GRID_S, nearest_index
 from asad.learn.registry import make_predictor, recommended_predictor
 
@@ -283,13 +284,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("convergence", help="paper Fig. 5: ASA convergence when the wait changes")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--plot", metavar="PATH", help="write a PNG of the estimates")
-    parser.add_argument("--noise", type=float, default=0.0, metavar="SIGMA",
+    parser.add_argument("--noise", type=non_negative_float, default=0.0, metavar="SIGMA",
                         help="log-normal noise on observed waits (sigma of ln)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--slurm-sigma", type=float, metavar="SIGMA",
+    parser.add_argument("--slurm-sigma", type=non_negative_float, metavar="SIGMA",
                         help="feed a stand-in Slurm estimate (level * exp(SIGMA * N(0,1))) to every predictor")
-    parser.add_argument("--seeds", type=int, default=1, help="run this many seeds and print a summary")
-    parser.add_argument("--settle-run", type=int, default=5, help="consecutive hits that count as settled")
+    parser.add_argument("--seeds", type=positive_int, default=1, help="run this many seeds and print a summary")
+    parser.add_argument("--settle-run", type=positive_int, default=5, help="consecutive hits that count as settled")
     parser.add_argument("--predictors", default=",".join(DEFAULT_POLICIES),
                         help="comma list of registry names (default: %(default)s)")
     parser.add_argument("--params", help="JSON of extra params for every asa-* predictor, e.g. '{\"gamma\": 2}'")

@@ -31,7 +31,9 @@ from pathlib import Path
 
 import numpy as np
 
+from asad.cli_types import non_negative_float, non_negative_int, positive_int
 from asad.slurm.backend import JobState
+from asad.slurm.sim.presets import PRESETS
 
 WORKFLOW_FILES = ("montage.yaml", "statistics.yaml", "dag.yaml", "blast.yaml")
 STRATEGIES = ("asa", "per-stage", "chain", "asa-naive")
@@ -268,10 +270,10 @@ def main(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:  # noqa: ANN001
     p = subparsers.add_parser("faults", help="crash asad at random instants; count lost and doubled stages")
-    p.add_argument("--workflows", type=int, default=50)
-    p.add_argument("--kills", type=int, default=50)
+    p.add_argument("--workflows", type=positive_int, default=50)
+    p.add_argument("--kills", type=non_negative_int, default=50)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--preset", default="small")
-    p.add_argument("--load", type=float, default=0.5)
+    p.add_argument("--preset", default="small", choices=sorted(PRESETS))
+    p.add_argument("--load", type=non_negative_float, default=0.5)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=main)

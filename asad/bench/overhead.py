@@ -33,6 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from asad.bench.counting import STATUS_CALLS, CountingBackend
+from asad.cli_types import non_negative_float, positive_int
+from asad.slurm.sim.presets import PRESETS
 
 STAGES = 10
 DEFAULT_NS = (1, 100, 1000)
@@ -367,17 +369,17 @@ def main(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:  # noqa: ANN001
     p = subparsers.add_parser("overhead", help="Slurm calls, engine time, store size and memory vs. workflows")
-    p.add_argument("--workflows", type=int, action="append", metavar="N",
+    p.add_argument("--workflows", type=positive_int, action="append", metavar="N",
                    help="concurrent workflows (repeat for several; default 1, 100 and 1000)")
     p.add_argument("--strategy", default="asa", choices=("per-stage", "chain", "asa"))
-    p.add_argument("--preset", default="hpc2n", help="simulated cluster (default hpc2n: 602 x 28 cores)")
-    p.add_argument("--load", type=float, default=0.5, help="background load of the simulated cluster")
+    p.add_argument("--preset", default="hpc2n", choices=sorted(PRESETS), help="simulated cluster (default hpc2n: 602 x 28 cores)")
+    p.add_argument("--load", type=non_negative_float, default=0.5, help="background load of the simulated cluster")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--trace", action="store_true",
                    help="also print the Pacer's pauses, tick by tick, for one 3-stage workflow")
-    p.add_argument("--huge", type=int, action="append", metavar="STAGES",
+    p.add_argument("--huge", type=positive_int, action="append", metavar="STAGES",
                    help="instead: one workflow of this many stages (repeat for several sizes)")
-    p.add_argument("--huge-width", type=int, default=100, help="with --huge: parallel chains (default 100)")
+    p.add_argument("--huge-width", type=positive_int, default=100, help="with --huge: parallel chains (default 100)")
     p.add_argument("--no-run", action="store_true", help="with --huge: validate, store and plan only")
     p.add_argument("--json", action="store_true")
     p.add_argument("--inline", action="store_true", help="measure in this process (no fresh process per N)")

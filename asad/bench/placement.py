@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asad.slurm.backend import JobRequest, SimTruth
+from asad.cli_types import int_list, positive_float, positive_int
 from asad.sizing.placement import PlacementAgent
+from asad.slurm.backend import JobRequest, SimTruth
 
 DAY = 86400
 
@@ -167,8 +168,8 @@ def main(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("placement", help="ReASSIGN placement vs Slurm's multi-partition submission")
-    p.add_argument("--seeds", default="1,2,3")
-    p.add_argument("--n", type=int, default=300, help="stages per seed")
-    p.add_argument("--gap", type=float, default=600.0, help="mean seconds between stage arrivals")
+    p.add_argument("--seeds", default="1,2,3", type=int_list, help="comma-separated seeds")
+    p.add_argument("--n", type=positive_int, default=300, help="stages per seed")
+    p.add_argument("--gap", type=positive_float, default=600.0, help="mean seconds between stage arrivals")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=main)

@@ -376,7 +376,7 @@ def main(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("predictors", help="score wait predictors on real Slurm jobs")
     parser.add_argument("--data", default=DEFAULT_DATA, help="jobs.csv.gz (default: %(default)s)")
-    parser.add_argument("--cluster", help="cedar or graham (default: both)")
+    parser.add_argument("--cluster", choices=("cedar", "graham"), help="cedar or graham (default: both)")
     parser.add_argument("--since", help="first eligible date, e.g. 2021-05-01")
     parser.add_argument("--until", help="eligible before this date")
     parser.add_argument("--seed", type=int, default=0)

@@ -36,19 +36,20 @@ import time
 from pathlib import Path
 
 from asad.bench.strategies import SHARE_JOBS_OF
+from asad.cli_types import non_negative_int, positive_float, positive_int
 
 
 def register(subparsers) -> None:  # noqa: ANN001
     p = subparsers.add_parser("real-strategies", help="a short workflow under each strategy on the local real Slurm")
     p.add_argument("--strategies", default="auto,chain,per-stage,asa",
                    help="strategies, and auto-shared / auto-shared-learned: auto with share_jobs on / learned")
-    p.add_argument("--stages", type=int, default=5)
-    p.add_argument("--stage-s", type=int, default=60, help="seconds of work per stage")
-    p.add_argument("--cpus", type=int, default=4)
-    p.add_argument("--runs", type=int, default=2, help="runs per strategy on one store (the first one learns)")
-    p.add_argument("--load", type=int, default=0, help="background jobs kept pending (0 = an idle cluster)")
+    p.add_argument("--stages", type=positive_int, default=5)
+    p.add_argument("--stage-s", type=positive_int, default=60, help="seconds of work per stage")
+    p.add_argument("--cpus", type=positive_int, default=4)
+    p.add_argument("--runs", type=positive_int, default=2, help="runs per strategy on one store (the first one learns)")
+    p.add_argument("--load", type=non_negative_int, default=0, help="background jobs kept pending (0 = an idle cluster)")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--poll", type=float, default=30.0, help="the daemon's poll interval (its default: 30 s)")
+    p.add_argument("--poll", type=positive_float, default=30.0, help="the daemon's poll interval (its default: 30 s)")
     p.add_argument("--out", type=Path, default=Path("out/real-strategies"))
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=main)

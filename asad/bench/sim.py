@@ -16,7 +16,9 @@ import time
 
 import numpy as np
 
+from asad.cli_types import non_negative_float, positive_float
 from asad.slurm.sim import make_simulator
+from asad.slurm.sim.presets import PRESETS
 
 
 def run_once(preset: str, days: float, load: float | None, seed: int, priority: str, backfill: str,
@@ -90,9 +92,9 @@ def main(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("sim", help="simulator speed: simulated days per wall second",
                                    description=__doc__)
-    parser.add_argument("--preset", default="hpc2n")
-    parser.add_argument("--days", type=float, default=30.0)
-    parser.add_argument("--load", type=float, default=None,
+    parser.add_argument("--preset", default="hpc2n", choices=sorted(PRESETS))
+    parser.add_argument("--days", type=positive_float, default=30.0)
+    parser.add_argument("--load", type=non_negative_float, default=None,
                         help="offered load for every partition (default: the preset's own, e.g. hpc2n 1.2)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--priority", choices=["fifo", "multifactor", "fairshare"], default="fifo")

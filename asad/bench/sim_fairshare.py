@@ -14,7 +14,9 @@ import time
 
 import numpy as np
 
+from asad.cli_types import positive_float, positive_int
 from asad.slurm.sim import make_simulator
+from asad.slurm.sim.presets import PRESETS
 
 
 def run_policy(preset: str, days: float, seed: int, priority: str, backfill: str, top: int) -> dict:
@@ -67,11 +69,11 @@ def main(args: argparse.Namespace) -> int:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("sim-fairshare", help="simulator: waits of heavy and light accounts "
                                    "with and without fair-share", description=__doc__)
-    parser.add_argument("--preset", default="hpc2n")
-    parser.add_argument("--days", type=float, default=8.0)
+    parser.add_argument("--preset", default="hpc2n", choices=sorted(PRESETS))
+    parser.add_argument("--days", type=positive_float, default=8.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--backfill", choices=["slurm", "easy", "none"], default="easy",
                         help="easy keeps it cheap; the priority rule is the same under either")
-    parser.add_argument("--top", type=int, default=10, help="how many of the busiest accounts form the heavy group")
+    parser.add_argument("--top", type=positive_int, default=10, help="how many of the busiest accounts form the heavy group")
     parser.add_argument("--json", action="store_true")
     parser.set_defaults(func=main)

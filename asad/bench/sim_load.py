@@ -29,6 +29,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
+from asad.cli_types import non_negative_float, non_negative_int, positive_float, positive_int
 from asad.slurm.sim import PRESETS, make_simulator
 
 DAY = 86400.0
@@ -253,17 +254,7 @@ def _print_rest(result: dict) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    given = {"days": args.days, "seeds": args.seeds, "warmup": args.warmup_days}
-    if any(v is not None and v < (0 if name == "warmup" else 1) for name, v in given.items()):
-        print("asad bench sim-load: --days and --seeds must be at least 1 and --warmup-days not negative",
-              file=sys.stderr)
-        return 2
-    presets = sorted(PRESETS) if args.preset == "all" else [args.preset]
-    unknown = [p for p in presets if p not in PRESETS]
-    if unknown:
-        print(f"asad bench sim-load: unknown preset {unknown[0]!r}; presets: {', '.join(sorted(PRESETS))}, all",
-              file=sys.stderr)
-        return 2
+    presets = sorted(PRESETS) if args.preset == "all" else [args.preset]  # the parser checked the rest
     real = None
     if not args.no_real:
         if os.path.exists(args.real):
@@ -312,16 +303,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("sim-load",
                                    help="background load: steady state and waits per size class vs real queues",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--preset", default="hpc2n", help="a simulator preset, or 'all' (default hpc2n)")
-    parser.add_argument("--load", type=float, default=None,
+    parser.add_argument("--preset", default="hpc2n", choices=[*sorted(PRESETS), "all"], help="a simulator preset, or 'all' (default hpc2n)")
+    parser.add_argument("--load", type=non_negative_float, default=None,
                         help="offered load for every partition (default: each preset's own)")
-    parser.add_argument("--days", type=int, default=None,
+    parser.add_argument("--days", type=positive_int, default=None,
                         help="simulated days (default 30; two-speed 44)")
-    parser.add_argument("--warmup-days", type=int, default=None,
+    parser.add_argument("--warmup-days", type=non_negative_int, default=None,
                         help="days left out of the week comparison and the calibration (default 9; "
                              "small 16, two-speed 30)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--seeds", type=int, default=None,
+    parser.add_argument("--seeds", type=positive_int, default=None,
                         help="runs with seeds --seed, --seed+1, ...; the week comparison pools their jobs "
                              "(default 1; small 240, two-speed 8, uppmax 3: their weekly means are noisy)")
     parser.add_argument("--priority", choices=["fifo", "multifactor", "fairshare"], default="fifo")
@@ -330,9 +321,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "CPU s a simulated day); easy (default here): EASY, far cheaper")
     parser.add_argument("--open", action="store_true",
                         help="the open stream: users never stop submitting (the old background load)")
-    parser.add_argument("--pile-up-days", type=float, default=None,
+    parser.add_argument("--pile-up-days", type=positive_float, default=None,
                         help="users stop submitting at this many days of their own submissions pending (default 0.35)")
-    parser.add_argument("--min-cap", type=int, default=None,
+    parser.add_argument("--min-cap", type=positive_int, default=None,
                         help="... but always tolerate this many pending jobs (default 2)")
     parser.add_argument("--real", default=DEFAULT_REAL, help="the real queue sample (jobs.csv.gz)")
     parser.add_argument("--against", choices=["both", "cedar", "graham"], default="both",

@@ -33,6 +33,7 @@ import sys
 from pathlib import Path
 
 from asad.bench.sim_vs_real_record import record, scenarios
+from asad.cli_types import positive_int
 from asad.slurm.backend import Dependency, DependencyType, JobRequest, SimTruth
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "sim_vs_real"
@@ -372,7 +373,7 @@ def _add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scenario", action="append", help="only this scenario (repeatable)")
     p.add_argument("--debug-flags", help="with --record: slurmctld DebugFlags for the run (e.g. Backfill: "
                                          "its log then shows every planned start)")
-    p.add_argument("--run", type=int, default=1,
+    p.add_argument("--run", type=positive_int, default=1,
                    help="with --record: the run number to write (1: NAME.json, N: NAME.runN.json); "
                         "two runs of a scenario give Slurm's own noise floor")
     p.add_argument("--backfill", choices=["slurm", "easy", "none"], help="replay with this backfill model")

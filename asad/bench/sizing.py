@@ -55,6 +55,7 @@ from typing import Callable
 
 import numpy as np
 
+from asad.cli_types import positive_int
 from asad.sizing.base import Caps, Outcome, Request, SizingError
 from asad.sizing.cpus import keep_user_cpus
 from asad.sizing.retry import retry_request
@@ -577,7 +578,7 @@ def register(subparsers) -> None:
                    help="the per-task input size agents see: upstream outputs of the same sample known at "
                         "submission (default), none, or rchar (known only after the task: comparison only)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--jobs", type=int, default=1, help="replays in parallel (forked processes)")
+    p.add_argument("--jobs", type=positive_int, default=1, help="replays in parallel (forked processes)")
     p.add_argument("--param", action="append", default=[], metavar="K=V",
                    help="an agent constructor parameter, e.g. fail_penalty=3 (use with one --agents)")
     p.add_argument("--delayed", action="store_true",

@@ -33,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from asad.cli_types import non_negative_float, non_negative_int, positive_int, word_list
+from asad.slurm.sim import PRIORITY_PRESETS
 from asad.spec import WorkflowSpec, load_workflow
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -82,19 +84,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("strategies", help="the ASA paper's Tables 1-2 on the simulator, all strategies")
     p.add_argument("--json", action="store_true", help="print the aggregate JSON")
     p.add_argument("--out", type=Path, default=Path("out/strategies"), help="folder for JSON, Markdown, plots")
-    p.add_argument("--seeds", type=int, default=3, help="measured seeds per cell")
-    p.add_argument("--train", type=int, default=1, help="seeds run first to warm the learners (not reported)")
-    p.add_argument("--presets", default="hpc2n,uppmax")
-    p.add_argument("--priorities", default="fifo,multifactor,fairshare",
+    p.add_argument("--seeds", type=positive_int, default=3, help="measured seeds per cell")
+    p.add_argument("--train", type=non_negative_int, default=1, help="seeds run first to warm the learners (not reported)")
+    p.add_argument("--presets", default="hpc2n,uppmax", type=word_list(SCALES, "preset"))
+    p.add_argument("--priorities", default="fifo,multifactor,fairshare", type=word_list(PRIORITY_PRESETS, "priority"),
                    help="simulated priority policies (asad.slurm.sim.PRIORITY_PRESETS)")
-    p.add_argument("--workflows", default=",".join(SERIAL_FRACTION))
+    p.add_argument("--workflows", default=",".join(SERIAL_FRACTION), type=word_list(SERIAL_FRACTION, "workflow"))
     p.add_argument("--variants", default=",".join(v for v in VARIANTS if v not in ("per-stage-user", "auto-shared")),
                    help="comma-separated; auto@PRICE is auto with that idle price (e.g. auto@0.02,auto@0.1)")
-    p.add_argument("--load", type=float, default=None, help="background load (default: the preset's)")
-    p.add_argument("--warmup-days", type=float, default=4.0, help="background warm-up before each seed")
+    p.add_argument("--load", type=non_negative_float, default=None, help="background load (default: the preset's)")
+    p.add_argument("--warmup-days", type=non_negative_float, default=4.0, help="background warm-up before each seed")
     p.add_argument("--predictor", default="", help="wait learner (default: the recommended one)")
-    p.add_argument("--jobs", type=int, default=2, help="processes (one per cluster x priority series)")
-    p.add_argument("--idle-price", type=float, default=None,
+    p.add_argument("--jobs", type=positive_int, default=2, help="processes (one per cluster x priority series)")
+    p.add_argument("--idle-price", type=non_negative_float, default=None,
                    help="auto's makespan seconds per idle core-second (default: asad's)")
     p.add_argument("--first-seed", type=int, default=1000,
                    help="the simulator seed of the first (training) seed; tune on other seeds than you report")
@@ -372,7 +374,6 @@ def plot(agg: dict, path: Path) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from asad.slurm.sim import PRIORITY_PRESETS
 
     presets = args.presets.split(",")
     unknown = [p for p in args.priorities.split(",") if p not in PRIORITY_PRESETS]
