@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import glob
 import json
-import math
 import os
 import pwd
 import re
@@ -299,9 +298,49 @@ def array_tasks(wf: WorkflowRun, stage: str) -> dict[str, int] | None:
         return None
     counts: dict[str, int] = {}
     for job in wf.current_jobs(stage):
-        for code, n in (job.array_tasks or {}).items():
+        polled = dict(job.array_tasks or {})
+        if polled and job.request.output and job.job_id is not None and not job.state.is_final:
+            polled = with_task_markers(polled, os.path.dirname(job.request.output), stage, job)
+        for code, n in polled.items():
             counts[code] = counts.get(code, 0) + n
     return counts or None
+
+
+_TASK_ENDED = ("CD", "F", "OOM", "TO", "CA", "NF")
+
+
+def with_task_markers(polled: dict[str, int], folder: str, stage: str, job: JobRecord) -> dict[str, int]:
+    """An array job's task counts from the daemon's last poll, brought up to now by the markers its
+    tasks wrote since (``<stage>.<task>.alloc`` when a task started, ``.end`` when it ended): the
+    daemon polls an array only as often as its pauses allow, and a status between two polls showed
+    tasks long done as running or pending."""
+    from asad.arrays import parse_array
+
+    since = (job.submitted_at or 0.0) - 5.0  # an earlier attempt's markers do not count
+    ok = failed = running = 0
+    for i in parse_array(job.request.array).indices:
+        task = f"{stage}.{job.request.array_offset + i}"
+        ended = _marker_fields(markers.end_path(folder, task), since, epoch_at=1)
+        if ended is not None:
+            ok, failed = (ok + 1, failed) if ended[0] == "0" else (ok, failed + 1)
+        elif _marker_fields(os.path.join(folder, f"{task}.alloc"), since, epoch_at=0) is not None:
+            running += 1
+    if not ok + failed + running:
+        return polled
+    out = dict(polled, CD=max(ok, polled.get("CD", 0)), F=max(failed, polled.get("F", 0)))
+    live = sum(polled.values()) - sum(out.get(code, 0) for code in _TASK_ENDED)
+    out["R"] = max(0, min(running, live))
+    out["PD"] = max(0, live - out["R"])
+    return {code: n for code, n in out.items() if n}
+
+
+def _marker_fields(path, since: float, epoch_at: int) -> list[str] | None:  # noqa: ANN001
+    """A marker's fields if it was written for this attempt (its epoch at or after ``since``)."""
+    try:
+        fields = open(path).read().split()
+        return fields if float(fields[epoch_at]) >= since else None
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def format_tasks(counts: dict[str, int]) -> str:
@@ -384,11 +423,15 @@ def render_summary(s: dict) -> str:
     def d(x: float | None) -> str:
         return format_duration(x) if x is not None else "-"
 
-    t0 = math.floor(s.get("created_at") or 0.0)
+    t0 = s.get("created_at") or 0.0
 
-    def rel(t: float | None) -> str:  # in Slurm's whole seconds (it truncates): asad's own clock reads
-        # a fraction later, and a job that started in the second it was submitted showed START before SUBMIT
-        return "-" if t is None else "+" + format_duration(math.floor(t) - t0)
+    def rel(t: float | None) -> str:
+        return "-" if t is None else "+" + format_duration(t - t0)
+
+    def not_before(t: float | None, earlier: float | None) -> float | None:
+        # Slurm's times are whole seconds (truncated), asad's own a fraction later: a job that started
+        # in the second it was submitted read START before SUBMIT
+        return earlier if t is not None and earlier is not None and earlier - 1.0 < t < earlier else t
 
     head = (f"workflow {s['id']} {s['workflow']}  strategy={s['strategy']}"
             + (f" mode={s['mode']}" if s["strategy"] == "asa" else "") + f"  state={s['state']}")
@@ -409,7 +452,8 @@ def render_summary(s: dict) -> str:
         lines.append(
             f"  {st['name'][:16]:<16} {str(st['job_id'] or '-'):>8} {st['state'][:10]:<10} "
             f"{st.get('attempts', 1):>3} {st['cpus']:>5} "
-            f"{rel(st['submit']):>10} {rel(st['start']):>10} {rel(st['end']):>10} {d(st['wait_s']):>9} "
+            f"{rel(st['submit']):>10} {rel(not_before(st['start'], st['submit'])):>10} {rel(st['end']):>10} "
+            f"{d(st['wait_s']):>9} "
             f"{d(st['perceived_wait_s']):>9} {d(st['est_wait_s']):>9} {d(st['idle_s']):>7}")
         if st.get("message") and st["state"] != "COMPLETED":
             lines.append(f"      {st['message']}")

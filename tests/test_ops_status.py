@@ -225,3 +225,28 @@ def test_show_never_puts_a_stage_start_before_its_submission(db_url):
     row = next(line for line in render_summary(summary).splitlines() if line.strip().startswith("first"))
     submit, start = row.split()[5:7]
     assert submit == start == "+0:01", row
+
+
+def test_an_arrays_task_counts_follow_its_end_markers_between_polls(tmp_path):
+    """The audit saw 'R 2, PD 6' while Slurm had 4 tasks done, 2 running, 2 pending: the counts of
+    the daemon's last poll, old by the time status ran."""
+    from asad.model import JobPhase, JobRecord
+    from asad.slurm.backend import JobRequest
+    from asad.status import with_task_markers
+
+    job = JobRecord(row_id=1, workflow_id=1, stage="work", attempt=1, tag="t", phase=JobPhase.LIVE,
+                    request=JobRequest(name="asad.1.work", command="c", array="0-7%2",
+                                       output=str(tmp_path / "work-%A_%a.out")),
+                    geometry_key="k", job_id=94, submitted_at=1000.0)
+    polled = {"R": 2, "PD": 6}
+    assert with_task_markers(polled, str(tmp_path), "work", job) == polled  # nothing ended since
+    (tmp_path / "work.0.end").write_text("0 900\n")  # an earlier attempt's: does not count
+    assert with_task_markers(polled, str(tmp_path), "work", job) == polled
+    for task, code in ((0, 0), (1, 0), (2, 0), (3, 1)):
+        (tmp_path / f"work.{task}.alloc").write_text(f"{1000 + task} n1 {95 + task}\n")
+        (tmp_path / f"work.{task}.end").write_text(f"{code} {1010 + task}\n")
+    for task in (4, 5):  # running now
+        (tmp_path / f"work.{task}.alloc").write_text(f"{1020 + task} n1 {95 + task}\n")
+    assert with_task_markers(polled, str(tmp_path), "work", job) == {"CD": 3, "F": 1, "R": 2, "PD": 2}
+    # a poll from before any task ran (all pending): the markers say which run now
+    assert with_task_markers({"PD": 8}, str(tmp_path), "work", job) == {"CD": 3, "F": 1, "R": 2, "PD": 2}
