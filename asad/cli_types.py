@@ -7,46 +7,34 @@ import argparse
 from collections.abc import Callable, Iterable
 
 
-def _number(text: str, kind: type, what: str) -> float:
+def _checked(text: str, kind: type, what: str, ok, rule: str) -> float:  # noqa: ANN001
     try:
-        return kind(text)
+        value = kind(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"must be {rule}, not {text}")
+    return value
 
 
 def positive_int(text: str) -> int:
-    value = int(_number(text, int, "a whole number"))
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, not {text}")
-    return value
+    return int(_checked(text, int, "a whole number", lambda v: v >= 1, "1 or more"))
 
 
 def non_negative_int(text: str) -> int:
-    value = int(_number(text, int, "a whole number"))
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
-    return value
+    return int(_checked(text, int, "a whole number", lambda v: v >= 0, "0 or more"))
 
 
 def positive_float(text: str) -> float:
-    value = _number(text, float, "a number")
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
-    return value
+    return _checked(text, float, "a number", lambda v: v > 0, "more than 0")
 
 
 def non_negative_float(text: str) -> float:
-    value = _number(text, float, "a number")
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, not {text}")
-    return value
+    return _checked(text, float, "a number", lambda v: v >= 0, "0 or more")
 
 
 def positive_seconds(text: str) -> float:
-    value = _number(text, float, "a number of seconds")
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds, not {text}")
-    return value
+    return _checked(text, float, "a number of seconds", lambda v: v > 0, "more than 0 seconds")
 
 
 def duration(text: str) -> str:
