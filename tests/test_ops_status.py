@@ -232,7 +232,7 @@ def test_an_arrays_task_counts_follow_its_end_markers_between_polls(tmp_path):
     the daemon's last poll, old by the time status ran."""
     from asad.model import JobPhase, JobRecord
     from asad.slurm.backend import JobRequest
-    from asad.status import with_task_markers
+    from asad.array_view import with_task_markers
 
     job = JobRecord(row_id=1, workflow_id=1, stage="work", attempt=1, tag="t", phase=JobPhase.LIVE,
                     request=JobRequest(name="asad.1.work", command="c", array="0-7%2",
