@@ -49,6 +49,15 @@ def predictor_choice(settings: Settings) -> tuple[str, dict]:
     return recommended_predictor()
 
 
+def engine_learned(settings: Settings, store: Store):  # noqa: ANN201 - asad.learned.Learned
+    """The learners the engine would consult over ``store`` (its wait learner's kind and settings):
+    what ``predict``, ``learners`` and ``submit --dry-run`` report."""
+    from asad.learned import Learned
+
+    kind, params = predictor_choice(settings)
+    return Learned(store.load_learner, kind, seed=settings.seed, predictor_params=params)
+
+
 def make_runner(settings: Settings, store: Store, backend: Backend) -> Runner:
     kind, params = predictor_choice(settings)
     builder = None if backend.name == "sim" else CommandBuilder(settings.run_dir)

@@ -135,6 +135,15 @@ class StoreBusy(Exception):
     pass
 
 
+def _wake_remote_driver(store):  # noqa: ANN001, ANN202
+    """The driver on another host, if one drives this store, woken through the store (the wake file
+    reaches this host only); None when none does."""
+    remote = driver_elsewhere(store)
+    if remote is not None:
+        wake_through_store(store)
+    return remote
+
+
 def _remote_note(holder) -> str:  # noqa: ANN001
     return (f"the daemon on host {holder.host} (pid {holder.pid}) drives this store; it acts within "
             f"{STORE_WAKE_LOOK_S:.0f} s (it reads the store's wake row)")
@@ -240,9 +249,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
         if status and settings.backend == "sim":
             now = status.get("now", now)
         wf = store.add_workflow(spec, now, strategy=args.strategy or spec.strategy, mode=args.mode or spec.mode)
-        remote = driver_elsewhere(store)
-        if remote is not None:
-            wake_through_store(store)
+        remote = _wake_remote_driver(store)
     finally:
         store.close()
     wake_daemon(settings.state_dir)
@@ -325,9 +332,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
                          EXIT_INPUT)
         if not store.request_cancel(args.workflow):
             return _fail(f"workflow {args.workflow} already ended ({rows[0].state})", EXIT_FAILED)
-        remote = driver_elsewhere(store)
-        if remote is not None:
-            wake_through_store(store)
+        remote = _wake_remote_driver(store)
     finally:
         store.close()
     from asad.daemon import daemon_running
@@ -416,9 +421,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
             _note_edited_file(store.load_workflows([done.workflow_id])[0].spec, done.rerun, done.workflow_id)
             if args.run:
                 return _drive_resumed(settings, store, done.workflow_id, args, lease)
-            remote = driver_elsewhere(store)
-            if remote is not None:
-                wake_through_store(store)
+            remote = _wake_remote_driver(store)
         finally:
             _give_back(lease)
             store.close()
@@ -509,9 +512,6 @@ def cmd_service(args: argparse.Namespace) -> int:
         # In the unit's environment, not on its command line: every user on the node reads a command
         # line (ps), and a server store's URL holds a password. Absolute: systemd starts it in $HOME.
         env["ASAD_DB_URL"] = absolute_sqlite_url(settings.database_url)
-    for var in ("ASAD_STATE_DIR", "ASAD_CONFIG", "XDG_STATE_HOME", "XDG_CONFIG_HOME"):
-        if env.get(var):
-            env[var] = os.path.abspath(os.path.expanduser(env[var]))
     text = unit_text(daemon_args, env)
     if str(args.output) == "-":
         print(text, end="")

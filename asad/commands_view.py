@@ -127,10 +127,9 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_predict(args: argparse.Namespace) -> int:
     """The wait the engine would be told for this geometry: the same learner, with the same
     backoff to coarser keys for a geometry never seen (not the exact key's row alone)."""
-    from asad.app import predictor_choice
+    from asad.app import engine_learned
     from asad.learn.geometry import geometry_key
     from asad.learn.key_levels import BACKOFF_LEVELS, key_levels
-    from asad.learned import Learned
     from asad.units import parse_duration_s
 
     settings = settings_from(args)
@@ -139,7 +138,6 @@ def cmd_predict(args: argparse.Namespace) -> int:
     problem = _geometry_problem(args, time_limit_s, partitions)
     if problem:
         return _fail(problem, EXIT_INPUT)
-    kind, params = predictor_choice(settings)
     qs = [0.1, 0.25, 0.5, 0.75, 0.9]
     store = open_store(settings)
     try:
@@ -148,14 +146,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
                               or next((p.name for p in partitions if p.default), ""))
         key = geometry_key(cluster=cluster, partition=args.partition, qos=args.qos, nodes=args.nodes,
                            cpus=args.cpus, time_limit_s=time_limit_s)
-        learned = Learned(store.load_learner, kind, seed=settings.seed, predictor_params=params)
+        learned = engine_learned(settings, store)
         estimate, quantiles = learned.estimate_wait(key), learned.wait_quantiles(key, qs)
         n_obs = len(store.observations(key))
         known = {row.key: row.n_observations for row in store.learners("wait")}
     finally:
         store.close()
     borrowed = [(level, known[level]) for level in key_levels(key, BACKOFF_LEVELS)[1:] if known.get(level)]
-    out = {"key": key, "predictor": kind, "estimate_s": estimate,
+    out = {"key": key, "predictor": learned.predictor_kind, "estimate_s": estimate,
            "quantiles": dict(zip([str(q) for q in qs], quantiles, strict=True)),
            "observations": n_obs, "learned": n_obs > 0 or bool(borrowed),
            "borrowed_from": [level for level, _ in borrowed] if not n_obs else []}
@@ -213,29 +211,29 @@ def _geometry_problem(args: argparse.Namespace, time_limit_s: int, partitions: l
 def _default_partition(store, cluster: str) -> str:  # noqa: ANN001
     """The partition most learners of this cluster are keyed under (a user rarely types it).
     Coarser keys that name no partition do not count."""
+    from asad.learn.key_levels import parse_key
+
     counts: dict[str, int] = {}
     for row in store.learners("wait"):
-        fields = dict(f.split("=", 1) for f in row.key.split("|") if "=" in f)
+        fields = parse_key(row.key)
         if fields.get("cluster", "") == cluster and fields.get("partition"):
-            counts[fields.get("partition", "")] = counts.get(fields.get("partition", ""), 0) + row.n_observations
+            counts[fields["partition"]] = counts.get(fields["partition"], 0) + row.n_observations
     return max(counts, key=counts.get) if counts else ""
 
 
 @guarded
 def cmd_learners(args: argparse.Namespace) -> int:
-    from asad.app import predictor_choice
-    from asad.learned import Learned
+    from asad.app import engine_learned
     from asad.status import LEARNER_QS, render_learners
 
     settings = settings_from(args)
-    kind, params = predictor_choice(settings)
     store = open_store(settings)
     try:
         rows = [(r.key, r.state, r.n_observations, r.updated_at) for r in store.learners("wait")]
-        learned = Learned(store.load_learner, kind, seed=settings.seed, predictor_params=params)
+        learned = engine_learned(settings, store)
 
         def engine_view(key: str, row_kind: str | None):  # noqa: ANN202 - what predict says of the key
-            if row_kind != kind:
+            if row_kind != learned.predictor_kind:
                 return None
             return learned.estimate_wait(key), learned.wait_quantiles(key, list(LEARNER_QS))
 

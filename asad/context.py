@@ -285,8 +285,7 @@ class Context:
             return
         req, cpu_why = keep_user_cpus(decision.request, s.cpus, s.sizing_cpus)
         run.cpus, run.mem_mb, run.time_s = req.cpus, req.mem_mb, req.time_s
-        why = decision.why if decision.why.startswith(f"{decision.agent}:") else f"{decision.agent}: {decision.why}"
-        run.size_why = why + (f" {cpu_why}." if cpu_why else "")
+        run.size_why = f"{decision.agent}: {decision.why}" + (f" {cpu_why}." if cpu_why else "")
 
     def outcome_of(self, wf: WorkflowRun, stage: str, job: JobRecord) -> Outcome:
         elapsed = (job.end_time - job.start_time) if job.end_time and job.start_time else None

@@ -30,7 +30,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from asad.config import Settings
 from asad.lease import Lease, LeaseHeld, LeaseLost, lease_seconds
 from asad.service import EXIT_ALREADY_RUNNING
-from asad.store.db import StoreError, explain_failure, shown_url
+from asad.store.db import StoreError, explain_failure, is_corrupt, shown_url
 from asad.wake import (BRISK_FOR_S, BRISK_POLL_S, WATCH_INTERVAL_S, StoreWake, Watch, end_markers,
                        kill_logs)
 
@@ -130,6 +130,11 @@ class Pacer:
         return self.failures >= PAUSE_AFTER
 
 
+def _store_message(settings: Settings, exc: Exception) -> str:
+    """What a store failure means and how to fix it (a StoreError says so already)."""
+    return str(exc) if isinstance(exc, StoreError) else explain_failure(settings.database_url, exc)
+
+
 def _interrupt(_signum, _frame) -> None:  # noqa: ANN001
     raise KeyboardInterrupt
 
@@ -222,8 +227,7 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
         if _acquire_or_stand_by(lease, store, look_s=min(STANDBY_LOOK_S, settings.max_poll_interval_s)):
             started = _start_when_slurm_answers(settings, store, make_backend, make_runner, lease)
     except (StoreError, SQLAlchemyError) as exc:  # e.g. damaged pages found while loading the workflows
-        print(f"asad: error: {exc if isinstance(exc, StoreError) else explain_failure(settings.database_url, exc)}",
-              file=sys.stderr)
+        print(f"asad: error: {_store_message(settings, exc)}", file=sys.stderr)
         with contextlib.suppress(Exception):
             store.close()
         os.close(lock_fd)
@@ -289,8 +293,8 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
         except (StoreError, SQLAlchemyError) as exc:  # disk full, locked, server down ...: the message says what to do
             with contextlib.suppress(Exception):
                 store.session.rollback()
-            message = str(exc) if isinstance(exc, StoreError) else explain_failure(settings.database_url, exc)
-            if " is corrupt " in message:  # it will not mend itself: stop, saying how to restore it
+            message = _store_message(settings, exc)
+            if is_corrupt(exc):  # it will not mend itself: stop, saying how to restore it
                 log.error("stopping: the store is corrupt", error=message)
                 state["store_failed"] = True
                 scheduler.shutdown(wait=False)

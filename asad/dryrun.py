@@ -72,8 +72,7 @@ class RecordingBackend:
 
 
 def dry_run(spec, settings, backend: Backend, *, strategy: str, mode: str) -> str:  # noqa: ANN001
-    from asad.app import CommandBuilder, predictor_choice
-    from asad.learned import Learned
+    from asad.app import CommandBuilder, engine_learned, predictor_choice
     from asad.runner import Runner
     from asad.slurm.cli import batch_script, sbatch_args
     from asad.store.repo import Store
@@ -94,7 +93,7 @@ def dry_run(spec, settings, backend: Backend, *, strategy: str, mode: str) -> st
                                    run_dir="" if backend.name == "sim" else str(run_dir),
                                    placement=settings.placement, share_jobs=settings.share_jobs)
             if real_store is not None:
-                runner.ctx.learned = Learned(real_store.load_learner, kind, seed=settings.seed, predictor_params=params)
+                runner.ctx.learned = engine_learned(settings, real_store)
             store.add_workflow(spec, recorder.now(), strategy=strategy, mode=mode)
             runner.load()
             runner.tick()

@@ -35,8 +35,15 @@ def _quote(word: str) -> str:
     return f'"{escaped}"'
 
 
+# Settings that name a path: made absolute, because a user manager starts services in $HOME.
+PATH_ENV = ("ASAD_STATE_DIR", "ASAD_CONFIG", "XDG_STATE_HOME", "XDG_CONFIG_HOME")
+
+
 def unit_text(daemon_args: list[str], env: dict[str, str] | None = None) -> str:
     env = dict(os.environ if env is None else env)
+    for var in PATH_ENV:
+        if env.get(var):
+            env[var] = os.path.abspath(os.path.expanduser(env[var]))
     exec_words = [*asad_command(), "daemon", *daemon_args]
     exec_start = " ".join(_quote(w).replace("$", "$$") for w in exec_words)
     env_lines = [f"Environment={_quote(f'{k}={env[k]}')}" for k in CARRIED_ENV if env.get(k)]

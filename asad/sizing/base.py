@@ -82,7 +82,7 @@ class Decision:
     request: Request
     agent: str
     n_observations: int
-    why: str  # one human sentence with the numbers
+    why: str  # one human sentence with the numbers (without the agent's name: the caller prefixes it)
     time_why: str = ""  # the part of ``why`` about the time limit
 
 

@@ -158,12 +158,12 @@ class BestAgent(AgentBase):
             if pred is None:
                 continue  # e.g. no input size for this task: the next best predictor
             mem = self._cap_mem(pred * factor)
-            return cpus, mem, (f"sizey-like: predictor {name} (lowest replayed cost over {n_scored} "
+            return cpus, mem, (f"predictor {name} (lowest replayed cost over {n_scored} "
                                f"scored runs) predicts {pred:.0f} MB × learned offset {factor:.3f} = "
                                f"{mem:.0f} MB, expected kill rate {100 * rate:.1f}%; {cpus} CPU(s)")
         top = float(np.max(self.history.peaks()))
         mem = self._cap_mem(top * self.cold_margin)
-        return cpus, mem, (f"sizey-like: {n} run(s), too few to score predictors: largest peak "
+        return cpus, mem, (f"{n} run(s), too few to score predictors: largest peak "
                            f"{top:.0f} MB × {self.cold_margin:g} = {mem:.0f} MB; {cpus} CPU(s)")
 
     def _cpus(self, default: Request) -> int:

@@ -61,7 +61,7 @@ class PercentileAgent(AgentBase):
             return None
         mem = float(np.percentile(self.history.peaks(), self.percentile))
         return default.cpus, self._cap_mem(mem), (
-            f"{self.name}: the {self.percentile:g}th percentile of {self.history.n} peak(s) is {mem:.0f} MB")
+            f"the {self.percentile:g}th percentile of {self.history.n} peak(s) is {mem:.0f} MB")
 
 
 class RegressionAgent(AgentBase):
@@ -90,5 +90,5 @@ class RegressionAgent(AgentBase):
         mem = max(1.0, base + off)
         on = f"input {float(input_bytes) / 2**20:.0f} MiB" if have_x else "no input size (mean peak)"
         return default.cpus, self._cap_mem(mem), (
-            f"{self.name}: fit over {len(samples)} runs gives {base:.0f} MB for {on}, "
+            f"fit over {len(samples)} runs gives {base:.0f} MB for {on}, "
             f"+ offset {off:.0f} MB = {mem:.0f} MB")

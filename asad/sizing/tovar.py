@@ -70,5 +70,5 @@ class TovarAgent(AgentBase):
         usage = np.where(np.isnan(cols[:, 3]), float(default.cpus), cols[:, 3])
         cpus = int(first_allocation(np.maximum(usage, 0.01), times, 1.0, self.mode))
         return max(1, cpus), self._cap_mem(mem), (
-            f"{self.name}: over {len(samples)} runs the first allocation is {mem:.0f} MB "
+            f"over {len(samples)} runs the first allocation is {mem:.0f} MB "
             f"({self.bucket_mb:g} MB buckets) and {cpus} CPU(s)")

@@ -198,6 +198,20 @@ def shown_url(url: str) -> str:
         return url.split("@", 1)[-1] if "@" in url else url
 
 
+def _corrupt_text(low: str) -> bool:
+    return "not a database" in low or "malformed" in low or "corrupt" in low
+
+
+def is_corrupt(exc: BaseException) -> bool:
+    """Whether a store failure (a StoreError or the database error under it) says the database itself
+    is damaged: that will not mend by waiting, unlike a lock, a full disk or a server away."""
+    while exc is not None:
+        if _corrupt_text(str(getattr(exc, "orig", exc) or exc).lower()):
+            return True
+        exc = exc.__cause__
+    return False
+
+
 def explain_failure(url: str, exc: BaseException) -> str:
     url = shown_url(url)
     text = str(getattr(exc, "orig", exc) or exc)
@@ -205,7 +219,7 @@ def explain_failure(url: str, exc: BaseException) -> str:
     if "locked" in low:
         return (f"the store {url} is locked by another process (waited 10 s): {text}. "
                 "Fix: wait for it, or find it with 'fuser' / 'lsof' on the database file.")
-    if "not a database" in low or "malformed" in low or "corrupt" in low:
+    if _corrupt_text(low):
         return (f"the store {url} is corrupt ({text}). Nothing was changed. Fix: move it aside and restore "
                 "a backup (docs/operations.md, 'Back up and restore').")
     if "disk" in low and ("full" in low or "i/o" in low):
