@@ -83,17 +83,13 @@ def _consec_pick(idx, free, nodes, cores):  # noqa: ANN001, ANN202
     return out[:got]
 
 
-def _will_run(times, by_time, avail, free_c, free_m, cpn, mem, k, now, guess_s, p_node, first_piece,
+def _will_run(times, by_time, avail, free_now, k, now, guess_s, p_node, first_piece,
               job_ends):  # noqa: ANN001, ANN202
     """backfill._will_run: (start, fit-by instant), start -inf for none. The nodes that fit
     are those in ``avail`` free now (fit-by instant -inf, start = now) or fitting by the
-    fit-by instant. ``by_time``: the nodes in order of ``times``."""
-    n = len(times)
-    count = 0
-    for i in range(n):
-        if avail[i] and free_c[i] >= cpn and free_m[i] >= mem:
-            count += 1
-    if count >= k:
+    fit-by instant. ``by_time``: the nodes in order of ``times``; ``free_now``: how many
+    nodes in ``avail`` the job fits on now."""
+    if free_now >= k:
         return now, -INF
     n_jobs = len(job_ends)
     if n_jobs == 0:
@@ -108,17 +104,12 @@ def _will_run(times, by_time, avail, free_c, free_m, cpn, mem, k, now, guess_s, 
                 break
     if kth == INF:
         return -INF, 0.0
-    # per running job (in end order): does it have a piece on a usable node
+    # per running job (in end order): does it have a piece on a usable node. Found lazily, in
+    # end order: the walk below needs them only up to its batch, and it usually stops early.
     usable = np.empty(n_jobs, dtype=np.int64)
     n_use = 0
-    n_pieces = len(p_node)
-    for j in range(n_jobs):
-        stop = first_piece[j + 1] if j + 1 < n_jobs else n_pieces
-        for p in range(first_piece[j], stop):
-            if avail[p_node[p]]:
-                usable[n_use] = j
-                n_use += 1
-                break
+    scanned = 0
+    n_use, scanned = _scan_usable(usable, n_use, scanned, 0, avail, p_node, first_piece)
     if n_use == 0:
         return -INF, 0.0
     first = job_ends[usable[0]]
@@ -127,6 +118,7 @@ def _will_run(times, by_time, avail, free_c, free_m, cpn, mem, k, now, guess_s, 
     pos = 0
     while True:
         q = max(pos, _bisect_right(job_ends, anchor + window))
+        n_use, scanned = _scan_usable(usable, n_use, scanned, q, avail, p_node, first_piece)
         lo = _bisect_left(usable, pos, 0, n_use)
         hi = _bisect_left(usable, q, lo, n_use)
         if hi > lo and usable[hi - 1] == q - 1:
@@ -150,6 +142,24 @@ def _will_run(times, by_time, avail, free_c, free_m, cpn, mem, k, now, guess_s, 
             return last, by
         if pos >= n_jobs:
             return -INF, 0.0
+
+
+def _scan_usable(usable, n_use, scanned, q, avail, p_node, first_piece):  # noqa: ANN001, ANN202
+    """Extend ``usable`` (the running jobs, by index in end order, with a piece on an ``avail``
+    node) until it holds every such job before ``q`` and the first one from ``q`` on, if any:
+    all that the batch walk reads of it. Returns the new (n_use, scanned)."""
+    n_jobs = len(first_piece)
+    n_pieces = len(p_node)
+    while scanned < n_jobs and not (scanned >= q and n_use > 0 and usable[n_use - 1] >= q):
+        j = scanned
+        stop = first_piece[j + 1] if j + 1 < n_jobs else n_pieces
+        for p in range(first_piece[j], stop):
+            if avail[p_node[p]]:
+                usable[n_use] = j
+                n_use += 1
+                break
+        scanned += 1
+    return n_use, scanned
 
 
 def _bisect_right(a, x):  # noqa: ANN001, ANN202
@@ -239,23 +249,39 @@ def _planned_start(times, by_time, free_c, free_m, k, cpn, mem, limit, now, hori
     n = len(times)
     span_b, span_e = _free_spans(n, iv_node, iv_b, iv_e)
     n_iv = len(iv_node)
-    avail = np.empty(n, dtype=np.bool_)
+    # the nodes the job fits on now; each try counts those a plan holds, not every node
+    fits_now = np.empty(n, dtype=np.bool_)
+    n_fits_now = 0
+    for i in range(n):
+        fits_now[i] = free_c[i] >= cpn and free_m[i] >= mem
+        n_fits_now += fits_now[i]
+    avail = np.ones(n, dtype=np.bool_)
+    held = np.empty(n, dtype=np.int64)  # the nodes a plan holds in this try (to reset avail)
+    n_held = 0
     start_res = now
     for _ in range(1000):
         if start_res > horizon:
             break
         end_time = start_res + limit
-        avail[:] = True
+        for j in range(n_held):
+            avail[held[j]] = True
+        n_held = 0
+        held_fit = 0
         for i in range(n_iv):
             if iv_e[i] > start_res and iv_b[i] <= end_time:
-                avail[iv_node[i]] = False
+                node = iv_node[i]
+                if avail[node]:
+                    avail[node] = False
+                    held[n_held] = node
+                    n_held += 1
+                    held_fit += fits_now[node]
         cap = _cap(iv_b, iv_e, start_res, end_time)
         later = INF
         for i in range(len(span_e)):
             e = span_e[i]
             if e > start_res and span_b[i] <= end_time and e <= cap and e < later:
                 later = e
-        at, by = _will_run(times, by_time, avail, free_c, free_m, cpn, mem, k, now, guess_s, p_node,
+        at, by = _will_run(times, by_time, avail, n_fits_now - held_fit, k, now, guess_s, p_node,
                            first_piece, job_ends)
         if at == -INF:
             if later == INF:
@@ -306,6 +332,7 @@ if njit is not None:
     _bisect_right = njit(cache=True)(_bisect_right)
     _free_spans = njit(cache=True)(_free_spans)
     _cap = njit(cache=True)(_cap)
+    _scan_usable = njit(cache=True)(_scan_usable)
     _will_run = njit(cache=True)(_will_run)
     planned_start = njit(cache=True)(_planned_start)
 else:  # pragma: no cover
