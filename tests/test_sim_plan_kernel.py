@@ -1,4 +1,4 @@
-"""The compiled planner (``plan_kernel``) against its numpy reference (``backfill._try_later``,
+"""The compiled planner (``plan_kernel``) against its numpy reference (``planner.try_later``,
 ``cluster.consec_pick``): the same plan, node for node, on random partitions, running jobs and
 reservations; and the same schedule over a busy simulated day."""
 
@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from asad.slurm.sim import make_simulator, plan_kernel
-from asad.slurm.sim.backfill import _fit_times, _PartPlan, _try_later, _try_later_compiled
+from asad.slurm.sim.backfill_map import BackfillMap
+from asad.slurm.sim.planner import fit_times, try_later, try_later_compiled
 from asad.slurm.sim.cluster import PartitionState, consec_pick
 from asad.slurm.sim.config import PartitionSpec
 from asad.slurm.sim.jobs import SimJob
@@ -49,7 +50,7 @@ def test_compiled_plan_equals_the_reference(reference, n_nodes, running, reserva
         nodes = [n for n in nodes if n < n_nodes and part.free_c[n] >= cores]
         if nodes:
             part.allocate(nodes, cores, 100, NOW + end, owner=owner)
-    plan = _PartPlan(part)
+    plan = BackfillMap(part)
     for nodes, begin, length in reservations:
         nodes = [n for n in nodes if n < n_nodes]
         if nodes:
@@ -58,11 +59,11 @@ def test_compiled_plan_equals_the_reference(reference, n_nodes, running, reserva
     job = SimJob(9999, "j", [part], min(k, n_nodes), cpn * min(k, n_nodes), 100, limit, NOW, 10.0,
                  background=False)
     horizon = NOW + 86400
-    got = _fit_times(plan, job, NOW, horizon)
+    got = fit_times(plan, job, NOW, horizon)
     if got is None:
         return
-    want = reference(_try_later, plan, got[0], job, NOW, horizon, guess_s)
-    assert _try_later_compiled(plan, got[0], job, NOW, horizon, guess_s) == want
+    want = reference(try_later, plan, got[0], job, NOW, horizon, guess_s)
+    assert try_later_compiled(plan, got[0], job, NOW, horizon, guess_s) == want
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -187,7 +187,8 @@ def test_will_run_batches_pass_over_jobs_on_unusable_nodes_as_the_c_loop_does():
     # its jobs (ends 68, 128) do not count; the first batch ends at 30 s past 61 rounded up
     # (73 + 30), the second at 73 + 60 = 133, but the job after 124 is on node 3 and is passed
     # over without the check, so the batch takes the job ending at 134 too and reports 134.
-    from asad.slurm.sim.backfill import _PartPlan, _will_run
+    from asad.slurm.sim.backfill_map import BackfillMap
+    from asad.slurm.sim.planner import will_run
     from asad.slurm.sim.cluster import PartitionState
     from asad.slurm.sim.config import PartitionSpec
     from asad.slurm.sim.jobs import SimJob
@@ -200,11 +201,11 @@ def test_will_run_batches_pass_over_jobs_on_unusable_nodes_as_the_c_loop_does():
     for owner, (node, cores, end) in enumerate(running, start=1):
         part.allocate([node], cores, 1000, base + end, owner=owner)
     now = base + 34
-    plan = _PartPlan(part)
+    plan = BackfillMap(part)
     job = SimJob(99, "c25", [part], 1, 16, 16000, 60, now, 19.0, background=False)
     times = plan.node_times(16, 16000, now)
     avail = np.array([True, True, False, True, True])
-    start, fits = _will_run(plan, times, avail, job, now, guess_s=5.0)
+    start, fits = will_run(plan, times, avail, job, now, guess_s=5.0)
     assert start - base == 134 and fits.tolist() == [True, False, False, False, False]
     # the earliest instant node 1 is free is 124: that is the exact rule's answer, not Slurm's
     assert float(times[0]) - base == 124

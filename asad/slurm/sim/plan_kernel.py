@@ -1,5 +1,5 @@
 """The backfill planner's inner loop, compiled with numba: the same TRY_LATER loop, will-run
-test and node pick as ``backfill._planned_start_slurm``, ``backfill._will_run`` and
+test and node pick as ``planner.planned_start_slurm``, ``planner.will_run`` and
 ``cluster.consec_pick`` (the readable reference), on scalars instead of small numpy calls.
 
 Why: a backfill pass on a full ``hpc2n`` queue makes ~80 plans, each a few will-run tests over
@@ -85,7 +85,7 @@ def _consec_pick(idx, free, nodes, cores):  # noqa: ANN001, ANN202
 
 def _will_run(times, by_time, avail, free_now, k, now, guess_s, p_node, first_piece,
               job_ends):  # noqa: ANN001, ANN202
-    """backfill._will_run: (start, fit-by instant), start -inf for none. The nodes that fit
+    """planner.will_run: (start, fit-by instant), start -inf for none. The nodes that fit
     are those in ``avail`` free now (fit-by instant -inf, start = now) or fitting by the
     fit-by instant. ``by_time``: the nodes in order of ``times``; ``free_now``: how many
     nodes in ``avail`` the job fits on now."""
@@ -184,7 +184,7 @@ def _bisect_left(a, x, lo, hi):  # noqa: ANN001, ANN202
 
 
 def _free_spans(n, iv_node, iv_b, iv_e):  # noqa: ANN001, ANN202
-    """backfill._PartPlan.free_instants' spans: the plans merged per node (a plan that begins
+    """backfill_map.BackfillMap.free_instants' spans: the plans merged per node (a plan that begins
     by the time the previous one ends joins it), as (begin, end). Plans are grouped by node
     (counting sort) and each node's few are sorted by begin (insertion sort)."""
     m = len(iv_node)
@@ -245,7 +245,7 @@ def _cap(iv_b, iv_e, start_res, end_time):  # noqa: ANN001, ANN202
 
 def _planned_start(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
                    iv_node, iv_b, iv_e, p_end, p_node, p_c, first_piece, job_ends):  # noqa: ANN001, ANN202
-    """backfill._planned_start_slurm's loop: (start, nodes), start -inf for no plan."""
+    """planner.planned_start_slurm's loop: (start, nodes), start -inf for no plan."""
     n = len(times)
     span_b, span_e = _free_spans(n, iv_node, iv_b, iv_e)
     n_iv = len(iv_node)
