@@ -78,6 +78,21 @@ def test_compiled_node_pick_equals_the_reference(reference, usable, data) -> Non
     assert consec_pick(idx, free, nodes, cores) == want
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(1, 12), st.lists(running_job, max_size=25), st.lists(st.integers(0, 11), max_size=5),
+       st.integers(1, 5), st.integers(1, CORES), st.sampled_from([100, 4000, 8000]))
+def test_compiled_find_nodes_equals_the_reference(reference, n_nodes, running, blocked, nodes, cores, mem) -> None:  # noqa: ANN001
+    part = PartitionState(PartitionSpec("p", nodes=n_nodes, cores_per_node=CORES, mem_per_node_mb=MEM), 0)
+    part.select = "consec"
+    for owner, (on, c, end) in enumerate(running, start=1):
+        on = [n for n in on if n < n_nodes and part.free_c[n] >= c and part.free_m[n] >= 3000]
+        if on:
+            part.allocate(on, c, 3000, NOW + end, owner=owner)
+    held = [n for n in blocked if n < n_nodes] or None
+    want = reference(part.find_nodes, nodes, cores, mem, None, held)
+    assert part.find_nodes(nodes, cores, mem, None, held) == want
+
+
 def test_compiled_planner_gives_the_reference_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
     # Two busy days of the small preset under multifactor: every start time the same either way.
     def starts(compiled: bool) -> list[tuple[int, float | None]]:

@@ -18,6 +18,8 @@ import numpy as np
 from asad.slurm.sim import plan_kernel
 from asad.slurm.sim.config import PartitionSpec
 
+_NONE_HELD = np.empty(0, dtype=np.int64)  # find_nodes without blocked nodes, for the compiled pick
+
 
 @dataclass
 class Reservation:
@@ -159,6 +161,10 @@ class PartitionState:
         run, and go on), from its first node, except that the last node is the one with the
         fewest free cores in the run (a single-node best fit)."""
         free_c = self.np_free_c
+        if allow is None and plan_kernel.enabled():
+            held = np.asarray(blocked, dtype=np.int64) if blocked else _NONE_HELD
+            got = plan_kernel.find_consec(free_c, self.np_free_m, held, nodes, cores, mem_mb)
+            return got.tolist() if len(got) else None
         ok = (free_c >= cores) & (self.np_free_m >= mem_mb)
         if blocked:
             ok[blocked] = False

@@ -1,11 +1,14 @@
 """The backfill planner's inner loop, compiled with numba: the same TRY_LATER loop, will-run
 test and node pick as ``planner.planned_start_slurm``, ``planner.will_run`` and
-``cluster.consec_pick`` (the readable reference), on scalars instead of small numpy calls.
+``cluster.consec_pick`` (the readable reference), on scalars instead of small numpy calls; and
+``find_consec``, the node pick for a job that starts now (``PartitionState.find_nodes``).
 
-Why: a backfill pass on a full ``hpc2n`` queue makes ~80 plans, each a few will-run tests over
-602 nodes and ~1,700 running pieces; as numpy calls a plan costs ~0.6 ms, most of it call
-overhead. Compiled, it takes ~35 us. ``tests/test_sim_plan_kernel.py`` checks that both give the
-same plan on random partitions; without numba the reference is used. Only plain loops and
+Why: a backfill pass on a full ``hpc2n`` queue makes ~300 plans, each some 13 will-run tests
+over 602 nodes and ~1,700 running pieces; as numpy calls a plan costs ~0.6 ms, most of it call
+overhead. Compiled, it takes ~55-80 us. A will-run test asks whether a running job has a piece
+on a usable node only at its batches' edges, not for every running job: the walk ends at the
+first batch after which the job fits. ``tests/test_sim_plan_kernel.py`` checks that both give
+the same plan on random partitions; without numba the reference is used. Only plain loops and
 arrays here: numba compiles library calls such as ``np.partition`` or ``np.unique`` slowly.
 """
 
@@ -83,6 +86,32 @@ def _consec_pick(idx, free, nodes, cores):  # noqa: ANN001, ANN202
     return out[:got]
 
 
+def _find_consec(free_c, free_m, blocked, nodes, cores, mem):  # noqa: ANN001, ANN202
+    """cluster.PartitionState._find_consec on arrays: the nodes the job gets now on the nodes that
+    hold ``cores`` and ``mem`` and are not in ``blocked``, or an empty array if too few do."""
+    n = len(free_c)
+    ok = np.empty(n, dtype=np.bool_)
+    for i in range(n):
+        ok[i] = free_c[i] >= cores and free_m[i] >= mem
+    for b in blocked:
+        ok[b] = False
+    idx = np.empty(n, dtype=np.int64)
+    m = 0
+    for i in range(n):
+        if ok[i]:
+            idx[m] = i
+            m += 1
+    if m < nodes:
+        return np.empty(0, dtype=np.int64)
+    idx = idx[:m]
+    if m == 1:
+        return idx
+    free = np.empty(m, dtype=np.int64)
+    for j in range(m):
+        free[j] = free_c[idx[j]]
+    return _consec_pick(idx, free, nodes, cores)
+
+
 def _will_run(times, by_time, avail, free_now, k, now, guess_s, p_node, first_piece,
               job_ends):  # noqa: ANN001, ANN202
     """planner.will_run: (start, fit-by instant), start -inf for none. The nodes that fit
@@ -104,30 +133,40 @@ def _will_run(times, by_time, avail, free_now, k, now, guess_s, p_node, first_pi
                 break
     if kth == INF:
         return -INF, 0.0
-    # per running job (in end order): does it have a piece on a usable node. Found lazily, in
-    # end order: the walk below needs them only up to its batch, and it usually stops early.
-    usable = np.empty(n_jobs, dtype=np.int64)
-    n_use = 0
-    scanned = 0
-    n_use, scanned = _scan_usable(usable, n_use, scanned, 0, avail, p_node, first_piece)
-    if n_use == 0:
+    # Per running job (in end order) the walk needs to know only whether it has a piece on a
+    # usable node, and only at its batches' edges: asked job by job, not for all ~1,500.
+    n_pieces = len(p_node)
+    first_use = 0
+    while first_use < n_jobs and not _usable(first_use, avail, p_node, first_piece, n_jobs, n_pieces):
+        first_use += 1
+    if first_use == n_jobs:
         return -INF, 0.0
-    first = job_ends[usable[0]]
+    none_from = n_jobs  # no job from this index on is usable (learned by a forward search)
+    first = job_ends[first_use]
     anchor = first + (WILL_RUN_WINDOW_S - first % WILL_RUN_WINDOW_S)
     window = WILL_RUN_WINDOW_S
     pos = 0
     while True:
         q = max(pos, _bisect_right(job_ends, anchor + window))
-        n_use, scanned = _scan_usable(usable, n_use, scanned, q, avail, p_node, first_piece)
-        lo = _bisect_left(usable, pos, 0, n_use)
-        hi = _bisect_left(usable, q, lo, n_use)
-        if hi > lo and usable[hi - 1] == q - 1:
+        # the batch ends at its last job (q - 1) if usable; else at the first usable job after
+        # it; else at the last usable job in it; no usable job at all: no start
+        last_i = -1
+        if q > pos and _usable(q - 1, avail, p_node, first_piece, n_jobs, n_pieces):
             last_i = q - 1
-        elif hi < n_use:
-            last_i = usable[hi]
-        elif hi > lo:
-            last_i = usable[hi - 1]
         else:
+            j = q
+            while j < none_from and not _usable(j, avail, p_node, first_piece, n_jobs, n_pieces):
+                j += 1
+            if j < none_from:
+                last_i = j
+            else:
+                none_from = min(none_from, q)
+                j = q - 2
+                while j >= pos and not _usable(j, avail, p_node, first_piece, n_jobs, n_pieces):
+                    j -= 1
+                if j >= pos:
+                    last_i = j
+        if last_i < 0:
             return -INF, 0.0
         pos = last_i + 1
         if pos < n_jobs:
@@ -144,22 +183,13 @@ def _will_run(times, by_time, avail, free_now, k, now, guess_s, p_node, first_pi
             return -INF, 0.0
 
 
-def _scan_usable(usable, n_use, scanned, q, avail, p_node, first_piece):  # noqa: ANN001, ANN202
-    """Extend ``usable`` (the running jobs, by index in end order, with a piece on an ``avail``
-    node) until it holds every such job before ``q`` and the first one from ``q`` on, if any:
-    all that the batch walk reads of it. Returns the new (n_use, scanned)."""
-    n_jobs = len(first_piece)
-    n_pieces = len(p_node)
-    while scanned < n_jobs and not (scanned >= q and n_use > 0 and usable[n_use - 1] >= q):
-        j = scanned
-        stop = first_piece[j + 1] if j + 1 < n_jobs else n_pieces
-        for p in range(first_piece[j], stop):
-            if avail[p_node[p]]:
-                usable[n_use] = j
-                n_use += 1
-                break
-        scanned += 1
-    return n_use, scanned
+def _usable(j, avail, p_node, first_piece, n_jobs, n_pieces):  # noqa: ANN001, ANN202
+    """Whether running job ``j`` (in end order) has a piece on an ``avail`` node."""
+    stop = first_piece[j + 1] if j + 1 < n_jobs else n_pieces
+    for p in range(first_piece[j], stop):
+        if avail[p_node[p]]:
+            return True
+    return False
 
 
 def _bisect_right(a, x):  # noqa: ANN001, ANN202
@@ -170,16 +200,6 @@ def _bisect_right(a, x):  # noqa: ANN001, ANN202
             hi = mid
         else:
             lo = mid + 1
-    return lo
-
-
-def _bisect_left(a, x, lo, hi):  # noqa: ANN001, ANN202
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if a[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
     return lo
 
 
@@ -328,12 +348,12 @@ def _planned_start(times, by_time, free_c, free_m, k, cpn, mem, limit, now, hori
 
 if njit is not None:
     _consec_pick = consec_pick = njit(cache=True)(_consec_pick)
-    _bisect_left = njit(cache=True)(_bisect_left)
+    find_consec = njit(cache=True)(_find_consec)
     _bisect_right = njit(cache=True)(_bisect_right)
     _free_spans = njit(cache=True)(_free_spans)
     _cap = njit(cache=True)(_cap)
-    _scan_usable = njit(cache=True)(_scan_usable)
+    _usable = njit(cache=True)(_usable)
     _will_run = njit(cache=True)(_will_run)
     planned_start = njit(cache=True)(_planned_start)
 else:  # pragma: no cover
-    planned_start = consec_pick = None
+    planned_start = consec_pick = find_consec = None
