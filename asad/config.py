@@ -60,7 +60,15 @@ class Settings:
 
     @property
     def run_dir(self) -> Path:
-        return self.state_dir / "runs"
+        """Where the stage wrappers write logs and markers, a folder per workflow id. It belongs to
+        the store, whose ids they are: two stores numbering from 1 must not share it. An SQLite
+        store's lies beside its file (``runs`` for ``asad.db``, so the default store's is
+        ``state_dir/runs``; ``<stem>-runs`` for another name); a server's store has one of its own
+        under ``state_dir/runs``, named from its URL."""
+        sqlite = sqlite_file(self.database_url)
+        if sqlite is not None:
+            return sqlite.parent / ("runs" if sqlite.name == "asad.db" else f"{sqlite.stem}-runs")
+        return self.state_dir / "runs" / f"store-{self._store_key()}"
 
     @property
     def lock_file(self) -> Path:
@@ -71,12 +79,17 @@ class Settings:
         sqlite = sqlite_file(self.database_url)
         if sqlite is not None:
             return sqlite.with_name(sqlite.name + ".lock")
+        return self.state_dir / f"daemon-{self._store_key()}.lock"
+
+    def _store_key(self) -> str:
+        """A short name for a store that is not an SQLite file, made from its URL without the
+        password (the password is not part of which store it is)."""
         parts = urllib.parse.urlsplit(self.database_url)
         netloc = parts.netloc.rsplit("@", 1)
-        if len(netloc) == 2:  # user:password@host: the password is not part of which store it is
+        if len(netloc) == 2:  # user:password@host
             netloc[0] = netloc[0].split(":", 1)[0]
         which = urllib.parse.urlunsplit(parts._replace(netloc="@".join(netloc)))
-        return self.state_dir / f"daemon-{hashlib.sha256(which.encode()).hexdigest()[:16]}.lock"
+        return hashlib.sha256(which.encode()).hexdigest()[:16]
 
 
 def sqlite_file(url: str) -> Path | None:

@@ -286,3 +286,23 @@ def test_a_store_found_corrupt_by_a_tick_stops_the_daemon(db_url, monkeypatch, c
     assert run_daemon(load_settings({"db_url": db_url, "backend": "sim"})) == 4
     out = capsys.readouterr()
     assert "is corrupt: the daemon stopped" in out.err and "Traceback" not in out.out + out.err
+
+
+def test_each_store_has_its_own_run_folders(tmp_path) -> None:
+    # Workflow ids are a store's: two stores in one state dir both number from 1, so their stage
+    # logs and markers must not share runs/<id> (the audit of 2026-11-27 saw `asad run --db ...`
+    # overwrite the default store's workflow 1 logs, and markers of two workflows 18 mixed).
+    state = tmp_path / "state"
+    default = Settings(state_dir=state)
+    other = Settings(state_dir=state, db_url=f"sqlite:///{tmp_path / 'scratch' / 'run2.db'}")
+    fresh = Settings(state_dir=state, db_url=f"sqlite:///{tmp_path / 'tmpdir' / 'asad.db'}")
+    server = Settings(state_dir=state, db_url="mysql+pymysql://me:secret@db.example/asad")
+    assert default.run_dir == state / "runs"
+    assert other.run_dir == tmp_path / "scratch" / "run2-runs"
+    assert fresh.run_dir == tmp_path / "tmpdir" / "runs"
+    assert server.run_dir.parent == state / "runs" and server.run_dir.name.startswith("store-")
+    assert len({default.run_dir, other.run_dir, fresh.run_dir, server.run_dir}) == 4
+    # one store named two ways (another state dir, or --db at the default file) has one folder
+    assert Settings(state_dir=tmp_path / "elsewhere", db_url=f"sqlite:///{state / 'asad.db'}").run_dir == default.run_dir
+    # the password is not part of which store it is
+    assert Settings(state_dir=state, db_url="mysql+pymysql://me:other@db.example/asad").run_dir == server.run_dir
