@@ -83,11 +83,30 @@ done
 
 marker start "$(now) ${SLURMD_NODENAME:-$(hostname)} $job_id"
 
-# A script path runs as a script (with bash if it is not executable); anything else is a command line.
+# A script path runs as a script; anything else is a command line. A script that is not executable
+# runs with the interpreter its #! line names, else the one its suffix implies (bash for the rest):
+# a user's 0644 train.py must not be read by bash.
+interpreter_of() {
+    local first=""
+    IFS= read -r first <"$1" || true
+    if [[ $first == '#!'* ]]; then
+        read -r -a interp <<<"${first#\#!}"
+        return
+    fi
+    case $1 in
+        *.py) interp=(python3) ;;
+        *.pl) interp=(perl) ;;
+        *.R | *.r) interp=(Rscript) ;;
+        *.zsh) interp=(zsh) ;;
+        *.ksh) interp=(ksh) ;;
+        *) interp=(bash) ;;
+    esac
+}
 if [[ -f $ASAD_COMMAND && -x $ASAD_COMMAND ]]; then
     cmd=("$ASAD_COMMAND")
 elif [[ -f $ASAD_COMMAND ]]; then
-    cmd=(bash "$ASAD_COMMAND")
+    interpreter_of "$ASAD_COMMAND"
+    cmd=("${interp[@]}" "$ASAD_COMMAND")
 else
     cmd=(bash -c "$ASAD_COMMAND")
 fi

@@ -47,6 +47,23 @@ def test_script_path_with_and_without_exec_bit(tmp_path):
     assert (tmp_path / "b.log").read_text() == "from-script\n"
 
 
+def test_a_script_without_exec_bit_runs_with_its_interpreter(tmp_path):
+    # audit 5: a 0644 hello.py ran with bash ("syntax error near unexpected token")
+    py = tmp_path / "hello.py"
+    py.write_text('import sys\nprint("hello from", "python")\nsys.exit(3)\n')
+    res = run(tmp_path, "py", str(py))
+    assert res.returncode == 3 and (tmp_path / "py.log").read_text() == "hello from python\n"
+    # a #! line wins over the suffix, with its arguments
+    odd = tmp_path / "step.sh"
+    odd.write_text('#!/usr/bin/env python3 -u\nprint("via shebang")\n')
+    res = run(tmp_path, "sb", str(odd))
+    assert res.returncode == 0 and (tmp_path / "sb.log").read_text() == "via shebang\n"
+    perl = tmp_path / "p.pl"
+    perl.write_text('print "perl ", 6 * 7, "\\n";\n')
+    if subprocess.run(["which", "perl"], capture_output=True).returncode == 0:
+        assert run(tmp_path, "pl", str(perl)).returncode == 0 and (tmp_path / "pl.log").read_text() == "perl 42\n"
+
+
 def test_naive_waits_for_predecessor_end(tmp_path):
     def finish_later():
         time.sleep(0.6)
