@@ -36,7 +36,6 @@ class EngineConfig:
     asa_timing: str = "daemon"  # daemon | begin
     naive_resubmit_margin_s: float = 300.0
     geometry: GeometryKeyConfig = field(default_factory=GeometryKeyConfig)
-    max_timeout_retries: int = 2
     default_partition: str = ""
     run_dir: str = ""  # real clusters: jobs' output files go to <run_dir>/<workflow id>/, not the workdir
     default_sizing: str = "sizey-like"

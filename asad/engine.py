@@ -252,7 +252,7 @@ class Engine:
             except SizingError as exc:
                 return self._fail(wf, name, run, now, out, str(exc))
             run.message = f"OUT_OF_MEMORY at {failed_mem} MB; retrying with {run.mem_mb} MB"
-        elif job.state is JobState.TIMEOUT and len(attempts_of) <= self.ctx.config.max_timeout_retries:
+        elif job.state is JobState.TIMEOUT and len(attempts_of) <= spec.max_oom_retries:
             limit = job.request.time_limit_s
             try:
                 run.time_s = retry_time_s(limit, None, part.max_time_s if part else None)
@@ -270,7 +270,7 @@ class Engine:
         elif job.state is JobState.TIMEOUT:
             return self._fail(wf, name, run, now, out,
                               f"TIMEOUT in {len(attempts_of)} attempts, the last with a {job.request.time_limit_s} s "
-                              "limit; raise the stage's time")
+                              "limit; raise the stage's time or max_oom_retries")
         else:
             return self._fail(wf, name, run, now, out, f"{job.state.value} (exit code {job.exit_code})")
         run.wait_again()

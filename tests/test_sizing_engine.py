@@ -68,6 +68,17 @@ def test_timeout_is_retried_with_a_longer_limit(db_url):
     assert "TIMEOUT at 600 s; retrying with 1200 s" in summary["stages"][0]["message"]
 
 
+def test_timeout_retries_follow_the_stages_max_oom_retries(db_url):
+    # workflow.md: max_oom_retries counts the retries after OUT_OF_MEMORY or TIMEOUT. The engine
+    # used its own budget of 2 for timeouts, so max_oom_retries: 0 still retried twice (audit 5).
+    text = OOM_WF.replace("mem: 1G", "mem: 4G").replace("time: 1h", "time: 10m").replace("runtime: 20m", "runtime: 2h")
+    (summary,), _ = _run(db_url, text.replace("    run: grow --big", "    max_oom_retries: 0\n    run: grow --big"))
+    assert summary["state"] == "FAILED" and summary["stages"][0]["attempts"] == 1
+    assert "TIMEOUT in 1 attempts" in summary["message"] and "max_oom_retries" in summary["message"]
+    (summary,), _ = _run(db_url, text.replace("    run: grow --big", "    max_oom_retries: 1\n    run: grow --big"))
+    assert summary["state"] == "FAILED" and summary["stages"][0]["attempts"] == 2
+
+
 def test_sizing_learns_smaller_requests_over_runs(db_url):
     text = OOM_WF.replace("sizing: off", "sizing: sizey-like").replace("mem: 1G", "mem: 16G") \
         .replace("peak_mem: 3G", "peak_mem: 2G")
