@@ -29,6 +29,7 @@ FAILED_STATES = (JobState.FAILED, JobState.TIMEOUT, JobState.OUT_OF_MEMORY, JobS
 # The chunk whose ending speaks for a failed array stage (an OOM makes the retry ask for more memory).
 FAILED_STATES_WORST = (JobState.OUT_OF_MEMORY, JobState.TIMEOUT, JobState.FAILED, JobState.NODE_FAIL,
                        JobState.CANCELLED)
+FAILURES = FAILED_STATES_WORST[:-1]  # the job itself failed (not cancelled)
 
 
 @dataclass
@@ -322,7 +323,15 @@ class Engine:
             job = wf.job(run.job_row)
             if job is not None and job.phase is not JobPhase.DONE and not job.state.is_final and job not in out.cancel:
                 out.cancel.append(job)
-            run.state = StageState.CANCELLED
+            failed = self._failed_last(wf, run, job)
+            if failed is not None:  # it failed (and waited for a retry): say so, not "never ran"
+                run.job_row, run.state = failed.row_id, StageState.FAILED
+                run.start_time, run.end_time = failed.start_time, failed.end_time
+                ended = "was cancelled" if state is WorkflowState.CANCELLED else "ended"
+                what = failed.state.value + (f" (exit {failed.exit_code})" if failed.state is JobState.FAILED else "")
+                run.message = f"{what}; not retried: the workflow {ended}"
+            else:
+                run.state = StageState.CANCELLED
             out.dirty_stages.append(run)
         for job in wf.jobs:  # big-job, or anything else still live
             finished = (job.stage in wf.stages and wf.current_job(job.stage) is job
@@ -335,6 +344,18 @@ class Engine:
         wf.message = message
         self.ctx.learned.settle_sharing(wf)  # and forgets the rest: their stages will not run
         out.finished.append(wf)
+
+    @staticmethod
+    def _failed_last(wf: WorkflowRun, run: StageRun, job: JobRecord | None) -> JobRecord | None:
+        """The stage's last attempt, if it ended in a failure that the end of its workflow leaves
+        unretried: its current job, or (a retry was due, so it has none) the attempt before."""
+        if job is None:
+            done = [j for j in wf.jobs if run.name in j.stages and j.attempt > run.retry_from
+                    and j.state.is_final and not j.cancelled_by_asad]
+            job = max(done, key=lambda j: j.attempt, default=None)
+        if job is None or job.cancelled_by_asad or job.state not in FAILURES:
+            return None  # never ran, or cancelled: CANCELLED says it
+        return job
 
     def _unbuildable(self, wf: WorkflowRun, name: str, run: StageRun, exc: OSError, now: float,
                      out: Decisions) -> None:

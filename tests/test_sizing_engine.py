@@ -89,3 +89,37 @@ def test_sizing_learns_smaller_requests_over_runs(db_url):
     assert all(s["state"] == "COMPLETED" for s in summaries)
     why = render_explain(wfs[-1], None)
     assert "sizey-like" in why
+
+
+def test_a_stage_whose_failure_comes_with_the_workflows_end_shows_its_job(db_url):
+    # audit 5: two stages failed between the same two polls; the one that would have been retried
+    # was shown with no job ("-", CANCELLED) and "retrying" in a FAILED workflow. Its attempt is
+    # what happened to it: FAILED, with that job.
+    from asad.app import make_runner
+    from asad.config import Settings
+    text = """
+name: both
+strategy: per-stage
+sizing: off
+stages:
+  - {name: slow, cpus: 1, mem: 1G, time: 10m, max_oom_retries: 1, run: slow, simulate: {runtime: 2h, peak_mem: 100M}}
+  - {name: hog, after: [], cpus: 1, mem: 1G, time: 1h, max_oom_retries: 0, run: hog, simulate: {runtime: 40m, peak_mem: 3G}}
+"""
+    store = Store(db_url)
+    try:
+        sim = make_simulator("small", load=0.0, seed=0)
+        runner = make_runner(Settings(), store, sim)
+        wf = store.add_workflow(parse_workflow(text), sim.now(), strategy="per-stage")
+        runner.load()
+        runner.tick()  # both submitted
+        sim.run_until(sim.now() + 2 * 3600)  # both end (TIMEOUT, OUT_OF_MEMORY) before asad looks
+        for _ in range(3):
+            runner.tick()
+        (row,) = store.workflow_rows([wf.id])
+        stages = {s["name"]: s for s in row.summary["stages"]}
+    finally:
+        store.close()
+    assert row.summary["state"] == "FAILED" and "stage hog failed" in row.summary["message"]
+    slow = stages["slow"]
+    assert slow["state"] == "FAILED" and slow["job_id"] is not None, slow
+    assert slow["message"] == "TIMEOUT; not retried: the workflow ended", slow
