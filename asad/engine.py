@@ -253,6 +253,7 @@ class Engine:
             except SizingError as exc:
                 return self._fail(wf, name, run, now, out, str(exc))
             run.message = f"OUT_OF_MEMORY at {failed_mem} MB; retrying with {run.mem_mb} MB"
+            run.size_why = _retried(run.size_why, f"OUT_OF_MEMORY at {failed_mem} MB, so {run.mem_mb} MB")
         elif job.state is JobState.TIMEOUT and len(attempts_of) <= spec.max_oom_retries:
             limit = job.request.time_limit_s
             try:
@@ -260,6 +261,7 @@ class Engine:
             except SizingError as exc:
                 return self._fail(wf, name, run, now, out, str(exc))
             run.message = f"TIMEOUT at {limit} s; retrying with {run.time_s} s"
+            run.size_why = _retried(run.size_why, f"TIMEOUT at {limit} s, so {run.time_s} s")
         elif job.state not in (JobState.OUT_OF_MEMORY, JobState.TIMEOUT) and \
                 len({j.attempt for j in since if not j.cancelled_by_asad and j.phase is not JobPhase.ABANDONED}) \
                 <= spec.retries:
@@ -535,3 +537,10 @@ class Engine:
 
 def _with_command(req: JobRequest, command: str) -> JobRequest:
     return replace(req, command=command)
+
+
+def _retried(why: str, note: str) -> str:
+    """The stage's size reasons with a retry's change after them (``asad explain`` showed the
+    first attempt's reasons beside the retry's larger size)."""
+    why = (why or "the workflow file's values").rstrip(".")
+    return f"{why}; retried after {note}."

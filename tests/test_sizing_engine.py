@@ -62,10 +62,12 @@ def test_out_of_memory_retries_are_bounded(db_url):
 
 def test_timeout_is_retried_with_a_longer_limit(db_url):
     text = OOM_WF.replace("mem: 1G", "mem: 4G").replace("time: 1h", "time: 10m").replace("runtime: 20m", "runtime: 15m")
-    (summary,), _ = _run(db_url, text)
+    (summary,), wfs = _run(db_url, text)
     assert summary["state"] == "COMPLETED"
     assert summary["stages"][0]["attempts"] == 2  # 10 m -> TIMEOUT, 20 m fits the 15 m run
     assert "TIMEOUT at 600 s; retrying with 1200 s" in summary["stages"][0]["message"]
+    # explain gives the reason for the 20 m beside the file's 10 m (it told only the first attempt's)
+    assert "retried after TIMEOUT at 600 s, so 1200 s" in render_explain(wfs[-1], None)
 
 
 def test_timeout_retries_follow_the_stages_max_oom_retries(db_url):

@@ -78,3 +78,15 @@ def test_time_limit_learns_longest_run_with_margin_and_stretch():
     # on 1 CPU, 2 busy cores take twice as long: 1.5 × 800 + 60 = 1260 → 21 min
     assert tl.limit(7200, 1, None, None)[0] == 1260
     assert tl.limit(7200, 4, None, Caps(4, 1000, 600))[0] == 600
+
+
+def test_the_memory_floor_is_explained():
+    # audit 5: explain said "largest peak 8 MB x 1.1 = 8 MB" beside a 64 MB request
+    agent = PercentileAgent(percentile=50)
+    for peak in (8, 8, 8):
+        agent.observe(done(peak))
+    d = agent.propose(DEFAULT)
+    assert d.request.mem_mb == 64 and "raised to asad's floor of 64 MB" in d.why
+    for peak in (300, 300, 300):
+        agent.observe(done(peak))
+    assert "floor" not in agent.propose(DEFAULT).why

@@ -305,7 +305,10 @@ class AgentBase:
             time_s, time_why = self.time.limit(default.time_s, int(cpus), input_bytes, self.caps)
         else:
             time_s, time_why = default.time_s, f"time limit {default.time_s} s from the user"
-        mem_mb = max(float(mem_mb), float(min(MIN_MEM_MB, default.mem_mb)))
+        floor = float(min(MIN_MEM_MB, default.mem_mb))
+        if mem_mb < floor:  # a job's own overhead (shell, wrapper) needs some: never below the floor
+            why += f", raised to asad's floor of {int(floor)} MB"
+            mem_mb = floor
         req = clamp(Request(cpus=int(cpus), mem_mb=mem_mb_ceil(mem_mb), time_s=int(time_s)), self.caps)
         capped = ""
         if self.caps is not None and (req.mem_mb < mem_mb_ceil(mem_mb) or req.cpus < int(cpus)):
