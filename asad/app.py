@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,13 +60,13 @@ def engine_learned(settings: Settings, store: Store):  # noqa: ANN201 - asad.lea
     return Learned(store.load_learner, kind, seed=settings.seed, predictor_params=params)
 
 
-def make_runner(settings: Settings, store: Store, backend: Backend) -> Runner:
+def make_runner(settings: Settings, store: Store, backend: Backend, *, only: frozenset[int] | None = None) -> Runner:
     kind, params = predictor_choice(settings)
     builder = None if backend.name == "sim" else CommandBuilder(settings.run_dir)
     return Runner.create(store, backend, predictor=kind, predictor_params=params, seed=settings.seed,
                          asa_timing=settings.asa_timing, build_command=builder, idle_price=settings.idle_price,
                          run_dir="" if backend.name == "sim" else str(settings.run_dir),
-                         placement=settings.placement, share_jobs=settings.share_jobs)
+                         placement=settings.placement, share_jobs=settings.share_jobs, only=only)
 
 
 @dataclass
@@ -85,17 +87,33 @@ class CommandBuilder:
             if output:  # Slurm does not create the folder of --output: the job would fail to launch
                 (Path(wf.spec.workdir or ".") / output).parent.mkdir(parents=True, exist_ok=True)
         lines = ["#!/bin/bash", f"export ASAD_RUN_DIR={shlex.quote(str(run_dir))}"]
+        wrapper = self._wrapper() if self.create else WRAPPER
         if stage == BIG_JOB_STAGE:
             for s in wf.spec.topo_order():
-                lines += self._stage_lines(wf, s, srun=True, barrier=())
+                lines += self._stage_lines(wf, s, wrapper, srun=True, barrier=())
             return "\n".join(lines) + "\n"
         for k, name in enumerate((stage, *rides)):
-            lines += self._stage_lines(wf, name, srun=False, barrier=barrier if k == 0 else (),
+            lines += self._stage_lines(wf, name, wrapper, srun=False, barrier=barrier if k == 0 else (),
                                        last=k == len(rides))
         return "\n".join(lines) + "\n"
 
-    def _stage_lines(self, wf, stage: str, *, srun: bool, barrier: tuple[str, ...],  # noqa: ANN001
-                     last: bool = True) -> list[str]:
+    def _wrapper(self) -> Path:
+        """The stage wrapper as jobs run it: a copy in the run folder, named by its content and never
+        written again. Bash reads a script as it runs it, so a job must not run a file that can
+        change under it (the wrapper rewritten in place by an edit or an upgrade of asad failed a
+        stage that was running: a syntax error half-way through)."""
+        data = WRAPPER.read_bytes()
+        path = self.run_dir / f"asad-stage-{hashlib.sha256(data).hexdigest()[:12]}.sh"
+        if not path.exists():
+            self.run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}")
+            tmp.write_bytes(data)
+            tmp.chmod(0o700)
+            os.replace(tmp, path)  # whole or not at all, also beside another asad process
+        return path
+
+    def _stage_lines(self, wf, stage: str, wrapper: Path, *, srun: bool,  # noqa: ANN001
+                     barrier: tuple[str, ...], last: bool = True) -> list[str]:
         s = wf.spec.stage(stage)
         # an array's tasks each keep their own markers and log: <stage>.<task id>.log
         name = shlex.quote(stage) + ('."$SLURM_ARRAY_TASK_ID"' if s.array is not None and not srun else "")
@@ -108,10 +126,10 @@ class CommandBuilder:
         prefix = "env " + " ".join(env)
         if srun:
             size = f"--nodes={s.nodes} --ntasks={s.ntasks} --cpus-per-task={s.cpus_per_task} --exact"
-            return [*setup, f"{prefix} srun {size} {shlex.quote(str(WRAPPER))} || exit $?"]
+            return [*setup, f"{prefix} srun {size} {shlex.quote(str(wrapper))} || exit $?"]
         if not last:  # a shared job: the next stage runs only if this one succeeded
-            return [*setup, f"{prefix} {shlex.quote(str(WRAPPER))} || exit $?"]
-        return [*setup, f"exec {prefix} {shlex.quote(str(WRAPPER))}"]
+            return [*setup, f"{prefix} {shlex.quote(str(wrapper))} || exit $?"]
+        return [*setup, f"exec {prefix} {shlex.quote(str(wrapper))}"]
 
 
 def run_to_completion(runner: Runner, backend: Backend, workflow_ids: list[int], *,

@@ -348,48 +348,111 @@ def cmd_cancel(args: argparse.Namespace) -> int:
 
 
 def _cancel_without_daemon(settings: Settings, wf_id: int) -> int:
-    """No daemon drives the store: cancel the workflow's jobs still in Slurm's queue here, so that
-    they stop using the cluster now, not when a daemon next starts. Slurm is asked for every job
-    tagged with this workflow, so a job whose ``sbatch`` ran just before a daemon crashed (its id
-    not yet stored) is found too. The workflow itself is recorded as cancelled by the next daemon
-    or ``asad run``, which reads the cancelled jobs from Slurm as for any other end."""
-    from asad.app import make_backend
+    """No daemon drives the store: carry the cancel out here, as the daemon would, so that the jobs
+    stop using the cluster now and ``status``/``show`` say CANCELLED at once, not when a daemon next
+    starts. One tick of a runner that drives this workflow only (under the daemon's lock and the
+    store's lease, so no daemon submits meanwhile): submission intents with no job id are looked up
+    in Slurm by their tag (a job whose ``sbatch`` ran just before a daemon crashed is found too), the
+    jobs are polled, and the engine ends the workflow as CANCELLED, scancelling its jobs after writing
+    that down (write-ahead). Interrupted, the request stays in the store and the next driver finishes it."""
+    from asad.app import make_backend, make_runner
 
     try:
-        lock = _run_lock(settings)  # no daemon may start and submit while this looks
+        lock = _run_lock(settings)  # no daemon may start and submit while this runs
     except StoreBusy:
         print(f"workflow {wf_id}: cancel requested; the daemon that just started cancels its Slurm jobs")
         return 0
+    lease = None
     try:
         store = open_store(settings)
         try:
+            try:
+                lease = _take_lease(settings, store)
+            except StoreBusy:
+                print(f"workflow {wf_id}: cancel requested; a driver on another host took this store and carries it out")
+                return 0
             simulated = bool(store.simulated_workflow_ids([wf_id]))
             submitted = bool(store.workflow_ids_with_jobs([wf_id]))
-            tag = f"asad:{store.store_id}:{wf_id}:"
+            try:
+                backend = make_backend(settings, name="slurm") if submitted and not simulated else \
+                    _NoJobsBackend(_store_now(store) if simulated or settings.backend == "sim" else time.time())
+                runner = make_runner(settings, store, backend, only=frozenset({wf_id}))
+            except SlurmError as exc:
+                report_error = str(exc)
+            else:
+                runner.lease = lease
+                if isinstance(backend, _NoJobsBackend):
+                    runner._ok_recorded = True  # Slurm was not asked: leave what the store says of it
+                report = runner.tick()
+                report_error = report.backend_error
+            if report_error is not None:
+                return _fail(f"workflow {wf_id}: cancel requested, but no daemon is running and Slurm did not answer "
+                             f"({report_error}), so its jobs may still be queued or running. Fix: start the daemon "
+                             f"when Slurm answers (it cancels them), or scancel the jobs named asad.{wf_id}.*",
+                             EXIT_SLURM)
+            (row,) = store.workflow_rows([wf_id])
+            state = row.state
         finally:
+            _give_back(lease)
             store.close()
-        if simulated or not submitted:
-            print(f"workflow {wf_id}: cancel requested; "
-                  + ("its jobs were the simulator's, gone with the process that ran them" if simulated
-                     else "it has not submitted any job")
-                  + ". A daemon records the workflow as CANCELLED when it next starts.")
-            return 0
-        try:
-            backend = make_backend(settings, name="slurm")
-            ids = sorted(jid for jid, st in backend.find(tag).items() if not st.state.is_final)
-            if ids:
-                backend.cancel(ids)
-        except SlurmError as exc:
-            return _fail(f"workflow {wf_id}: cancel requested, but no daemon is running and Slurm did not answer "
-                         f"({exc}), so its jobs may still be queued or running. Fix: start the daemon when Slurm "
-                         f"answers (it cancels them), or scancel the jobs named asad.{wf_id}.*", EXIT_SLURM)
     finally:
         os.close(lock)
-    print(f"workflow {wf_id}: cancel requested; no daemon is running, so "
-          + (f"its Slurm jobs {', '.join(map(str, ids))} were cancelled here (scancel)" if ids
-             else "nothing was cancelled here: it has no job in Slurm's queue")
-          + ". A daemon records the workflow as CANCELLED when it next starts.")
+    if state == "COMPLETED":
+        print(f"workflow {wf_id}: it completed before the cancel was carried out; nothing was cancelled")
+        return 0
+    if state == "ACTIVE":  # not expected: the next daemon carries the stored request out
+        print(f"workflow {wf_id}: cancel requested (cancel pending: no daemon); a daemon carries it out when it starts")
+        return 0
+    ids = sorted(set(report.cancelled_ids))
+    print(f"workflow {wf_id}: {state.lower()}; "
+          + ("its jobs were the simulator's, gone with the process that ran them" if simulated
+             else "it had not submitted any job" if not submitted
+             else f"no daemon is running, so its Slurm jobs {', '.join(map(str, ids))} were cancelled here (scancel)"
+             if ids else "no daemon is running, and it had no job left in Slurm's queue to cancel")
+          + ".")
     return 0
+
+
+def _store_now(store) -> float:  # noqa: ANN001
+    """The store's clock as a simulator-driving daemon left it (its workflows' times are virtual)."""
+    clock = store.get_status("clock") or {}
+    return clock.get("now", time.time())
+
+
+class _NoJobsBackend:
+    """What ``asad cancel`` drives a workflow with when none of its jobs is in a Slurm: it submitted
+    none, or they were a simulator's, gone with the process that ran them. Nothing is asked of
+    anyone: no job is known, and there is nothing to cancel."""
+
+    name = "offline"
+    cluster_name = "offline"
+
+    def __init__(self, now: float):
+        self._now = now
+
+    def now(self) -> float:
+        return self._now
+
+    def partitions(self) -> list:
+        return []
+
+    def poll(self, job_ids: list[int]) -> dict:
+        return {}
+
+    def find(self, tag: str) -> dict:
+        return {}
+
+    def usage(self, job_ids: list[int]) -> dict:
+        return {}
+
+    def cancel(self, job_ids: list[int]) -> None:
+        return None
+
+    def estimate_start(self, req) -> None:  # noqa: ANN001
+        return None
+
+    def submit(self, req) -> int:  # noqa: ANN001
+        raise SlurmError("asad cancel submits nothing")
 
 
 @guarded

@@ -9,6 +9,7 @@ A pre-submitted stage is a *hit* when it neither waited nor idled more than the 
 
 from __future__ import annotations
 
+from asad.array_view import array_tasks
 from asad.attempts import attempts_by_stage, describe
 from asad.model import JobRecord, StageState, WorkflowRun
 
@@ -22,14 +23,16 @@ def _job_core_s(job: JobRecord) -> float:
     return cpus * max(0.0, job.end_time - job.start_time)
 
 
-def perceived_wait(wf: WorkflowRun, name: str) -> float | None:
-    """The stage's start of work minus the end of its latest predecessor (a first stage: minus the
-    workflow's submission), floored at 0; None before it started."""
+def perceived_wait(wf: WorkflowRun, name: str, start: float | None = None) -> float | None:
+    """The stage's start of work (``start``, else the one asad saw) minus the end of its latest
+    predecessor (a first stage: minus the workflow's submission), floored at 0; None before it
+    started."""
     run, preds = wf.stages[name], wf.spec.predecessors(name)
-    if run.start_time is None:
+    start = run.start_time if start is None else start
+    if start is None:
         return None
     pred_end = max((wf.stages[p].end_time or 0.0) for p in preds) if preds else wf.created_at
-    return max(0.0, run.start_time - pred_end)
+    return max(0.0, start - pred_end)
 
 
 def summarize(wf: WorkflowRun) -> dict:
@@ -42,7 +45,9 @@ def summarize(wf: WorkflowRun) -> dict:
         job = wf.current_job(name) if not big else (wf.jobs[-1] if wf.jobs else None)
         preds = wf.spec.predecessors(name)
         rides = job is not None and name != job.stage and name in job.rides  # in a shared job, after its head
-        perceived = perceived_wait(wf, name)
+        # a stage cancelled or failed before asad saw it run still ran from its job's start
+        start = run.start_time if run.start_time is not None or job is None or big or rides else job.start_time
+        perceived = perceived_wait(wf, name, start)
         if big and preds:
             perceived = 0.0
         idle_s = 0.0
@@ -63,13 +68,12 @@ def summarize(wf: WorkflowRun) -> dict:
             "mem_mb": job.request.total_mem_mb() if job else spec.total_mem_mb(),
             "submit": job.submitted_at if job else None,
             "eligible": job.eligible_time if job else None,
-            # a stage cancelled or failed before asad saw it run still ran from its job's start
-            "start": run.start_time if run.start_time is not None or job is None or big or rides
-            else job.start_time,
+            "start": start,
             "job_start": job.start_time if job else None,
             # a stage cancelled with the workflow ended then (its job is no longer polled)
             "end": run.end_time if run.end_time is not None or run.state is not StageState.CANCELLED or job is None
-            else (job.end_time or wf.ended_at),
+            else (max((j.end_time for j in wf.current_jobs(name) if j.end_time is not None), default=None)
+                  or wf.ended_at),  # an array stage's last array job's end
             "wait_s": (job.wait_s if job and (not big or not preds) and not rides else 0.0) if job else None,
             "perceived_wait_s": perceived,
             "idle_s": idle_s,
@@ -79,11 +83,7 @@ def summarize(wf: WorkflowRun) -> dict:
             "after": list(preds),
         })
         if spec.array is not None:  # one stage, many tasks: their states over the current attempt
-            counts: dict[str, int] = {}
-            for j in wf.current_jobs(name):
-                for code, n in (j.array_tasks or {}).items():
-                    counts[code] = counts.get(code, 0) + n
-            stages[-1].update(array=spec.array, array_tasks=counts or None)
+            stages[-1].update(array=spec.array, array_tasks=array_tasks(wf, name))
     core_s = sum(_job_core_s(j) for j in wf.jobs)
     ends = [r.end_time for r in wf.stages.values() if r.end_time is not None]
     makespan = (max(ends) - wf.created_at) if ends and wf.state.value == "COMPLETED" else None

@@ -31,6 +31,8 @@ log = structlog.get_logger("asad.runner")
 MAX_WAVES = 64  # chain submits a DAG level by level inside one tick
 RULES_TTL_S = 600.0  # the site's priority rules are read again, for new workflows, at most this often
 SUBMIT_LIMIT_RETRY_S = 120.0  # after a site's submit limit, try that stage again this much later
+# A job asad cancelled with its workflow is polled on, this long at most, until Slurm reports its end
+SETTLE_S = 600.0
 
 
 @dataclass
@@ -39,14 +41,18 @@ class TickReport:
     wake_at: float
     submitted: int = 0
     cancelled: int = 0
+    cancelled_ids: list[int] = field(default_factory=list)  # the Slurm job ids scancel was given
     changed: int = 0  # jobs whose status changed
     slurm_calls: dict[str, int] = field(default_factory=dict)
     backend_error: str | None = None
 
 
 class Runner:
-    def __init__(self, store: Store, backend: Backend, ctx: Context):
+    def __init__(self, store: Store, backend: Backend, ctx: Context, *, only: frozenset[int] | None = None):
         self.store = store
+        # None: every active workflow of the store (a daemon). Else only these (``asad cancel``
+        # with no daemon carries out one workflow's cancel and must drive no other workflow).
+        self.only = only
         self.backend = backend
         self.ctx = ctx
         self.engine = Engine(ctx)
@@ -63,6 +69,7 @@ class Runner:
         self._due: dict[int, float] = {}
         self._consulted: dict[int, tuple[tuple[tuple[str, str], int], ...]] = {}
         self._fresh: list[int] = []  # adopted since the last learner prefetch
+        self._settling: dict[int, tuple[JobRecord, float]] = {}  # an ended workflow's job -> poll until
         self.lease = None  # asad.lease.Lease: renewed every tick when this runner drives a store
         self._rules_read_at = time.monotonic()  # the Context was given the site's rules just now
         self.load()
@@ -71,7 +78,7 @@ class Runner:
     def create(cls, store: Store, backend: Backend, *, predictor: str, seed: int = 0, asa_timing: str = "daemon",
                predictor_params: dict | None = None, build_command=None, run_dir: str = "",
                idle_price: float | None = None, placement: str | None = None,
-               share_jobs: str = "off") -> Runner:  # noqa: ANN001
+               share_jobs: str = "off", only: frozenset[int] | None = None) -> Runner:  # noqa: ANN001
         from asad.config import DEFAULT_IDLE_PRICE, DEFAULT_PLACEMENT
         from asad.context import EngineConfig
         from asad.slurm.priority_rules import rules_of
@@ -85,7 +92,7 @@ class Runner:
                               max_array_size=getattr(backend, "max_array_size", DEFAULT_MAX_ARRAY_SIZE),
                               placement=placement or DEFAULT_PLACEMENT, share_jobs=share_jobs)
         learned = Learned(store.load_learner, predictor, seed=seed, predictor_params=predictor_params)
-        return cls(store, backend, Context(config, learned, parts, build_command, rules_of(backend)))
+        return cls(store, backend, Context(config, learned, parts, build_command, rules_of(backend)), only=only)
 
     # -- loading ------------------------------------------------------------------------------
     def load(self) -> None:
@@ -131,6 +138,8 @@ class Runner:
     def _adopt(self, wf: WorkflowRun) -> None:
         """Track a workflow read from the store. A stage that claims a submission but has no intent
         row cannot have reached Slurm (the intent is always committed before sbatch): plan it again."""
+        if self.only is not None and wf.id not in self.only:
+            return
         self.active[wf.id] = wf
         self._touched.add(wf.id)
         self._fresh.append(wf.id)
@@ -229,6 +238,7 @@ class Runner:
             self.store.set_status("backend", {"ok": True, "since": now})
             self.store.commit()
         for wf_id in [w.id for w in workflows if w.state is not WorkflowState.ACTIVE]:
+            self._settle(self.active[wf_id], now)
             del self.active[wf_id]
             self._due.pop(wf_id, None)
             self._consulted.pop(wf_id, None)
@@ -321,12 +331,45 @@ class Runner:
             log.info("cancelling jobs asad had decided to cancel before a restart", job_ids=ids)
             self.backend.cancel(ids)
 
+    def _settle(self, wf: WorkflowRun, now: float) -> None:
+        """An ended workflow's jobs whose end Slurm has not reported yet (asad cancelled them with
+        it): polled on until it does, so that their records (an array's tasks per state, the end,
+        the usage) say what Slurm recorded, not what the last poll before the cancel saw."""
+        for job in wf.jobs:
+            if job.phase is JobPhase.LIVE and job.job_id is not None:
+                self._settling[job.job_id] = (job, now + SETTLE_S)
+
+    def _poll_settling(self, statuses: dict) -> None:  # noqa: ANN001
+        """The settling jobs' records from this poll; a job Slurm reports ended is done with."""
+        ended = []
+        for job_id, (job, _until) in list(self._settling.items()):
+            st = statuses.get(job_id)
+            if st is not None and job.apply_status(st):
+                self.store.save_job(job)
+            if st is not None and st.state.is_final:
+                ended.append(job)
+                del self._settling[job_id]
+        if ended:
+            usage = self.backend.usage([j.job_id for j in ended])
+            for job in ended:
+                u = usage.get(job.job_id)
+                if u is not None:
+                    job.peak_rss_mb, job.cpu_s = u.peak_rss_mb, u.total_cpu_s
+                job.phase = JobPhase.DONE
+                self.store.save_job(job)
+
     def _poll(self, now: float) -> int:
         live = {j.job_id: j for wf in self.active.values() for j in wf.jobs
                 if j.phase is JobPhase.LIVE and j.job_id is not None}
-        if not live:
+        self._settling = {jid: (job, until) for jid, (job, until) in self._settling.items()
+                          if until > now and jid not in live}  # given up on; or resumed and live again
+        if not live and not self._settling:
             return 0
-        statuses = self.backend.poll(list(live))
+        statuses = self.backend.poll([*live, *self._settling])
+        self._poll_settling(statuses)
+        if not live:
+            self.store.commit()
+            return 0
         changed = 0
         ended: list[JobRecord] = []
         for job_id, job in live.items():
@@ -369,6 +412,7 @@ class Runner:
             ids = [j.job_id for j in d.cancel if j.job_id is not None]
             if ids:
                 self.backend.cancel(ids)
+                report.cancelled_ids += ids
             for job in d.cancel:
                 if job.phase is JobPhase.LIVE:
                     job.state = JobState.CANCELLED if job.state is JobState.PENDING else job.state

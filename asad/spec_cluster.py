@@ -4,6 +4,7 @@ when a stage (or, under ``big-job``, the one allocation) fits no partition it ma
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass
 
 from asad.slurm.backend import PartitionInfo
@@ -35,13 +36,16 @@ def check_against_cluster(spec: WorkflowSpec, partitions: list[PartitionInfo],
                                 f"stage '{stage.name}': unknown partition '{pname}'",
                                 unknown_partition_fix(pname, partitions))
         candidates = [by_name[n] for n in names]
-        shape = _Shape(stage.nodes, stage.cpus_per_node, stage.mem_per_node_mb(), stage.time_s)
+        shape = _Shape(stage.nodes, stage.cpus_per_node, stage.mem_per_node_mb(), stage.time_s,
+                       ntasks=stage.ntasks, cpus_per_task=stage.cpus_per_task,
+                       mem_per_cpu_mb=stage.mem_per_cpu_mb if stage.mem_mb is None else None)
         if any(not _misfits(shape, p) for p in candidates):
             continue
         fld, problem = _misfits(shape, candidates[0])[0]
+        hint = _written_fix(shape, fld, candidates[0])
         raise SpecError(shown_path(spec.path), stage.line, f"stages[{i}].{fld}",
                         f"stage '{stage.name}' is bigger than every partition it may use: {problem}",
-                        _largest_fit(candidates))
+                        (f"{hint}; or " if hint else "") + _largest_fit(candidates))
     if spec.strategy == "big-job":
         _check_big_job(spec, by_name, default, known)
 
@@ -66,6 +70,11 @@ class _Shape:
     cpus_per_node: int
     mem_per_node_mb: int | None
     time_s: int
+    # how a stage asked for them, so that a misfit names the keys the user wrote: ntasks (over
+    # nodes), or mem_per_cpu (times the CPUs on a node) rather than the cpus and mem they make
+    ntasks: int = 1
+    cpus_per_task: int = 1
+    mem_per_cpu_mb: int | None = None
 
 
 def _misfits(shape: _Shape, p: PartitionInfo) -> list[tuple[str, str]]:
@@ -74,15 +83,39 @@ def _misfits(shape: _Shape, p: PartitionInfo) -> list[tuple[str, str]]:
     if shape.nodes > max_nodes:
         out.append(("nodes", f"{shape.nodes} nodes, but partition '{p.name}' allows {max_nodes}"))
     if shape.cpus_per_node > p.cpus_per_node:
-        out.append(("cpus", f"{shape.cpus_per_node} CPUs on one node, but partition '{p.name}' has "
-                            f"{p.cpus_per_node} per node"))
+        has = f"but partition '{p.name}' has {p.cpus_per_node} per node"
+        if shape.ntasks > 1 and shape.ntasks <= shape.nodes:  # one task per node: its cpus_per_task
+            out.append(("cpus_per_task", f"cpus_per_task: {shape.cpus_per_task} (one task per node) puts "
+                                         f"{shape.cpus_per_node} CPUs on one node, {has}"))
+        elif shape.ntasks > 1:
+            per_task = f" × cpus_per_task: {shape.cpus_per_task}" if shape.cpus_per_task > 1 else ""
+            out.append(("ntasks", f"ntasks: {shape.ntasks}{per_task} over nodes: {shape.nodes} puts "
+                                  f"{shape.cpus_per_node} CPUs on one node, {has}"))
+        else:
+            out.append(("cpus", f"{shape.cpus_per_node} CPUs on one node, {has}"))
     if shape.mem_per_node_mb is not None and shape.mem_per_node_mb > p.mem_per_node_mb:
-        out.append(("mem", f"{format_mem(shape.mem_per_node_mb)} per node, but partition '{p.name}' has "
-                           f"{format_mem(p.mem_per_node_mb)} per node"))
+        has = f"but partition '{p.name}' has {format_mem(p.mem_per_node_mb)} per node"
+        if shape.mem_per_cpu_mb is not None:
+            out.append(("mem_per_cpu", f"mem_per_cpu: {format_mem(shape.mem_per_cpu_mb)} × {shape.cpus_per_node} "
+                                       f"CPUs on one node is {format_mem(shape.mem_per_node_mb)} per node, {has}"))
+        else:
+            out.append(("mem", f"{format_mem(shape.mem_per_node_mb)} per node, {has}"))
     if p.max_time_s is not None and shape.time_s > p.max_time_s:
         out.append(("time", f"time {format_duration(shape.time_s)}, but partition '{p.name}' allows at most "
                             f"{format_duration(p.max_time_s)}"))
     return out
+
+
+def _written_fix(shape: _Shape, fld: str, p: PartitionInfo) -> str:
+    """The fix in the keys the user wrote (ntasks over nodes, mem_per_cpu), for partition ``p``."""
+    if fld == "ntasks" and shape.cpus_per_task <= p.cpus_per_node:
+        per_node = p.cpus_per_node // shape.cpus_per_task
+        return (f"at most {per_node} tasks per node there: ntasks: {per_node * shape.nodes} or fewer, "
+                f"or nodes: {math.ceil(shape.ntasks / per_node)} or more")
+    if fld == "mem_per_cpu" and shape.mem_per_cpu_mb is not None:
+        return (f"mem_per_cpu: {format_mem(p.mem_per_node_mb // shape.cpus_per_node)} or less with "
+                f"{shape.cpus_per_node} CPUs on one node")
+    return ""
 
 
 def _largest_fit(candidates: list[PartitionInfo]) -> str:

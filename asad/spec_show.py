@@ -1,5 +1,6 @@
 """`python -m asad.spec_show WORKFLOW.yaml...`: validate workflow files and show, one row per stage
-in run order, what asad understood (nodes, CPUs, memory, time, partition)."""
+in run order, what asad understood (nodes, CPUs, memory, time, partition; an array stage's
+indices and task count, its size being per task)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,17 @@ from asad.units import format_duration, format_mem
 
 
 def describe(spec: WorkflowSpec) -> str:
-    """A short, squeue-like summary of a validated workflow (one row per stage, in run order)."""
-    rows = [("STAGE", "AFTER", "NODES", "CPUS", "MEM/NODE", "TIME", "PARTITION", "RUN")]
+    """A short, squeue-like summary of a validated workflow (one row per stage, in run order). An
+    ARRAY column (``0-5%3 (6 tasks)``) when a stage is a job array: its size is per task."""
+    arrays = any(spec.stage(name).array is not None for name in spec.topo_order())
+    rows = [("STAGE", "AFTER", *(("ARRAY",) if arrays else ()), "NODES", "CPUS", "MEM/NODE", "TIME", "PARTITION",
+             "RUN")]
     for name in spec.topo_order():
         s = spec.stage(name)
         run = ("script " if s.run_is_script else "") + " ".join(s.run.split())
-        rows.append((s.name, ",".join(s.after) or "-", str(s.nodes), str(s.cpus),
+        array = () if not arrays else ("-",) if s.array_spec is None else (
+            f"{s.array_spec.text()} ({s.array_spec.count} task{'s' if s.array_spec.count != 1 else ''})",)
+        rows.append((s.name, ",".join(s.after) or "-", *array, str(s.nodes), str(s.cpus),
                      format_mem(s.mem_per_node_mb()), format_duration(s.time_s), s.partition or "(default)",
                      run if len(run) <= 40 else run[:39] + "…"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]

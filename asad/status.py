@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from asad import markers
-from asad.array_view import array_tasks, format_tasks
+from asad.array_view import ArrayProgress, array_progress, format_tasks
 from asad.attempts import attempts_by_stage, describe, retry_note
 from asad.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun
 from asad.slurm.backend import JobState
@@ -197,6 +197,23 @@ def _live(wf: WorkflowRun, name: str, run: StageRun, job: JobRecord | None) -> _
     return _Live(st, start, end, host=allocated[1] if allocated else None)
 
 
+def _array_live(live: _Live, progress: ArrayProgress, job: JobRecord) -> _Live:
+    """An array the daemon last polled before its tasks started or ended: its tasks' markers say
+    what squeue would (as ``asad.slurm.array_status`` folds it: running while a task runs, or while
+    some ended and some wait; ended once none runs or waits)."""
+    counts = progress.counts
+    waiting, running = counts.get("PD", 0), counts.get("R", 0)
+    done = sum(counts.values()) - waiting - running
+    if running or (done and waiting):
+        st, end = "R", None
+    elif done:
+        st, end = ("CD" if set(counts) == {"CD"} else "F"), progress.ended
+    else:
+        return live
+    start = job.start_time if job.start_time is not None else progress.started
+    return _Live(st, start, end if start is not None else None)
+
+
 def _elapsed(live: _Live, run: StageRun, job: JobRecord | None, now: float) -> float | None:
     """squeue's TIME: how long the job (or a shared job's stage) has run; none while it pends,
     frozen once it ended."""
@@ -244,8 +261,11 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
         if job is not None and job.phase is JobPhase.ABANDONED:
             job = None
         live = _live(wf, name, run, job)
+        progress = array_progress(wf, name) if job is not None else None
+        if progress is not None and not run.state.is_final and job.phase is not JobPhase.DONE:
+            live = _array_live(live, progress, job)
         st, elapsed, reason = live.st, _elapsed(live, run, job, now), _reason(wf, name, run, job, live)
-        tasks = array_tasks(wf, name) if job is not None else None
+        tasks = progress.counts if progress is not None else None
         if tasks and not run.state.is_final:
             reason = format_tasks(tasks)  # one row for the whole array: its tasks per state
         req = job.request if job else None
@@ -402,7 +422,7 @@ def render_summary(s: dict) -> str:
             lines.append(f"      {st['message']}")
         if st.get("array_tasks"):
             lines.append(f"      array {st['array']}: tasks {format_tasks(st['array_tasks'])}")
-        if st.get("log") and st.get("job_id"):  # a job Slurm refused wrote no log
+        if st.get("log") and st.get("job_id") and st.get("job_start"):  # a job that never ran wrote no log
             lines.append(f"      log {st['log']}" + (f"   Slurm output {st['slurm_output']}"
                                                      if st.get("slurm_output") else ""))
         tries = st.get("attempt_list") or []

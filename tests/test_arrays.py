@@ -362,3 +362,100 @@ def test_a_crash_between_chunk_submissions_resubmits_the_stage_whole(db_url):
     first = [j for j in wf2.jobs if j.stage == "fan" and j.attempt == 1 and j.job_id is not None]
     assert [j.state for j in first] == [JobState.CANCELLED] or all(j.cancelled_by_asad for j in first)
     store.close()
+
+
+# ------------------------------------------------------------------ between polls, and after a cancel ----
+ONE = """
+name: arrc
+stages:
+  - {name: w, run: "sleep 10", time: 5m, array: "0-9%2", simulate: {runtime: 100s}}
+"""
+
+
+def test_status_between_polls_follows_the_task_markers_of_an_array_not_polled_yet(db_url, tmp_path):
+    """Audit 5, finding 3: an array submitted but not yet polled showed `PD (None)` while its tasks'
+    markers said 6 had started and 4 ended; a plain stage's row follows its markers between polls."""
+    import time
+
+    from asad.metrics import summarize
+
+    store = Store(db_url)
+    sim = make_simulator("small", load=0.0, seed=1)
+    wf = store.add_workflow(parse_workflow(ONE), sim.now(), strategy="per-stage")
+    runner = make_runner(Settings(), store, sim)
+    runner.ctx.config.run_dir = str(tmp_path)  # the job's output (and its tasks' markers) go there
+    runner.tick()  # submitted; the daemon's next poll is ~30 s away
+    job = store.load_workflows([wf.id])[0].jobs[0]
+    assert job.job_id is not None and job.array_tasks is None and job.request.output.startswith(str(tmp_path))
+    folder = tmp_path / str(wf.id)  # made by the stage wrapper on a real cluster
+    folder.mkdir()
+    t0 = int(job.submitted_at) + 1
+    for task in range(6):  # 0-5 started (two at a time), 0-3 ended well
+        (folder / f"w.{task}.alloc").write_text(f"{t0 + 10 * (task // 2)} n1 {job.job_id + 1 + task}\n")
+    for task in range(4):
+        (folder / f"w.{task}.end").write_text(f"0 {t0 + 10 * (task // 2) + 10}\n")
+    store.set_status("clock", {"now": t0 + 25, "wall": time.time(), "speed": 1.0})
+    store.commit()
+    (row,), _ = status_rows(store, wf.id)
+    assert (row["st"], row["state_long"], row["reason"]) == ("R", "RUNNING", "R 2, PD 4, CD 4")
+    assert 24 <= row["time_s"] <= 27  # since the first task's allocation
+    assert summarize(store.load_workflows([wf.id])[0])["stages"][0]["array_tasks"] == {"R": 2, "PD": 4, "CD": 4}
+    for task in range(4, 10):  # every task ended: the row says so before Slurm's end reaches asad
+        (folder / f"w.{task}.alloc").write_text(f"{t0 + 10 * (task // 2)} n1 {job.job_id + 1 + task}\n")
+        (folder / f"w.{task}.end").write_text(f"0 {t0 + 10 * (task // 2) + 10}\n")
+    (row,), _ = status_rows(store, wf.id)
+    assert (row["st"], row["reason"], row["time_s"]) == ("CD", "CD 10", 50)
+    store.close()
+
+
+def test_a_cancelled_array_counts_what_slurm_recorded_not_the_last_poll(db_url):
+    """Audit 5, finding 4: an array cancelled with 2 tasks done, 2 running and 6 pending kept
+    `tasks R 2, PD 6, CD 2` in asad show forever (its jobs were never polled again)."""
+    from asad.metrics import summarize
+    from asad.model import JobPhase
+
+    store = Store(db_url)
+    sim = make_simulator("small", load=0.0, seed=1)
+    wf = store.add_workflow(parse_workflow(ONE), sim.now(), strategy="per-stage")
+    runner = make_runner(Settings(), store, sim)
+    runner.tick()
+    sim.run_until(sim.now() + 150)  # tasks 0 and 1 done, 2 and 3 running
+    runner.tick()
+    assert runner.active[wf.id].jobs[0].array_tasks == {"CD": 2, "R": 2, "PD": 6}
+    store.request_cancel(wf.id)
+    runner.tick()  # the cancel: scancel, the workflow ends
+    ended = store.load_workflows([wf.id])[0]
+    assert ended.state is WorkflowState.CANCELLED
+    # before Slurm's word on the cancelled job is in: nothing of a cancelled stage runs or waits
+    assert summarize(ended)["stages"][0]["array_tasks"] == {"CD": 2, "CA": 8}
+    sim.run_until(sim.now() + 30)
+    runner.tick()  # the next poll takes Slurm's word on the jobs of the ended workflow
+    job = store.load_workflows([wf.id])[0].jobs[0]
+    assert (job.state, job.phase, job.array_tasks) == (JobState.CANCELLED, JobPhase.DONE, {"CD": 2, "CA": 8})
+    assert summarize(store.load_workflows([wf.id])[0])["stages"][0]["array_tasks"] == {"CD": 2, "CA": 8}
+    store.close()
+
+
+def test_a_cancelled_arrays_sacct_records_count_each_task_once():
+    """What sacct printed on the local cluster for `--array=0-9%2` cancelled with 0-1 done and 2-3
+    running: the pending-range record still names 2 and 3, which have records of their own."""
+    text = "\n".join([_sa("11_0", "12", "COMPLETED", "0:0"), _sa("11_1", "13", "COMPLETED", "0:0"),
+                      _sa("11_2", "14", "CANCELLED by 0", "0:0"), _sa("11_2.batch", "14.batch", "FAILED", "15:0"),
+                      _sa("11_3", "15", "CANCELLED by 0", "0:0"), _sa("11_[2-9%2]", "11", "CANCELLED by 0", "0:0")])
+    rec = parse_sacct(text)[11]
+    assert rec.status.state is JobState.CANCELLED and rec.status.array_tasks == {"CD": 2, "CA": 8}
+    pending = parse_sacct(_sa("11_[2-9%2]", "11", "PENDING", "0:0"))[11]  # not cancelled: still waiting
+    assert pending.status.state is JobState.PENDING and pending.status.array_tasks == {"PD": 8}
+
+
+def test_spec_show_names_an_array_stages_indices_and_task_count():
+    """Audit 5, finding 12: `python -m asad.spec_show` listed a `0-5%3` stage as a plain 1-CPU stage."""
+    from asad.spec_show import describe
+
+    text = describe(parse_workflow(FAN.format(strategy="chain", array="0-5%3")))
+    header, prep, fan, gather = text.splitlines()[1:]
+    assert header.split()[:4] == ["STAGE", "AFTER", "ARRAY", "NODES"]
+    assert fan.split()[:5] == ["fan", "prep", "0-5%3", "(6", "tasks)"]
+    assert prep.split()[2] == gather.split()[2] == "-"
+    plain = describe(parse_workflow("name: p\nstages:\n  - {name: a, run: 'true'}\n"))
+    assert "ARRAY" not in plain  # no column for a workflow without arrays

@@ -208,3 +208,29 @@ def test_a_list_of_mail_types_unquoted_in_braces_is_explained_and_a_yaml_list_wo
     assert "'FAIL' reads as a key of its own" in str(refused.value) and 'type: "END,FAIL"' in str(refused.value)
     assert mail_of('{type: "END,FAIL", user: me@example.org}') == ("END,FAIL", "me@example.org")
     assert mail_of("{type: [END, FAIL], user: me@example.org}") == ("END,FAIL", "me@example.org")
+
+
+def test_jobs_run_a_copy_of_the_wrapper_that_never_changes_under_them(tmp_path, monkeypatch):
+    """Bash reads a script as it runs it: a job whose wrapper was rewritten in place while it ran
+    failed with a syntax error half-way through (seen 2026-11-27, the wrapper edited during a real
+    bench). Jobs run a copy in the run folder, named by its content and never written again."""
+    import asad.app
+
+    wrapper = tmp_path / "asad-stage.sh"
+    wrapper.write_text("#!/bin/bash\necho first version\n")
+    monkeypatch.setattr(asad.app, "WRAPPER", wrapper)
+    store = Store(f"sqlite:///{tmp_path / 'a.db'}")
+    wf = store.add_workflow(_danger_spec(), 0.0, strategy="per-stage")
+    store.close()
+    runs = tmp_path / "runs"
+    first = CommandBuilder(runs)(wf, "stage_1.x-y", None)
+    (copy,) = runs.glob("asad-stage-*.sh")
+    assert str(copy) in first and str(wrapper) not in first
+    assert copy.read_text() == "#!/bin/bash\necho first version\n"
+    wrapper.write_text("#!/bin/bash\necho second version\n")  # asad upgraded or edited in place
+    second = CommandBuilder(runs)(wf, "stage_1.x-y", None)
+    assert copy.read_text() == "#!/bin/bash\necho first version\n"  # the running job's file is untouched
+    assert str(copy) not in second and len(list(runs.glob("asad-stage-*.sh"))) == 2
+    assert CommandBuilder(runs)(wf, "stage_1.x-y", None) == second  # one copy per content
+    dry = CommandBuilder(tmp_path / "dry", create=False)(wf, "stage_1.x-y", None)
+    assert str(wrapper) in dry and not (tmp_path / "dry").exists()  # --dry-run writes nothing

@@ -450,3 +450,63 @@ def test_service_writes_a_unit_that_runs_this_asad_with_this_shells_slurm(tmp_pa
         pytest.skip("systemd-analyze is not installed: the unit's syntax was not checked by systemd")
     verify = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True, timeout=60)
     assert verify.returncode == 0, verify.stderr
+
+
+# -- audit 5, finding 6: asad cancel with no daemon leaves status and show wrong -----------------------
+class _SimAsSlurm:
+    """The simulator standing in for a real Slurm (a workflow whose jobs asad cancel must scancel)."""
+
+    name = "slurm"
+    cluster_name = "fake"
+
+    def __init__(self, sim):
+        self._sim = sim
+
+    def __getattr__(self, name):
+        return getattr(self._sim, name)
+
+
+def test_cancel_with_no_daemon_records_the_workflow_as_cancelled_at_once(monkeypatch, capsys):
+    """The daemon died while a stage ran and the next ones waited in Slurm's queue: ``asad cancel``
+    scancels them and records the cancellation as the daemon would, so status says CA (not the
+    running stage's F from its end marker, nor PD for jobs gone from the queue) and show CANCELLED;
+    a daemon started later agrees. A workflow that submitted nothing is cancelled at once too."""
+    from asad.app import make_runner
+    from asad.model import StageState
+    from asad.slurm.sim import make_simulator
+    from asad.spec import load_workflow
+    from asad.status import status_rows
+
+    settings = app.Settings()
+    sim = _SimAsSlurm(make_simulator("small", load=0.0, seed=1))
+    store = Store(settings.database_url)
+    runner = make_runner(settings, store, sim)
+    wf = store.add_workflow(load_workflow(str(EXAMPLES / "blast.yaml")), sim.now(), strategy="chain")
+    runner.load()
+    for _ in range(50):
+        runner.tick()
+        if runner.active[wf.id].stages["blastn"].state is StageState.RUNNING:
+            break
+        sim.run_until(sim.now() + 30)
+    jobs = [j.job_id for j in runner.active[wf.id].jobs if j.job_id is not None]
+    assert len(jobs) == 2  # blastn running, merge queued behind it
+    idle = store.add_workflow(load_workflow(str(EXAMPLES / "blast.yaml")), sim.now())  # submitted, no job yet
+    store.close()  # the daemon is gone (killed): nothing drives the store
+    monkeypatch.setattr(app, "make_backend", lambda *a, **k: sim)
+
+    assert cli.main(["cancel", str(wf.id)]) == 0
+    out = capsys.readouterr().out
+    assert "cancelled" in out and all(str(j) in out for j in jobs), out
+    assert all(s.state is JobState.CANCELLED for s in sim.poll(jobs).values())
+    assert cli.main(["cancel", str(idle.id)]) == 0
+    assert "not submitted any job" in capsys.readouterr().out
+    store = Store(settings.database_url)
+    try:
+        assert [r.state for r in store.workflow_rows([wf.id, idle.id])] == ["CANCELLED", "CANCELLED"]
+        rows, _ = status_rows(store, wf.id, include_finished=True)
+        assert [r["st"] for r in rows] == ["CA", "CA"], rows
+        rows, _ = status_rows(store, idle.id, include_finished=True)
+        assert [r["st"] for r in rows] == ["CA", "CA"], rows
+        assert not store.cancel_requested_ids()
+    finally:
+        store.close()

@@ -3,10 +3,12 @@ learned requests on later runs, and the explanation a user reads."""
 
 from __future__ import annotations
 
+import pytest
+
 from asad.app import run_in_process
 from asad.slurm.sim import make_simulator
 from asad.spec import parse_workflow
-from asad.status import render_explain
+from asad.status import render_explain, render_summary
 from asad.store.repo import Store
 
 OOM_WF = """
@@ -125,3 +127,14 @@ stages:
     slow = stages["slow"]
     assert slow["state"] == "FAILED" and slow["job_id"] is not None, slow
     assert slow["message"] == "TIMEOUT; not retried: the workflow ended", slow
+    # both ran before asad saw them run: their perceived waits come from their jobs' starts, as
+    # WAIT does (show printed "WAIT 0:01  PERCEIVED -", and a total perceived wait of 0:00)
+    for st in stages.values():
+        assert st["start"] is not None and st["perceived_wait_s"] is not None, st
+        assert st["perceived_wait_s"] == pytest.approx(st["start"] - row.summary["created_at"]), st
+    # show names a stage's log files only if its job ran (it listed files that were never written)
+    shown = dict(row.summary, stages=[dict(st, log=f"/r/{st['name']}.log", slurm_output=f"/r/{st['name']}-1.out",
+                                           job_start=None if st["name"] == "hog" else st["job_start"])
+                                      for st in row.summary["stages"]])
+    text = render_summary(shown)
+    assert "log /r/slow.log   Slurm output /r/slow-1.out" in text and "/r/hog" not in text, text

@@ -22,7 +22,7 @@ from asad.slurm.backend import (
     Usage,
 )
 from asad.slurm.cli import SlurmCLI, batch_script, format_time_limit, is_oom, parse_show_config, sbatch_args
-from asad.slurm.runner import CommandResult, is_transient
+from asad.slurm.runner import CommandResult, RetryPolicy, SlurmCommands, is_transient
 from asad.slurm.slurm_text import (
     SEP,
     SlurmParseError,
@@ -537,6 +537,8 @@ def test_retry_budget_stops_new_attempts():
     clock = [0.0]
 
     def slow_runner(argv, stdin, timeout_s, env):
+        if tuple(argv[1:]) == ("ping",):  # a ping that cannot tell (an unreachable host): retries go on
+            raise subprocess.TimeoutExpired(argv, timeout_s)
         clock[0] += 18.0  # what one squeue took against a stopped slurmctld here
         return CommandResult(tuple(argv), *down)
 
@@ -546,6 +548,59 @@ def test_retry_budget_stops_new_attempts():
     with pytest.raises(SlurmUnavailable, match="failed 2 times"):
         b.poll([1])
     assert b.calls["squeue"] == 2
+
+
+DOWN = (1, "Slurmctld(primary) at vm is DOWN\n*****\n** RESTORE SLURMCTLD DAEMON TO SERVICE **\n", "")
+NO_CONTACT = (1, "", "slurm_load_partitions: Unable to contact slurm controller (connect failure)\n")
+
+
+def _pinging_runner(ping: tuple, answer: tuple, takes_s: float, calls: list):  # noqa: ANN202
+    """A query that takes ``takes_s`` (a real sleep) and a ``scontrol ping`` that answers at once."""
+
+    def runner(argv, stdin, timeout_s, env):
+        calls.append(tuple(argv[1:2]))
+        if tuple(argv[1:]) == ("ping",):
+            return CommandResult(tuple(argv), *ping)
+        time.sleep(takes_s)
+        return CommandResult(tuple(argv), *answer)
+
+    return runner
+
+
+def test_a_stopped_slurmctld_is_reported_within_seconds_not_after_the_retries():
+    """Audit 5, finding 11: with slurmctld stopped each sinfo waits out its client's connect retries
+    (~MessageTimeout) before failing, and three attempts made ``asad submit`` refuse after 31.7 s.
+    A query with no answer after ``probe_after_s`` asks ``scontrol ping``, which says DOWN at once."""
+    calls: list = []
+    sleeps: list = []
+    cmd = SlurmCommands(runner=_pinging_runner(DOWN, NO_CONTACT, 1.5, calls), sleep=sleeps.append,
+                        policy=RetryPolicy(probe_after_s=0.2))
+    started = time.monotonic()
+    with pytest.raises(SlurmUnavailable, match="is DOWN"):
+        cmd.run("sinfo", ["--noheader"])
+    assert time.monotonic() - started < 1.0 and not sleeps
+    # a call that failed at once with a transient error: no more attempts while slurmctld is down
+    calls.clear()
+    cmd = SlurmCommands(runner=_pinging_runner(DOWN, NO_CONTACT, 0.0, calls), sleep=sleeps.append)
+    with pytest.raises(SlurmUnavailable, match="is DOWN"):
+        cmd.run("squeue", ["--noheader"])
+    assert calls == [("--noheader",), ("ping",)] and not sleeps
+
+
+def test_a_slow_but_alive_slurmctld_is_waited_for():
+    """The ping answers UP (or cannot tell): the slow query is waited for, and retried as before."""
+    up = (0, "Slurmctld(primary) at vm is UP\n", "")
+    calls: list = []
+    cmd = SlurmCommands(runner=_pinging_runner(up, (0, "main*|...\n", ""), 0.5, calls),
+                        policy=RetryPolicy(probe_after_s=0.1))
+    assert cmd.run("sinfo", ["--noheader"]).stdout == "main*|...\n"
+    assert calls == [("--noheader",), ("ping",)]
+    sleeps: list = []
+    cmd = SlurmCommands(runner=_pinging_runner(up, NO_CONTACT, 0.0, []), sleep=sleeps.append,
+                        policy=RetryPolicy(retries=2))
+    with pytest.raises(SlurmUnavailable, match="failed 3 times"):
+        cmd.run("sinfo", ["--noheader"])
+    assert sleeps == [1.0, 2.0]
 
 
 def test_signal_9_without_maxrss_yet_is_held_then_reported():

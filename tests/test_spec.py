@@ -350,7 +350,7 @@ def test_check_against_cluster_cases():
     spec = parse_workflow("name: w\nstages: [{name: a, run: x, cpus: 20, mem_per_cpu: 1G}]")
     with pytest.raises(SpecError) as info:
         check_against_cluster(spec, CLUSTER)
-    assert info.value.field == "stages[0].mem" and "20G per node" in info.value.problem
+    assert info.value.field == "stages[0].mem_per_cpu" and "20G per node" in info.value.problem  # the key written
     # the big-job allocation is checked only under big-job
     text = "name: w\nstrategy: {s}\nstages:\n  - {{name: a, run: x, time: 30h}}\n  - {{name: b, run: x, time: 30h}}\n"
     check_against_cluster(parse_workflow(text.format(s="per-stage")), CLUSTER)

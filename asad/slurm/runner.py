@@ -8,7 +8,9 @@ overhead benchmark reports Slurm calls per poll.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -41,6 +43,12 @@ TRANSIENT_PATTERNS: tuple[str, ...] = (
 # Environment variables of squeue, sacct, sinfo, scontrol and scancel that change their output or
 # behaviour (formats, sorting, filters, prompts): never inherited by asad's own calls.
 OUTPUT_ENV_PREFIXES: tuple[str, ...] = ("SQUEUE_", "SACCT_", "SINFO_", "SCONTROL_", "SCANCEL_", "SPRIO_")
+
+# The commands that talk to slurmctld (sacct talks to slurmdbd, which may answer while slurmctld is down).
+CONTROLLER_COMMANDS: tuple[str, ...] = ("sinfo", "squeue", "scontrol", "sbatch", "scancel")
+# ... and of those, the ones that only read: one still running after ``probe_after_s`` is left to
+# finish by itself when ``scontrol ping`` says slurmctld is down (nothing is lost by not waiting).
+QUERY_COMMANDS: tuple[str, ...] = ("sinfo", "squeue", "scontrol")
 
 
 @dataclass(frozen=True)
@@ -93,6 +101,14 @@ class RetryPolicy:
     # No new attempt starts after this long: a controller that is down makes each attempt take
     # ~10-20 s (the client's own connect retries), and a daemon should report the outage, not hang.
     budget_s: float = 30.0
+    # A query to slurmctld that has not answered after this long, or a call that failed with a
+    # transient error, makes asad ask ``scontrol ping``. Its answer is immediate when slurmctld is
+    # down (its port refuses), while a query waits out the client's own connect retries first
+    # (about MessageTimeout, 10 s by default, per attempt; three attempts fill the budget). Only a
+    # "DOWN" stops the call there; a slow but alive slurmctld answers the ping, and the call goes on.
+    # None: no probe.
+    probe_after_s: float | None = 2.0
+    probe_timeout_s: float = 5.0
 
     def pause_s(self, attempt: int) -> float:
         return min(self.backoff_max_s, self.backoff_s * (2**attempt))
@@ -157,9 +173,10 @@ class SlurmCommands:
             self.calls[command] += 1
             attempts += 1
             try:
-                result = self.runner(argv, stdin, self.policy.timeout_s, env)
+                result = self._attempt(command, args, argv, stdin, env)
             except subprocess.TimeoutExpired:
                 last_error = f"no answer within {self.policy.timeout_s:g} s"
+                self._stop_if_controller_down(command, started, last_error)
                 continue
             except FileNotFoundError as exc:
                 raise SlurmUnavailable(f"{command} not found ({exc}); is Slurm's client installed and on PATH?") from exc
@@ -170,7 +187,61 @@ class SlurmCommands:
                 return result
             if is_transient(result.output):
                 last_error = result.output
+                self._stop_if_controller_down(command, started, last_error)
                 continue
             raise CommandFailed(result)
         raise SlurmUnavailable(
             f"{command} failed {attempts} times in {self.monotonic() - started:.0f} s; last error: {last_error}")
+
+    def _attempt(self, command: str, args: Sequence[str], argv: Sequence[str], stdin: str | None,
+                 env: Mapping[str, str]) -> CommandResult:
+        """One call. A query still running after ``probe_after_s`` waits on only while ``scontrol
+        ping`` does not say slurmctld is down; when it does, the query is left to end by itself (its
+        timeout bounds it) and :class:`SlurmUnavailable` is raised at once."""
+        probe_after = self.policy.probe_after_s
+        if probe_after is None or command not in QUERY_COMMANDS or list(args[:1]) == ["ping"]:
+            return self.runner(argv, stdin, self.policy.timeout_s, env)
+        box: dict[str, object] = {}
+
+        def call() -> None:
+            try:
+                box["result"] = self.runner(argv, stdin, self.policy.timeout_s, env)
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread as it is
+                box["error"] = exc
+
+        worker = threading.Thread(target=call, name=f"asad-{command}", daemon=True)
+        worker.start()
+        worker.join(probe_after)
+        if worker.is_alive():
+            down = self.controller_down()
+            if down is not None:
+                raise SlurmUnavailable(f"{command} had no answer after {probe_after:g} s and slurmctld does not "
+                                       f"answer either (scontrol ping: {down})")
+            worker.join()
+        if "error" in box:
+            raise box["error"]  # type: ignore[misc]
+        return box["result"]  # type: ignore[return-value]
+
+    def _stop_if_controller_down(self, command: str, started: float, error: str) -> None:
+        """After a transient failure of a call to slurmctld: no more attempts when it is down."""
+        if self.policy.probe_after_s is None or command not in CONTROLLER_COMMANDS:
+            return
+        down = self.controller_down()
+        if down is not None:
+            raise SlurmUnavailable(f"{command} failed in {self.monotonic() - started:.0f} s and slurmctld does not "
+                                   f"answer (scontrol ping: {down}); last error: {error}")
+
+    def controller_down(self) -> str | None:
+        """What ``scontrol ping`` says when it says slurmctld is down (no controller "is UP");
+        None when one answers or the ping cannot tell (no answer in ``probe_timeout_s``, no scontrol)."""
+        exe = os.path.join(self.bin_dir, "scontrol") if self.bin_dir else "scontrol"
+        self.calls["scontrol"] += 1
+        try:
+            result = self.runner((exe, "ping"), None, min(self.policy.probe_timeout_s, self.policy.timeout_s),
+                                 self.environment())
+        except Exception:  # noqa: BLE001 - a probe that fails says nothing either way
+            return None
+        lines = [line.strip() for line in result.output.splitlines() if re.search(r"\bis (UP|DOWN)\b", line)]
+        if not lines or any(re.search(r"\bis UP\b", line) for line in lines):
+            return None
+        return "; ".join(lines)

@@ -328,18 +328,37 @@ def _fold_arrays(records: dict[int, SacctRecord], array_of: dict[int, tuple[int,
             members.setdefault(array_of[jid][0], []).append(rec)
         else:
             out[jid] = rec
-    waiting: dict[int, int] = {}
+    own: dict[int, set[str]] = {}  # an array's task indices with records of their own
+    for array_id, index in array_of.values():
+        own.setdefault(array_id, set()).add(index)
+    waiting: dict[int, list[tuple[JobStatus, int]]] = {}
     for array_id, f in pending_tasks:
-        waiting[array_id] = waiting.get(array_id, 0) + task_count(f[SACCT_ARRAY_FIELD].split("_", 1)[1])
+        # tasks that never started: pending, or ended so (CANCELLED with their array). A cancelled
+        # array's record can still name tasks that started and have their own records (16_[2-9%2]
+        # beside 16_2 and 16_3): those are counted once, by their own records.
+        n = _never_started(f[SACCT_ARRAY_FIELD].split("_", 1)[1], own.get(array_id, set()))
+        state = map_state(f["State"])
+        if n:
+            waiting.setdefault(array_id, []).append(
+                (JobStatus(job_id=array_id, state=state if state.is_final else JobState.PENDING), n))
     for array_id in set(members) | set(waiting):
         recs = members.get(array_id, [])
-        tasks = [(r.status, 1) for r in recs]
-        if waiting.get(array_id):
-            tasks.append((JobStatus(job_id=array_id, state=JobState.PENDING), waiting[array_id]))
+        tasks = [(r.status, 1) for r in recs] + waiting.get(array_id, [])
         status = fold(array_id, tasks)
         usage = fold_usage(array_id, [r.usage for r in recs]) if recs else Usage(array_id, None, None, None)
         out[array_id] = SacctRecord(status, usage, recs[0].req_mem_per_node_mb if recs else None)
     return out
+
+
+def _never_started(expr: str, started: set[str]) -> int:
+    """How many tasks of a pending-range record (``[2-9%2]``) have no record of their own."""
+    from asad.arrays import ArrayError, parse_array
+
+    try:
+        indices = parse_array(expr.strip("[]")).indices
+    except ArrayError:
+        return task_count(expr)
+    return sum(1 for i in indices if str(i) not in started)
 
 
 # ------------------------------------------------------------------ scontrol -------------------

@@ -102,3 +102,63 @@ stages:
     res = asad(env, "status", "--all")
     assert f"stage fan failed: its output is in {tmp_path}/state/runs/1/fan.*.log" in res.stdout, res.stdout
     assert (tmp_path / "state" / "runs" / "1" / "fan.1.log").read_text() == "task 1\n"
+
+
+def test_status_follows_task_markers_between_polls_and_a_cancel_keeps_slurms_counts(cluster, tmp_path):
+    """Audit 5, findings 3 and 4: an array not polled since its submission showed `PD (None)` while its
+    tasks ran and ended; and once cancelled, `show` kept the last poll's `R 2, PD 6, CD 2` forever,
+    where sacct had recorded the tasks COMPLETED or CANCELLED."""
+    import time
+
+    from asad.app import make_runner
+    from asad.config import Settings
+    from asad.metrics import summarize
+    from asad.model import JobPhase
+    from asad.slurm.backend import JobState
+    from asad.spec import load_workflow
+    from asad.status import status_rows
+    from asad.store.repo import Store
+
+    settings = Settings(state_dir=tmp_path / "state", backend="slurm")
+    settings.state_dir.mkdir()
+    store = Store(settings.database_url)
+    path = write_workflow(tmp_path / "arrc.yaml", """\
+name: arrc
+defaults: {time: 5m, mem: 100M}
+stages:
+  - {name: w, array: 0-7%2, run: sleep 4}
+""")
+    wf = store.add_workflow(load_workflow(str(path)), time.time(), strategy="per-stage")
+    runner = make_runner(settings, store, SlurmCLI(slurm_conf=cluster.slurm_conf))
+    runner.tick()  # submitted; the daemon would poll it again only ~30 s later
+    folder = settings.run_dir / str(wf.id)
+    deadline = time.time() + 40
+    while not ((folder / "w.1.end").exists() and (folder / "w.2.alloc").exists()) and time.time() < deadline:
+        time.sleep(0.2)
+    (row,), _ = status_rows(store, wf.id)
+    job = store.load_workflows([wf.id])[0].jobs[0]
+    assert job.array_tasks is None  # not polled since the submission
+    assert row["st"] == "R" and "(None)" not in row["reason"], row
+    tasks = row["array_tasks"]
+    assert sum(tasks.values()) == 8 and tasks.get("CD", 0) >= 2 and tasks.get("PD", 0) >= 2, tasks
+
+    store.request_cancel(wf.id)
+    runner.tick()  # the cancel (asad cancel, carried out by the daemon)
+    ended = store.load_workflows([wf.id])[0]
+    assert ended.state.value == "CANCELLED"
+    counts = summarize(ended)["stages"][0]["array_tasks"]
+    assert sum(counts.values()) == 8 and not {"R", "PD"} & set(counts), counts  # nothing of it runs or waits
+    deadline = time.time() + 30
+    while time.time() < deadline:  # the daemon's next polls take Slurm's word on the cancelled job
+        time.sleep(2)
+        runner.tick()
+        job = store.load_workflows([wf.id])[0].jobs[0]
+        if job.phase is JobPhase.DONE:
+            break
+    assert job.phase is JobPhase.DONE and job.state is JobState.CANCELLED, job
+    sacct = runner.backend.cmd.run("sacct", ["-X", "-n", "-P", "-o", "JobID,State", "-j", str(job.job_id)]).stdout
+    completed = sum(1 for line in sacct.splitlines() if line.endswith("|COMPLETED"))
+    assert completed >= 2 and job.array_tasks == {"CD": completed, "CA": 8 - completed}, (job.array_tasks, sacct)
+    res = asad(asad_env(cluster, settings.state_dir), "show", str(wf.id))
+    assert f"array 0-7%2: tasks CD {completed}, CA {8 - completed}" in res.stdout, res.stdout
+    store.close()

@@ -118,8 +118,9 @@ def test_ctrl_c_on_run_cancels_its_slurm_jobs(cluster, tmp_path):
 
 def test_cancel_with_no_daemon_cancels_the_slurm_jobs_itself(cluster, tmp_path):
     """The driver is gone (SIGKILL): ``asad cancel`` scancels the workflow's queued and running jobs
-    at once rather than leaving them to burn core-hours until a daemon starts; the next daemon
-    records the workflow as CANCELLED."""
+    at once rather than leaving them to burn core-hours until a daemon starts, and records the
+    workflow as CANCELLED as the daemon would (audit 5: status showed the running stage F and the
+    queued one PD until a daemon started); the next daemon agrees."""
     wf = tmp_path / "long.yaml"
     wf.write_text("name: long\nstrategy: chain\ndefaults: {time: 5m, mem: 100M, cpus: 1}\nstages:\n"
                   "  - {name: a, run: 'sleep 300'}\n  - {name: b, run: 'sleep 300'}\n")
@@ -142,6 +143,8 @@ def test_cancel_with_no_daemon_cancels_the_slurm_jobs_itself(cluster, tmp_path):
             break
         time.sleep(1)
     assert states == {JobState.CANCELLED}, states
+    assert json.loads(asad(env, "history", "--json").stdout)[0]["state"] == "CANCELLED"  # no daemon yet
+    assert [r["st"] for r in json.loads(asad(env, "status", "1", "--json").stdout)["stages"]] == ["CA", "CA"]
     daemon = subprocess.Popen([sys.executable, "-m", "asad", "daemon"], env=env, cwd=REPO,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

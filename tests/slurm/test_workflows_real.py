@@ -384,6 +384,38 @@ def test_slurmctld_restart_mid_workflow(cluster, tmp_path):
         assert counts == Counter({"a": 1, "b": 1, "c": 1, "d": 1}), counts
 
 
+def test_a_slurmctld_outage_shows_within_seconds(cluster, tmp_path):
+    """Audit 5, finding 11: with slurmctld stopped, ``asad submit`` refused only after 31.7 s (each
+    sinfo waits out its client's connect retries, about MessageTimeout, and asad tried three times).
+    ``scontrol ping`` says DOWN at once: the refusal comes within seconds, and so does the daemon's
+    own note once it polls (status itself asks Slurm nothing)."""
+    if not cluster.cluster_dir:
+        pytest.skip("needs a cluster started by local-cluster.sh (to stop and restart slurmctld)")
+    env = asad_env(cluster, tmp_path / "state")
+    env["ASAD_POLL_INTERVAL"] = "30"  # a daemon that polls as by default: not before the checks below
+    wf = write_workflow(tmp_path / "wf.yaml", "name: idle\nstages:\n  - {name: a, time: 5m, mem: 50M, run: 'sleep 300'}\n")
+    tiny = write_workflow(tmp_path / "tiny.yaml", "name: tiny\nstages:\n  - {name: t, time: 1m, mem: 50M, run: 'true'}\n")
+    daemon = subprocess.Popen([sys.executable, "-m", "asad", "daemon", "--backend", "slurm"], env=env, cwd=REPO,
+                              stdout=open(tmp_path / "daemon.log", "a"), stderr=subprocess.STDOUT)
+    try:
+        wf_id = submit(env, wf)
+        wait_for(lambda: any(r["job_id"] for r in stage_rows(env, wf_id)), 60, "the daemon to submit stage a")
+        with controller_stopped(cluster):
+            started = time.monotonic()
+            res = asad(env, "submit", str(tiny))
+            took = time.monotonic() - started
+            assert res.returncode == 5 and "DOWN" in res.stderr, res.stdout + res.stderr
+            assert took < 10, f"submit refused after {took:.1f} s"
+            # status reads the store only: the note comes with the daemon's next poll, which now
+            # fails within seconds too (it waited out 30 s of retries)
+            wait_for(lambda: "Slurm unavailable" in asad(env, "status").stdout, 45, "the daemon's outage note")
+    finally:
+        asad(env, "cancel", "1")  # the daemon scancels stage a's job
+        wait_for(lambda: workflow_state(env, 1) == "CANCELLED", 60, "the workflow to be cancelled")
+        daemon.terminate()
+        daemon.wait(timeout=60)
+
+
 def test_cancel_during_a_slurmctld_outage(cluster, tmp_path):
     """A user cancels while slurmctld is down, after stage a ended unseen: once Slurm is back, a is
     COMPLETED (as Slurm recorded it), the others CANCELLED, and no job of the workflow is left."""
