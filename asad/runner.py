@@ -339,8 +339,8 @@ class Runner:
             if job.phase is JobPhase.LIVE and job.job_id is not None:
                 self._settling[job.job_id] = (job, now + SETTLE_S)
 
-    def _poll_settling(self, statuses: dict) -> None:  # noqa: ANN001
-        """The settling jobs' records from this poll; a job Slurm reports ended is done with."""
+    def _settled(self, statuses: dict) -> list[JobRecord]:  # noqa: ANN001
+        """The settling jobs' records from this poll; those Slurm reports ended are done with."""
         ended = []
         for job_id, (job, _until) in list(self._settling.items()):
             st = statuses.get(job_id)
@@ -349,14 +349,7 @@ class Runner:
             if st is not None and st.state.is_final:
                 ended.append(job)
                 del self._settling[job_id]
-        if ended:
-            usage = self.backend.usage([j.job_id for j in ended])
-            for job in ended:
-                u = usage.get(job.job_id)
-                if u is not None:
-                    job.peak_rss_mb, job.cpu_s = u.peak_rss_mb, u.total_cpu_s
-                job.phase = JobPhase.DONE
-                self.store.save_job(job)
+        return ended
 
     def _poll(self, now: float) -> int:
         live = {j.job_id: j for wf in self.active.values() for j in wf.jobs
@@ -365,13 +358,9 @@ class Runner:
                           if until > now and jid not in live}  # given up on; or resumed and live again
         if not live and not self._settling:
             return 0
-        statuses = self.backend.poll([*live, *self._settling])
-        self._poll_settling(statuses)
-        if not live:
-            self.store.commit()
-            return 0
+        statuses = self.backend.poll([*live, *self._settling])  # one batched call for both
+        ended = self._settled(statuses)
         changed = 0
-        ended: list[JobRecord] = []
         for job_id, job in live.items():
             st = statuses.get(job_id)
             if st is None:
@@ -382,14 +371,14 @@ class Runner:
                 self.store.save_job(job)
             if job.state.is_final:
                 ended.append(job)
-        if ended:
+                self._touched.add(job.workflow_id)
+        if ended:  # their usage, in one sacct call
             usage = self.backend.usage([j.job_id for j in ended])
             for job in ended:
                 u = usage.get(job.job_id)
                 if u is not None:
                     job.peak_rss_mb, job.cpu_s = u.peak_rss_mb, u.total_cpu_s
                 job.phase = JobPhase.DONE
-                self._touched.add(job.workflow_id)
                 self.store.save_job(job)
         self.store.commit()
         return changed
