@@ -233,6 +233,11 @@ class Context:
         folder = markers.folder(self.config.run_dir, wf.id)
         return [markers.turn(folder, stage, job.job_id) for stage in stages]
 
+    def command_start(self, wf: WorkflowRun, stage: str, job: JobRecord) -> float | None:
+        """When the stage's command began in ``job``, from its start marker; None without one."""
+        turns = self._marker_turns(wf, job, [stage])
+        return turns[0][0][0] if turns and turns[0][0] is not None else None
+
     def stage_turns(self, wf: WorkflowRun, job: JobRecord, stages: list[str]) -> list[tuple[float, float]] | None:
         """(start, end) of each of ``stages`` in ``job`` (big-job: the stages of the one allocation);
         None unless every one of them has both markers."""

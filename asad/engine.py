@@ -399,7 +399,10 @@ class Engine:
         ends = [wf.stages[p].end_time for p in wf.spec.predecessors(name)]
         if any(e is None for e in ends):
             return None
-        return max([job.start_time, *ends])
+        # the wrapper sees the predecessors' end markers only at its next look (every 2 s): the
+        # allocation idles until its command starts, which its start marker says
+        began = self.ctx.command_start(wf, name, job)
+        return max([job.start_time, *ends, *([began] if began is not None else [])])
 
     def _learn_wait(self, job: JobRecord, now: float, out: Decisions) -> None:
         if job.wait_learned:

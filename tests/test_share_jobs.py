@@ -209,3 +209,39 @@ stages:
     job.state = JobState.COMPLETED
     assert finished_stages(wf, job, ctx) == ([(100.0, 117.5), (117.5, 170.0)], False)
     store.close()
+
+
+def test_a_naive_stages_work_starts_when_its_command_does_not_when_its_predecessor_ended(tmp_path):
+    # audit 6: the wrapper sees the predecessor's end marker only at its next look (every 2 s); the
+    # allocation idled until the command's start marker, but IDLE, the overhead and the learned run
+    # time counted from the predecessor's end
+    from asad.context import Context, EngineConfig
+    from asad.engine import Engine
+    from asad.learned import Learned
+    from asad.model import JobRecord
+    from asad.slurm.backend import JobState
+
+    spec = parse_workflow("""
+name: two
+strategy: asa
+mode: naive
+stages:
+  - {name: a, cpus: 2, time: 10m, run: "true"}
+  - {name: b, cpus: 8, time: 30m, after: [a], run: "true"}
+""")
+    store = Store(f"sqlite:///{tmp_path}/s.db")
+    wf = store.add_workflow(spec, 0.0, strategy="asa", mode="naive")
+    ctx = Context(EngineConfig(run_dir=str(tmp_path / "runs")), Learned(store.load_learner, ""), [])
+    wf.stages["a"].end_time = 930.0
+    job = JobRecord(row_id=2, workflow_id=wf.id, stage="b", attempt=1, tag="t", phase=JobPhase.LIVE,
+                    request=JobRequest(name="x", command=""), geometry_key="k", job_id=7,
+                    state=JobState.RUNNING, start_time=925.0)
+    engine = Engine(ctx)
+    assert engine._work_start(wf, "b", job) == 930.0  # no marker (yet): the predecessor's end
+    folder = tmp_path / "runs" / str(wf.id)
+    folder.mkdir(parents=True)
+    (folder / "b.start").write_text("932 n1 7\n")
+    assert engine._work_start(wf, "b", job) == 932.0
+    (folder / "b.start").write_text("940 n1 6\n")  # another job's marker says nothing of this one
+    assert engine._work_start(wf, "b", job) == 930.0
+    store.close()
