@@ -11,6 +11,7 @@ import errno
 import functools
 import json
 import os
+import shlex
 import sys
 import time
 
@@ -168,7 +169,7 @@ def _give_back(lease) -> None:  # noqa: ANN001
             lease.release()
 
 
-def _run_lock(settings: Settings) -> int:
+def _run_lock(settings: Settings, resume_id: int | None = None) -> int:
     """``asad run`` drives the store's workflows itself, as the daemon does: two drivers on one store
     would submit the same stages (the daemon's tick failing on ``UNIQUE constraint failed:
     jobs.tag``). So it holds the daemon's lock while it runs, and refuses when a daemon holds it."""
@@ -177,10 +178,12 @@ def _run_lock(settings: Settings) -> int:
     try:
         return acquire_lock(settings)
     except AlreadyRunning:
+        fix = (f"'asad resume {resume_id}' without --run: the daemon runs it" if resume_id is not None else
+               "hand the workflow to it with 'asad submit', or run beside it on a store of its own: "
+               "asad run --db sqlite:///$(mktemp -d)/asad.db ...")
         raise StoreBusy(
             f"a daemon (or another 'asad run') is driving this store ({shown_url(settings.database_url)}; lock "
-            f"{settings.lock_file}). Nothing was submitted. Fix: hand the workflow to it with "
-            f"'asad submit', or run beside it on a store of its own: asad run --db sqlite:///$(mktemp -d)/asad.db ..."
+            f"{settings.lock_file}). Nothing was submitted. Fix: {fix}"
         ) from None
 
 
@@ -462,7 +465,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from asad.resume import ResumeRefused, resume_workflow
 
     settings = settings_from(args, backend=getattr(args, "backend", None))
-    lock_fd = _run_lock(settings) if args.run else None  # refuse --run beside a daemon before changing anything
+    lock_fd = _run_lock(settings, args.workflow) if args.run else None  # refuse --run beside a daemon before changing anything
     lease = None
     try:
         store = open_store(settings)
@@ -588,7 +591,10 @@ def cmd_service(args: argparse.Namespace) -> int:
     with os.fdopen(fd, "w") as unit:
         os.fchmod(unit.fileno(), 0o600)  # an existing file (--force) keeps its mode otherwise
         unit.write(text)
+    # systemd --user finds units in its own folders: one written elsewhere is linked in first
+    linked = path.resolve().parent == default_unit_path().resolve().parent
+    start = "systemctl --user daemon-reload && systemctl --user enable --now " + (
+        path.stem if linked else f"{shlex.quote(str(path.resolve()))}")
     print(f"wrote {path} (ExecStart: this asad, --backend {backend}; Environment: this shell's PATH"
-          f"{', SLURM_CONF' if os.environ.get('SLURM_CONF') else ''}). Start it with:\n"
-          "  systemctl --user daemon-reload && systemctl --user enable --now asad")
+          f"{', SLURM_CONF' if os.environ.get('SLURM_CONF') else ''}). Start it with:\n  {start}")
     return 0

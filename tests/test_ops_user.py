@@ -223,6 +223,12 @@ def test_run_refuses_clearly_while_a_daemon_drives_the_store(tmp_path):
     assert proc.returncode == 3, proc.stderr
     assert "asad submit" in proc.stderr and "Nothing was submitted" in proc.stderr
     assert json.loads(asad("history", "--json").stdout) == []
+    lock = acquire_lock(settings)
+    try:  # resume --run beside a daemon: the advice that resumes it (audit 6: it said 'asad submit')
+        resumed = asad("resume", "5", "--run", check=False)
+    finally:
+        os.close(lock)
+    assert resumed.returncode == 3 and "Fix: 'asad resume 5' without --run" in resumed.stderr, resumed.stderr
     # the lock is the store's, not the state dir's: another state dir naming the same store is refused
     # too, and the store of its own that the message suggests is not
     lock = acquire_lock(settings)
@@ -419,6 +425,9 @@ def test_service_writes_a_unit_that_runs_this_asad_with_this_shells_slurm(tmp_pa
     unit = tmp_path / "asad.service"
     res = asad("service", "--backend", "slurm", "--output", str(unit))
     assert res.returncode == 0 and str(unit) in res.stdout, res.stderr
+    # outside systemd's own folders the unit is enabled by its path, which links it in (audit 6: the
+    # advice named a unit systemd could not find)
+    assert f"systemctl --user enable --now {unit.resolve()}" in res.stdout, res.stdout
     text = unit.read_text()
     lines = dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
     words = shlex.split(lines["ExecStart"].replace("$$", "$"))
