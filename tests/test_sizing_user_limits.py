@@ -181,7 +181,9 @@ def test_a_learned_limit_never_exceeds_the_users_unless_a_timeout_proved_it_shor
         t.observe(Sample(peak_mb=1.0, elapsed_s=elapsed, cpu_s=None, input_bytes=None, cpus=1, mem_mb=10))
     limit, why = t.limit(1800, 1, None, None)  # 2 × 1100 + 600 = 2800 s: the user's 1800 s held every run
     assert limit == 1800 and "kept at the user's 1800 s" in why
-    assert t.limit(7200, 1, None, None)[0] == 2820  # 2800 rounded up to a minute
+    limit, why = t.limit(7200, 1, None, None)
+    assert limit == 2820  # 2800 rounded up to a minute, and said (audit 6: "660 s = 2 × 7 s + 600 s")
+    assert why.startswith("time limit 2820 s = 2 × longest run 1100 s + 600 s over 2 runs (2800 s, rounded up"), why
     # a run predicted past the user's limit (twice the input: 2200 s) is not held to it
     t.observe(Sample(peak_mb=1.0, elapsed_s=1000.0, cpu_s=None, input_bytes=1e9, cpus=1, mem_mb=10))
     assert t.limit(1800, 1, 2.2e9, None)[0] == 60 * -(-(2 * 2420 + 600) // 60)

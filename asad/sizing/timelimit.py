@@ -109,8 +109,10 @@ class TimeLimitLearner:
             margin = self.margin_for(cpus)
             limit_s = int(math.ceil((margin * longest + self.slack_s) / 60.0) * 60)
             limit_s = max(MIN_LIMIT_S, limit_s)
+            raw_s = margin * longest + self.slack_s
             why = (f"time limit {limit_s} s = {margin:.3g} × longest run {longest:.0f} s "
-                   f"+ {self.slack_s:.0f} s over {min(self._runs.n, self.window)} runs")
+                   f"+ {self.slack_s:.0f} s over {min(self._runs.n, self.window)} runs"
+                   + (f" ({raw_s:.0f} s, rounded up to whole minutes)" if limit_s > raw_s + 0.5 else ""))
             if limit_s > default_s >= longest:
                 # The runs fit the user's limit (a time-out would have set the floor below): the
                 # margin alone must not lengthen it, which only makes the job harder to backfill.
