@@ -52,7 +52,12 @@ def build_parser(*, benches: bool = True) -> argparse.ArgumentParser:
     p = sub.add_parser("status", parents=[common], help="stages and their jobs, like squeue")
     p.add_argument("workflow", nargs="?", type=int)
     p.add_argument("--all", action="store_true", help="finished workflows too")
-    p.add_argument("-o", "--format", help="squeue-like format, e.g. '%%W %%S %%i %%t %%M %%R'")
+    p.add_argument("-o", "--format", help=(
+        "squeue-like format, e.g. '%%W %%S %%i %%t %%M %%R' ('%%.10S': a width). Fields: %%W workflow, %%S stage "
+        "(squeue's %%S is the start time), %%i job id, %%A job id, %%P partition, %%j name, %%t state code, "
+        "%%T state, %%M time, %%l time limit, %%L time left, %%D nodes, %%C CPUs, %%m memory per node, "
+        "%%R nodes or reason, %%N nodes, %%r reason, %%p planned submission, %%e estimated wait, "
+        "%%V submit time, %%a account, %%q QOS, %%k comment (asad's tag), %%X try"))
     p.add_argument("--json", action="store_true")
     p.add_argument("--watch", nargs="?", const=2.0, type=positive_seconds, metavar="SECONDS", help="refresh until ^C")
     p.set_defaults(func=_cmd("status"))

@@ -250,3 +250,15 @@ def test_an_arrays_task_counts_follow_its_end_markers_between_polls(tmp_path):
     assert with_task_markers(polled, str(tmp_path), "work", job) == {"CD": 3, "F": 1, "R": 2, "PD": 2}
     # a poll from before any task ran (all pending): the markers say which run now
     assert with_task_markers({"PD": 8}, str(tmp_path), "work", job) == {"CD": 3, "F": 1, "R": 2, "PD": 2}
+
+
+def test_the_status_help_names_every_format_field():
+    # audit 6: the -o letters were listed only in an error message, and %S/%W differ from squeue's
+    import re
+
+    from asad.cli import build_parser
+    from asad.status import _FIELDS
+
+    status = build_parser()._subparsers._group_actions[0].choices["status"]
+    help_text = next(a.help for a in status._actions if "--format" in a.option_strings) % {}
+    assert set(re.findall(r"%\.?\d*([A-Za-z])", help_text)) >= set(_FIELDS), help_text
