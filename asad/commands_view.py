@@ -46,7 +46,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"stages": rows, "notes": notes}, indent=2))
         else:
-            if args.watch:
+            if args.watch and sys.stdout.isatty():  # into a file or a pipe: one table after another
                 print("\033[2J\033[H", end="")
             print(render_status(rows, args.format, notes))
         if not args.watch:
@@ -204,7 +204,13 @@ def _geometry_problem(args: argparse.Namespace, time_limit_s: int, partitions: l
     cpus_per_node = -(-args.cpus // args.nodes)
     misfits = [geometry_misfit(p, args.nodes, cpus_per_node, time_limit_s) for p in candidates]
     if all(misfits):
-        return f"no job of this geometry can run here: {misfits[0]}"
+        spread = [p for p in candidates if p.cpus_per_node and args.cpus > p.cpus_per_node]
+        hint = ""
+        if spread and args.nodes == 1:  # --cpus is the whole job's: more nodes may hold it
+            nodes = -(-args.cpus // spread[0].cpus_per_node)
+            if nodes <= spread[0].nodes:
+                hint = f" (or --nodes {nodes}: --cpus counts the whole job's CPUs)"
+        return f"no job of this geometry can run here: {misfits[0]}{hint}"
     return None
 
 

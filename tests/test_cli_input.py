@@ -104,6 +104,9 @@ def test_predict_refuses_a_geometry_this_cluster_cannot_run():
     assert "did you mean 'main'?" in proc.stderr
     proc = asad("predict", "--cpus", "4000", check=False)  # the small preset: 28 CPUs a node
     assert proc.returncode == 3 and "4000 CPUs on one node" in _no_traceback(proc) and "28 CPUs" in proc.stderr
+    assert "--nodes" not in proc.stderr  # no number of nodes holds it
+    proc = asad("predict", "--cpus", "56", check=False)  # two nodes would (audit 6: the fix said nothing of --nodes)
+    assert proc.returncode == 3 and "(or --nodes 2: --cpus counts the whole job's CPUs)" in proc.stderr, proc.stderr
     proc = asad("predict", "--cpus", "4", "--time", "100-00:00:00", check=False)
     assert proc.returncode == 3 and "allows at most 7-00:00:00" in _no_traceback(proc)
     fresh = json.loads(asad("predict", "--cpus", "4", "--time", "1h", "--json").stdout)
