@@ -384,8 +384,6 @@ def _cancel_without_daemon(settings: Settings, wf_id: int) -> int:
                 report_error = str(exc)
             else:
                 runner.lease = lease
-                if isinstance(backend, _NoJobsBackend):
-                    runner._ok_recorded = True  # Slurm was not asked: leave what the store says of it
                 report = runner.tick()
                 report_error = report.backend_error
             if report_error is not None:
@@ -429,6 +427,7 @@ class _NoJobsBackend:
 
     name = "offline"
     cluster_name = "offline"
+    asks_slurm = False  # the runner records no "Slurm answers" from it
 
     def __init__(self, now: float):
         self._now = now

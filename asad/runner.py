@@ -229,7 +229,9 @@ class Runner:
             self._persist(decisions, now)
             if not decisions.submit and not decisions.cancel:
                 break
-        if self.backend_error is not None or not self._ok_recorded:
+        # a stand-in that asks no Slurm (asad cancel's, for a workflow with no job in one) says
+        # nothing of Slurm's health: the store keeps what it said
+        if getattr(self.backend, "asks_slurm", True) and (self.backend_error is not None or not self._ok_recorded):
             # also after a restart: an outage recorded by an earlier daemon is over now
             if self.backend_error is not None:
                 log.info("slurm answers again; carrying on")
