@@ -1,5 +1,5 @@
 import sys
 
-from asad.cli import main
+from asad.cli.main import main
 
 sys.exit(main())

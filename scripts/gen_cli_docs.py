@@ -18,7 +18,7 @@ WIDTH = "100"  # argparse wraps to $COLUMNS: fixed, so the text does not depend 
 
 HEADER = """# CLI reference
 
-Generated from `asad.cli.build_parser()` by `scripts/gen_cli_docs.py`; do not edit by hand.
+Generated from `asad.cli.main.build_parser()` by `scripts/gen_cli_docs.py`; do not edit by hand.
 `tests/test_ops_cli_docs.py` fails when this file and the CLI differ: after changing a command or an
 option, run `python scripts/gen_cli_docs.py` and commit the result.
 
@@ -44,7 +44,7 @@ def _walk(parser: argparse.ArgumentParser, path: list[str]):  # noqa: ANN202
 def render() -> str:
     os.environ["COLUMNS"] = WIDTH
     sys.path.insert(0, str(ROOT))
-    from asad.cli import build_parser
+    from asad.cli.main import build_parser
 
     parser = build_parser()
     parts = [HEADER]

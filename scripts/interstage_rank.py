@@ -25,13 +25,13 @@ import tempfile
 from bisect import bisect_left
 from pathlib import Path
 
-from asad.app import run_in_process
+from asad.daemon.wiring import run_in_process
 from asad.bench.strategies import (CORES_PER_NODE, EXAMPLES, SERIAL_FRACTION, VARIANTS, learned_limits, scale_spec,
                                    variant_setup)
-from asad.config import Settings
+from asad.common.config import Settings
 from asad.slurm.backend import JobState
 from asad.slurm.sim import make_simulator
-from asad.spec import load_workflow
+from asad.spec.load import load_workflow
 from asad.store.repo import Store
 
 

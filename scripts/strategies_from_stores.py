@@ -19,7 +19,7 @@ from pathlib import Path
 
 from asad.bench.strategies import (CORES_PER_NODE, EXAMPLES, SCALES, SERIAL_FRACTION, aggregate, result_row,
                                    scale_spec)
-from asad.spec import load_workflow
+from asad.spec.load import load_workflow
 from asad.store.repo import Store
 
 db_dir, out, first_seed, train = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])

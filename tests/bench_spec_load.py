@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import time
 
-from asad.spec import parse_workflow
+from asad.spec.load import parse_workflow
 
 
 def generated(n: int) -> str:

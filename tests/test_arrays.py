@@ -10,16 +10,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from asad.app import make_runner, run_to_completion
-from asad.arrays import ArrayError, compress, parse_array
-from asad.config import Settings
-from asad.model import StageState, WorkflowState
+from asad.daemon.wiring import make_runner, run_to_completion
+from asad.common.arrays import ArrayError, compress, parse_array
+from asad.common.config import Settings
+from asad.core.model import StageState, WorkflowState
 from asad.slurm.backend import JobRequest, JobState
 from asad.slurm.cli import SlurmCLI, batch_script, sbatch_args
 from asad.slurm.sim import make_simulator
 from asad.slurm.slurm_text import SEP, parse_sacct, parse_squeue
-from asad.spec import SpecError, parse_workflow
-from asad.status import status_rows
+from asad.spec.load import SpecError, parse_workflow
+from asad.view.status import status_rows
 from asad.store.repo import Store
 from test_slurm_cli_parse import backend
 
@@ -306,14 +306,14 @@ def test_status_mid_run_shows_tasks_per_state(db_url):
     fan = rows[1]
     assert fan["st"] == "R" and sum(fan["array_tasks"].values()) == 10
     assert fan["reason"].startswith("R 3, PD ") and "CD" in fan["reason"]
-    from asad.status import render_status
+    from asad.view.status import render_status
 
     assert fan["reason"] in render_status(rows)  # the NODELIST(REASON) column of asad status
     store.close()
 
 
 def test_resume_after_a_failed_task_reruns_the_array(db_url):
-    from asad.resume import resume_workflow
+    from asad.store.resume import resume_workflow
 
     store, sim, wf = _run(db_url, FAN.format(strategy="chain", array="0-4"), fail_tasks=(2,))
     assert wf.state is WorkflowState.FAILED
@@ -377,7 +377,7 @@ def test_status_between_polls_follows_the_task_markers_of_an_array_not_polled_ye
     markers said 6 had started and 4 ended; a plain stage's row follows its markers between polls."""
     import time
 
-    from asad.metrics import summarize
+    from asad.core.metrics import summarize
 
     store = Store(db_url)
     sim = make_simulator("small", load=0.0, seed=1)
@@ -411,8 +411,8 @@ def test_status_between_polls_follows_the_task_markers_of_an_array_not_polled_ye
 def test_a_cancelled_array_counts_what_slurm_recorded_not_the_last_poll(db_url):
     """Audit 5, finding 4: an array cancelled with 2 tasks done, 2 running and 6 pending kept
     `tasks R 2, PD 6, CD 2` in asad show forever (its jobs were never polled again)."""
-    from asad.metrics import summarize
-    from asad.model import JobPhase
+    from asad.core.metrics import summarize
+    from asad.core.model import JobPhase
 
     store = Store(db_url)
     sim = make_simulator("small", load=0.0, seed=1)
@@ -449,8 +449,8 @@ def test_a_cancelled_arrays_sacct_records_count_each_task_once():
 
 
 def test_spec_show_names_an_array_stages_indices_and_task_count():
-    """Audit 5, finding 12: `python -m asad.spec_show` listed a `0-5%3` stage as a plain 1-CPU stage."""
-    from asad.spec_show import describe
+    """Audit 5, finding 12: `python -m asad.spec.show` listed a `0-5%3` stage as a plain 1-CPU stage."""
+    from asad.spec.show import describe
 
     text = describe(parse_workflow(FAN.format(strategy="chain", array="0-5%3")))
     header, prep, fan, gather = text.splitlines()[1:]

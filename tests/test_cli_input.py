@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from asad.config import Settings
+from asad.common.config import Settings
 from asad.slurm.sim import make_simulator
-from asad.spec import parse_workflow
+from asad.spec.load import parse_workflow
 from asad.store.repo import Store
 from tests.conftest import EXAMPLES
 from tests.test_cli import asad
@@ -59,7 +59,7 @@ def test_config_file_problems_name_the_file_and_the_fix(tmp_path):
 
 def test_cancel_of_a_workflow_whose_stages_all_completed_records_it_completed(db_url):
     """The cancel came after the last stage ended, before a daemon looked: nothing was cancelled."""
-    from asad.app import make_runner
+    from asad.daemon.wiring import make_runner
 
     sim = make_simulator("small", load=0.0, seed=1)
     store = Store(db_url)
@@ -118,9 +118,9 @@ def test_learners_and_predict_tell_the_same_wait_of_a_key():
     learner alone), predict 6.5 s / 14 s (the engine's: pooled with coarser keys, calibrated)."""
     import json
 
-    from asad.app import predictor_choice
-    from asad.config import load_settings
-    from asad.learned import Learned
+    from asad.daemon.wiring import predictor_choice
+    from asad.common.config import load_settings
+    from asad.core.learned import Learned
 
     settings = load_settings({"backend": "sim"})
     key = "cluster=sim|partition=main|qos=|nodes=1|cpus=20|walltime<=15m"
@@ -149,7 +149,7 @@ def test_learners_and_predict_tell_the_same_wait_of_a_key():
 def test_bad_bench_arguments_are_usage_errors(args, capsys):
     """Found by the audit of 2026-11-26: tracebacks (numpy, KeyError, StatisticsError) or nonsense
     accepted with exit 0 (a table of nan, zeros for -1 days)."""
-    from asad.cli import main
+    from asad.cli.main import main
 
     with pytest.raises(SystemExit) as stopped:
         main(["bench", *args.split()])

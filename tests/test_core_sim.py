@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from asad.app import run_in_process
-from asad.config import Settings
+from asad.daemon.wiring import run_in_process
+from asad.common.config import Settings
 from asad.slurm.sim import make_simulator
-from asad.spec import load_workflow
+from asad.spec.load import load_workflow
 from asad.store.repo import Store
 from tests.conftest import EXAMPLES
 

@@ -8,11 +8,11 @@ from collections import Counter
 import pytest
 from sqlalchemy import select
 
-from asad.app import make_runner, run_to_completion
-from asad.config import Settings
-from asad.model import JobPhase
+from asad.daemon.wiring import make_runner, run_to_completion
+from asad.common.config import Settings
+from asad.core.model import JobPhase
 from asad.slurm.sim import make_simulator
-from asad.spec import load_workflow
+from asad.spec.load import load_workflow
 from asad.store.models import WaitObservation
 from asad.store.repo import Store
 from tests.conftest import EXAMPLES

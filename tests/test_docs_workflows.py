@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from asad.spec import parse_workflow
+from asad.spec.load import parse_workflow
 from tests.conftest import ROOT
 
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]

@@ -12,7 +12,7 @@ import pytest
 
 from asad.bench.convergence import run_convergence, targets
 from asad.bench.predictors import DEFAULT_DATA, KEY_CONFIGS, load_jobs, replay, run_bench, score
-from asad.cli import main
+from asad.cli.main import main
 
 HEADER = ("cluster,job_unique_id,cluster_id,submit_time,eligible_time,start_time,end_time,req_cpus,req_mem_total,"
           "alloc_nodes,partition_id_x,account_id,time_limit_sec,state,req_tres")

@@ -1,5 +1,5 @@
 """The ``experts`` wait learner: keys fine to coarse, adaptation, calibrated quantiles, persistence,
-and its use through asad.learned (the engine's interface)."""
+and its use through asad.core.learned (the engine's interface)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from asad.learn.experts import ExpertsPool
 from asad.learn.key_levels import key_levels, parse_key
 from asad.learn.geometry import GeometryKeyConfig, geometry_key
 from asad.learn.registry import make_pool, make_predictor, predictor_from_state, recommended_predictor
-from asad.learned import WAIT_KIND, Learned
+from asad.core.learned import WAIT_KIND, Learned
 
 KEY4 = geometry_key(cluster="c", partition="p", nodes=1, cpus=4, time_limit_s=3000)
 KEY3 = geometry_key(cluster="c", partition="p", nodes=1, cpus=3, time_limit_s=3000)
@@ -489,9 +489,9 @@ def test_a_recalibration_map_reads_the_level_whose_counted_coverage_is_asked():
 def test_the_engine_feeds_a_miss_once_a_pending_job_has_waited_past_its_quantile():
     from types import SimpleNamespace
 
-    from asad.engine import Decisions, Engine
-    from asad.learned import Learned
-    from asad.model import JobPhase, JobRecord, JobState
+    from asad.core.engine import Decisions, Engine
+    from asad.core.learned import Learned
+    from asad.core.model import JobPhase, JobRecord, JobState
     from asad.slurm.backend import JobRequest
 
     learned = Learned(lambda kind, key: None, "median-backoff", predictor_params={"min_residuals": 3})

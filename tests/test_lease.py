@@ -1,4 +1,4 @@
-"""One driver per store across hosts (asad/lease.py): a store on a database server, or an SQLite
+"""One driver per store across hosts (asad/daemon/lease.py): a store on a database server, or an SQLite
 file in a home folder several login nodes share, is out of reach of the local lock file."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import time
 
 import pytest
 
-from asad.app import make_runner
-from asad.config import Settings, load_settings
-from asad.lease import KEY, Lease, LeaseHeld, LeaseLost, current_holder, driver_elsewhere
-from asad.model import WorkflowState
+from asad.daemon.wiring import make_runner
+from asad.common.config import Settings, load_settings
+from asad.daemon.lease import KEY, Lease, LeaseHeld, LeaseLost, current_holder, driver_elsewhere
+from asad.core.model import WorkflowState
 from asad.slurm.sim import make_simulator
-from asad.spec import parse_workflow
+from asad.spec.load import parse_workflow
 from asad.store.repo import Store
 from tests.conftest import EXAMPLES, ROOT
 from tests.test_cli import asad, wait_for
@@ -195,8 +195,8 @@ def test_a_clean_stop_frees_the_store_for_another_host():
 
 
 def test_a_daemon_holds_the_lease_while_it_runs_and_frees_it_when_it_stops(monkeypatch):
-    from asad.daemon import run_daemon
-    from asad.runner import Runner
+    from asad.daemon.loop import run_daemon
+    from asad.daemon.runner import Runner
 
     settings = load_settings({"backend": "sim"})
     seen = []
@@ -217,7 +217,7 @@ def test_a_daemon_holds_the_lease_while_it_runs_and_frees_it_when_it_stops(monke
 
 
 def test_a_cli_on_another_host_wakes_the_daemon_through_the_store(tmp_path):
-    from asad.wake import STORE_WAKE_KEY, wake_through_store
+    from asad.daemon.wake import STORE_WAKE_KEY, wake_through_store
 
     settings = load_settings()
     config = tmp_path / "asad.toml"

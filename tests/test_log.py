@@ -6,7 +6,7 @@ import json
 
 import structlog
 
-from asad.log import setup_logging
+from asad.common.log import setup_logging
 
 
 def test_a_logged_exception_keeps_its_traceback_in_json_lines(capsys):

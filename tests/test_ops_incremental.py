@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from asad.app import make_runner, run_to_completion
-from asad.config import Settings
+from asad.daemon.wiring import make_runner, run_to_completion
+from asad.common.config import Settings
 from asad.slurm.sim import make_simulator
-from asad.spec import load_workflow
+from asad.spec.load import load_workflow
 from asad.store.repo import Store
 from tests.conftest import EXAMPLES
 

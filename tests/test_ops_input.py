@@ -11,13 +11,13 @@ import subprocess
 import pytest
 import structlog
 
-from asad.app import CommandBuilder, make_runner, run_to_completion
-from asad.cli import main
-from asad.config import Settings
-from asad.engine import Context
+from asad.daemon.wiring import CommandBuilder, make_runner, run_to_completion
+from asad.cli.main import main
+from asad.common.config import Settings
+from asad.core.engine import Context
 from asad.slurm.cli import batch_script, sbatch_args
 from asad.slurm.sim import make_simulator
-from asad.spec import parse_workflow
+from asad.spec.load import parse_workflow
 from asad.store.repo import Store
 
 
@@ -106,14 +106,14 @@ def _danger_spec():  # noqa: ANN202
 
 def test_metacharacters_and_unicode_survive_the_batch_script(tmp_path, monkeypatch):
     """The generated batch script parses (bash -n) and hands the stage wrapper the exact texts."""
-    import asad.app
+    import asad.daemon.wiring
 
     spec = _danger_spec()
     assert spec.stages[0].run == DANGEROUS_RUN
     stub = tmp_path / "stub-wrapper.sh"
     stub.write_text('#!/bin/bash\nprintf "%s\\n" "$ASAD_STAGE" "$ASAD_COMMAND" "$GREETING"\n')
     stub.chmod(0o755)
-    monkeypatch.setattr(asad.app, "WRAPPER", stub)
+    monkeypatch.setattr(asad.daemon.wiring, "WRAPPER", stub)
     store = Store(f"sqlite:///{tmp_path / 'a.db'}")
     wf = store.add_workflow(spec, 0.0, strategy="per-stage")
     store.close()
@@ -128,8 +128,8 @@ def test_metacharacters_and_unicode_survive_the_batch_script(tmp_path, monkeypat
 def test_sbatch_gets_arguments_as_a_list_and_the_script_on_stdin(tmp_path):
     """No shell between asad and sbatch: every option is one argv element; the command travels in
     the batch script (stdin), never on the command line."""
-    from asad.engine import EngineConfig
-    from asad.learned import Learned
+    from asad.core.engine import EngineConfig
+    from asad.core.learned import Learned
 
     spec = _danger_spec()
     store = Store(f"sqlite:///{tmp_path / 'a.db'}")
@@ -185,7 +185,7 @@ def test_huge_workflow_runs_to_completion():
 
 def test_a_node_configuration_refusal_names_the_gpus_the_job_asked_for():
     """The audit's stage asked for 'gres: gpu:3' on nodes of 2 GPUs; the hint spoke of CPUs and memory."""
-    from asad.explain import refusal_text
+    from asad.slurm.refusals import refusal_text
     from asad.slurm.backend import JobRequest
 
     slurm = "sbatch: error: Batch job submission failed: Requested node configuration is not available"
@@ -197,7 +197,7 @@ def test_a_node_configuration_refusal_names_the_gpus_the_job_asked_for():
 
 def test_a_list_of_mail_types_unquoted_in_braces_is_explained_and_a_yaml_list_works():
     """The audit pasted the old hint, mail: {type: END,FAIL, ...}: YAML reads FAIL as a key."""
-    from asad.spec import SpecError
+    from asad.spec.load import SpecError
 
     def mail_of(value: str):  # noqa: ANN202
         spec = parse_workflow(f"name: m\nstages:\n  - {{name: a, time: 5m, run: 'true', mail: {value}}}\n")
@@ -214,11 +214,11 @@ def test_jobs_run_a_copy_of_the_wrapper_that_never_changes_under_them(tmp_path, 
     """Bash reads a script as it runs it: a job whose wrapper was rewritten in place while it ran
     failed with a syntax error half-way through (seen 2026-11-27, the wrapper edited during a real
     bench). Jobs run a copy in the run folder, named by its content and never written again."""
-    import asad.app
+    import asad.daemon.wiring
 
     wrapper = tmp_path / "asad-stage.sh"
     wrapper.write_text("#!/bin/bash\necho first version\n")
-    monkeypatch.setattr(asad.app, "WRAPPER", wrapper)
+    monkeypatch.setattr(asad.daemon.wiring, "WRAPPER", wrapper)
     store = Store(f"sqlite:///{tmp_path / 'a.db'}")
     wf = store.add_workflow(_danger_spec(), 0.0, strategy="per-stage")
     store.close()

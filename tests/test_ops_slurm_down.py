@@ -15,15 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from asad.app import make_runner
-from asad.config import Settings
-from asad.daemon import OUTAGE_RETRY_MAX_S, PAUSE_AFTER, Pacer
-from asad.model import StageState
+from asad.daemon.wiring import make_runner
+from asad.common.config import Settings
+from asad.daemon.loop import OUTAGE_RETRY_MAX_S, PAUSE_AFTER, Pacer
+from asad.core.model import StageState
 from asad.slurm.backend import SlurmUnavailable
 from asad.slurm.cli import SlurmCLI
 from asad.slurm.sim import make_simulator
-from asad.spec import load_workflow, parse_workflow
-from asad.status import SIMULATED_NOTE, render_status, status_rows
+from asad.spec.load import load_workflow, parse_workflow
+from asad.view.status import SIMULATED_NOTE, render_status, status_rows
 from asad.store.repo import Store
 from tests.conftest import EXAMPLES
 
@@ -94,7 +94,7 @@ def _stage_rows(store: Store, wf_id: int) -> dict[str, tuple]:
 
 
 def daemon_like_tick(runner, pacer: Pacer, store: Store, backend) -> tuple[float, object]:  # noqa: ANN001
-    """What asad.daemon's tick does, on virtual time: tick, choose the pause, record the status."""
+    """What asad.daemon.loop's tick does, on virtual time: tick, choose the pause, record the status."""
     report = runner.tick()
     now = backend.now()
     pause = pacer.after_tick(changed=bool(report.changed or report.submitted), error=report.backend_error is not None,
@@ -212,9 +212,9 @@ def test_broken_cli_raises_slurm_unavailable_for_each_mode(tmp_path):
 
 
 def test_real_daemon_records_paused_state_then_resumes(tmp_path, monkeypatch):
-    """asad.daemon.run_daemon itself (APScheduler, lock, Pacer) against an outage, then recovery."""
-    import asad.app
-    from asad.daemon import run_daemon
+    """asad.daemon.loop.run_daemon itself (APScheduler, lock, Pacer) against an outage, then recovery."""
+    import asad.daemon.wiring
+    from asad.daemon.loop import run_daemon
     from asad.slurm.sim import WallClockSimulator
 
     settings = Settings(db_url=f"sqlite:///{tmp_path / 'd.db'}", state_dir=tmp_path / "state", poll_interval_s=30.0,
@@ -222,7 +222,7 @@ def test_real_daemon_records_paused_state_then_resumes(tmp_path, monkeypatch):
     sim = make_simulator("small", load=0.0, seed=2)
     backend = FlakyBackend(WallClockSimulator(sim, speed=20000.0), fake_slurm(tmp_path, "fail"))
     backend.down = True
-    monkeypatch.setattr(asad.app, "make_backend", lambda *_a, **_k: backend)
+    monkeypatch.setattr(asad.daemon.wiring, "make_backend", lambda *_a, **_k: backend)
     store = Store(settings.database_url)
     wf = store.add_workflow(parse_workflow(PLANNED_WF), sim.now(), strategy="asa")
     store.close()
@@ -252,8 +252,8 @@ def test_daemon_started_during_an_outage_waits_and_starts_by_itself(tmp_path, mo
     """Slurm does not answer the questions a runner starts with (partitions, priority rules): the
     daemon waits with growing pauses, says so in ``asad status``, and starts when Slurm answers,
     rather than exiting (a reboot brings the daemon up before slurmctld)."""
-    import asad.app
-    from asad.daemon import run_daemon
+    import asad.daemon.wiring
+    from asad.daemon.loop import run_daemon
 
     settings = Settings(db_url=f"sqlite:///{tmp_path / 'd.db'}", state_dir=tmp_path / "state", poll_interval_s=0.01,
                         max_poll_interval_s=0.04)
@@ -271,7 +271,7 @@ def test_daemon_started_during_an_outage_waits_and_starts_by_itself(tmp_path, mo
             raise SlurmUnavailable("squeue: error: Unable to contact slurm controller (connect failure)")
         return sim
 
-    monkeypatch.setattr(asad.app, "make_backend", slurm_comes_back)
+    monkeypatch.setattr(asad.daemon.wiring, "make_backend", slurm_comes_back)
     store = Store(settings.database_url)
     wf = store.add_workflow(parse_workflow(PLANNED_WF), sim.now(), strategy="asa")
     store.close()

@@ -8,12 +8,12 @@ import time
 import pytest
 import structlog
 
-from asad.app import make_runner
-from asad.cli import main
-from asad.config import Settings
+from asad.daemon.wiring import make_runner
+from asad.cli.main import main
+from asad.common.config import Settings
 from asad.slurm.sim import make_simulator
-from asad.spec import parse_workflow
-from asad.status import DEFAULT_FORMAT, render_status, status_rows
+from asad.spec.load import parse_workflow
+from asad.view.status import DEFAULT_FORMAT, render_status, status_rows
 from asad.store.repo import Store
 
 
@@ -82,7 +82,7 @@ def test_more_squeue_letters_and_json(db_url, capsys):
 
 def test_learners_show_a_picture_of_p():
     from asad.learn.registry import make_predictor
-    from asad.status import render_learners
+    from asad.view.status import render_learners
 
     pred = make_predictor("asa-full", grid="log", log_weight_floor=8.0, seed=1)
     for wait in (30, 40, 30, 35, 30, 30):
@@ -155,7 +155,7 @@ def test_a_stage_whose_sbatch_is_under_way_says_so(db_url):
 def test_show_gives_the_start_of_a_stage_cancelled_before_asad_saw_it_run(db_url):
     """A job that started after the daemon's last look and was then cancelled with its workflow
     still ran: asad show's START is its job's start, not '-'."""
-    from asad.metrics import summarize
+    from asad.core.metrics import summarize
 
     sim = make_simulator("small", load=0.0, seed=1)
     store = Store(db_url)
@@ -214,8 +214,8 @@ def test_min_memory_is_per_node_as_squeue_prints_it(db_url):
 def test_show_never_puts_a_stage_start_before_its_submission(db_url):
     """Slurm's times are whole seconds (truncated), asad's own a fraction later: a job that started in
     the second it was submitted showed SUBMIT +0:01, START +0:00 (the audit of 2026-11-26)."""
-    from asad.app import run_in_process
-    from asad.status import render_summary
+    from asad.daemon.wiring import run_in_process
+    from asad.view.status import render_summary
 
     store = Store(db_url)
     (summary,) = run_in_process(store, make_simulator("small", load=0.0, seed=1), [parse_workflow(WF)])
@@ -231,9 +231,9 @@ def test_show_never_puts_a_stage_start_before_its_submission(db_url):
 def test_an_arrays_task_counts_follow_its_end_markers_between_polls(tmp_path):
     """The audit saw 'R 2, PD 6' while Slurm had 4 tasks done, 2 running, 2 pending: the counts of
     the daemon's last poll, old by the time status ran."""
-    from asad.model import JobPhase, JobRecord
+    from asad.core.model import JobPhase, JobRecord
     from asad.slurm.backend import JobRequest
-    from asad.array_view import with_task_markers
+    from asad.core.array_view import with_task_markers
 
     job = JobRecord(row_id=1, workflow_id=1, stage="work", attempt=1, tag="t", phase=JobPhase.LIVE,
                     request=JobRequest(name="asad.1.work", command="c", array="0-7%2",
@@ -257,8 +257,8 @@ def test_the_status_help_names_every_format_field():
     # audit 6: the -o letters were listed only in an error message, and %S/%W differ from squeue's
     import re
 
-    from asad.cli import build_parser
-    from asad.status import _FIELDS
+    from asad.cli.main import build_parser
+    from asad.view.status import _FIELDS
 
     status = build_parser()._subparsers._group_actions[0].choices["status"]
     help_text = next(a.help for a in status._actions if "--format" in a.option_strings) % {}

@@ -13,10 +13,10 @@ from collections import Counter
 import pytest
 from sqlalchemy import event
 
-from asad.app import make_runner, run_to_completion
-from asad.config import Settings
+from asad.daemon.wiring import make_runner, run_to_completion
+from asad.common.config import Settings
 from asad.slurm.sim import make_simulator
-from asad.spec import load_workflow
+from asad.spec.load import load_workflow
 from asad.store.db import StoreError
 from asad.store.repo import Store
 from tests.conftest import EXAMPLES
@@ -164,8 +164,8 @@ def test_damaged_pages_found_after_opening_are_a_clear_message(tmp_path):
 
 
 def test_the_daemon_stops_on_a_corrupt_store_saying_how_to_restore_it(tmp_path, capsys):
-    from asad.config import load_settings
-    from asad.daemon import run_daemon
+    from asad.common.config import load_settings
+    from asad.daemon.loop import run_daemon
 
     url = _store_with_damaged_table_pages(tmp_path)
     settings = load_settings({"db_url": url, "backend": "sim"})
@@ -178,9 +178,9 @@ def test_a_store_that_fails_every_tick_is_retried_with_growing_pauses(db_url, mo
     """The audit saw a daemon whose store went away log a traceback every second; ticks back off."""
     from sqlalchemy.exc import OperationalError
 
-    from asad.config import load_settings
-    from asad.daemon import run_daemon
-    from asad.runner import Runner
+    from asad.common.config import load_settings
+    from asad.daemon.loop import run_daemon
+    from asad.daemon.runner import Runner
 
     ticks = []
 
@@ -226,7 +226,7 @@ def test_documented_backup_and_restore(tmp_path):
 
 def test_a_password_in_the_store_url_is_never_shown(capsys):
     """Messages and logs show the store's URL; a password in it becomes ***."""
-    from asad.cli import main
+    from asad.cli.main import main
     from asad.store.db import shown_url
 
     assert shown_url("postgresql://alice:s3cret@db.example/asad") == "postgresql://alice:***@db.example/asad"
@@ -275,9 +275,9 @@ def test_processes_opening_one_fresh_store_at_once_all_succeed(tmp_path):
 def test_a_store_found_corrupt_by_a_tick_stops_the_daemon(db_url, monkeypatch, capsys):
     from sqlalchemy.exc import DatabaseError
 
-    from asad.config import load_settings
-    from asad.daemon import run_daemon
-    from asad.runner import Runner
+    from asad.common.config import load_settings
+    from asad.daemon.loop import run_daemon
+    from asad.daemon.runner import Runner
 
     def corrupt_tick(self):  # noqa: ANN001, ANN202
         raise DatabaseError("SELECT", {}, Exception("database disk image is malformed"))

@@ -9,8 +9,9 @@ import subprocess
 
 import pytest
 
-from asad import app, cli
-from asad.model import JobPhase
+from asad.cli import main as cli
+from asad.daemon import wiring as app
+from asad.core.model import JobPhase
 from asad.slurm.backend import JobState
 from asad.store.repo import Store
 from tests.conftest import EXAMPLES, ROOT
@@ -116,7 +117,7 @@ def no_slurm(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
     monkeypatch.delenv("SLURM_CONF", raising=False)
     monkeypatch.delenv("ASAD_BACKEND")
-    from asad.backend_choice import slurm_answers
+    from asad.daemon.backend_choice import slurm_answers
 
     slurm_answers.cache_clear()
     yield bin_dir
@@ -144,7 +145,7 @@ def test_daemon_never_falls_into_the_simulator_by_default(no_slurm):
 
 
 def test_auto_is_slurm_when_slurm_answers(no_slurm, monkeypatch):
-    from asad.backend_choice import resolve_backend, slurm_answers
+    from asad.daemon.backend_choice import resolve_backend, slurm_answers
 
     (no_slurm / "sinfo").write_text("#!/bin/sh\necho main\n")
     assert resolve_backend("auto") == "slurm"
@@ -171,8 +172,8 @@ def test_submit_while_slurm_is_down_stores_nothing(no_slurm):
 
 def test_submit_validates_against_the_running_daemons_backend(no_slurm, tmp_path):
     """With no flag and no Slurm here, the daemon that holds the store decides: it records its backend."""
-    from asad.config import load_settings
-    from asad.daemon import acquire_lock
+    from asad.common.config import load_settings
+    from asad.daemon.loop import acquire_lock
 
     settings = load_settings()
     store = Store(settings.database_url)
@@ -211,8 +212,8 @@ def test_run_refuses_clearly_while_a_daemon_drives_the_store(tmp_path):
     ``UNIQUE constraint failed: jobs.tag``): asad run refuses and submits nothing."""
     import os
 
-    from asad.config import load_settings
-    from asad.daemon import acquire_lock
+    from asad.common.config import load_settings
+    from asad.daemon.loop import acquire_lock
 
     settings = load_settings()
     lock = acquire_lock(settings)  # what a running daemon holds
@@ -243,7 +244,7 @@ def test_run_refuses_clearly_while_a_daemon_drives_the_store(tmp_path):
     assert own.returncode == 0, own.stderr
     assert json.loads(asad("history", "--json").stdout) == []
     # and while asad run drives the store (it holds the same lock), a daemon refuses to start beside it
-    from asad.commands import _run_lock
+    from asad.cli.commands import _run_lock
 
     lock = _run_lock(settings)
     try:
@@ -270,10 +271,10 @@ class _RealLike:
 def test_show_and_status_print_each_stages_log_path():
     import sqlite3
 
-    from asad.app import run_in_process
-    from asad.config import load_settings
+    from asad.daemon.wiring import run_in_process
+    from asad.common.config import load_settings
     from asad.slurm.sim import make_simulator
-    from asad.spec import load_workflow
+    from asad.spec.load import load_workflow
 
     settings = load_settings()
     store = Store(settings.database_url)
@@ -314,7 +315,7 @@ stages:
 def _rows_at(store, now: float) -> dict[str, dict]:
     import time
 
-    from asad.status import status_rows
+    from asad.view.status import status_rows
 
     store.set_status("clock", {"now": now, "wall": time.time(), "speed": 1.0})
     store.commit()
@@ -322,11 +323,11 @@ def _rows_at(store, now: float) -> dict[str, dict]:
 
 
 def test_time_counts_only_while_running_and_stops_at_cancel():
-    from asad.app import make_runner
-    from asad.config import load_settings
-    from asad.metrics import summarize
+    from asad.daemon.wiring import make_runner
+    from asad.common.config import load_settings
+    from asad.core.metrics import summarize
     from asad.slurm.sim import make_simulator
-    from asad.spec import parse_workflow
+    from asad.spec.load import parse_workflow
 
     settings = load_settings()
     sim = make_simulator("small", load=0.0, seed=1)
@@ -361,10 +362,10 @@ def test_time_counts_only_while_running_and_stops_at_cancel():
 
 def test_a_started_job_shows_r_before_the_daemons_next_poll():
     """The stage wrapper's allocation marker says the job started: R, its host and its TIME."""
-    from asad.app import make_runner
-    from asad.config import load_settings
+    from asad.daemon.wiring import make_runner
+    from asad.common.config import load_settings
     from asad.slurm.sim import make_simulator
-    from asad.spec import parse_workflow
+    from asad.spec.load import parse_workflow
 
     settings = load_settings()
     sim = _RealLike(make_simulator("small", load=0.0, seed=1))
@@ -398,8 +399,8 @@ def test_a_started_job_shows_r_before_the_daemons_next_poll():
 def test_status_says_how_old_the_daemons_last_poll_is():
     import time
 
-    from asad.config import load_settings
-    from asad.status import status_rows
+    from asad.common.config import load_settings
+    from asad.view.status import status_rows
 
     store = Store(load_settings().database_url)
     try:
@@ -422,7 +423,7 @@ def test_service_writes_a_unit_that_runs_this_asad_with_this_shells_slurm(tmp_pa
 
     monkeypatch.setenv("SLURM_CONF", "/etc/slurm/site's slurm.conf")
     monkeypatch.setenv("PATH", f"/opt/slurm 100%/bin:{os.environ['PATH']}")
-    unit = tmp_path / "asad.service"
+    unit = tmp_path / "asad.daemon.service"
     res = asad("service", "--backend", "slurm", "--output", str(unit))
     assert res.returncode == 0 and str(unit) in res.stdout, res.stderr
     # outside systemd's own folders the unit is enabled by its path, which links it in (audit 6: the
@@ -432,7 +433,7 @@ def test_service_writes_a_unit_that_runs_this_asad_with_this_shells_slurm(tmp_pa
     lines = dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
     words = shlex.split(lines["ExecStart"].replace("$$", "$"))
     assert words[words.index("daemon"):] == ["daemon", "--backend", "slurm"]
-    from asad.service import EXIT_ALREADY_RUNNING  # a second daemon on this host: no restart loop
+    from asad.daemon.service import EXIT_ALREADY_RUNNING  # a second daemon on this host: no restart loop
 
     assert lines["RestartPreventExitStatus"] == str(EXIT_ALREADY_RUNNING)
     version = subprocess.run([*words[:words.index("daemon")], "--version"], capture_output=True, text=True)
@@ -480,11 +481,11 @@ def test_cancel_with_no_daemon_records_the_workflow_as_cancelled_at_once(monkeyp
     scancels them and records the cancellation as the daemon would, so status says CA (not the
     running stage's F from its end marker, nor PD for jobs gone from the queue) and show CANCELLED;
     a daemon started later agrees. A workflow that submitted nothing is cancelled at once too."""
-    from asad.app import make_runner
-    from asad.model import StageState
+    from asad.daemon.wiring import make_runner
+    from asad.core.model import StageState
     from asad.slurm.sim import make_simulator
-    from asad.spec import load_workflow
-    from asad.status import status_rows
+    from asad.spec.load import load_workflow
+    from asad.view.status import status_rows
 
     settings = app.Settings()
     sim = _SimAsSlurm(make_simulator("small", load=0.0, seed=1))

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from asad.app import CommandBuilder, make_runner
-from asad.config import Settings
-from asad.model import StageState, WorkflowState
+from asad.daemon.wiring import CommandBuilder, make_runner
+from asad.common.config import Settings
+from asad.core.model import StageState, WorkflowState
 from asad.slurm.sim import make_simulator
-from asad.spec import SpecError, parse_workflow
+from asad.spec.load import SpecError, parse_workflow
 from asad.store.repo import Store
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from asad.app import run_in_process
-from asad.config import ConfigError, Settings, load_settings
+from asad.daemon.wiring import run_in_process
+from asad.common.config import ConfigError, Settings, load_settings
 from asad.slurm.sim import make_simulator
-from asad.spec import parse_workflow
+from asad.spec.load import parse_workflow
 from asad.store.repo import Store
 
 WF = """

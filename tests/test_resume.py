@@ -6,13 +6,13 @@ from dataclasses import replace
 
 import pytest
 
-from asad.app import make_runner, run_to_completion
-from asad.cli import main
-from asad.config import Settings
-from asad.model import StageState, WorkflowState
-from asad.resume import ResumeRefused, resume_workflow
+from asad.daemon.wiring import make_runner, run_to_completion
+from asad.cli.main import main
+from asad.common.config import Settings
+from asad.core.model import StageState, WorkflowState
+from asad.store.resume import ResumeRefused, resume_workflow
 from asad.slurm.sim import make_simulator
-from asad.spec import parse_workflow
+from asad.spec.load import parse_workflow
 from asad.store.repo import Store
 
 WORKFLOW = """
@@ -83,7 +83,7 @@ def test_failed_workflow_resumes_from_the_failed_stage(db_url, strategy):
     b_jobs = sorted((j for j in wf2.jobs if j.stage == "b"), key=lambda j: j.attempt)
     assert b_jobs[-1].start_time >= wf2.stages["a"].end_time
     assert wf2.stages["c"].start_time >= wf2.stages["b"].end_time
-    from asad.status import status_rows
+    from asad.view.status import status_rows
 
     rows, _ = status_rows(store, wf.id, include_finished=True)  # squeue names a finished job's nodes
     assert [r["reason"] for r in rows] == [wf2.current_job(n).nodelist for n in "abc"], rows
@@ -198,7 +198,7 @@ def test_cli_resume_messages_and_exit_codes(tmp_path, capsys, monkeypatch):
 
 def test_resume_says_when_the_workflow_file_changed_since_submission(tmp_path, capsys):
     """resume runs the stages as submitted; a user who edited the file to fix the failure is told."""
-    from asad.spec import load_workflow
+    from asad.spec.load import load_workflow
 
     path = tmp_path / "three.yaml"
     path.write_text(WORKFLOW)

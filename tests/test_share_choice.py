@@ -1,4 +1,4 @@
-"""Learned sharing (``share_jobs = "learned"``, asad/learn/share_choice.py): each run of same-shape
+"""Learned sharing (``share_jobs = "learned"``, asad/core/share_choice.py): each run of same-shape
 stages is tried as one job and as a job each, then runs the way that waited less."""
 
 from __future__ import annotations
@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from asad.app import run_in_process
-from asad.config import ConfigError, Settings, load_settings
-from asad.learn.share_choice import ALONE, EXPLORE_EVERY, SHARED, WINDOW, ShareChoice
+from asad.daemon.wiring import run_in_process
+from asad.common.config import ConfigError, Settings, load_settings
+from asad.core.share_choice import ALONE, EXPLORE_EVERY, SHARED, WINDOW, ShareChoice
 from asad.slurm.sim import make_simulator
-from asad.spec import load_workflow
-from asad.status import render_explain
+from asad.spec.load import load_workflow
+from asad.view.status import render_explain
 from asad.store.repo import Store
 from tests.conftest import EXAMPLES
 
@@ -99,8 +99,8 @@ def test_montage_learns_whether_to_share_from_what_each_choice_waited(tmp_path):
 def test_open_trials_settle_when_their_stages_complete_and_drop_with_the_workflow():
     from types import SimpleNamespace
 
-    from asad.learn.share_choice import OpenTrials, Trial
-    from asad.model import StageState, WorkflowState
+    from asad.core.share_choice import OpenTrials, Trial
+    from asad.core.model import StageState, WorkflowState
 
     def workflow(state, **stages):
         return SimpleNamespace(id=7, state=state, stages={n: SimpleNamespace(state=s) for n, s in stages.items()})

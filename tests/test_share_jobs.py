@@ -9,14 +9,14 @@ from dataclasses import replace
 
 import pytest
 
-from asad.app import CommandBuilder, make_runner, run_in_process
-from asad.attempts import stage_attempts
-from asad.config import Settings
-from asad.model import JobPhase
+from asad.daemon.wiring import CommandBuilder, make_runner, run_in_process
+from asad.core.attempts import stage_attempts
+from asad.common.config import Settings
+from asad.core.model import JobPhase
 from asad.slurm.backend import JobRequest
 from asad.slurm.sim import make_simulator
-from asad.spec import load_workflow, parse_workflow
-from asad.status import _stage_rows, render_explain
+from asad.spec.load import load_workflow, parse_workflow
+from asad.view.status import _stage_rows, render_explain
 from asad.store.repo import Store
 from tests.conftest import EXAMPLES
 from tests.test_crash import crash_and_restart
@@ -177,9 +177,9 @@ def test_status_shows_a_rider_pending_in_its_job_until_its_turn(db_url):
 
 
 def test_the_stage_wrappers_markers_say_which_stages_a_real_shared_job_finished(tmp_path):
-    from asad.context import Context, EngineConfig
-    from asad.learned import Learned
-    from asad.model import JobRecord
+    from asad.core.context import Context, EngineConfig
+    from asad.core.learned import Learned
+    from asad.core.model import JobRecord
     from asad.slurm.backend import JobState
     from asad.strategies.share import finished_stages
 
@@ -215,10 +215,10 @@ def test_a_naive_stages_work_starts_when_its_command_does_not_when_its_predecess
     # audit 6: the wrapper sees the predecessor's end marker only at its next look (every 2 s); the
     # allocation idled until the command's start marker, but IDLE, the overhead and the learned run
     # time counted from the predecessor's end
-    from asad.context import Context, EngineConfig
-    from asad.engine import Engine
-    from asad.learned import Learned
-    from asad.model import JobRecord
+    from asad.core.context import Context, EngineConfig
+    from asad.core.engine import Engine
+    from asad.core.learned import Learned
+    from asad.core.model import JobRecord
     from asad.slurm.backend import JobState
 
     spec = parse_workflow("""

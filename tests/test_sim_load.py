@@ -183,7 +183,7 @@ def test_real_medians_from_a_sample(tmp_path):
 def bench(argv: list[str]) -> int:
     """``asad bench sim-load ...`` through the real parser, without ``asad.cli.main``'s logging
     set-up (which would bind structlog to this test's captured, soon closed, stderr)."""
-    from asad.cli import build_parser
+    from asad.cli.main import build_parser
 
     args = build_parser().parse_args(["bench", "sim-load", *argv])
     return args.func(args)
@@ -234,7 +234,7 @@ def test_calibration_against_the_real_queues_when_present():
 
 
 def test_bench_sim_reports_the_preset_load_and_per_day_clocks(capsys):
-    from asad.cli import build_parser
+    from asad.cli.main import build_parser
 
     args = build_parser().parse_args(["bench", "sim", "--preset", "small", "--days", "2", "--per-day", "--json"])
     assert args.func(args) == 0

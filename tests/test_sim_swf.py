@@ -69,3 +69,17 @@ def test_too_big_jobs_are_skipped():
 def test_bad_swf_names_file_and_line(text, message):
     with pytest.raises(SwfError, match=message):
         parse_swf(text, "t.swf")
+
+
+def test_sample_generator_writes_the_shipped_sample(tmp_path):
+    """`python -m asad.slurm.sim.swf_sample` still draws the jobs of asad/data/sample-small.swf
+    (it unpacked a 7-field arrival after arrivals grew to 11 fields)."""
+    from pathlib import Path
+
+    from asad.slurm.sim.swf_sample import generate_sample
+
+    out = tmp_path / "sample.swf"
+    assert generate_sample(out) == 61
+    shipped = Path(__file__).resolve().parent.parent / "asad" / "data" / "sample-small.swf"
+    jobs = [line for line in out.read_text().splitlines() if not line.startswith(";")]
+    assert jobs == [line for line in shipped.read_text().splitlines() if not line.startswith(";")]

@@ -3,10 +3,10 @@ reach asad's own calls."""
 
 from __future__ import annotations
 
-from asad.app import run_in_process
+from asad.daemon.wiring import run_in_process
 from asad.slurm.backend import SubmitDeferred, SubmitRejected
 from asad.slurm.sim import make_simulator
-from asad.spec import parse_workflow
+from asad.spec.load import parse_workflow
 from asad.store.repo import Store
 import pytest
 

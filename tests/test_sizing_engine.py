@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from asad.app import run_in_process
+from asad.daemon.wiring import run_in_process
 from asad.slurm.sim import make_simulator
-from asad.spec import parse_workflow
-from asad.status import render_explain, render_summary
+from asad.spec.load import parse_workflow
+from asad.view.status import render_explain, render_summary
 from asad.store.repo import Store
 
 OOM_WF = """
@@ -99,8 +99,8 @@ def test_a_stage_whose_failure_comes_with_the_workflows_end_shows_its_job(db_url
     # audit 5: two stages failed between the same two polls; the one that would have been retried
     # was shown with no job ("-", CANCELLED) and "retrying" in a FAILED workflow. Its attempt is
     # what happened to it: FAILED, with that job.
-    from asad.app import make_runner
-    from asad.config import Settings
+    from asad.daemon.wiring import make_runner
+    from asad.common.config import Settings
     text = """
 name: both
 strategy: per-stage

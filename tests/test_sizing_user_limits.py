@@ -12,8 +12,8 @@ import pytest
 from asad.slurm.sim import make_simulator
 from asad.sizing.base import Request
 from asad.sizing.cpus import keep_user_cpus
-from asad.spec import SpecError, parse_workflow
-from asad.status import render_explain
+from asad.spec.load import SpecError, parse_workflow
+from asad.view.status import render_explain
 from asad.store.repo import Store
 from tests.test_sizing_engine import OOM_WF, _run
 
@@ -116,7 +116,7 @@ def test_the_raised_limit_stays_within_the_partition(db_url):
 
 
 def test_show_and_explain_list_every_attempt_and_why(db_url):
-    from asad.status import render_summary
+    from asad.view.status import render_summary
 
     (summary,), wfs = _run(db_url, OOM_WF)
     (stage,) = summary["stages"]
@@ -136,9 +136,9 @@ def test_show_and_explain_list_every_attempt_and_why(db_url):
 
 
 def test_status_shows_the_attempt_and_why_it_was_retried(db_url):
-    from asad.app import make_runner
-    from asad.config import Settings
-    from asad.status import render_status, status_rows
+    from asad.daemon.wiring import make_runner
+    from asad.common.config import Settings
+    from asad.view.status import render_status, status_rows
 
     sim = make_simulator("small", load=0.0, seed=1)
     store = Store(db_url)
@@ -162,7 +162,7 @@ def test_status_shows_the_attempt_and_why_it_was_retried(db_url):
 
 def test_the_gantt_draws_the_earlier_attempts(db_url, tmp_path):
     pytest.importorskip("matplotlib")
-    from asad.plots import plot_workflow
+    from asad.view.plots import plot_workflow
 
     (summary,), _ = _run(db_url, OOM_WF)
     tries = summary["stages"][0]["attempt_list"]

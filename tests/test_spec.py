@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from asad.slurm.backend import PartitionInfo
-from asad.spec import (
+from asad.spec.load import (
     FrozenMap,
     SimulateSpec,
     SpecError,
@@ -479,7 +479,7 @@ def test_messages_quoted_in_the_docs_are_the_real_ones(monkeypatch):
 def test_spec_show_prints_one_row_per_stage_and_fails_on_a_broken_file(tmp_path):
     broken = tmp_path / "broken.yaml"
     broken.write_text("name: x\nstages: [{name: a, run: x, cpus: -1}]\n")
-    proc = subprocess.run([sys.executable, "-m", "asad.spec_show", str(ROOT / "examples" / "montage.yaml"), str(broken)],
+    proc = subprocess.run([sys.executable, "-m", "asad.spec.show", str(ROOT / "examples" / "montage.yaml"), str(broken)],
                           capture_output=True, text=True, cwd=tmp_path)
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("workflow montage: 9 stages, strategy auto")

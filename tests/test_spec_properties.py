@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from asad.spec import SpecError, WorkflowSpec, parse_workflow
+from asad.spec.load import SpecError, WorkflowSpec, parse_workflow
 
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "examples").glob("*.yaml"))
 TEXTS = [p.read_text(encoding="utf-8") for p in EXAMPLES]

@@ -6,9 +6,9 @@ import stat
 
 import pytest
 
-from asad.model import JobPhase, JobRecord
+from asad.core.model import JobPhase, JobRecord
 from asad.slurm.backend import Dependency, DependencyType, JobRequest, SimTruth
-from asad.spec import load_workflow
+from asad.spec.load import load_workflow
 from asad.store.codec import request_from_dict, request_to_dict
 from asad.store.db import StoreError
 from asad.store.models import SCHEMA_VERSION

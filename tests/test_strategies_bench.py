@@ -86,7 +86,7 @@ def test_pooling_runs_judges_the_default_over_all_their_seeds(tmp_path):
 
 def test_result_row_counts_only_the_waits_of_stages_that_follow_another():
     from asad.bench.strategies import EXAMPLES, result_row
-    from asad.spec import load_workflow
+    from asad.spec.load import load_workflow
 
     spec = load_workflow(EXAMPLES / "montage.yaml")
     first, second = spec.stages[0].name, next(st.name for st in spec.stages if spec.predecessors(st.name))
@@ -102,8 +102,8 @@ def test_result_row_counts_only_the_waits_of_stages_that_follow_another():
 
 def test_the_real_bench_counts_the_wait_after_the_first_stage_apart():
     from asad.bench.real_strategies import perceived_waits
-    from asad.model import StageRun, WorkflowRun
-    from asad.spec import parse_workflow
+    from asad.core.model import StageRun, WorkflowRun
+    from asad.spec.load import parse_workflow
 
     spec = parse_workflow("name: w\nstages:\n  - {name: a, run: 'true', time: 1m}\n"
                           "  - {name: b, run: 'true', time: 1m, after: [a]}\n")
@@ -127,7 +127,7 @@ def test_the_default_is_also_judged_against_per_stage_by_hand():
 
 def test_learned_limits_are_what_the_time_learner_proposes_and_never_above_the_files():
     from asad.bench.strategies import EXAMPLES, learned_limits, scale_spec
-    from asad.spec import load_workflow
+    from asad.spec.load import load_workflow
 
     spec = scale_spec(load_workflow(EXAMPLES / "montage.yaml"), 28, 28, 1.0)
     by_default, tight = learned_limits(spec), learned_limits(spec, margin=1.5, slack_s=60)

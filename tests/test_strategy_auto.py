@@ -7,12 +7,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from asad.app import run_in_process
-from asad.config import DEFAULT_IDLE_PRICE
+from asad.daemon.wiring import run_in_process
+from asad.common.config import DEFAULT_IDLE_PRICE
 from asad.slurm.priority_rules import PriorityRules, rules_from_scontrol, rules_of
 from asad.slurm.sim import make_simulator
-from asad.spec import SpecError, WorkflowSpec, load_workflow, parse_workflow
-from asad.status import render_explain
+from asad.spec.load import SpecError, WorkflowSpec, load_workflow, parse_workflow
+from asad.view.status import render_explain
 from asad.store.repo import Store
 from asad.strategies.auto import begin_offset, quantile_level
 from tests.conftest import EXAMPLES
@@ -160,13 +160,13 @@ class _Ctx:
 
 
 def _two_stage_running_first(now):
-    from asad.model import StageState, WorkflowRun
-    from asad.spec import parse_workflow
+    from asad.core.model import StageState, WorkflowRun
+    from asad.spec.load import parse_workflow
 
     spec = parse_workflow("name: t\nstages:\n  - {name: a, cpus: 4, time: 1h, run: 'true'}\n"
                           "  - {name: b, cpus: 4, time: 1h, run: 'true'}\n")
     wf = WorkflowRun(id=1, spec=spec, strategy="auto", mode="dependency")
-    from asad.model import StageRun
+    from asad.core.model import StageRun
 
     wf.stages = {"a": StageRun(1, "a", state=StageState.RUNNING, start_time=now - 100), "b": StageRun(1, "b")}
     return wf
@@ -192,7 +192,7 @@ def test_auto_is_chain_whatever_the_lead_where_age_does_not_count():
     from asad.strategies.auto import Auto
 
     wf = _two_stage_running_first(now=500.0)
-    from asad.model import JobPhase, JobRecord
+    from asad.core.model import JobPhase, JobRecord
     from asad.slurm.backend import JobRequest
 
     job = JobRecord(row_id=7, workflow_id=1, stage="a", attempt=1, tag="t", phase=JobPhase.LIVE,
@@ -205,7 +205,7 @@ def test_auto_is_chain_whatever_the_lead_where_age_does_not_count():
 
 
 def test_a_workflow_sets_its_own_idle_price(tmp_path):
-    from asad.engine import EngineConfig
+    from asad.core.engine import EngineConfig
 
     text = "name: w\nidle_price: 0.02\nstages:\n  - {name: a, cpus: 28, time: 1h, run: x}\n"
     spec = parse_workflow(text)
@@ -220,7 +220,7 @@ def test_a_workflow_sets_its_own_idle_price(tmp_path):
 
 
 def test_the_cli_offers_every_simulated_priority_policy():
-    from asad.cli import SIM_PRIORITIES
+    from asad.cli.main import SIM_PRIORITIES
     from asad.slurm.sim import PRIORITY_PRESETS
 
     assert SIM_PRIORITIES == tuple(PRIORITY_PRESETS)
@@ -229,13 +229,13 @@ def test_the_cli_offers_every_simulated_priority_policy():
 def test_a_running_daemon_plans_new_workflows_with_the_sites_rules_as_they_are_now(db_url, monkeypatch):
     """The audit switched the cluster from priority/basic to multifactor under a running daemon: its
     new workflows were still planned as a plain chain until the daemon was restarted."""
-    import asad.runner
+    import asad.daemon.runner
     import asad.slurm.priority_rules as priority_rules
-    from asad.app import make_runner
-    from asad.config import Settings
+    from asad.daemon.wiring import make_runner
+    from asad.common.config import Settings
     from asad.slurm.priority_rules import PriorityRules
     from asad.slurm.sim import make_simulator
-    from asad.spec import parse_workflow
+    from asad.spec.load import parse_workflow
     from asad.store.repo import Store
 
     site = {"rules": PriorityRules(type="basic")}
@@ -251,7 +251,7 @@ def test_a_running_daemon_plans_new_workflows_with_the_sites_rules_as_they_are_n
     store.commit()
     runner.refresh()
     assert runner.ctx.priority_rules.type == "basic"  # read again at most every RULES_TTL_S
-    monkeypatch.setattr(asad.runner, "RULES_TTL_S", 0.0)
+    monkeypatch.setattr(asad.daemon.runner, "RULES_TTL_S", 0.0)
     store.add_workflow(spec, sim.now())
     store.commit()
     runner.refresh()

@@ -1,10 +1,10 @@
-"""The watcher between ticks (asad/wake.py): the wake file and the stages' end markers."""
+"""The watcher between ticks (asad/daemon/wake.py): the wake file and the stages' end markers."""
 
 from __future__ import annotations
 
 import os
 
-from asad.wake import EndMarker, KillLog, Watch, wake_daemon
+from asad.daemon.wake import EndMarker, KillLog, Watch, wake_daemon
 
 
 def test_a_wake_request_is_due_once(tmp_path):

@@ -31,7 +31,7 @@ import time
 from typing import Any
 
 from asad.bench.sim_vs_real import scheduler_settings
-from asad.cli_types import positive_int
+from asad.common.arg_types import positive_int
 
 DAY = 86400.0
 NAME = "bfcost"

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from asad.cli_types import non_negative_float, positive_int
+from asad.common.arg_types import non_negative_float, positive_int
 from asad.learn.grid import PAPER_GRID_S, nearest_index
 from asad.learn.registry import make_predictor, recommended_predictor
 

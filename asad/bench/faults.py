@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asad.cli_types import non_negative_float, non_negative_int, positive_int
+from asad.common.arg_types import non_negative_float, non_negative_int, positive_int
 from asad.slurm.backend import JobState
 from asad.slurm.sim.presets import PRESETS
 
@@ -120,7 +120,7 @@ class FaultsResult:
 
 
 def _specs(n: int):  # noqa: ANN202
-    from asad.spec import load_workflow
+    from asad.spec.load import load_workflow
 
     root = Path(__file__).resolve().parent.parent.parent / "examples"
     out = []
@@ -133,7 +133,7 @@ def _specs(n: int):  # noqa: ANN202
 
 
 def _drive(runner, backend, ids, killer_budget_s: float) -> None:  # noqa: ANN001
-    from asad.app import run_to_completion
+    from asad.daemon.wiring import run_to_completion
 
     run_to_completion(runner, backend, ids, max_virtual_s=killer_budget_s)
 
@@ -163,10 +163,10 @@ def plan_kills(points: Counter[str], kills: int, rng: np.random.Generator) -> se
 
 def _run(workflows: int, seed: int, preset: str, load: float,
          kill_at: set[tuple[str, int]]) -> tuple[FaultsResult, Counter[str]]:
-    from asad.app import make_runner
-    from asad.config import Settings
-    from asad.log import setup_logging
-    from asad.model import JobPhase
+    from asad.daemon.wiring import make_runner
+    from asad.common.config import Settings
+    from asad.common.log import setup_logging
+    from asad.core.model import JobPhase
     from asad.slurm.sim import make_simulator
     from asad.store.repo import Store
 

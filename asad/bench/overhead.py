@@ -1,7 +1,7 @@
 """``asad bench overhead``: what asad costs the cluster and the login node as the load grows.
 
 N concurrent workflows of 10 sequential stages run on the simulator, driven exactly as the
-daemon drives them (a :class:`asad.daemon.Pacer` chooses each pause; the simulated cluster
+daemon drives them (a :class:`asad.daemon.loop.Pacer` chooses each pause; the simulated cluster
 advances by that pause; then one ``Runner.tick``). Per tick it measures:
 
 - Slurm calls, through a counting proxy: status calls (``poll``, ``usage``, ``find``) must stay
@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from asad.bench.counting import STATUS_CALLS, CountingBackend
-from asad.cli_types import non_negative_float, positive_int
+from asad.common.arg_types import non_negative_float, positive_int
 from asad.slurm.sim.presets import PRESETS
 
 STAGES = 10
@@ -118,11 +118,11 @@ def measure(n: int, *, strategy: str = "asa", preset: str = "hpc2n", load: float
             workflow_text: str | None = None) -> OverheadResult:
     """Run ``n`` workflows to the end the way the daemon would; return the measures. ``workflow_text``
     replaces the generated ten-stage workflows (``n`` copies of it)."""
-    from asad.app import make_runner
-    from asad.config import Settings
-    from asad.daemon import Pacer
+    from asad.daemon.wiring import make_runner
+    from asad.common.config import Settings
+    from asad.daemon.loop import Pacer
     from asad.slurm.sim import make_simulator
-    from asad.spec import parse_workflow
+    from asad.spec.load import parse_workflow
     from asad.store.repo import Store
 
     rng = np.random.default_rng(seed)
@@ -242,10 +242,10 @@ def huge_yaml(stages: int, width: int) -> str:
 def measure_huge(stages: int = 10_000, width: int = 100, run: bool = True) -> HugeResult:
     """Validate, store, plan and (``run``) run one workflow of ``stages`` stages: ``width`` parallel
     chains of one-minute stages, per-stage, on an empty simulated cluster (hpc2n: room for all)."""
-    from asad.app import make_runner, run_to_completion
-    from asad.config import Settings
+    from asad.daemon.wiring import make_runner, run_to_completion
+    from asad.common.config import Settings
     from asad.slurm.sim import make_simulator
-    from asad.spec import parse_workflow
+    from asad.spec.load import parse_workflow
     from asad.store.repo import Store
 
     text = huge_yaml(stages, width)
@@ -334,7 +334,7 @@ def _run_isolated(n: int, args: argparse.Namespace) -> OverheadResult:
 
 
 def main(args: argparse.Namespace) -> int:
-    from asad.log import setup_logging
+    from asad.common.log import setup_logging
 
     setup_logging(-2)  # the runner logs every submission: thousands of lines would drown the numbers
     if args.huge:

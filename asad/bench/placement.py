@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asad.cli_types import int_list, positive_float, positive_int
+from asad.common.arg_types import int_list, positive_float, positive_int
 from asad.sizing.placement import PlacementAgent
 from asad.slurm.backend import JobRequest, SimTruth
 
@@ -39,31 +39,31 @@ KINDS = (StageKind("small", 4, 8000, 1200.0), StageKind("medium", 14, 32000, 540
 
 
 @dataclass(frozen=True)
-class Arrival:
+class StageArrival:
     at_s: float  # after the warm-up
     kind: StageKind
     run_s: float
 
 
-def workload(n: int, mean_gap_s: float, seed: int) -> list[Arrival]:
+def workload(n: int, mean_gap_s: float, seed: int) -> list[StageArrival]:
     rng = np.random.default_rng(seed)
     t = 0.0
     out = []
     for _ in range(n):
         t += float(rng.exponential(mean_gap_s))
         kind = KINDS[int(rng.choice(len(KINDS), p=[0.5, 0.3, 0.2]))]
-        out.append(Arrival(t, kind, float(kind.median_run_s * rng.lognormal(0.0, 0.4))))
+        out.append(StageArrival(t, kind, float(kind.median_run_s * rng.lognormal(0.0, 0.4))))
     return out
 
 
-def request(a: Arrival, partition: str, i: int) -> JobRequest:
+def request(a: StageArrival, partition: str, i: int) -> JobRequest:
     limit = int(math.ceil(2.5 * a.run_s / 60.0) * 60)  # users overestimate; valid on the slow nodes
     return JobRequest(name=f"stage{i}-{a.kind.name}", command="true", partition=partition,
                       cpus_per_task=a.kind.cpus, mem_mb=a.kind.mem_mb, time_limit_s=limit,
                       truth=SimTruth(runtime_s=a.run_s))
 
 
-def play(policy: str, arrivals: list[Arrival], seed: int, preset: str = "two-speed",
+def play(policy: str, arrivals: list[StageArrival], seed: int, preset: str = "two-speed",
          warmup_s: float = 3 * DAY) -> dict:
     from asad.slurm.sim import make_simulator
 
@@ -75,7 +75,7 @@ def play(policy: str, arrivals: list[Arrival], seed: int, preset: str = "two-spe
     if policy in ("reassign", "reassign-turnaround"):
         variant = "reassign" if policy == "reassign" else "turnaround"
         agents = {k.name: PlacementAgent(names, variant=variant, seed=seed + i) for i, k in enumerate(KINDS)}
-    jobs: dict[int, tuple[int, Arrival]] = {}
+    jobs: dict[int, tuple[int, StageArrival]] = {}
     open_ids: set[int] = set()
 
     def feed_finished() -> None:

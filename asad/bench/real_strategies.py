@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 from asad.bench.strategies import SHARE_JOBS_OF
-from asad.cli_types import non_negative_int, positive_float, positive_int
+from asad.common.arg_types import non_negative_int, positive_float, positive_int
 
 
 def register(subparsers) -> None:  # noqa: ANN001
@@ -123,7 +123,7 @@ def start_daemon(strategy: str, args: argparse.Namespace, root: Path) -> tuple[s
 
 def one_run(strategy: str, run: int, env: dict, args: argparse.Namespace, wf_path: Path) -> dict:
     """Submit the workflow, wait until ``asad history`` says it ended, measure it from the store."""
-    from asad.model import JobPhase
+    from asad.core.model import JobPhase
     from asad.store.repo import Store
 
     t0 = time.time()
@@ -153,7 +153,7 @@ def one_run(strategy: str, run: int, env: dict, args: argparse.Namespace, wf_pat
             "noticed_end_s": round(t_done - last_end, 1), "core_hours": round(core_h, 3), "jobs": len(jobs)}
 
 
-def perceived_waits(wf, t0: float) -> tuple[float, float]:  # noqa: ANN001 -- asad.model.WorkflowRun
+def perceived_waits(wf, t0: float) -> tuple[float, float]:  # noqa: ANN001 -- asad.core.model.WorkflowRun
     """(every stage's perceived wait, that of the stages after another): a stage's start minus the
     later of its predecessors' end and the submission at ``t0``. The second is what submitting
     ahead can hide; the first stage's wait no strategy but big-job can touch."""

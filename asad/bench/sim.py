@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from asad.cli_types import non_negative_float, positive_float
+from asad.common.arg_types import non_negative_float, positive_float
 from asad.slurm.sim import make_simulator
 from asad.slurm.sim.presets import PRESETS
 

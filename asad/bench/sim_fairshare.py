@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from asad.cli_types import positive_float, positive_int
+from asad.common.arg_types import positive_float, positive_int
 from asad.slurm.sim import make_simulator
 from asad.slurm.sim.presets import PRESETS
 

@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from asad.cli_types import non_negative_float, non_negative_int, positive_float, positive_int
+from asad.common.arg_types import non_negative_float, non_negative_int, positive_float, positive_int
 from asad.slurm.sim import PRESETS, make_simulator
 
 DAY = 86400.0

@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 from asad.bench.sim_vs_real_record import record, scenarios
-from asad.cli_types import positive_int
+from asad.common.arg_types import positive_int
 from asad.slurm.backend import Dependency, DependencyType, JobRequest, SimTruth
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "sim_vs_real"

@@ -55,7 +55,7 @@ from typing import Callable
 
 import numpy as np
 
-from asad.cli_types import positive_int
+from asad.common.arg_types import positive_int
 from asad.sizing.base import Caps, Outcome, Request, SizingError
 from asad.sizing.cpus import keep_user_cpus
 from asad.sizing.retry import retry_request

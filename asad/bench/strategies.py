@@ -33,9 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
-from asad.cli_types import non_negative_float, non_negative_int, positive_int, word_list
+from asad.common.arg_types import non_negative_float, non_negative_int, positive_int, word_list
 from asad.slurm.sim import PRIORITY_PRESETS
-from asad.spec import WorkflowSpec, load_workflow
+from asad.spec.load import WorkflowSpec, load_workflow
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SCALES = {"hpc2n": (28, 56, 112), "uppmax": (160, 320, 640)}
@@ -56,7 +56,7 @@ VARIANTS = {
     "per-stage-user": ("per-stage", "dependency", "daemon"),
     # auto with share_jobs on: adjacent stages of one shape in one job (asad/strategies/share.py)
     "auto-shared": ("auto", "dependency", "daemon"),
-    # auto with share_jobs learned: one job or a job each, whichever waited less (asad/learn/share_choice.py)
+    # auto with share_jobs learned: one job or a job each, whichever waited less (asad/core/share_choice.py)
     "auto-shared-learned": ("auto", "dependency", "daemon"),
 }
 
@@ -151,8 +151,8 @@ def learned_limits(spec: WorkflowSpec, **params: float) -> WorkflowSpec:
 
 def _series(task: dict) -> list[dict]:
     """One (preset, priority): warm up per seed, snapshot, run every cell from a copy."""
-    from asad.app import run_in_process
-    from asad.config import Settings
+    from asad.daemon.wiring import run_in_process
+    from asad.common.config import Settings
     from asad.slurm.sim import make_simulator
     from asad.store.repo import Store
 
@@ -352,7 +352,7 @@ def _pct(x: float | None) -> str:
 
 
 def plot(agg: dict, path: Path) -> None:
-    from asad.plots import _pyplot
+    from asad.view.plots import _pyplot
 
     plt = _pyplot()
     priorities = list(agg["versus"])

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from asad.units import format_duration
+from asad.common.units import format_duration
 
 KEY_FIELDS = ("cluster", "partition", "qos", "nodes", "cpus", "walltime")
 # Fields a key may have beyond the default ones: ``account`` (the benches key real jobs by

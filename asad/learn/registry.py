@@ -83,7 +83,7 @@ _STATE_CLASSES: dict[str, type] = {
     "qbets": QbetsPredictor,
     "slurm-estimate": SlurmEstimatePredictor,
     "experts-pool": ExpertsPredictor,  # a standalone pool (make_predictor("experts")); the engine
-}                                       # stores an experts pool key by key (asad.learned)
+}                                       # stores an experts pool key by key (asad.core.learned)
 
 # Kinds whose keys share one pool (make_pool); the rest are one independent predictor per key.
 POOLED: tuple[str, ...] = ("experts", "median-backoff")

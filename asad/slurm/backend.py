@@ -115,7 +115,7 @@ class JobRequest:
     gres: str | None = None  # --gres
     mail_type: str | None = None  # --mail-type
     mail_user: str | None = None  # --mail-user
-    array: str | None = None  # --array (``0-99%10``): one array job; see asad.arrays
+    array: str | None = None  # --array (``0-99%10``): one array job; see asad.common.arrays
     array_offset: int = 0  # added to SLURM_ARRAY_TASK_ID in the job (a chunk of a larger array)
 
     @property

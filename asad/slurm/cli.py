@@ -20,7 +20,7 @@ from dataclasses import replace
 
 import structlog
 
-from asad.arrays import DEFAULT_MAX_ARRAY_SIZE, offset_line, task_count
+from asad.common.arrays import DEFAULT_MAX_ARRAY_SIZE, offset_line, task_count
 from asad.slurm.backend import (
     JobRequest,
     JobState,
@@ -519,21 +519,27 @@ class SlurmCLI:
         return parse_test_only(result.output, "sbatch --test-only")
 
     def partitions(self) -> list[PartitionInfo]:
-        try:
-            result = self.cmd.run("sinfo", ["--noheader", "-o", SINFO_FORMAT])
-        except CommandFailed as exc:
-            raise SlurmUnavailable(f"sinfo failed: {exc.result.output}") from None
-        parts = parse_sinfo_partitions(result.stdout)
-        max_nodes = self._partition_max_nodes()
-        return [replace(p, max_nodes=max_nodes.get(p.name)) for p in parts]
+        return query_partitions(self.cmd)
 
-    def _partition_max_nodes(self) -> dict[str, int | None]:
-        try:
-            out = self.cmd.run("scontrol", ["-o", "show", "partition"]).stdout
-        except CommandFailed:
-            return {}
-        limits: dict[str, int | None] = {}
-        for m in re.finditer(r"PartitionName=(\S+).*?MaxNodes=(\S+)", out):
-            limits[m.group(1)] = int(m.group(2)) if m.group(2).isdigit() else None
-        return limits
 
+def query_partitions(cmd: SlurmCommands) -> list[PartitionInfo]:
+    """The cluster's partitions as ``sinfo`` and ``scontrol show partition`` tell them (shared by
+    :class:`SlurmCLI` and the check of a workflow before it is stored, ``asad.slurm.site``)."""
+    try:
+        result = cmd.run("sinfo", ["--noheader", "-o", SINFO_FORMAT])
+    except CommandFailed as exc:
+        raise SlurmUnavailable(f"sinfo failed: {exc.result.output}") from None
+    parts = parse_sinfo_partitions(result.stdout)
+    max_nodes = _partition_max_nodes(cmd)
+    return [replace(p, max_nodes=max_nodes.get(p.name)) for p in parts]
+
+
+def _partition_max_nodes(cmd: SlurmCommands) -> dict[str, int | None]:
+    try:
+        out = cmd.run("scontrol", ["-o", "show", "partition"]).stdout
+    except CommandFailed:
+        return {}
+    limits: dict[str, int | None] = {}
+    for m in re.finditer(r"PartitionName=(\S+).*?MaxNodes=(\S+)", out):
+        limits[m.group(1)] = int(m.group(2)) if m.group(2).isdigit() else None
+    return limits

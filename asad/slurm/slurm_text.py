@@ -13,7 +13,7 @@ import datetime as dt
 import re
 from dataclasses import dataclass, replace
 
-from asad.arrays import task_count
+from asad.common.arrays import task_count
 from asad.slurm.array_status import fold, fold_usage, split_array_id
 from asad.slurm.backend import JobState, JobStatus, PartitionInfo, SlurmUnavailable, Usage
 
@@ -352,7 +352,7 @@ def _fold_arrays(records: dict[int, SacctRecord], array_of: dict[int, tuple[int,
 
 def _never_started(expr: str, started: set[str]) -> int:
     """How many tasks of a pending-range record (``[2-9%2]``) have no record of their own."""
-    from asad.arrays import ArrayError, parse_array
+    from asad.common.arrays import ArrayError, parse_array
 
     try:
         indices = parse_array(expr.strip("[]")).indices

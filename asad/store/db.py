@@ -19,7 +19,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from asad.config import sqlite_file
+from asad.common.config import sqlite_file
 from asad.store.models import SCHEMA_VERSION, Base, Meta
 
 T = TypeVar("T")

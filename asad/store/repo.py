@@ -9,9 +9,9 @@ from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from asad.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun, WorkflowState
+from asad.core.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun, WorkflowState
 from asad.slurm.backend import JobState
-from asad.spec import WorkflowSpec
+from asad.spec.load import WorkflowSpec
 from asad.store.codec import request_from_dict, request_to_dict
 from asad.store.db import StoreError, explain_failure, open_database
 from asad.store.models import DaemonStatus, JobRow, LearnerRow, Meta, StageRow, WaitObservation, WorkflowRow

@@ -17,7 +17,7 @@ daemon cannot miss it, and under submit-order priority the job takes its place e
 
 from __future__ import annotations
 
-from asad.model import StageState
+from asad.core.model import StageState
 from asad.strategies.base import Plan, SubmitAt, SubmitNow
 
 

@@ -34,7 +34,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from asad.model import StageState
+from asad.core.model import StageState
 from asad.strategies.base import Plan, SubmitNow
 from asad.strategies.chain import Chain
 

@@ -1,13 +1,11 @@
-"""What a strategy answers for one stage that has no live job: submit now, later, or not yet."""
+"""What a strategy answers for one stage that has no live job: submit now, later, or not yet.
+
+Plain values, so that the context (asad/core/context.py) can size a ``SubmitNow`` without
+importing the strategies that make them; the strategies' own interface is ``protocol.py``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
-
-if TYPE_CHECKING:
-    from asad.context import Context
-    from asad.model import WorkflowRun
 
 
 @dataclass(frozen=True)
@@ -30,8 +28,3 @@ class SubmitAt:
 
 Plan = SubmitNow | SubmitAt | None
 
-
-class Strategy(Protocol):
-    name: str
-
-    def plan(self, wf: WorkflowRun, stage: str, now: float, ctx: Context) -> Plan: ...

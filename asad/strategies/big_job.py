@@ -2,13 +2,13 @@
 One queue wait; the most core-hours (the allocation idles around small stages).
 
 The engine handles this strategy at workflow level (one job, tagged stage ``*``); this
-module builds that job's shape (``asad.app.CommandBuilder`` writes its script: every stage
+module builds that job's shape (``asad.daemon.wiring.CommandBuilder`` writes its script: every stage
 with ``srun`` of its own size).
 """
 
 from __future__ import annotations
 
-from asad.spec import WorkflowSpec
+from asad.spec.load import WorkflowSpec
 
 
 def big_job_shape(spec: WorkflowSpec) -> dict:

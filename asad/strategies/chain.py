@@ -4,7 +4,7 @@ stage's dependency needs its predecessors' job ids."""
 
 from __future__ import annotations
 
-from asad.model import StageState
+from asad.core.model import StageState
 from asad.strategies.base import Plan, SubmitNow
 
 

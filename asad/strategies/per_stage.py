@@ -3,7 +3,7 @@ Fewest core-hours; every stage waits in the queue in full."""
 
 from __future__ import annotations
 
-from asad.model import StageState
+from asad.core.model import StageState
 from asad.strategies.base import Plan, SubmitNow
 
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from asad.learn.share_choice import SHARED
-from asad.model import JobPhase, JobRecord, StageState
+from asad.core.share_choice import SHARED
+from asad.core.model import JobPhase, JobRecord, StageState
 from asad.slurm.backend import JobRequest, JobState, SimTruth
 
 if TYPE_CHECKING:
-    from asad.context import Context
-    from asad.model import WorkflowRun
+    from asad.core.context import Context
+    from asad.core.model import WorkflowRun
 
 SHARING_RULES = ("chain", "aged-chain")
 FINISHED_TOL_S = 1.0  # the simulator's truth: a stage ending this close to the job's end ended it
@@ -36,7 +36,7 @@ def _shape(req: JobRequest) -> tuple:
 
 def riders(wf: WorkflowRun, head: str, head_req: JobRequest, ctx: Context) -> tuple[tuple[str, ...], str]:
     """The stages after ``head`` that run in its job, in order (none: the head runs alone), and
-    with ``share_jobs = "learned"`` why they do or do not (``asad.learn.share_choice``)."""
+    with ``share_jobs = "learned"`` why they do or do not (``asad.core.share_choice``)."""
     candidates = tuple(_candidates(wf, head, head_req, ctx))
     if not candidates or ctx.config.share_jobs != "learned":
         return candidates, ""

@@ -110,13 +110,13 @@ def test_status_follows_task_markers_between_polls_and_a_cancel_keeps_slurms_cou
     where sacct had recorded the tasks COMPLETED or CANCELLED."""
     import time
 
-    from asad.app import make_runner
-    from asad.config import Settings
-    from asad.metrics import summarize
-    from asad.model import JobPhase
+    from asad.daemon.wiring import make_runner
+    from asad.common.config import Settings
+    from asad.core.metrics import summarize
+    from asad.core.model import JobPhase
     from asad.slurm.backend import JobState
-    from asad.spec import load_workflow
-    from asad.status import status_rows
+    from asad.spec.load import load_workflow
+    from asad.view.status import status_rows
     from asad.store.repo import Store
 
     settings = Settings(state_dir=tmp_path / "state", backend="slurm")

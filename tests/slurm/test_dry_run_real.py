@@ -43,7 +43,7 @@ def test_the_dry_run_script_runs_as_printed(cluster, tmp_path):
     # the scratch workflow's markers and logs went to a scratch run folder, not to the user's
     # (where a real workflow of the same id may be running: the audit of 2026-11-26 saw its
     # markers overwritten)
-    from asad.dryrun import dry_run_dir
+    from asad.cli.dryrun import dry_run_dir
 
     assert not (tmp_path / "state" / "runs").exists()
     assert str(dry_run_dir()) in res.stdout

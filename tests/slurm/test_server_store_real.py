@@ -14,9 +14,9 @@ import pytest
 from sqlalchemy import create_engine, inspect
 from sqlalchemy.sql import sqltypes
 
-from asad.model import JobPhase, JobRecord
+from asad.core.model import JobPhase, JobRecord
 from asad.slurm.backend import JobRequest, JobState
-from asad.spec import load_workflow
+from asad.spec.load import load_workflow
 from asad.store.models import SCHEMA_VERSION, Base
 from asad.store.repo import Store
 from test_workflows_real import asad, asad_env

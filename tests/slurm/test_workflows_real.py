@@ -22,7 +22,7 @@ import pytest
 
 from asad.slurm.backend import JobRequest, JobState
 from asad.slurm.cli import SlurmCLI
-from asad.spec import load_workflow
+from asad.spec.load import load_workflow
 
 from slurm_helpers import unique_tag
 

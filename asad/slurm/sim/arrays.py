@@ -10,15 +10,23 @@ once; Slurm's own throttle may start a later task sooner, never more at once.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-from asad.arrays import parse_array
+from asad.common.arrays import parse_array
 from asad.slurm.array_status import fold, fold_usage
 from asad.slurm.backend import Dependency, DependencyType, JobRequest, JobStatus, Usage
 from asad.slurm.sim import job_end
+from asad.slurm.sim.jobs import SimJob
 
-if TYPE_CHECKING:
-    from asad.slurm.sim.simulator import Simulator
+
+class Simulator(Protocol):
+    """What the arrays need of the simulator that owns them (asad/slurm/sim/simulator.py), named
+    here so that this module does not import the simulator that imports it."""
+
+    jobs: dict[int, SimJob]
+    sched: Any  # its blockers (job id -> reason) decide a pending task's reason
+
+    def submit(self, req: JobRequest) -> int: ...
 
 
 class SimArrays:

@@ -8,13 +8,22 @@ processors, 9 requested time, 10 requested memory (KB per processor), 16 partiti
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from asad.slurm.sim.simulator import Simulator
+
+class Simulator(Protocol):
+    """What a replay needs of the simulator (asad/slurm/sim/simulator.py), which imports this module."""
+
+    parts: list[Any]
+    _default_part: Any
+
+    def now(self) -> float: ...
+
+    def add_trace_job(self, submit_time: float, partition: str, nodes: int, cpus: int,
+                      mem_per_node_mb: int, time_limit_s: int, runtime_s: float,
+                      origin: int | None = None) -> int | None: ...
 
 FIELDS = 18
 
@@ -135,38 +144,3 @@ def format_swf(rows: list[tuple[int, float, float, int, int, float, int]],
                   status, -1, -1, -1, -1, 1, -1, -1]
         lines.append(" ".join(str(f) for f in fields))
     return "\n".join(lines) + "\n"
-
-
-def generate_sample(path: Path, preset: str = "small", days: float = 2.0, seed: int = 7,
-                    load: float = 0.8) -> int:
-    """Write a small SWF of synthetic jobs drawn from the packaged load table (for tests)."""
-    from asad.slurm.sim import make_simulator
-
-    sim = make_simulator(preset, load=load, seed=seed, warmup_s=0.0)
-    arrivals = sim.workload.arrivals(sim.now(), sim.now() + days * 86400)
-    rows = []
-    for n, (t, _, nodes, cpus, mem_per_node, limit, runtime) in enumerate(arrivals, start=1):
-        cpn = -(-cpus // nodes)
-        status = 1 if runtime < limit else 0
-        rows.append((n, t - sim.now(), runtime, cpus, int(mem_per_node / cpn * 1024), limit, status))
-    header = {"Version": "2.2", "Computer": f"asad simulator preset {preset}",
-              "Note": f"synthetic: {days:g} days at load {load} drawn from asad/data/load_table.csv (seed {seed})",
-              "UnixStartTime": str(int(sim.now())), "MaxJobs": str(len(rows)),
-              "MaxProcs": str(sum(p.spec.total_cpus for p in sim.parts))}
-    path.write_text(format_swf(rows, header))
-    return len(rows)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Write the sample SWF shipped for tests.")
-    parser.add_argument("out", type=Path)
-    parser.add_argument("--preset", default="small")
-    parser.add_argument("--days", type=float, default=2.0)
-    parser.add_argument("--seed", type=int, default=7)
-    args = parser.parse_args(argv)
-    print(generate_sample(args.out, args.preset, args.days, args.seed), "jobs")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
