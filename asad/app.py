@@ -171,7 +171,7 @@ def run_to_completion(runner: Runner, backend: Backend, workflow_ids: list[int],
                 sleep(pause)
                 continue
             ended &= set(runner.live_job_ids())
-            if ended and _time.monotonic() < brisk_until:
+            if ended and _time.monotonic() < brisk_until and not report.backend_error:
                 pause = min(pause, BRISK_POLL_S)  # a marker announced an end Slurm has not recorded yet
             watch.set_markers(end_markers(runner, run_dir), kill_logs(runner))
             deadline = _time.monotonic() + pause

@@ -167,7 +167,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(benches="bench" in argv).parse_args(argv)
     from asad.log import setup_logging
 
-    setup_logging(getattr(args, "verbose", 0) - getattr(args, "quiet", 0))
+    # The daemon logs at INFO without -v: its journal says it started, stopped, and what it submitted
+    # (the systemd docs promise "daemon started"); -q brings it back to warnings only.
+    base = 1 if args.command == "daemon" else 0
+    setup_logging(base + getattr(args, "verbose", 0) - getattr(args, "quiet", 0))
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

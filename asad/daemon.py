@@ -310,7 +310,11 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
                                  wake_at=report.wake_at if report else math.inf,
                                  next_end=runner.next_expected_end())
         state["ended"] &= set(runner.live_job_ids())  # announced by a marker, not yet ended in Slurm's view
-        if state["ended"] and time.monotonic() < state["brisk_until"] and report is not None:
+        # A marker announced an end Slurm has not recorded yet: look again soon, but only while
+        # Slurm answers. During an outage the back-off rules (a second a poll would hammer a
+        # slurmctld that is down or struggling).
+        if (state["ended"] and time.monotonic() < state["brisk_until"] and report is not None
+                and report.backend_error is None):
             pause = min(pause, BRISK_POLL_S)
         if markers:
             watch.set_markers(end_markers(runner, settings.run_dir), kill_logs(runner))
