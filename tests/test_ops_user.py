@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 
 import pytest
@@ -101,6 +102,48 @@ def test_ctrl_c_on_run_cancels_the_jobs_it_submitted_and_says_so(monkeypatch, ca
     finally:
         store.close()
     assert f"workflow {wf.id} cancelled" in err and str(jobs[0].job_id) in err
+
+
+class _TerminatedSim(_InterruptedSim):
+    """The simulator, with a SIGTERM (``kill``, ``timeout``, a closing tmux) arriving once the
+    workflow has a job in the queue."""
+
+    def run_until(self, t, stop_on=()):
+        if list(stop_on):
+            os.kill(os.getpid(), signal.SIGTERM)
+        return self._sim.run_until(t, stop_on)
+
+
+def test_sigterm_on_run_cancels_the_jobs_it_submitted_and_says_so(monkeypatch, capsys):
+    """Issue 36: ``asad run`` killed by SIGTERM exited silently and left its jobs (Ctrl-C worked)."""
+    real = app.make_backend
+    made = []
+
+    def make_backend(*args, **kwargs):
+        made.append(_TerminatedSim(real(*args, **kwargs)))
+        return made[-1]
+
+    def unhandled(_signum, _frame):
+        raise RuntimeError("SIGTERM reached the test: asad run left it to the default (death, jobs left)")
+
+    monkeypatch.setattr(app, "make_backend", make_backend)
+    previous = signal.signal(signal.SIGTERM, unhandled)
+    try:
+        code = cli.main(["run", str(EXAMPLES / "blast.yaml"), "--backend", "sim", "--load", "0"])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    err = capsys.readouterr().err
+    assert code == 143
+    store = Store(app.Settings().database_url)
+    try:
+        wf = store.load_workflows()[0]
+        jobs = [j for j in wf.jobs if j.job_id is not None]
+        assert wf.state.value == "CANCELLED" and jobs
+        statuses = made[0].poll([j.job_id for j in jobs])
+        assert all(s.state is JobState.CANCELLED for s in statuses.values()), statuses
+    finally:
+        store.close()
+    assert f"terminated (SIGTERM): workflow {wf.id} cancelled" in err and str(jobs[0].job_id) in err
 
 
 # -- defects 2 and 3: the backend is chosen visibly; simulated output is marked -------------------
