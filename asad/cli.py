@@ -57,7 +57,8 @@ def build_parser(*, benches: bool = True) -> argparse.ArgumentParser:
         "(squeue's %%S is the start time), %%i job id, %%A job id, %%P partition, %%j name, %%t state code, "
         "%%T state, %%M time, %%l time limit, %%L time left, %%D nodes, %%C CPUs, %%m memory per node, "
         "%%R nodes or reason, %%N nodes, %%r reason, %%p planned submission, %%e estimated wait, "
-        "%%V submit time, %%a account, %%q QOS, %%k comment (asad's tag), %%X try"))
+        "%%V submit time, %%a account, %%q QOS, %%k comment (asad's tag), %%X try, %%b GPUs asked "
+        "(--gpus per job, or --gres per node; a column of the default format when a stage asks for GPUs)"))
     p.add_argument("--json", action="store_true")
     p.add_argument("--watch", nargs="?", const=2.0, type=positive_seconds, metavar="SECONDS", help="refresh until ^C")
     p.set_defaults(func=_cmd("status"))
