@@ -84,9 +84,18 @@ def settings_from(args: argparse.Namespace, **extra) -> Settings:  # noqa: ANN00
     return load_settings(overrides, getattr(args, "config", None))
 
 
-def open_store(settings: Settings):  # noqa: ANN201
+def open_store(settings: Settings, *, read_only: bool = False):  # noqa: ANN201
+    """The store. ``read_only`` (the commands that only show): an existing SQLite store is opened for
+    reading only, so they work on a read-only file system (a snapshot, a backup, a full disk) and
+    never write; one of an older schema is opened as before (writable: upgraded)."""
+    from asad.config import sqlite_file
+    from asad.store.db import OlderSchema
     from asad.store.repo import Store
 
+    path = sqlite_file(settings.database_url)
+    if read_only and path is not None and path.is_file():
+        with contextlib.suppress(OlderSchema):
+            return Store(settings.database_url, read_only=True)
     return Store(settings.database_url)
 
 

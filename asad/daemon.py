@@ -74,7 +74,10 @@ def acquire_lock(settings: Settings) -> int:
 def daemon_running(settings: Settings) -> bool:
     if not settings.lock_file.exists():
         return False
-    fd = _open_lock(settings)
+    try:  # only to look: read-only (the state may be on a read-only file system); flock needs no write
+        fd = os.open(settings.lock_file, os.O_RDONLY)
+    except OSError:
+        return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

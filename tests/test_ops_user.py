@@ -13,6 +13,7 @@ import pytest
 from asad import app, cli
 from asad.model import JobPhase
 from asad.slurm.backend import JobState
+from asad.spec import parse_workflow
 from asad.store.repo import Store
 from tests.conftest import EXAMPLES, ROOT
 from tests.test_cli import asad
@@ -43,13 +44,55 @@ def test_read_only_store_is_a_clear_message_and_exit_4(read_only_dir, monkeypatc
         assert proc.returncode == 4, (args, proc.stderr)
         assert "Traceback" not in proc.stderr
         assert "Read-only file system" in proc.stderr and "ASAD_STATE_DIR" in proc.stderr, proc.stderr
-    # an existing store on a file system that became read-only
+    # an existing store on a file system that became read-only: what writes says so and stops
     Store(f"sqlite:///{src / 'asad' / 'asad.db'}").close()
     monkeypatch.setenv("ASAD_STATE_DIR", str(mnt / "asad"))
-    for args in (["status"], ["daemon", "--backend", "sim"]):
+    for args in (["submit", str(EXAMPLES / "blast.yaml")], ["daemon", "--backend", "sim"]):
         proc = asad(*args, check=False)
         assert proc.returncode == 4, (args, proc.stderr)
         assert "Traceback" not in proc.stderr and "read-only file system" in proc.stderr.lower(), proc.stderr
+
+
+def test_the_commands_that_only_show_read_a_store_on_a_read_only_file_system(read_only_dir, monkeypatch):
+    """Issue 36: status, show, explain ... could not read a store on a read-only file system (a
+    snapshot, a backup mounted read-only): they opened it for writing. They open it read-only now
+    (SQLite's mode=ro, immutable there), WAL file and all, and write nothing."""
+    import hashlib
+
+    src, mnt = read_only_dir
+    store = Store(f"sqlite:///{src / 'asad' / 'asad.db'}")
+    wf = store.add_workflow(parse_workflow((EXAMPLES / "blast.yaml").read_text()), 0.0)
+    store.commit()
+    store.close()
+    (src / "asad" / "asad.db.lock").write_text("")  # the lock file a daemon that ran here left
+    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in (src / "asad").iterdir()}
+    monkeypatch.setenv("ASAD_STATE_DIR", str(mnt / "asad"))
+    for args in (["status"], ["status", "--all", "--json"], ["history"], ["show", str(wf.id)],
+                 ["explain", str(wf.id)], ["learners"], ["predict", "--cpus", "4", "--cluster", "sim"]):
+        proc = asad(*args, check=False)
+        assert proc.returncode == 0, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
+    assert "blast" in asad("history", check=False).stdout
+    after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in (src / "asad").iterdir()}
+    assert after == before
+
+
+def test_the_commands_that_only_show_write_nothing_to_a_writable_store(tmp_path, monkeypatch):
+    """Opened read-only on a writable file system too: a status beside a daemon never writes."""
+    import hashlib
+
+    db = tmp_path / "s" / "asad.db"
+    store = Store(f"sqlite:///{db}")
+    wf = store.add_workflow(parse_workflow((EXAMPLES / "blast.yaml").read_text()), 0.0)
+    store.commit()
+    store.close()
+    monkeypatch.setenv("ASAD_DB_URL", f"sqlite:///{db}")
+    sums = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in db.parent.iterdir() if p.is_file()}
+    for args in (["status", "--all"], ["show", str(wf.id)], ["explain", str(wf.id)]):
+        proc = asad(*args, check=False)
+        assert proc.returncode == 0, (args, proc.stderr)
+    assert sums == {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in db.parent.iterdir()
+                    if p.is_file() and p.name in sums}
 
 
 def test_status_of_an_unknown_workflow_exits_non_zero():
