@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from asad.array_view import array_tasks
 from asad.attempts import attempts_by_stage, describe
+from asad.attempts import tries as count_tries
 from asad.model import JobRecord, StageState, WorkflowRun
 
 HIT_TOLERANCE_S = 60.0
@@ -69,7 +70,7 @@ def summarize(wf: WorkflowRun) -> dict:
             "name": name,
             "job_id": job.job_id if job else None,
             "state": run.state.value,
-            "attempts": run.attempt,
+            "attempts": count_tries(tries[name]) if name in tries else run.attempt,  # asad's resubmissions are no try
             "attempt_list": [dict(a.to_dict(), text=describe(a)) for a in tries.get(name, [])],
             "cpus": job.alloc_cpus or job.request.cpus if job else spec.cpus,
             # what it asks of GPUs: --gpus N (the job's) or --gres (per node); "" for none

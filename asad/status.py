@@ -7,8 +7,8 @@
 More of squeue's letters mean what they mean there: ``%A`` JOBID, ``%r`` REASON, ``%N`` NODELIST,
 ``%l`` TIME_LIMIT, ``%L`` TIME_LEFT, ``%V`` SUBMIT_TIME, ``%a`` ACCOUNT, ``%q`` QOS, ``%k`` COMMENT
 (asad's tag), ``%m`` MIN_MEMORY. Four letters are asad's where squeue has another meaning: ``%S``
-(squeue: start time), ``%p`` (priority), ``%e`` (end time), ``%W`` (licenses); ``%X`` TRY is asad's
-attempt number of the stage (squeue: cores per socket), and a stage on its second or later attempt
+(squeue: start time), ``%p`` (priority), ``%e`` (end time), ``%W`` (licenses); ``%X`` TRY is the
+stage's try (squeue: cores per socket; asad's own resubmissions are not tries: asad.attempts.tries), and a stage on its second or later attempt
 adds a ``#`` line saying why it was retried and with what. ``%b`` GPUS is what the stage asks of
 GPUs (squeue's ``%b``: its generic resources), a column of the default format when a stage asks for some.
 A width works as in squeue: ``%.10i`` right-aligns in 10 columns, ``%-10i`` or ``%10i`` left.
@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 from asad import markers
 from asad.array_view import ArrayProgress, array_progress, format_tasks
 from asad.attempts import attempts_by_stage, describe, retry_note
+from asad.attempts import tries as count_tries
 from asad.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun
 from asad.slurm.backend import JobState
 from asad.units import format_duration, format_mem
@@ -303,7 +304,8 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
             "qos": (job.qos if job is not None else "") or (req.qos if req else spec.qos) or "",
             "tag": job.tag if job is not None else "",
             **output_paths(wf, name),
-            "attempts": run.attempt, "retry": retry_note(tries.get(name, [])), "array_tasks": tasks,
+            "attempts": count_tries(tries[name]) if name in tries else run.attempt,
+            "retry": retry_note(tries.get(name, [])), "array_tasks": tasks,
             "gpus": gpus_asked(req.gpus, req.gres) if req else gpus_asked(spec.slurm.gpus, spec.slurm.gres),
         })
     return out

@@ -339,3 +339,35 @@ def test_gpus_are_shown_where_a_stage_asks_for_them(db_url):
     assert header[header.index("CPUS") + 1] == "GPUS" and b_row[header.index("GPUS")] == "1"
     assert "GPUS" not in render_status([dict(r, gpus="") for r in rows]).splitlines()[0]
     assert "%b" not in DEFAULT_FORMAT
+
+
+def test_asads_own_resubmissions_are_not_tries(db_url):
+    """Issue 36: a job asad cancelled itself to submit it again (an allocation that came too early,
+    a --begin made too late, a dependency that can no longer be met) counted as a try: TRY 2 for a
+    stage that never failed. It is the same try, as for the retry budgets; a real failure is a new one."""
+    from dataclasses import replace
+
+    from asad.app import run_in_process
+    from asad.metrics import summarize
+    from asad.slurm.backend import JobState
+    from asad.status import _stage_rows, render_summary
+
+    store = Store(db_url)
+    run_in_process(store, make_simulator("small", load=0.0, seed=1), [parse_workflow(WF)])
+    (wf,) = store.load_workflows()
+    store.close()
+    first = wf.current_job("first")
+    replaced = replace(first, row_id=-1, job_id=first.job_id + 1000, state=JobState.CANCELLED,
+                       cancelled_by_asad=True, start_time=None, end_time=None)
+    wf.jobs = [replaced, replace(first, attempt=2), *[j for j in wf.jobs if j is not first]]
+    wf.stages["first"].attempt = 2
+    wf.stages["first"].job_row = first.row_id
+    assert _stage_rows(wf, time.time())[0]["attempts"] == 1
+    summary = summarize(wf)
+    assert summary["stages"][0]["attempts"] == 1
+    shown = render_summary(summary)
+    assert "asad resubmitted it (replanned; the same try)" in shown
+    # a real failure before it: two tries
+    failed = replace(replaced, cancelled_by_asad=False, state=JobState.OUT_OF_MEMORY)
+    wf.jobs[0] = failed
+    assert _stage_rows(wf, time.time())[0]["attempts"] == 2 and summarize(wf)["stages"][0]["attempts"] == 2
