@@ -34,7 +34,8 @@ def cmd_status(args: argparse.Namespace) -> int:
             if args.workflow is not None and not store.workflow_rows([args.workflow]):
                 return _fail(f"no workflow {args.workflow} in the store ({shown_url(store.url)}); "
                              "'asad status --all' lists them", EXIT_INPUT)
-            rows, notes = status_rows(store, workflow_id=args.workflow, include_finished=args.all)
+            rows, notes = status_rows(store, workflow_id=args.workflow, include_finished=args.all,
+                                      run_dir=settings.run_dir)
             if any(not StageState(r["state"]).is_final for r in rows) and driver_elsewhere(store) is None:
                 from asad.daemon import daemon_running
 

@@ -142,6 +142,18 @@ def _interrupt(_signum, _frame) -> None:  # noqa: ANN001
     raise KeyboardInterrupt
 
 
+def _tell_disk(state: dict, run_dir) -> None:  # noqa: ANN001
+    """Log once when the run folder's disk fills up (stages fail there) and once when it has room again."""
+    from asad.disk import full_disk_note
+
+    note = full_disk_note(run_dir)
+    if note and not state.get("disk_full"):
+        log.warning(note)
+    elif not note and state.get("disk_full"):
+        log.info("the disk holding the run folder has room again", run_dir=str(run_dir))
+    state["disk_full"] = bool(note)
+
+
 def _remote_wake_due(store_wake: StoreWake, store) -> bool:  # noqa: ANN001
     try:
         return store_wake.due(store, time.monotonic())
@@ -321,6 +333,7 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
             pause = min(pause, BRISK_POLL_S)
         if markers:
             watch.set_markers(end_markers(runner, settings.run_dir), kill_logs(runner))
+            _tell_disk(state, settings.run_dir)
         try:
             store.set_status("clock", {"now": now, "wall": time.time(), "speed": speed})
             store.set_status("daemon", {"pid": os.getpid(), "paused": pacer.paused, "retry_s": pause,

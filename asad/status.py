@@ -53,8 +53,17 @@ _STAGE_ST = {StageState.WAITING: "WT", StageState.PLANNED: "PL", StageState.COMP
              StageState.FAILED: "F", StageState.CANCELLED: "CA"}
 
 
-def status_rows(store, workflow_id: int | None = None, include_finished: bool = False) -> tuple[list[dict], list[str]]:  # noqa: ANN001
+def status_rows(store, workflow_id: int | None = None, include_finished: bool = False,  # noqa: ANN001
+                run_dir=None) -> tuple[list[dict], list[str]]:  # noqa: ANN001
+    """The rows and ``#`` notes of ``asad status``. ``run_dir``: the store's run folder, whose disk
+    is looked at (full: stages fail there, asad.disk)."""
     notes = []
+    if run_dir is not None:
+        from asad.disk import full_disk_note
+
+        full = full_disk_note(run_dir)
+        if full:
+            notes.append(full)
     backend = store.get_status("backend")
     if backend and not backend.get("ok", True):
         notes.append(f"Slurm unavailable since {_clock(backend.get('since'))}: {backend.get('error')} "
