@@ -324,3 +324,56 @@ def test_cancel_during_outage_keeps_ends_that_happened_and_cancels_the_rest(tmp_
     live = [st for st in sim.find(f"asad:{store.store_id}:").values() if not st.state.is_final]
     store.close()
     assert live == []
+
+
+def test_an_end_marker_during_an_outage_does_not_override_the_back_off(tmp_path, monkeypatch):
+    """Issue 36: an end marker asks for a poll a second for 15 s (Slurm has not recorded the end
+    yet). During an outage that brisk poll overrode the back-off: a call a second to a slurmctld
+    that is down. Now the marker brings one tick forward and the back-off holds."""
+    import os
+    import signal
+    import threading
+
+    import asad.daemon.wiring
+    from asad.core import markers
+    from asad.daemon.loop import run_daemon
+    from asad.slurm.sim import WallClockSimulator
+
+    settings = Settings(db_url=f"sqlite:///{tmp_path / 'd.db'}", state_dir=tmp_path / "state", poll_interval_s=30.0,
+                        max_poll_interval_s=300.0)
+    sim = make_simulator("small", load=0.0, seed=2)
+    backend = FlakyBackend(WallClockSimulator(sim, speed=1.0), fake_slurm(tmp_path, "fail"))
+    backend.name = "slurm"  # the daemon watches end markers on a real cluster only
+    monkeypatch.setattr(asad.daemon.wiring, "make_backend", lambda *_a, **_k: backend)
+    store = Store(settings.database_url)
+    wf = store.add_workflow(parse_workflow(PLANNED_WF), sim.now(), strategy="asa")
+    store.close()
+    seen: dict[str, int] = {}
+
+    def outage_after_a_marker() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            look = Store(settings.database_url)
+            (run,) = look.load_workflows([wf.id])
+            look.close()
+            if run.current_job("first") is not None and run.current_job("first").job_id is not None:
+                break
+            time.sleep(0.2)
+        backend.down = True
+        end = markers.end_path(markers.folder(settings.run_dir, wf.id), "first")
+        end.parent.mkdir(parents=True, exist_ok=True)
+        end.write_text(f"0 {time.time():.3f}\n")
+        time.sleep(8.0)  # the brisk poll: a tick every 1-2 s (4 in 8 s); the back-off: none after the first
+        seen["calls"] = backend.failed_calls
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    previous = signal.getsignal(signal.SIGTERM)
+    helper = threading.Thread(target=outage_after_a_marker, daemon=True)
+    helper.start()
+    try:
+        assert run_daemon(settings) == 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    helper.join(timeout=10)
+    # the marker's tick (its poll failed), and no call a second after it
+    assert seen["calls"] == 1, seen

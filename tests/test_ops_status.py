@@ -263,3 +263,111 @@ def test_the_status_help_names_every_format_field():
     status = build_parser()._subparsers._group_actions[0].choices["status"]
     help_text = next(a.help for a in status._actions if "--format" in a.option_strings) % {}
     assert set(re.findall(r"%\.?\d*([A-Za-z])", help_text)) >= set(_FIELDS), help_text
+
+
+def test_show_never_puts_a_stage_end_before_its_start(db_url):
+    """Issue 36: ``show`` printed END before START. A stage's start can come from its wrapper's
+    marker (fractions of a second) and its end from Slurm (whole seconds, truncated)."""
+    from asad.daemon.wiring import run_in_process
+    from asad.core.metrics import summarize
+    from asad.view.status import render_summary
+
+    store = Store(db_url)
+    run_in_process(store, make_simulator("small", load=0.0, seed=1), [parse_workflow(WF)])
+    (wf,) = store.load_workflows()
+    store.close()
+    first = wf.stages["first"]
+    first.start_time = wf.created_at + 5.6  # the command's start marker
+    first.end_time = wf.created_at + 5.0  # Slurm's EndTime, truncated: it ended in that second
+    summary = summarize(wf)
+    assert summary["stages"][0]["end"] >= summary["stages"][0]["start"]
+    row = next(line for line in render_summary(summary).splitlines() if line.strip().startswith("first"))
+    start, end = row.split()[6:8]
+    assert start == end == "+0:06", row
+
+
+GPU_ARRAY_WF = """name: arr
+strategy: chain
+stages:
+  - {name: a, cpus: 1, time: 2h, run: 'true', simulate: {runtime: 1h}}
+  - {name: b, cpus: 1, time: 1h, run: 'true', array: 0-19, after: [a], gpus: 1, simulate: {runtime: 10m}}
+"""
+
+
+def _chain_submitted(db_url: str):  # noqa: ANN202
+    """GPU_ARRAY_WF with both stages submitted (chain): ``a`` runs, the array ``b`` waits on it."""
+    sim = make_simulator("small", load=0.0, seed=1)
+    store = Store(db_url)
+    store.add_workflow(parse_workflow(GPU_ARRAY_WF), sim.now(), strategy="chain")
+    runner = make_runner(Settings(db_url=db_url), store, sim)
+    runner.load()
+    runner.tick()
+    sim.run_until(sim.now() + 60)
+    runner.tick()
+    return store
+
+
+def test_a_pending_array_says_why_it_waits(db_url):
+    """Issue 36: an array stage waiting on its predecessor showed ``PD 20`` where squeue says
+    ``(Dependency)``."""
+    store = _chain_submitted(db_url)
+    rows, _ = status_rows(store)
+    store.close()
+    b = next(r for r in rows if r["stage"] == "b")
+    assert b["st"] == "PD" and b["reason"] == "(Dependency) PD 20", b["reason"]
+
+
+def test_gpus_are_shown_where_a_stage_asks_for_them(db_url):
+    """Issue 36: GPUs were shown nowhere. ``status`` adds a GPUS column (``%b``) and ``show`` one
+    in its stage table when a stage asks for GPUs; a CPU-only workflow's output is unchanged."""
+    from asad.core.metrics import summarize
+    from asad.view.status import DEFAULT_FORMAT, render_summary
+
+    store = _chain_submitted(db_url)
+    rows, _ = status_rows(store)
+    (wf,) = store.load_workflows()
+    store.close()
+    table = render_status(rows).splitlines()
+    head = table[0].split()
+    assert "GPUS" in head and head.index("GPUS") == head.index("CPUS") + 1
+    gpus = {line.split()[1]: line.split()[head.index("GPUS")] for line in table[1:]}
+    assert gpus == {"a": "-", "b": "1"}
+    assert render_status(rows, "%S %b").splitlines()[1:] == ["a -", "b 1"]
+    shown = render_summary(summarize(wf)).splitlines()
+    header = next(line for line in shown if line.strip().startswith("STAGE")).split()
+    b_row = next(line for line in shown if line.strip().startswith("b ")).split()
+    assert header[header.index("CPUS") + 1] == "GPUS" and b_row[header.index("GPUS")] == "1"
+    assert "GPUS" not in render_status([dict(r, gpus="") for r in rows]).splitlines()[0]
+    assert "%b" not in DEFAULT_FORMAT
+
+
+def test_asads_own_resubmissions_are_not_tries(db_url):
+    """Issue 36: a job asad cancelled itself to submit it again (an allocation that came too early,
+    a --begin made too late, a dependency that can no longer be met) counted as a try: TRY 2 for a
+    stage that never failed. It is the same try, as for the retry budgets; a real failure is a new one."""
+    from dataclasses import replace
+
+    from asad.daemon.wiring import run_in_process
+    from asad.core.metrics import summarize
+    from asad.slurm.backend import JobState
+    from asad.view.status import _stage_rows, render_summary
+
+    store = Store(db_url)
+    run_in_process(store, make_simulator("small", load=0.0, seed=1), [parse_workflow(WF)])
+    (wf,) = store.load_workflows()
+    store.close()
+    first = wf.current_job("first")
+    replaced = replace(first, row_id=-1, job_id=first.job_id + 1000, state=JobState.CANCELLED,
+                       cancelled_by_asad=True, start_time=None, end_time=None)
+    wf.jobs = [replaced, replace(first, attempt=2), *[j for j in wf.jobs if j is not first]]
+    wf.stages["first"].attempt = 2
+    wf.stages["first"].job_row = first.row_id
+    assert _stage_rows(wf, time.time())[0]["attempts"] == 1
+    summary = summarize(wf)
+    assert summary["stages"][0]["attempts"] == 1
+    shown = render_summary(summary)
+    assert "asad resubmitted it (replanned; the same try)" in shown
+    # a real failure before it: two tries
+    failed = replace(replaced, cancelled_by_asad=False, state=JobState.OUT_OF_MEMORY)
+    wf.jobs[0] = failed
+    assert _stage_rows(wf, time.time())[0]["attempts"] == 2 and summarize(wf)["stages"][0]["attempts"] == 2

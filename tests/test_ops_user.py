@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 
 import pytest
 
-from asad.cli import main as cli
+import asad.cli.main as cli
 from asad.daemon import wiring as app
 from asad.core.model import JobPhase
 from asad.slurm.backend import JobState
+from asad.spec.load import parse_workflow
 from asad.store.repo import Store
 from tests.conftest import EXAMPLES, ROOT
 from tests.test_cli import asad
@@ -43,13 +45,55 @@ def test_read_only_store_is_a_clear_message_and_exit_4(read_only_dir, monkeypatc
         assert proc.returncode == 4, (args, proc.stderr)
         assert "Traceback" not in proc.stderr
         assert "Read-only file system" in proc.stderr and "ASAD_STATE_DIR" in proc.stderr, proc.stderr
-    # an existing store on a file system that became read-only
+    # an existing store on a file system that became read-only: what writes says so and stops
     Store(f"sqlite:///{src / 'asad' / 'asad.db'}").close()
     monkeypatch.setenv("ASAD_STATE_DIR", str(mnt / "asad"))
-    for args in (["status"], ["daemon", "--backend", "sim"]):
+    for args in (["submit", str(EXAMPLES / "blast.yaml")], ["daemon", "--backend", "sim"]):
         proc = asad(*args, check=False)
         assert proc.returncode == 4, (args, proc.stderr)
         assert "Traceback" not in proc.stderr and "read-only file system" in proc.stderr.lower(), proc.stderr
+
+
+def test_the_commands_that_only_show_read_a_store_on_a_read_only_file_system(read_only_dir, monkeypatch):
+    """Issue 36: status, show, explain ... could not read a store on a read-only file system (a
+    snapshot, a backup mounted read-only): they opened it for writing. They open it read-only now
+    (SQLite's mode=ro, immutable there), WAL file and all, and write nothing."""
+    import hashlib
+
+    src, mnt = read_only_dir
+    store = Store(f"sqlite:///{src / 'asad' / 'asad.db'}")
+    wf = store.add_workflow(parse_workflow((EXAMPLES / "blast.yaml").read_text()), 0.0)
+    store.commit()
+    store.close()
+    (src / "asad" / "asad.db.lock").write_text("")  # the lock file a daemon that ran here left
+    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in (src / "asad").iterdir()}
+    monkeypatch.setenv("ASAD_STATE_DIR", str(mnt / "asad"))
+    for args in (["status"], ["status", "--all", "--json"], ["history"], ["show", str(wf.id)],
+                 ["explain", str(wf.id)], ["learners"], ["predict", "--cpus", "4", "--cluster", "sim"]):
+        proc = asad(*args, check=False)
+        assert proc.returncode == 0, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
+    assert "blast" in asad("history", check=False).stdout
+    after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in (src / "asad").iterdir()}
+    assert after == before
+
+
+def test_the_commands_that_only_show_write_nothing_to_a_writable_store(tmp_path, monkeypatch):
+    """Opened read-only on a writable file system too: a status beside a daemon never writes."""
+    import hashlib
+
+    db = tmp_path / "s" / "asad.db"
+    store = Store(f"sqlite:///{db}")
+    wf = store.add_workflow(parse_workflow((EXAMPLES / "blast.yaml").read_text()), 0.0)
+    store.commit()
+    store.close()
+    monkeypatch.setenv("ASAD_DB_URL", f"sqlite:///{db}")
+    sums = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in db.parent.iterdir() if p.is_file()}
+    for args in (["status", "--all"], ["show", str(wf.id)], ["explain", str(wf.id)]):
+        proc = asad(*args, check=False)
+        assert proc.returncode == 0, (args, proc.stderr)
+    assert sums == {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in db.parent.iterdir()
+                    if p.is_file() and p.name in sums}
 
 
 def test_status_of_an_unknown_workflow_exits_non_zero():
@@ -102,6 +146,48 @@ def test_ctrl_c_on_run_cancels_the_jobs_it_submitted_and_says_so(monkeypatch, ca
     finally:
         store.close()
     assert f"workflow {wf.id} cancelled" in err and str(jobs[0].job_id) in err
+
+
+class _TerminatedSim(_InterruptedSim):
+    """The simulator, with a SIGTERM (``kill``, ``timeout``, a closing tmux) arriving once the
+    workflow has a job in the queue."""
+
+    def run_until(self, t, stop_on=()):
+        if list(stop_on):
+            os.kill(os.getpid(), signal.SIGTERM)
+        return self._sim.run_until(t, stop_on)
+
+
+def test_sigterm_on_run_cancels_the_jobs_it_submitted_and_says_so(monkeypatch, capsys):
+    """Issue 36: ``asad run`` killed by SIGTERM exited silently and left its jobs (Ctrl-C worked)."""
+    real = app.make_backend
+    made = []
+
+    def make_backend(*args, **kwargs):
+        made.append(_TerminatedSim(real(*args, **kwargs)))
+        return made[-1]
+
+    def unhandled(_signum, _frame):
+        raise RuntimeError("SIGTERM reached the test: asad run left it to the default (death, jobs left)")
+
+    monkeypatch.setattr(app, "make_backend", make_backend)
+    previous = signal.signal(signal.SIGTERM, unhandled)
+    try:
+        code = cli.main(["run", str(EXAMPLES / "blast.yaml"), "--backend", "sim", "--load", "0"])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    err = capsys.readouterr().err
+    assert code == 143
+    store = Store(app.Settings().database_url)
+    try:
+        wf = store.load_workflows()[0]
+        jobs = [j for j in wf.jobs if j.job_id is not None]
+        assert wf.state.value == "CANCELLED" and jobs
+        statuses = made[0].poll([j.job_id for j in jobs])
+        assert all(s.state is JobState.CANCELLED for s in statuses.values()), statuses
+    finally:
+        store.close()
+    assert f"terminated (SIGTERM): workflow {wf.id} cancelled" in err and str(jobs[0].job_id) in err
 
 
 # -- defects 2 and 3: the backend is chosen visibly; simulated output is marked -------------------

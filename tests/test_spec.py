@@ -486,3 +486,54 @@ def test_spec_show_prints_one_row_per_stage_and_fails_on_a_broken_file(tmp_path)
     assert lines[1].split()[:4] == ["STAGE", "AFTER", "NODES", "CPUS"]
     assert [line.split()[0] for line in lines[2:5]] == ["mProjectPP", "mDiffFit", "mConcatFit"]
     assert proc.returncode == 1 and "broken.yaml" in proc.stderr and "Traceback" not in proc.stderr
+
+
+SEVERAL_PROBLEMS = """\
+name: several
+strategy: chian
+defaults: {time: 5m, mem: 4 gigs}
+stages:
+  - name: a
+    conda: myenv
+    run: "true"
+    cpus: -1
+  - name: b
+    run: "true"
+    mem: lots
+    time: forever
+  - nme: c
+    run: "true"
+"""
+
+
+def test_every_problem_of_a_file_is_reported_at_once():
+    """Issue 36: validation reported one error at a time (fix, run, next error). Each problem now
+    has its own line with its file, line and field; a missing key that an unknown one was taken
+    for (``nme:`` for ``name:``) is not reported twice."""
+    with pytest.raises(SpecError) as info:
+        parse_workflow(SEVERAL_PROBLEMS, "several.yaml")
+    lines = str(info.value).splitlines()
+    assert [line.split(": ", 2)[:2] for line in lines] == [
+        ["several.yaml:2", "strategy"], ["several.yaml:3", "defaults.mem"], ["several.yaml:6", "stages[0]"],
+        ["several.yaml:8", "stages[0].cpus"], ["several.yaml:11", "stages[1].mem"],
+        ["several.yaml:12", "stages[1].time"], ["several.yaml:13", "stages[2]"]], lines
+    assert "did you mean 'chain'" in lines[0] and "did you mean 'name'" in lines[6]
+    assert info.value.line == 2 and len(info.value.errors) == 7
+    again = pickle.loads(pickle.dumps(info.value))
+    assert str(again) == str(info.value)
+
+
+def test_conda_suggests_setup():
+    """Issue 36: ``conda:`` (and module:, venv:) got no "did you mean 'setup'"."""
+    for key in ("conda", "module", "venv"):
+        with pytest.raises(SpecError, match="did you mean 'setup'"):
+            parse_workflow(f"name: w\nstages:\n  - name: a\n    {key}: myenv\n    run: 'true'\n")
+
+
+def test_the_cli_prints_every_problem_and_submits_nothing(tmp_path):
+    wf = tmp_path / "several.yaml"
+    wf.write_text(SEVERAL_PROBLEMS)
+    res = subprocess.run([sys.executable, "-m", "asad", "submit", str(wf), "--backend", "sim"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 3 and "Traceback" not in res.stderr
+    assert res.stderr.count(f"{wf}:") == 7 and "Nothing was submitted." in res.stderr, res.stderr

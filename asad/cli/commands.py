@@ -18,6 +18,7 @@ import time
 from sqlalchemy.exc import SQLAlchemyError
 
 from asad.common.config import ConfigError, Settings, load_settings
+from asad.cli.interrupts import Terminated, exit_code, sigterm_interrupts, uninterruptible
 from asad.daemon.lease import LeaseLost, driver_elsewhere
 from asad.slurm.backend import SlurmError, SubmitRejected
 from asad.spec.load import SpecError
@@ -83,9 +84,18 @@ def settings_from(args: argparse.Namespace, **extra) -> Settings:  # noqa: ANN00
     return load_settings(overrides, getattr(args, "config", None))
 
 
-def open_store(settings: Settings):  # noqa: ANN201
+def open_store(settings: Settings, *, read_only: bool = False):  # noqa: ANN201
+    """The store. ``read_only`` (the commands that only show): an existing SQLite store is opened for
+    reading only, so they work on a read-only file system (a snapshot, a backup, a full disk) and
+    never write; one of an older schema is opened as before (writable: upgraded)."""
+    from asad.common.config import sqlite_file
+    from asad.store.db import OlderSchema
     from asad.store.repo import Store
 
+    path = sqlite_file(settings.database_url)
+    if read_only and path is not None and path.is_file():
+        with contextlib.suppress(OlderSchema):
+            return Store(settings.database_url, read_only=True)
     return Store(settings.database_url)
 
 
@@ -113,10 +123,11 @@ def cmd_run(args: argparse.Namespace) -> int:
                                 mode=args.mode or spec.mode)
         runner.load()
         try:
-            run_to_completion(runner, backend, [wf.id], poll_interval_s=settings.poll_interval_s,
-                              run_dir=None if backend.name == "sim" else settings.run_dir)
-        except KeyboardInterrupt:
-            return _cancel_after_interrupt(store, runner, wf.id, backend.name)
+            with sigterm_interrupts():
+                run_to_completion(runner, backend, [wf.id], poll_interval_s=settings.poll_interval_s,
+                                  run_dir=None if backend.name == "sim" else settings.run_dir)
+        except KeyboardInterrupt as exc:
+            return _cancel_after_interrupt(store, runner, wf.id, backend.name, exc)
         summary = {**store.workflow_rows([wf.id])[0].summary, "simulated": backend.name == "sim"}
         _add_output_paths(summary, store.load_workflows([wf.id])[0])
     finally:
@@ -187,16 +198,15 @@ def _run_lock(settings: Settings, resume_id: int | None = None) -> int:
         ) from None
 
 
-def _cancel_after_interrupt(store, runner, wf_id: int, backend_name: str) -> int:  # noqa: ANN001
-    """Ctrl-C on ``asad run``: cancel the workflow and the jobs it submitted, and say so. The
-    interrupt may have landed mid-tick: read the store again (the write-ahead intents reconcile a
-    submission whose job id was not recorded yet), then let the engine cancel as for ``asad cancel``."""
-    import signal
-
+def _cancel_after_interrupt(store, runner, wf_id: int, backend_name: str,  # noqa: ANN001
+                            exc: KeyboardInterrupt) -> int:
+    """Ctrl-C (or SIGTERM) on ``asad run``: cancel the workflow and the jobs it submitted, and say
+    so. The interrupt may have landed mid-tick: read the store again (the write-ahead intents
+    reconcile a submission whose job id was not recorded yet), then let the engine cancel as for
+    ``asad cancel``."""
     from asad.core.model import JobPhase
 
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not leave jobs behind
-    try:
+    with uninterruptible():
         store.session.rollback()
         store.request_cancel(wf_id)
         runner.reload()
@@ -205,13 +215,12 @@ def _cancel_after_interrupt(store, runner, wf_id: int, backend_name: str) -> int
         runner.tick()
         if ids:
             runner.backend.cancel(ids)  # again, harmless: the engine's tick cancelled them already
-    finally:
-        signal.signal(signal.SIGINT, previous)
     what = "Slurm jobs" if backend_name != "sim" else "simulated jobs"
-    print(f"asad: interrupted: workflow {wf_id} cancelled"
+    how = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+    print(f"asad: {how}: workflow {wf_id} cancelled"
           + (f", and its {what} {', '.join(map(str, ids))} with it" if ids else "; it had no job in the queue"),
           file=sys.stderr)
-    return 130
+    return exit_code(exc)
 
 
 def _warmup_s(backend, load: float | None) -> float:  # noqa: ANN001
@@ -550,10 +559,11 @@ def _drive_resumed(settings: Settings, store, wf_id: int, args: argparse.Namespa
     runner = make_runner(settings, store, backend)
     runner.lease = lease
     try:
-        run_to_completion(runner, backend, [wf_id], poll_interval_s=settings.poll_interval_s,
-                          run_dir=None if backend.name == "sim" else settings.run_dir)
-    except KeyboardInterrupt:
-        return _cancel_after_interrupt(store, runner, wf_id, backend.name)
+        with sigterm_interrupts():
+            run_to_completion(runner, backend, [wf_id], poll_interval_s=settings.poll_interval_s,
+                              run_dir=None if backend.name == "sim" else settings.run_dir)
+    except KeyboardInterrupt as exc:
+        return _cancel_after_interrupt(store, runner, wf_id, backend.name, exc)
     summary = {**store.workflow_rows([wf_id])[0].summary, "simulated": backend.name == "sim"}
     _add_output_paths(summary, store.load_workflows([wf_id])[0])
     print(json.dumps(summary, indent=2) if args.json else render_summary(summary))

@@ -29,12 +29,13 @@ def cmd_status(args: argparse.Namespace) -> int:
             return _fail(str(exc), EXIT_INPUT)
     settings = settings_from(args)
     while True:
-        store = open_store(settings)
+        store = open_store(settings, read_only=True)
         try:
             if args.workflow is not None and not store.workflow_rows([args.workflow]):
                 return _fail(f"no workflow {args.workflow} in the store ({shown_url(store.url)}); "
                              "'asad status --all' lists them", EXIT_INPUT)
-            rows, notes = status_rows(store, workflow_id=args.workflow, include_finished=args.all)
+            rows, notes = status_rows(store, workflow_id=args.workflow, include_finished=args.all,
+                                      run_dir=settings.run_dir)
             if any(not StageState(r["state"]).is_final for r in rows) and driver_elsewhere(store) is None:
                 from asad.daemon.loop import daemon_running
 
@@ -58,7 +59,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_history(args: argparse.Namespace) -> int:
     from asad.view.status import render_history
 
-    store = open_store(settings_from(args))
+    store = open_store(settings_from(args), read_only=True)
     try:
         rows = store.workflow_rows(limit=args.limit)
         simulated = store.simulated_workflow_ids([r.id for r in rows])
@@ -83,7 +84,7 @@ def _history_item(row) -> dict:  # noqa: ANN001
 
 
 def _load_workflow(args: argparse.Namespace, simulated: list | None = None) -> list:
-    store = open_store(settings_from(args))
+    store = open_store(settings_from(args), read_only=True)
     try:
         wfs = store.load_workflows([args.workflow])
         if simulated is not None:
@@ -139,7 +140,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if problem:
         return _fail(problem, EXIT_INPUT)
     qs = [0.1, 0.25, 0.5, 0.75, 0.9]
-    store = open_store(settings)
+    store = open_store(settings, read_only=True)
     try:
         if not args.partition:
             args.partition = (_default_partition(store, cluster)
@@ -233,7 +234,7 @@ def cmd_learners(args: argparse.Namespace) -> int:
     from asad.view.status import LEARNER_QS, render_learners
 
     settings = settings_from(args)
-    store = open_store(settings)
+    store = open_store(settings, read_only=True)
     try:
         rows = [(r.key, r.state, r.n_observations, r.updated_at) for r in store.learners("wait")]
         learned = engine_learned(settings, store)

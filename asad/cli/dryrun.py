@@ -8,8 +8,10 @@ later jobs' ``--dependency`` uses.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
+import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -82,15 +84,16 @@ def dry_run(spec, settings, backend: Backend, *, strategy: str, mode: str) -> st
     # The scratch workflow's run folder is a scratch one too: the printed script, run by hand, must
     # not write markers into a real workflow's folder of the same id.
     run_dir = dry_run_dir()
+    # On the simulator too the script is what a real cluster would be given (the stage wrapper,
+    # ``setup:``, asad's ``--output``): the simulator stands in for the cluster's partitions only.
     with tempfile.TemporaryDirectory(prefix="asad-dry-run-") as tmp:
         store = Store(f"sqlite:///{Path(tmp) / 'dry.db'}")
         try:
             kind, params = predictor_choice(settings)
-            builder = None if backend.name == "sim" else CommandBuilder(run_dir, create=False)
+            builder = CommandBuilder(run_dir, create=False)
             runner = Runner.create(store, recorder, predictor=kind, predictor_params=params, seed=settings.seed,
                                    asa_timing=settings.asa_timing, build_command=builder,
-                                   idle_price=settings.idle_price,
-                                   run_dir="" if backend.name == "sim" else str(run_dir),
+                                   idle_price=settings.idle_price, run_dir=str(run_dir),
                                    placement=settings.placement, share_jobs=settings.share_jobs)
             if real_store is not None:
                 runner.ctx.learned = engine_learned(settings, real_store)
@@ -116,7 +119,14 @@ def dry_run(spec, settings, backend: Backend, *, strategy: str, mode: str) -> st
     folders = sorted({str((Path(req.workdir or ".") / req.output).parent) for _, req in recorder.submitted
                       if req.output})
     if folders:  # the daemon creates the run folder; Slurm cannot open an output file in a missing one
-        lines += ["", "mkdir -p -m 700 " + " ".join(shlex.quote(f) for f in folders)]
+        lines.append("")
+        if any(Path(f).is_relative_to(run_dir.parent) for f in folders):
+            # /tmp may have been cleaned since, and the name taken by another user: use it only if ours
+            q = shlex.quote(str(run_dir.parent))
+            lines += [f"mkdir -p -m 700 {q}",
+                      f"[ -O {q} ] && [ ! -L {q} ] || {{ echo \"asad: {q} is not this user's own folder; "
+                      "run asad submit --dry-run again\" >&2; exit 1; }"]
+        lines.append("mkdir -p -m 700 " + " ".join(shlex.quote(f) for f in folders))
     for job_id, req in recorder.submitted:
         args = [_name_ids(a, names) for a in sbatch_args(req)]
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(req.env.items()))
@@ -125,9 +135,11 @@ def dry_run(spec, settings, backend: Backend, *, strategy: str, mode: str) -> st
         head = (f"# big-job: one allocation; stages {', '.join(s.name for s in spec.stages)} run in it in turn (srun)"
                 if big else f"# stages {', '.join((names[job_id], *shared))}: one job, each in turn" if shared
                 else f"# stage {names[job_id]}")
+        script = batch_script(req).rstrip("\n")
+        end = heredoc_delimiter(script)
         lines += ["", head,
                   f"{var}=$({env + ' ' if env else ''}sbatch --parsable {' '.join(_quote(a) for a in args)} "
-                  "<<'ASAD_SCRIPT'", batch_script(req).rstrip("\n"), "ASAD_SCRIPT", ")"]
+                  f"<<'{end}'", script, end, ")"]
     later = len(spec.stages) - stages_now
     if later:
         lines += ["", f"# The other {later} stage(s) are submitted by the daemon later: when their predecessors "
@@ -135,9 +147,57 @@ def dry_run(spec, settings, backend: Backend, *, strategy: str, mode: str) -> st
     return "\n".join(lines) + "\n"
 
 
+def heredoc_delimiter(script: str) -> str:
+    """The word that ends the here-document holding ``script``: named by the script's own hash, and
+    checked not to be a line of it. A fixed word (``ASAD_SCRIPT``) let a ``run:`` holding that line
+    end the here-document early: the rest of the stage's command then ran in the user's shell on the
+    login node, as the printed script was run."""
+    lines = set(script.splitlines())
+    digest = hashlib.sha256(script.encode()).hexdigest()
+    for n in range(len(lines) + 1):  # one of these is not a line of the script (pigeonhole)
+        word = f"ASAD_SCRIPT_{digest[:16]}" + (f"_{n}" if n else "")
+        if word not in lines:
+            return word
+    raise AssertionError("unreachable")
+
+
 def dry_run_dir() -> Path:
-    """Where a dry run's printed script keeps its run folders: a scratch place of this user's."""
-    return Path(tempfile.gettempdir()) / f"asad-dry-run-{os.getuid()}" / "runs"
+    """Where a dry run's printed script keeps its run folders: a scratch place of this user's,
+    ``<tmp>/asad-dry-run-<uid>``, made private (0700) and checked to be this user's own folder. A
+    predictable name in a shared /tmp can be made first by another user (who could then read the
+    logs, or swap the markers the stage wrapper waits for): a folder that is not this user's own, or
+    is a link, is not used; a fresh private one (``mkdtemp``) is, in its stead."""
+    base = Path(tempfile.gettempdir()) / f"asad-dry-run-{os.getuid()}"
+    try:
+        os.mkdir(base, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return Path(tempfile.mkdtemp(prefix=f"asad-dry-run-{os.getuid()}-")) / "runs"
+    if not _private_folder(base):
+        return Path(tempfile.mkdtemp(prefix=f"asad-dry-run-{os.getuid()}-")) / "runs"
+    return base / "runs"
+
+
+def _private_folder(path: Path) -> bool:
+    """``path`` is a real folder (not a link) of this user's, which nobody else can write to or read;
+    a folder of this user's that others could is made private first (through its open descriptor:
+    what was checked is what is changed)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        info = os.fstat(fd)
+        if info.st_uid != os.getuid():
+            return False
+        if stat.S_IMODE(info.st_mode) & 0o077:
+            os.fchmod(fd, 0o700)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _existing_store(settings):  # noqa: ANN001, ANN202

@@ -57,7 +57,8 @@ def build_parser(*, benches: bool = True) -> argparse.ArgumentParser:
         "(squeue's %%S is the start time), %%i job id, %%A job id, %%P partition, %%j name, %%t state code, "
         "%%T state, %%M time, %%l time limit, %%L time left, %%D nodes, %%C CPUs, %%m memory per node, "
         "%%R nodes or reason, %%N nodes, %%r reason, %%p planned submission, %%e estimated wait, "
-        "%%V submit time, %%a account, %%q QOS, %%k comment (asad's tag), %%X try"))
+        "%%V submit time, %%a account, %%q QOS, %%k comment (asad's tag), %%X try, %%b GPUs asked "
+        "(--gpus per job, or --gres per node; a column of the default format when a stage asks for GPUs)"))
     p.add_argument("--json", action="store_true")
     p.add_argument("--watch", nargs="?", const=2.0, type=positive_seconds, metavar="SECONDS", help="refresh until ^C")
     p.set_defaults(func=_cmd("status"))
@@ -167,7 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(benches="bench" in argv).parse_args(argv)
     from asad.common.log import setup_logging
 
-    setup_logging(getattr(args, "verbose", 0) - getattr(args, "quiet", 0))
+    # The daemon logs at INFO without -v: its journal says it started, stopped, and what it submitted
+    # (the systemd docs promise "daemon started"); -q brings it back to warnings only.
+    base = 1 if args.command == "daemon" else 0
+    setup_logging(base + getattr(args, "verbose", 0) - getattr(args, "quiet", 0))
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:

@@ -28,6 +28,7 @@ class Attempt:
     why: str  # why this attempt was submitted ("first attempt", "after TIMEOUT at 10:00", ...)
     start_time: float | None = None
     end_time: float | None = None
+    by_asad: bool = False  # asad cancelled it to submit it again (replanned): not the stage's own failure
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -37,7 +38,7 @@ def _ended(job: JobRecord) -> str:
     """What ended ``job``, as the reason for the attempt after it."""
     req = job.request
     if job.cancelled_by_asad:
-        return "asad resubmitted it (replanned)"
+        return "asad resubmitted it (replanned; the same try)"
     state = job.state.value
     if state == "OUT_OF_MEMORY" or (state == "FAILED" and job.peak_rss_mb and req.total_mem_mb()
                                      and job.peak_rss_mb >= 0.95 * req.total_mem_mb()):
@@ -97,8 +98,18 @@ def _attempts(jobs: list[JobRecord]) -> list[Attempt]:
         out.append(Attempt(attempt=i + 1, job_id=job.job_id, state=job.state.value,
                            cpus=job.alloc_cpus or req.cpus, mem_mb=req.total_mem_mb(),
                            time_s=int(req.time_limit_s), peak_mem_mb=job.peak_rss_mb, elapsed_s=elapsed,
-                           why=why, start_time=job.start_time, end_time=job.end_time))
+                           why=why, start_time=job.start_time, end_time=job.end_time,
+                           by_asad=job.cancelled_by_asad))
     return out
+
+
+def tries(attempts: list[Attempt]) -> int:
+    """How many times the stage has been tried, as its TRY column and ``show`` count: one, plus one
+    per retry after the stage's own failure (OUT_OF_MEMORY, TIMEOUT, a failed command). A job asad
+    cancelled itself to submit again (an allocation that came too early, a ``--begin`` made too late,
+    a dependency that can no longer be met, a site's submit limit) is the same try, as it is for the
+    retry budgets (``retries``, ``max_oom_retries``); so is a submission that never reached Slurm."""
+    return sum(1 for i, a in enumerate(attempts) if not a.by_asad or i == len(attempts) - 1)
 
 
 def describe(a: Attempt) -> str:
@@ -115,7 +126,7 @@ def describe(a: Attempt) -> str:
 
 def retry_note(attempts: list[Attempt]) -> str | None:
     """For a stage with retries: ``attempt 2 after TIMEOUT at 1:00, now 1 CPU, 200M, 2:00``; else None."""
-    if len(attempts) < 2:
+    if len(attempts) < 2 or attempts[-2].by_asad:  # resubmitted by asad: no retry to explain
         return None
     last = attempts[-1]
     return (f"attempt {last.attempt} {last.why}: now {last.cpus} CPU(s), "

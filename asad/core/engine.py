@@ -402,7 +402,9 @@ class Engine:
         # the wrapper sees the predecessors' end markers only at its next look (every 2 s): the
         # allocation idles until its command starts, which its start marker says
         began = self.ctx.command_start(wf, name, job)
-        return max([job.start_time, *ends, *([began] if began is not None else [])])
+        start = max([job.start_time, *ends, *([began] if began is not None else [])])
+        # not after the job's end: that comes from Slurm in whole seconds, the markers in fractions
+        return min(start, job.end_time) if job.end_time is not None else start
 
     def _learn_wait(self, job: JobRecord, now: float, out: Decisions) -> None:
         if job.wait_learned:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from asad.core.array_view import array_tasks
 from asad.core.attempts import attempts_by_stage, describe
+from asad.core.attempts import tries as count_tries
 from asad.core.model import JobRecord, StageState, WorkflowRun
 
 HIT_TOLERANCE_S = 60.0
@@ -33,6 +34,13 @@ def perceived_wait(wf: WorkflowRun, name: str, start: float | None = None) -> fl
         return None
     pred_end = max((wf.stages[p].end_time or 0.0) for p in preds) if preds else wf.created_at
     return max(0.0, start - pred_end)
+
+
+def _not_before(end: float | None, start: float | None) -> float | None:
+    """A stage's end, never before its start. They come from different clocks: the start of its
+    command from the stage wrapper's marker (a fraction of a second), the end from Slurm (whole
+    seconds, truncated); a stage that ended within a second of its start showed END before START."""
+    return start if end is not None and start is not None and end < start else end
 
 
 def summarize(wf: WorkflowRun) -> dict:
@@ -62,18 +70,23 @@ def summarize(wf: WorkflowRun) -> dict:
             "name": name,
             "job_id": job.job_id if job else None,
             "state": run.state.value,
-            "attempts": run.attempt,
+            "attempts": count_tries(tries[name]) if name in tries else run.attempt,  # asad's resubmissions are no try
             "attempt_list": [dict(a.to_dict(), text=describe(a)) for a in tries.get(name, [])],
             "cpus": job.alloc_cpus or job.request.cpus if job else spec.cpus,
+            # what it asks of GPUs: --gpus N (the job's) or --gres (per node); "" for none
+            "gpus": (str(job.request.gpus) if job.request.gpus else job.request.gres or "") if job
+            else (str(spec.slurm.gpus) if spec.slurm.gpus else spec.slurm.gres or ""),
             "mem_mb": job.request.total_mem_mb() if job else spec.total_mem_mb(),
             "submit": job.submitted_at if job else None,
             "eligible": job.eligible_time if job else None,
             "start": start,
             "job_start": job.start_time if job else None,
             # a stage cancelled with the workflow ended then (its job is no longer polled)
-            "end": run.end_time if run.end_time is not None or run.state is not StageState.CANCELLED or job is None
-            else (max((j.end_time for j in wf.current_jobs(name) if j.end_time is not None), default=None)
-                  or wf.ended_at),  # an array stage's last array job's end
+            "end": _not_before(
+                run.end_time if run.end_time is not None or run.state is not StageState.CANCELLED or job is None
+                else (max((j.end_time for j in wf.current_jobs(name) if j.end_time is not None), default=None)
+                      or wf.ended_at),  # an array stage's last array job's end
+                start),
             "wait_s": (job.wait_s if job and (not big or not preds) and not rides else 0.0) if job else None,
             "perceived_wait_s": perceived,
             "idle_s": idle_s,

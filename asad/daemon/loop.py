@@ -74,7 +74,10 @@ def acquire_lock(settings: Settings) -> int:
 def daemon_running(settings: Settings) -> bool:
     if not settings.lock_file.exists():
         return False
-    fd = _open_lock(settings)
+    try:  # only to look: read-only (the state may be on a read-only file system); flock needs no write
+        fd = os.open(settings.lock_file, os.O_RDONLY)
+    except OSError:
+        return False
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -137,6 +140,18 @@ def _store_message(settings: Settings, exc: Exception) -> str:
 
 def _interrupt(_signum, _frame) -> None:  # noqa: ANN001
     raise KeyboardInterrupt
+
+
+def _tell_disk(state: dict, run_dir) -> None:  # noqa: ANN001
+    """Log once when the run folder's disk fills up (stages fail there) and once when it has room again."""
+    from asad.daemon.disk import full_disk_note
+
+    note = full_disk_note(run_dir)
+    if note and not state.get("disk_full"):
+        log.warning(note)
+    elif not note and state.get("disk_full"):
+        log.info("the disk holding the run folder has room again", run_dir=str(run_dir))
+    state["disk_full"] = bool(note)
 
 
 def _remote_wake_due(store_wake: StoreWake, store) -> bool:  # noqa: ANN001
@@ -310,10 +325,15 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
                                  wake_at=report.wake_at if report else math.inf,
                                  next_end=runner.next_expected_end())
         state["ended"] &= set(runner.live_job_ids())  # announced by a marker, not yet ended in Slurm's view
-        if state["ended"] and time.monotonic() < state["brisk_until"] and report is not None:
+        # A marker announced an end Slurm has not recorded yet: look again soon, but only while
+        # Slurm answers. During an outage the back-off rules (a second a poll would hammer a
+        # slurmctld that is down or struggling).
+        if (state["ended"] and time.monotonic() < state["brisk_until"] and report is not None
+                and report.backend_error is None):
             pause = min(pause, BRISK_POLL_S)
         if markers:
             watch.set_markers(end_markers(runner, settings.run_dir), kill_logs(runner))
+            _tell_disk(state, settings.run_dir)
         try:
             store.set_status("clock", {"now": now, "wall": time.time(), "speed": speed})
             store.set_status("daemon", {"pid": os.getpid(), "paused": pacer.paused, "retry_s": pause,

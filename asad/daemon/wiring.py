@@ -13,6 +13,7 @@ from asad.common.config import Settings
 from asad.core.context import BIG_JOB_STAGE
 from asad.learn.registry import recommended_predictor
 from asad.core.model import WorkflowState
+from asad.common.private_dir import make_private_dir
 from asad.daemon.runner import Runner
 from asad.slurm.backend import Backend, JobRequest, SlurmError
 from asad.store.repo import Store
@@ -82,7 +83,7 @@ class CommandBuilder:
                  rides: tuple[str, ...] = ()) -> str:
         run_dir = self.run_dir / str(wf.id)
         if self.create:
-            run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_private_dir(run_dir, tighten=self.run_dir)
             output = wf.spec.stage(stage).slurm.output if stage != BIG_JOB_STAGE else None
             if output:  # Slurm does not create the folder of --output: the job would fail to launch
                 (Path(wf.spec.workdir or ".") / output).parent.mkdir(parents=True, exist_ok=True)
@@ -105,7 +106,7 @@ class CommandBuilder:
         data = WRAPPER.read_bytes()
         path = self.run_dir / f"asad-stage-{hashlib.sha256(data).hexdigest()[:12]}.sh"
         if not path.exists():
-            self.run_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_private_dir(self.run_dir, tighten=self.run_dir)
             tmp = path.with_name(f".{path.name}.{os.getpid()}")
             tmp.write_bytes(data)
             tmp.chmod(0o700)
@@ -170,7 +171,7 @@ def run_to_completion(runner: Runner, backend: Backend, workflow_ids: list[int],
                 sleep(pause)
                 continue
             ended &= set(runner.live_job_ids())
-            if ended and _time.monotonic() < brisk_until:
+            if ended and _time.monotonic() < brisk_until and not report.backend_error:
                 pause = min(pause, BRISK_POLL_S)  # a marker announced an end Slurm has not recorded yet
             watch.set_markers(end_markers(runner, run_dir), kill_logs(runner))
             deadline = _time.monotonic() + pause

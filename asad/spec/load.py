@@ -53,6 +53,7 @@ from asad.spec.slurm_keys import (
     check_setup,
     output_folder_problem,
 )
+from asad.spec.synonyms import SYNONYMS as _SYNONYMS
 from asad.spec.yaml_values import (
     SLURM_WORD_RE,
     TAG_BOOL,
@@ -80,21 +81,6 @@ STAGE_KEYS = ("name", "run", "cpus", "nodes", "ntasks", "cpus_per_task", "mem", 
               "time", "after", "env", "simulate", "retries", "max_oom_retries", "inputs", "sizing",
               "sizing_cpus", "partition", "account", "qos", "array", *SLURM_OPTION_KEYS)
 SIMULATE_KEYS = ("runtime", "peak_mem", "cpu_efficiency")
-
-# Words people reach for from sbatch, Snakemake, Nextflow or CWL, mapped to our key.
-_SYNONYMS = {
-    "cores": "cpus", "ncpus": "cpus", "threads": "cpus", "cpu": "cpus", "cpus-per-task": "cpus_per_task",
-    "cpuspertask": "cpus_per_task", "tasks": "ntasks", "n_tasks": "ntasks", "nnodes": "nodes",
-    "node": "nodes", "memory": "mem", "memory_mb": "mem", "mem-per-cpu": "mem_per_cpu",
-    "walltime": "time", "time_limit": "time", "timelimit": "time", "runtime": "time",
-    "depends": "after", "depends_on": "after", "dependencies": "after", "needs": "after",
-    "requires": "after", "command": "run", "cmd": "run", "script": "run", "shell": "run",
-    "environment": "env", "queue": "partition", "max-oom-retries": "max_oom_retries",
-    "retry": "retries", "input": "inputs", "workflow": "name", "stage": "stages", "steps": "stages",
-    "jobs": "stages", "tasks_list": "stages", "working_directory": "workdir", "workdir_path": "workdir",
-    "chdir": "workdir", "peak_memory": "peak_mem", "mem_peak": "peak_mem", "efficiency": "cpu_efficiency",
-    "duration": "runtime",
-}
 
 
 # --------------------------------------------------------------------------------------------
@@ -175,27 +161,40 @@ class _Parser(NodeReader):
     # ---- the file ----------------------------------------------------------------------------
 
     def parse(self, text: str, strategy_override: str | None) -> WorkflowSpec:
+        """The workflow, or every problem of the file at once (SpecErrors): each top-level field and
+        each stage is read on past another's problem; one that leaves nothing to read on stops it."""
+        try:
+            spec = self._parse(text, strategy_override)
+        except SpecError as exc:
+            self.raise_noted(exc)
+        self.raise_noted()
+        return spec
+
+    def _parse(self, text: str, strategy_override: str | None) -> WorkflowSpec:
         root = self.compose(text)
         top = self.mapping(root, "", "the workflow file", TOP_KEYS)
 
+        wf_name = "?"
         if "name" not in top:
-            raise self.error(root, "name", "missing required field 'name'", "add e.g. name: montage at the top")
-        wf_name = self.name(top["name"][1], "name", "workflow")
+            self.note(self.missing(root, "", "name", "missing required field 'name'", "add e.g. name: montage at the top"))
+        else:
+            wf_name = self.attempt(self.name, top["name"][1], "name", "workflow", fallback="?")
 
-        strategy = self.choice(top.get("strategy"), "strategy", STRATEGIES, DEFAULT_STRATEGY)
+        strategy = self.attempt(self.choice, top.get("strategy"), "strategy", STRATEGIES, DEFAULT_STRATEGY,
+                                fallback=DEFAULT_STRATEGY)
         if strategy_override is not None:
             strategy = self.choice_text(strategy_override, None, "--strategy", STRATEGIES)
         self.strategy = strategy
-        mode = self.choice(top.get("mode"), "mode", MODES, DEFAULT_MODE)
+        mode = self.attempt(self.choice, top.get("mode"), "mode", MODES, DEFAULT_MODE, fallback=DEFAULT_MODE)
 
-        workdir = self.workdir(top.get("workdir"))
-        sizing = self.sizing(top.get("sizing"), "sizing")
-        idle_price = self.idle_price(top["idle_price"][1]) if "idle_price" in top else None
-        defaults = self.defaults(top.get("defaults"))
+        workdir = self.attempt(self.workdir, top.get("workdir"), fallback=str(self.base_dir))
+        sizing = self.attempt(self.sizing, top.get("sizing"), "sizing")
+        idle_price = self.attempt(self.idle_price, top["idle_price"][1]) if "idle_price" in top else None
+        defaults = self.attempt(self.defaults, top.get("defaults"), fallback={})
 
         if "stages" not in top:
-            raise self.error(root, "stages", "missing required field 'stages'",
-                             "add a list of stages, each starting with '- name: ...' and a run: command")
+            raise self.missing(root, "", "stages", "missing required field 'stages'",
+                               "add a list of stages, each starting with '- name: ...' and a run: command")
         stages_node = top["stages"][1]
         if isinstance(stages_node, ScalarNode) and stages_node.tag == TAG_NULL:
             raise self.error(stages_node, "stages", "the workflow has no stages", "add at least one stage under stages:")
@@ -208,16 +207,24 @@ class _Parser(NodeReader):
         stages: list[StageSpec] = []
         after_nodes: list[Node | None] = []
         seen: dict[str, int] = {}
+        complete = True  # every stage read: only then can after: be checked against the names
         for i, item in enumerate(stages_node.value):
-            stage, after_node = self.stage(item, i, defaults, workdir, stages[-1].name if stages else None)
+            read = self.attempt(self.stage, item, i, defaults, workdir, stages[-1].name if stages else None)
+            if read is None:
+                complete = False
+                continue
+            stage, after_node = read
             if stage.name in seen:
-                raise self.error(item, f"stages[{i}].name",
-                                 f"duplicate stage name '{stage.name}' (first at line {seen[stage.name]})",
-                                 "give every stage its own name")
+                self.note(self.error(item, f"stages[{i}].name",
+                                     f"duplicate stage name '{stage.name}' (first at line {seen[stage.name]})",
+                                     "give every stage its own name"))
+                continue
             seen[stage.name] = stage.line
             stages.append(stage)
             after_nodes.append(after_node)
-        self.check_after(stages, after_nodes)
+        if complete:
+            self.check_after(stages, after_nodes)
+        self.raise_noted()  # a workflow is built from a file without problems only
         return WorkflowSpec(name=wf_name, strategy=strategy, stages=tuple(stages), workdir=workdir,
                             path=self.abs_path, mode=mode, sizing=sizing, idle_price=idle_price)
 
@@ -273,8 +280,8 @@ class _Parser(NodeReader):
             return {}
         m = self.mapping(node, "defaults", "defaults", DEFAULT_KEYS)
         out: dict[str, Any] = {}
-        for key, (_, value) in m.items():
-            out[key] = self.resource_value(key, value, f"defaults.{key}")
+        for key, (_, value) in m.items():  # each value on its own: every bad one is reported
+            self.attempt(lambda k=key, v=value: out.__setitem__(k, self.resource_value(k, v, f"defaults.{k}")))
         if "mem" in out and "mem_per_cpu" in out:
             raise self.error(m["mem_per_cpu"][0], "defaults.mem_per_cpu", "mem and mem_per_cpu both given",
                              "give memory per node (mem) or per CPU (mem_per_cpu), not both")
@@ -388,18 +395,21 @@ class _Parser(NodeReader):
         m = self.mapping(item, where, "a stage", STAGE_KEYS)
         line = item.start_mark.line + 1
         if "name" not in m:
-            raise self.error(item, where, "missing required field 'name'", "add name: <stage name> to this stage")
+            raise self.missing(item, where, "name", "missing required field 'name'", "add name: <stage name> to this stage")
         name = self.name(m["name"][1], f"{where}.name", "stage")
         if "run" not in m:
-            raise self.error(item, where, f"stage '{name}' is missing required field 'run'",
-                             "add run: <a command line or a script path>")
+            raise self.missing(item, where, "run", f"stage '{name}' is missing required field 'run'",
+                               "add run: <a command line or a script path>")
         run, run_is_script = self.run(m["run"][1], f"{where}.run")
 
         values: dict[str, Any] = {}
+        noted = len(self.noted)
         for key in ("cpus", "nodes", "ntasks", "cpus_per_task", "mem", "mem_per_cpu", "time", "retries",
                     "max_oom_retries", "partition", "account", "qos", "env", *SLURM_OPTION_KEYS):
-            if key in m:
-                values[key] = self.resource_value(key, m[key][1], f"{where}.{key}")
+            if key in m:  # each value on its own: every bad one is reported
+                self.attempt(lambda k=key: values.__setitem__(k, self.resource_value(k, m[k][1], f"{where}.{k}")))
+        if len(self.noted) > noted:  # not built from what is left: the stage's reader notes it as failed
+            raise self.noted.pop()  # (the last problem, noted again by the caller's attempt)
 
         nodes, ntasks, cpus_per_task = self.geometry(m, values, defaults, where)
         mem_mb, mem_per_cpu_mb = self.stage_memory(m, values, defaults, where)

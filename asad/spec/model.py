@@ -55,6 +55,23 @@ class SpecError(Exception):
         return (SpecError, (self.path, self.line, self.field, self.problem, self.fix))
 
 
+class SpecErrors(SpecError):
+    """Every problem found in one workflow file, each with its file, line, field and fix (a user
+    fixes them in one round, not one per run). Reads as the first one's attributes; ``errors``
+    holds them all, in the file's order."""
+
+    def __init__(self, errors: list[SpecError]):
+        self.errors = sorted(errors, key=lambda e: e.line)
+        first = self.errors[0]
+        super().__init__(first.path, first.line, first.field, first.problem, first.fix)
+
+    def render(self) -> str:
+        return "\n".join(e.render() for e in self.errors)  # a line each, each naming its file and line
+
+    def __reduce__(self):
+        return (SpecErrors, (self.errors,))
+
+
 # --------------------------------------------------------------------------------------------
 # The validated objects
 

@@ -72,12 +72,47 @@ class NodeReader:
         self.path = shown_path
         self.constructor = yaml.constructor.SafeConstructor()
         self.merge_cache: dict[int, dict[str, tuple[Node, Node]]] = {}  # nodes live as long as the parse
+        # Problems noted so far: a parse goes on past one (an unknown key is left out, a bad value
+        # falls back) to report every problem of the file at once (raise_noted).
+        self.noted: list[SpecError] = []
+        self.suggested: set[str] = set()  # fields an unknown key's "did you mean" named (stages, stages[0].run)
+
+    def note(self, exc: SpecError) -> None:
+        self.noted.extend(getattr(exc, "errors", None) or [exc])
+
+    def attempt(self, fn, *args, fallback=None, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN201
+        """``fn(*args, **kwargs)``; a SpecError it raises is noted and ``fallback`` returned."""
+        try:
+            return fn(*args, **kwargs)
+        except SpecError as exc:
+            self.note(exc)
+            return fallback
+
+    def missing(self, node: Node, fld: str, key: str, problem: str, fix: str) -> SpecError:
+        """The error for a missing required ``key`` of the mapping at ``fld``: none of its own when an
+        unknown key was taken for it (``stage:`` for ``stages:``; "did you mean" says it already),
+        then that problem again, to stop the read of what lacks the key."""
+        if join_field(fld, key) in self.suggested and self.noted:
+            return self.noted.pop()  # noted again by whoever catches it
+        return self.error(node, join_field(fld, key) if not fld.endswith("]") else fld, problem, fix)
+
+    def raise_noted(self, exc: SpecError | None = None) -> None:
+        """Raise every problem noted (with ``exc``, the one that stopped the parse): one alone as
+        itself, several as a SpecErrors."""
+        if exc is not None and exc not in self.noted and not hasattr(exc, "errors"):  # not raised from here
+            self.note(exc)
+        if len(self.noted) == 1:
+            raise self.noted[0]
+        if self.noted:
+            from asad.spec.model import SpecErrors
+
+            raise SpecErrors(self.noted)
 
     def mapping_fix(self, fld: str) -> str:
         """How to write the mapping ``fld`` should be."""
         return "write key: value lines indented under this key"
 
-    def suggest_key(self, key: str, known: tuple[str, ...]) -> str:
+    def suggest_key(self, key: str, known: tuple[str, ...], fld: str | None = None) -> str:
         lowered = key.lower()
         target = self.synonyms.get(lowered) or self.synonyms.get(lowered.replace("-", "_"))
         if target not in known:
@@ -86,6 +121,8 @@ class NodeReader:
             close = difflib.get_close_matches(lowered, known, n=1, cutoff=0.6)
             target = close[0] if close else None
         listing = f"known keys: {', '.join(known)}"
+        if target and fld is not None:
+            self.suggested.add(join_field(fld, target))
         return f"did you mean '{target}'? ({listing})" if target else listing
 
     def error(self, where: Node | int | None, fld: str, problem: str, fix: str = "") -> SpecError:
@@ -117,13 +154,15 @@ class NodeReader:
                                  f"duplicate key '{key}' (first at line {own[key].start_mark.line + 1})",
                                  "keep only one of them")
             own[key] = key_node
-            if key not in known:
-                raise self.error(key_node, fld, f"unknown key '{key}' in {what}", self.suggest_key(key, known))
+            if key not in known:  # noted, and left out: the rest of the mapping is still read
+                self.note(self.error(key_node, fld, f"unknown key '{key}' in {what}", self.suggest_key(key, known, fld)))
+                continue
             out[key] = (key_node, value_node)
-        for key, (key_node, _) in merged.items():
+        for key, (key_node, _) in list(merged.items()):
             if key not in known:
-                raise self.error(key_node, fld, f"unknown key '{key}' in {what} (merged with <<)",
-                                 self.suggest_key(key, known))
+                self.note(self.error(key_node, fld, f"unknown key '{key}' in {what} (merged with <<)",
+                                     self.suggest_key(key, known, fld)))
+                del merged[key]
         return {**merged, **out}  # the mapping's own keys win over merged ones
 
     def _merged(self, node: Node, fld: str) -> dict[str, tuple[Node, Node]]:

@@ -75,9 +75,21 @@ _DRIVER_PACKAGES = {"MySQLdb": "mysqlclient", "pymysql": "PyMySQL", "psycopg2": 
                     "psycopg": "'psycopg[binary]'", "mysql": "mysql-connector-python"}
 
 
-def make_engine(url: str) -> Engine:
+def read_only_sqlite_url(path: Path) -> str:
+    """An SQLite file opened read-only (``mode=ro``): nothing is written, neither the file nor its
+    folder (no journal switch). On a read-only file system also ``immutable=1``: SQLite then needs
+    no ``-shm`` beside a WAL file (it cannot make one there), and nothing can change the file."""
+    immutable = "&immutable=1" if _read_only_fs(path.parent) else ""
+    return f"sqlite:///file:{path}?mode=ro&uri=true{immutable}"
+
+
+def make_engine(url: str, *, read_only: bool = False) -> Engine:
     path = sqlite_file(url)
-    if path is not None:
+    if path is not None and read_only:
+        if not path.is_file():
+            raise StoreError(f"the store {path} does not exist")
+        url, path = read_only_sqlite_url(path), None  # no file made, no journal switched
+    elif path is not None:
         _prepare_sqlite_file(path)
     kwargs: dict = {}
     if url.startswith("sqlite"):
@@ -100,10 +112,16 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
-def open_database(url: str, *, create: bool = True) -> tuple[Engine, sessionmaker[Session], str]:
-    """Open (and create or migrate) the database; return engine, session factory and store id."""
+class OlderSchema(StoreError):
+    """A store opened read-only holds an older schema: only a writable open can upgrade it."""
+
+
+def open_database(url: str, *, create: bool = True,
+                  read_only: bool = False) -> tuple[Engine, sessionmaker[Session], str]:
+    """Open (and create or migrate) the database; return engine, session factory and store id.
+    ``read_only`` (an SQLite file): open it for reading only, creating and migrating nothing."""
     try:
-        engine = make_engine(url)
+        engine = make_engine(url, read_only=read_only)
         with engine.connect() as conn:
             inspect(conn).get_table_names()  # a file that is no database fails here, explained below
     except StoreError:
@@ -118,6 +136,8 @@ def open_database(url: str, *, create: bool = True) -> tuple[Engine, sessionmake
         raise StoreError(f"cannot open the store {shown_url(url)}: {exc}. Check the URL (config 'db_url', "
                          "env ASAD_DB_URL or --db).") from exc
     factory = sessionmaker(engine, expire_on_commit=False)
+    if read_only:
+        return engine, factory, _read_meta_only(engine, factory, url)
     try:
         version, store_id = _create_or_read_meta(engine, factory, url, create)
         if version > SCHEMA_VERSION:
@@ -137,6 +157,27 @@ def open_database(url: str, *, create: bool = True) -> tuple[Engine, sessionmake
     except (DatabaseError, OperationalError) as exc:
         raise StoreError(explain_failure(url, exc)) from exc
     return engine, factory, store_id
+
+
+def _read_meta_only(engine: Engine, factory: sessionmaker[Session], url: str) -> str:
+    """The store id of a store opened read-only, whose schema must be this asad's."""
+    try:
+        with factory() as s:
+            version_row, id_row = s.get(Meta, "schema_version"), s.get(Meta, "store_id")
+    except (DatabaseError, OperationalError, sqlite3.DatabaseError) as exc:
+        engine.dispose()
+        if "no such table" in str(exc).lower():
+            raise OlderSchema(f"{shown_url(url)} has no asad schema yet") from exc
+        raise StoreError(explain_failure(url, exc)) from exc
+    if version_row is None or id_row is None or int(version_row.value) != SCHEMA_VERSION:
+        engine.dispose()
+        if version_row is not None and int(version_row.value) > SCHEMA_VERSION:
+            raise StoreError(
+                f"the store {shown_url(url)} was written by a newer asad (schema {version_row.value}; this asad "
+                f"knows up to {SCHEMA_VERSION}). Nothing was changed. Fix: upgrade asad, or use another store (--db).")
+        raise OlderSchema(f"the store {shown_url(url)} has schema {version_row.value if version_row else '-'}, "
+                          f"this asad {SCHEMA_VERSION}")
+    return id_row.value
 
 
 def _create_or_read_meta(engine: Engine, factory: sessionmaker[Session], url: str,

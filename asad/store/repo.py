@@ -37,9 +37,10 @@ _SAVE_LEARNER = update(_LEARNERS).where(_LEARNERS.c.kind == bindparam("w_kind"),
 class Store:
     """One open store. Not thread-safe: one per process/thread."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, *, read_only: bool = False):
         self.url = url
-        self.engine, self._factory, self.store_id = open_database(url)
+        self.read_only = read_only  # an SQLite file opened for reading only (asad.store.db.read_only_sqlite_url)
+        self.engine, self._factory, self.store_id = open_database(url, read_only=read_only)
         self.session: Session = self._factory()
         self._prefetched: dict[tuple[str, str], dict | None] = {}
 

@@ -7,9 +7,10 @@
 More of squeue's letters mean what they mean there: ``%A`` JOBID, ``%r`` REASON, ``%N`` NODELIST,
 ``%l`` TIME_LIMIT, ``%L`` TIME_LEFT, ``%V`` SUBMIT_TIME, ``%a`` ACCOUNT, ``%q`` QOS, ``%k`` COMMENT
 (asad's tag), ``%m`` MIN_MEMORY. Four letters are asad's where squeue has another meaning: ``%S``
-(squeue: start time), ``%p`` (priority), ``%e`` (end time), ``%W`` (licenses); ``%X`` TRY is asad's
-attempt number of the stage (squeue: cores per socket), and a stage on its second or later attempt
-adds a ``#`` line saying why it was retried and with what.
+(squeue: start time), ``%p`` (priority), ``%e`` (end time), ``%W`` (licenses); ``%X`` TRY is the
+stage's try (squeue: cores per socket; asad's own resubmissions are not tries: asad.core.attempts.tries), and a stage on its second or later attempt
+adds a ``#`` line saying why it was retried and with what. ``%b`` GPUS is what the stage asks of
+GPUs (squeue's ``%b``: its generic resources), a column of the default format when a stage asks for some.
 A width works as in squeue: ``%.10i`` right-aligns in 10 columns, ``%-10i`` or ``%10i`` left.
 """
 
@@ -27,11 +28,14 @@ from datetime import datetime, timezone
 from asad.core import markers
 from asad.core.array_view import ArrayProgress, array_progress, format_tasks
 from asad.core.attempts import attempts_by_stage, describe, retry_note
+from asad.core.attempts import tries as count_tries
 from asad.core.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun
 from asad.slurm.backend import JobState
 from asad.common.units import format_duration, format_mem
 
 DEFAULT_FORMAT = "%.8W %.12S %.8i %.9P %.18j %.3t %.10M %.5D %.5C %.11p %.8e %.3X %R"
+# ... with a GPUS column after CPUS when a stage shown asks for GPUs (a CPU-only cluster's users never see it)
+DEFAULT_FORMAT_GPUS = DEFAULT_FORMAT.replace("%.5C ", "%.5C %.6b ")
 
 _FIELDS = {
     "W": ("WORKFLOW", "workflow"), "S": ("STAGE", "stage"), "i": ("JOBID", "job_id"),
@@ -41,6 +45,7 @@ _FIELDS = {
     "A": ("JOBID", "job_id"), "r": ("REASON", "reason_only"), "N": ("NODELIST", "nodelist"),
     "l": ("TIME_LIMIT", "time_limit"), "L": ("TIME_LEFT", "time_left"), "V": ("SUBMIT_TIME", "submitted"),
     "a": ("ACCOUNT", "account"), "q": ("QOS", "qos"), "k": ("COMMENT", "tag"), "X": ("TRY", "attempts"),
+    "b": ("GPUS", "gpus"),
 }
 _FINAL_STAGE = {StageState.COMPLETED.value, StageState.FAILED.value, StageState.CANCELLED.value}
 STALE_AFTER_S = 60.0  # past this, asad status says how old the daemon's last poll is
@@ -48,8 +53,17 @@ _STAGE_ST = {StageState.WAITING: "WT", StageState.PLANNED: "PL", StageState.COMP
              StageState.FAILED: "F", StageState.CANCELLED: "CA"}
 
 
-def status_rows(store, workflow_id: int | None = None, include_finished: bool = False) -> tuple[list[dict], list[str]]:  # noqa: ANN001
+def status_rows(store, workflow_id: int | None = None, include_finished: bool = False,  # noqa: ANN001
+                run_dir=None) -> tuple[list[dict], list[str]]:  # noqa: ANN001
+    """The rows and ``#`` notes of ``asad status``. ``run_dir``: the store's run folder, whose disk
+    is looked at (full: stages fail there, asad.daemon.disk)."""
     notes = []
+    if run_dir is not None:
+        from asad.daemon.disk import full_disk_note
+
+        full = full_disk_note(run_dir)
+        if full:
+            notes.append(full)
     backend = store.get_status("backend")
     if backend and not backend.get("ok", True):
         notes.append(f"Slurm unavailable since {_clock(backend.get('since'))}: {backend.get('error')} "
@@ -268,6 +282,8 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
         tasks = progress.counts if progress is not None else None
         if tasks and not run.state.is_final:
             reason = format_tasks(tasks)  # one row for the whole array: its tasks per state
+            if set(tasks) == {"PD"} and job.state.value == "PENDING":
+                reason = f"({_pending_reason(job)}) {reason}"  # no task started: why, as squeue says it
         req = job.request if job else None
         spec = wf.spec.stage(name)
         limit = req.time_limit_s if req else (run.time_s or spec.time_s)
@@ -297,7 +313,9 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
             "qos": (job.qos if job is not None else "") or (req.qos if req else spec.qos) or "",
             "tag": job.tag if job is not None else "",
             **output_paths(wf, name),
-            "attempts": run.attempt, "retry": retry_note(tries.get(name, [])), "array_tasks": tasks,
+            "attempts": count_tries(tries[name]) if name in tries else run.attempt,
+            "retry": retry_note(tries.get(name, [])), "array_tasks": tasks,
+            "gpus": gpus_asked(req.gpus, req.gres) if req else gpus_asked(spec.slurm.gpus, spec.slurm.gres),
         })
     return out
 
@@ -333,7 +351,7 @@ def _cell(row: dict, key: str) -> str:
         return format_duration(row["time_left_s"]) if row["time_left_s"] is not None else "-"
     if key == "submitted":
         return _clock(row["submitted_at"])
-    if key in ("reason_only", "nodelist", "account", "qos", "tag"):
+    if key in ("reason_only", "nodelist", "account", "qos", "tag", "gpus"):
         return row[key] or "-"
     value = row[key]
     return "-" if value is None else str(value)
@@ -351,8 +369,14 @@ def check_format(fmt: str) -> None:
                          f"{', '.join('%' + u for u in unknown)} in -o {fmt!r}; valid fields: {known}")
 
 
+def gpus_asked(gpus: int | None, gres: str | None) -> str:
+    """What a stage asks of GPUs, as it asked: ``2`` (``--gpus``, for the job), ``gpu:a100:1``
+    (``--gres``, per node); empty when it asks for none."""
+    return str(gpus) if gpus else (gres or "")
+
+
 def render_status(rows: list[dict], fmt: str | None = None, notes: list[str] | None = None) -> str:
-    fmt = fmt or DEFAULT_FORMAT
+    fmt = fmt or (DEFAULT_FORMAT_GPUS if any(r.get("gpus") for r in rows) else DEFAULT_FORMAT)
 
     def render(values: dict | None) -> str:
         def sub(m: re.Match) -> str:
@@ -396,6 +420,7 @@ def render_summary(s: dict) -> str:
         # in the second it was submitted read START before SUBMIT
         return earlier if t is not None and earlier is not None and earlier - 1.0 < t < earlier else t
 
+    gpus = any(st.get("gpus") for st in s["stages"])  # a GPUS column only where a stage asks for GPUs
     head = (f"workflow {s['id']} {s['workflow']}  strategy={s['strategy']}"
             + (f" mode={s['mode']}" if s["strategy"] == "asa" else "") + f"  state={s['state']}")
     if s.get("message"):
@@ -408,14 +433,15 @@ def render_summary(s: dict) -> str:
              f"  core-hours {s['core_hours']:.2f}   overhead {s['overhead_core_hours']:.2f}   jobs {s['jobs']}"
              + (f"   hit ratio {s['hit_ratio']:.0%}" if s.get("hit_ratio") is not None else ""),
              "",
-             f"  {'STAGE':<16} {'JOBID':>8} {'STATE':<10} {'TRY':>3} {'CPUS':>5} {'SUBMIT':>10} {'START':>10} "
+             f"  {'STAGE':<16} {'JOBID':>8} {'STATE':<10} {'TRY':>3} {'CPUS':>5} "
+             + (f"{'GPUS':>6} " if gpus else "") + f"{'SUBMIT':>10} {'START':>10} "
              f"{'END':>10} "
              f"{'WAIT':>9} {'PERCEIVED':>9} {'EST.WAIT':>9} {'IDLE':>7}"]
     for st in s["stages"]:
         lines.append(
             f"  {st['name'][:16]:<16} {str(st['job_id'] or '-'):>8} {st['state'][:10]:<10} "
-            f"{st.get('attempts', 1):>3} {st['cpus']:>5} "
-            f"{rel(st['submit']):>10} {rel(not_before(st['start'], st['submit'])):>10} {rel(st['end']):>10} "
+            f"{st.get('attempts', 1):>3} {st['cpus']:>5} " + (f"{st.get('gpus') or '-':>6} " if gpus else "")
+            + f"{rel(st['submit']):>10} {rel(not_before(st['start'], st['submit'])):>10} {rel(st['end']):>10} "
             f"{d(st['wait_s']):>9} "
             f"{d(st['perceived_wait_s']):>9} {d(st['est_wait_s']):>9} {d(st['idle_s']):>7}")
         if st.get("message") and st["state"] != "COMPLETED":
