@@ -10,7 +10,7 @@ A pre-submitted stage is a *hit* when it neither waited nor idled more than the 
 from __future__ import annotations
 
 from asad.array_view import array_tasks
-from asad.attempts import attempts_by_stage, describe
+from asad.attempts import attempts_by_stage, describe, sized_below
 from asad.model import JobRecord, StageState, WorkflowRun
 
 HIT_TOLERANCE_S = 60.0
@@ -64,6 +64,7 @@ def summarize(wf: WorkflowRun) -> dict:
             "state": run.state.value,
             "attempts": run.attempt,
             "attempt_list": [dict(a.to_dict(), text=describe(a)) for a in tries.get(name, [])],
+            "sized_below": "" if big else sized_below(wf, name),
             "cpus": job.alloc_cpus or job.request.cpus if job else spec.cpus,
             "mem_mb": job.request.total_mem_mb() if job else spec.total_mem_mb(),
             "submit": job.submitted_at if job else None,

@@ -44,7 +44,7 @@ def test_follows_input_size_where_the_maximum_cannot():
 def test_constant_stage_gets_a_tight_offset():
     rng = np.random.default_rng(1)
     peaks = 4000 + rng.normal(0, 5, 200)
-    maq, kills = replay(BestAgent(seed=1), [None] * 200, peaks)
+    maq, kills = replay(BestAgent(seed=1, confident_runs=1), [None] * 200, peaks)
     assert maq > 0.95 and kills < 0.05
     agent = BestAgent(seed=1)
     replay(agent, [None] * 200, peaks)
@@ -52,11 +52,28 @@ def test_constant_stage_gets_a_tight_offset():
 
 
 def test_cold_start_uses_user_then_largest_peak_with_margin():
-    agent = BestAgent(seed=0)
+    agent = BestAgent(seed=0, confident_runs=1)
     assert agent.propose(DEFAULT).request.mem_mb == 20_000
     agent.observe(Outcome(DEFAULT, 1000.0, 100.0, 100.0, None, "COMPLETED"))
     d = agent.propose(DEFAULT)
     assert d.request.mem_mb == 1100 and "too few" in d.why
+
+
+def test_no_cut_below_the_request_before_enough_runs():
+    # issue 39: one `sleep` run that peaked at 1 MB made the next run of a `mem: 1G` stage ask 64M
+    agent = BestAgent(seed=0, confident_runs=3)
+    user = Request(cpus=1, mem_mb=1024, time_s=600)
+    for n in range(3):
+        d = agent.propose(user)
+        assert d.request.mem_mb == 1024, (n, d.why)
+        if n:
+            assert f"kept at the user's 1024 MB: a cut below the request waits for 3 completed runs ({n} so far)" in d.why
+        agent.observe(Outcome(d.request, 1.0, 0.1, 5.0, None, "COMPLETED"))
+    assert agent.propose(user).request.mem_mb == 64  # three runs: the cut, to asad's floor
+    # more than the request is never held back: a stage that needs more gets it at once
+    agent = BestAgent(seed=0)
+    agent.observe(Outcome(user, 1000.0, 0.1, 5.0, None, "COMPLETED"))
+    assert agent.propose(Request(cpus=1, mem_mb=512, time_s=600)).request.mem_mb == 1100
 
 
 def test_quantile_predictor_is_off_by_default_and_a_recent_quantile_when_on():

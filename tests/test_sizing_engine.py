@@ -138,3 +138,27 @@ stages:
                                       for st in row.summary["stages"]])
     text = render_summary(shown)
     assert "log /r/slow.log   Slurm output /r/slow-1.out" in text and "/r/hog" not in text, text
+
+
+def test_no_cut_from_one_run_and_every_cut_shown_in_status_and_show(db_url):
+    # issue 39: after one run of a `mem: 1G` stage that peaked far below, the next run asked
+    # --mem=64M and only `asad explain` told. Now: the file's request until the agent's
+    # confident_runs (2) have completed, and a cut is marked in `asad status` and `asad show`.
+    from asad.status import status_rows
+
+    text = OOM_WF.replace("sizing: off", "sizing: sizey-like").replace("peak_mem: 3G", "peak_mem: 100M")
+    summaries, wfs = _run(db_url, text, runs=3)
+    mems = [s["stages"][0]["mem_mb"] for s in summaries]
+    assert mems[:2] == [1024, 1024] and mems[2] < 1024, mems
+    assert "a cut below the request waits for 2 completed runs (1 so far)" in render_explain(wfs[1], None)
+    assert not summaries[1]["stages"][0]["sized_below"]
+    cut = summaries[2]["stages"][0]["sized_below"]
+    assert cut == f"sized below the file: mem {mems[2]}M (file 1G)"
+    assert cut in render_summary(summaries[2])
+    store = Store(db_url)
+    try:
+        wf_id = summaries[2]["id"]
+        rows, notes = status_rows(store, wf_id, include_finished=True)
+    finally:
+        store.close()
+    assert rows[0]["sized_below"] == cut
