@@ -35,7 +35,7 @@ import numpy as np
 from asad.sizing.base import AgentBase, GrowingColumns, Outcome, Request, Sample
 from asad.sizing.feedback import fit_line
 
-PREDICTORS = ("max", "recent", "lr", "knn", "quantile")
+PREDICTORS = ("max", "recent", "lr", "knn", "quantile", "scaled")
 
 
 class BestAgent(AgentBase):
@@ -45,10 +45,11 @@ class BestAgent(AgentBase):
     def __init__(self, fail_penalty: float = 5.0, window: int = 200, min_runs: int = 1,
                  min_ratios: int = 5, cold_margin: float = 1.1, ttf_assumed: float = 0.5,
                  knn_k: int = 10, recent_n: int = 20, cpu_q: float = 0.95, quantile_q: float = 0.0,
-                 quantile_n: int = 50, **kw) -> None:
+                 quantile_n: int = 50, scaled: bool = True, **kw) -> None:
         super().__init__(fail_penalty=fail_penalty, window=window, min_runs=min_runs, min_ratios=min_ratios,
                          cold_margin=cold_margin, ttf_assumed=ttf_assumed, knn_k=knn_k, recent_n=recent_n,
-                         cpu_q=cpu_q, quantile_q=quantile_q, quantile_n=quantile_n, **kw)
+                         cpu_q=cpu_q, quantile_q=quantile_q, quantile_n=quantile_n, scaled=scaled, **kw)
+        self.scaled = bool(scaled)
         self.quantile_q, self.quantile_n = float(quantile_q), int(quantile_n)
         self.fail_penalty, self.window, self.min_runs = float(fail_penalty), int(window), int(min_runs)
         self._cached_choice: list | None = None
@@ -72,6 +73,8 @@ class BestAgent(AgentBase):
                 return None
             return float(np.quantile(ys[-self.quantile_n:], self.quantile_q, method="higher"))
         xs, ys = xs[-self.window:], ys[-self.window:]
+        if name == "scaled":
+            return self._scaled(xs, ys, x)
         if x is None or not x > 0 or len(ys) < 3 or not np.all(xs > 0):  # NaN fails > 0
             return None
         if name == "lr":
@@ -84,6 +87,17 @@ class BestAgent(AgentBase):
             k = min(self.knn_k, len(xs))
             return float(np.max(ys[np.argpartition(d, k - 1)[:k]]))
         raise ValueError(name)
+
+    def _scaled(self, xs: np.ndarray, ys: np.ndarray, x: float | None) -> float | None:
+        """The largest peak, each run's scaled up in proportion where the task's input is larger
+        than that run's: ``max(peak_i × max(1, x / x_i))``. Safe for a stage whose memory grows
+        with its input (a fixed part makes it an over-estimate), and it needs only one run."""
+        if not self.scaled or x is None or not x > 0:
+            return None
+        known = xs > 0  # NaN (unknown input) fails > 0
+        if not np.any(known):
+            return None
+        return float(np.max(ys[known] * np.maximum(1.0, x / xs[known])))
 
     def _learn(self, outcome: Outcome, sample: Sample | None) -> None:
         if sample is None:
@@ -162,6 +176,11 @@ class BestAgent(AgentBase):
                                f"scored runs) predicts {pred:.0f} MB × learned offset {factor:.3f} = "
                                f"{mem:.0f} MB, expected kill rate {100 * rate:.1f}%; {cpus} CPU(s)")
         top = float(np.max(self.history.peaks()))
+        scaled = self._scaled(self.history.inputs(), self.history.peaks(), input_bytes)
+        if scaled is not None and scaled > top:  # a larger input than the runs seen: their peaks scaled up
+            mem = self._cap_mem(scaled * self.cold_margin)
+            return cpus, mem, (f"{n} run(s), too few to score predictors: largest peak scaled to this "
+                               f"input {scaled:.0f} MB × {self.cold_margin:g} = {mem:.0f} MB; {cpus} CPU(s)")
         mem = self._cap_mem(top * self.cold_margin)
         return cpus, mem, (f"{n} run(s), too few to score predictors: largest peak "
                            f"{top:.0f} MB × {self.cold_margin:g} = {mem:.0f} MB; {cpus} CPU(s)")
