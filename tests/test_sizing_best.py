@@ -100,3 +100,19 @@ def test_explain_names_the_sizing_agent_once(tmp_path):
         asad("run", str(wf), "--backend", "sim", "--load", "0")
     why = asad("explain", "2", "a").stdout
     assert "sizey-like: " in why and "sizey-like: sizey-like" not in why, why
+
+
+def test_a_larger_input_scales_the_peaks_only_where_they_grow_with_input():
+    # issue 39: a stage whose memory grows with its input, two runs at 100 and 300 MB of input
+    user = Request(cpus=1, mem_mb=2048, time_s=600)
+    agent = BestAgent(seed=0)
+    for mb, peak in ((100, 116.0), (300, 316.0)):
+        agent.observe(Outcome(user, peak, 1.0, 5.0, mb * 2.0**20, "COMPLETED"))
+    d = agent.propose(user, 600 * 2.0**20)  # twice the largest input seen
+    assert d.request.mem_mb == 766 and "scaled to this input" in d.why  # 316 × 600/300 = 632 … 116 × 6 = 696, × 1.1
+    assert BestAgent(seed=0, scaled=False, confident_runs=2)._scaled(agent.history.inputs(), agent.history.peaks(), 6e8) is None
+    # peaks that do not follow the input (a stand-in that says little): the largest peak × 1.1
+    flat = BestAgent(seed=0)
+    for mb, peak in ((100, 316.0), (300, 116.0)):
+        flat.observe(Outcome(user, peak, 1.0, 5.0, mb * 2.0**20, "COMPLETED"))
+    assert flat.propose(user, 600 * 2.0**20).request.mem_mb == 348

@@ -45,11 +45,12 @@ class BestAgent(AgentBase):
     def __init__(self, fail_penalty: float = 5.0, window: int = 200, min_runs: int = 1,
                  min_ratios: int = 5, cold_margin: float = 1.1, ttf_assumed: float = 0.5,
                  knn_k: int = 10, recent_n: int = 20, cpu_q: float = 0.95, quantile_q: float = 0.0,
-                 quantile_n: int = 50, scaled: bool = True, **kw) -> None:
+                 quantile_n: int = 50, scaled: bool = True, fail_cost_gbh: float = 0.0, **kw) -> None:
         super().__init__(fail_penalty=fail_penalty, window=window, min_runs=min_runs, min_ratios=min_ratios,
                          cold_margin=cold_margin, ttf_assumed=ttf_assumed, knn_k=knn_k, recent_n=recent_n,
-                         cpu_q=cpu_q, quantile_q=quantile_q, quantile_n=quantile_n, scaled=scaled, **kw)
+                         cpu_q=cpu_q, quantile_q=quantile_q, quantile_n=quantile_n, scaled=scaled, fail_cost_gbh=fail_cost_gbh, **kw)
         self.scaled = bool(scaled)
+        self.fail_cost_gbh = float(fail_cost_gbh)
         self.quantile_q, self.quantile_n = float(quantile_q), int(quantile_n)
         self.fail_penalty, self.window, self.min_runs = float(fail_penalty), int(window), int(min_runs)
         self._cached_choice: list | None = None
@@ -90,12 +91,19 @@ class BestAgent(AgentBase):
 
     def _scaled(self, xs: np.ndarray, ys: np.ndarray, x: float | None) -> float | None:
         """The largest peak, each run's scaled up in proportion where the task's input is larger
-        than that run's: ``max(peak_i × max(1, x / x_i))``. Safe for a stage whose memory grows
-        with its input (a fixed part makes it an over-estimate), and it needs only one run."""
+        than that run's: ``max(peak_i × max(1, x / x_i))``, once the runs show the peak growing with
+        the input (a log-log slope ≥ 0.5). Safe for such a stage (a fixed part makes it an
+        over-estimate); it needs two runs with different inputs."""
         if not self.scaled or x is None or not x > 0:
             return None
-        known = xs > 0  # NaN (unknown input) fails > 0
-        if not np.any(known):
+        known = (xs > 0) & (ys > 0)  # NaN (unknown input) fails > 0
+        lx, ly = np.log(xs[known]), np.log(ys[known])
+        # only where the runs show it: peaks growing with input (log-log slope ≥ 0.5 over inputs at
+        # least 1.2× apart); a stand-in for input size that says little would only over-allocate
+        if len(lx) < 2 or float(np.ptp(lx)) < math.log(1.2):
+            return None
+        slope = float(np.polyfit(lx, ly, 1)[0])
+        if slope < 0.5:
             return None
         return float(np.max(ys[known] * np.maximum(1.0, x / xs[known])))
 
@@ -138,7 +146,10 @@ class BestAgent(AgentBase):
         waste_mb = (run_s @ waste) / float(np.sum(run_s))
         kills = np.sum(~ok, axis=0) + np.where(factors > top, 0.5, 1.0)
         kill_rate = kills / (n + 1)
-        cost = waste_mb + self.fail_penalty * float(np.mean(peak)) * kill_rate
+        if self.fail_cost_gbh > 0:  # a kill costs the same GB·h in every stage (the ceiling's λ)
+            cost = waste_mb + self.fail_cost_gbh * 1024.0 * 3600.0 * kill_rate / float(np.mean(run_s))
+        else:  # a kill costs in proportion to the stage's own peak
+            cost = waste_mb + self.fail_penalty * float(np.mean(peak)) * kill_rate
         i = int(np.argmin(cost))
         return float(cost[i]), float(factors[i]), float(kill_rate[i])
 
