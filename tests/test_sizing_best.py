@@ -84,8 +84,8 @@ def test_quantile_predictor_is_off_by_default_and_a_recent_quantile_when_on():
     # a stage whose peaks vary widely at the same input: it trades kills for MAQ, within bounds
     rng = np.random.default_rng(2)
     peaks = rng.choice([3000.0, 4500.0, 9000.0], size=300, p=[0.5, 0.4, 0.1])
-    maq_off, kills_off = replay(BestAgent(seed=1), [None] * 300, peaks)
-    maq_on, kills_on = replay(BestAgent(seed=1, quantile_q=0.5), [None] * 300, peaks)
+    maq_off, kills_off = replay(BestAgent(seed=1, fail_penalty=5.0), [None] * 300, peaks)
+    maq_on, kills_on = replay(BestAgent(seed=1, fail_penalty=5.0, quantile_q=0.5), [None] * 300, peaks)
     assert maq_on > maq_off + 0.05 and kills_off < kills_on < 0.15
 
 
