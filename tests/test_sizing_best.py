@@ -116,3 +116,17 @@ def test_a_larger_input_scales_the_peaks_only_where_they_grow_with_input():
     for mb, peak in ((100, 316.0), (300, 116.0)):
         flat.observe(Outcome(user, peak, 1.0, 5.0, mb * 2.0**20, "COMPLETED"))
     assert flat.propose(user, 600 * 2.0**20).request.mem_mb == 348
+
+
+def test_a_fixed_cost_per_kill_makes_a_long_stage_bolder_than_a_short_one():
+    # fail_cost_gbh (tried for issue 39, off by default): a kill costs the same GB·h in every stage,
+    # so a stage of long runs can afford kills that a stage of short runs cannot
+    rng = np.random.default_rng(3)
+    ratios = rng.uniform(0.6, 1.0, 50)
+    rows = lambda run_s: np.column_stack([ratios, np.full(50, 1000.0), 1000.0 * ratios, np.full(50, run_s),
+                                          np.full(50, 1000.0)])  # noqa: E731
+    agent = BestAgent(fail_cost_gbh=1.0)
+    _, factor_long, rate_long = agent._choose_factor(rows(1e6))
+    _, factor_short, rate_short = agent._choose_factor(rows(10.0))
+    assert factor_long < factor_short and rate_long > rate_short
+    assert BestAgent()._choose_factor(rows(1e6))[1] == BestAgent()._choose_factor(rows(10.0))[1]  # relative: same
