@@ -162,3 +162,30 @@ def test_no_cut_from_one_run_and_every_cut_shown_in_status_and_show(db_url):
     finally:
         store.close()
     assert rows[0]["sized_below"] == cut
+
+
+def test_status_marks_a_running_stage_sized_below_its_file(db_url):
+    from asad.app import make_runner
+    from asad.config import Settings
+    from asad.status import render_status, status_rows
+
+    text = OOM_WF.replace("sizing: off", "sizing: sizey-like").replace("peak_mem: 3G", "peak_mem: 100M")
+    _run(db_url, text, runs=2)  # two completed runs: the agent may now cut
+    sim = make_simulator("small", load=0.0, seed=7)
+    store = Store(db_url)
+    try:
+        runner = make_runner(Settings(), store, sim)
+        wf_id = store.add_workflow(parse_workflow(text), sim.now(), strategy="per-stage").id
+        runner.load()
+        for _ in range(3):  # the 20-minute stage is submitted and running
+            runner.tick()
+            sim.run_until(sim.now() + 120)
+        runner.tick()
+        rows, notes = status_rows(store, wf_id)
+    finally:
+        store.close()
+    out = render_status(rows, None, notes)
+    (row,) = rows
+    assert row["state"] not in ("COMPLETED", "FAILED") and row["sized_below"].startswith("sized below the file: mem ")
+    assert (f"# workflow {wf_id} stage grow: {row['sized_below']} by its sizing agent "
+            f"(asad explain {wf_id} grow says why)") in out, out
