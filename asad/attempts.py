@@ -123,8 +123,8 @@ def retry_note(attempts: list[Attempt]) -> str | None:
 
 
 def sized_below(wf: WorkflowRun, stage: str) -> str:
-    """"" unless a sizing agent asks less than the workflow file for ``stage`` (its current
-    attempt, or its planned size before one is submitted): then what, e.g.
+    """Empty unless a sizing agent asks less than the workflow file for ``stage`` (its current
+    attempt, or its planned size before one is submitted); else what, e.g.
     ``sized below the file: mem 512M (file 1G)``. Every such cut is shown where the user looks
     (``asad status`` and ``show``), not only by ``asad explain``."""
     spec, run = wf.spec.stage(stage), wf.stages[stage]
