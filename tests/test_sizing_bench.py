@@ -78,7 +78,8 @@ def test_agents_replay_on_the_tiny_trace(tiny):
     s = replay_agent(tiny, 0.5, lambda seed: make_agent("pc95", seed=seed)).summary()
     assert s["tasks"] == 3 and 0 < s["maq"] <= 1
     res = run({"tiny": tiny}, [0.5], ["pc95", "sizey-like"])
-    assert set(res["ttf"]["0.5"]["totals"]) == {"requests", "anchor-maxpeak×1.1", "pc95", "sizey-like"}
+    assert set(res["ttf"]["0.5"]["totals"]) == {"requests", "anchor-maxpeak×1.1", "ceiling-hindsight",
+                                                "ceiling-cold-start", "pc95", "sizey-like"}
 
 
 @pytest.mark.skipif(not DEFAULT_TRACES.is_dir(), reason=f"nf-core traces not present at {DEFAULT_TRACES}")
@@ -196,18 +197,3 @@ def test_qlearn_withdraw_restores_state():
     agent.propose(default)
     agent.withdraw()
     assert (agent.state, agent.pending) == before
-
-
-def test_ceiling_constant_is_hindsight_size_per_process():
-    from asad.bench.sizing import TraceTask, replay_ceiling
-
-    def task(i, peak):
-        return TraceTask(task_id=i, process="p", cpus=1, mem_mb=1000.0, time_s=600, peak_mb=peak,
-                         realtime_s=10.0, cpu_usage=1.0, input_bytes=None)
-
-    tasks = [task(i, 100.0) for i in range(49)] + [task(49, 500.0)]
-    t = replay_ceiling(tasks, 0.5, fail_budget=0.03)  # 1 of 50 may fail: size 100, the 500 one retried
-    assert (t.attempts, t.oom) == (51, 1)
-    used = 49 * 100 * 10 + 500 * 10
-    assert t.maq == pytest.approx(used / (49 * 100 * 10 + 100 * 5 + 500 * 10))
-    assert replay_ceiling(tasks, 0.5, fail_budget=0.0).oom == 0  # no budget: the largest peak

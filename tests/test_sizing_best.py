@@ -44,7 +44,7 @@ def test_follows_input_size_where_the_maximum_cannot():
 def test_constant_stage_gets_a_tight_offset():
     rng = np.random.default_rng(1)
     peaks = 4000 + rng.normal(0, 5, 200)
-    maq, kills = replay(BestAgent(seed=1), [None] * 200, peaks)
+    maq, kills = replay(BestAgent(seed=1, confident_runs=1), [None] * 200, peaks)
     assert maq > 0.95 and kills < 0.05
     agent = BestAgent(seed=1)
     replay(agent, [None] * 200, peaks)
@@ -52,11 +52,28 @@ def test_constant_stage_gets_a_tight_offset():
 
 
 def test_cold_start_uses_user_then_largest_peak_with_margin():
-    agent = BestAgent(seed=0)
+    agent = BestAgent(seed=0, confident_runs=1)
     assert agent.propose(DEFAULT).request.mem_mb == 20_000
     agent.observe(Outcome(DEFAULT, 1000.0, 100.0, 100.0, None, "COMPLETED"))
     d = agent.propose(DEFAULT)
     assert d.request.mem_mb == 1100 and "too few" in d.why
+
+
+def test_no_cut_below_the_request_before_enough_runs():
+    # issue 39: one `sleep` run that peaked at 1 MB made the next run of a `mem: 1G` stage ask 64M
+    agent = BestAgent(seed=0, confident_runs=3)
+    user = Request(cpus=1, mem_mb=1024, time_s=600)
+    for n in range(3):
+        d = agent.propose(user)
+        assert d.request.mem_mb == 1024, (n, d.why)
+        if n:
+            assert f"kept at the user's 1024 MB: a cut below the request waits for 3 completed runs ({n} so far)" in d.why
+        agent.observe(Outcome(d.request, 1.0, 0.1, 5.0, None, "COMPLETED"))
+    assert agent.propose(user).request.mem_mb == 64  # three runs: the cut, to asad's floor
+    # more than the request is never held back: a stage that needs more gets it at once
+    agent = BestAgent(seed=0)
+    agent.observe(Outcome(user, 1000.0, 0.1, 5.0, None, "COMPLETED"))
+    assert agent.propose(Request(cpus=1, mem_mb=512, time_s=600)).request.mem_mb == 1100
 
 
 def test_quantile_predictor_is_off_by_default_and_a_recent_quantile_when_on():
@@ -67,8 +84,8 @@ def test_quantile_predictor_is_off_by_default_and_a_recent_quantile_when_on():
     # a stage whose peaks vary widely at the same input: it trades kills for MAQ, within bounds
     rng = np.random.default_rng(2)
     peaks = rng.choice([3000.0, 4500.0, 9000.0], size=300, p=[0.5, 0.4, 0.1])
-    maq_off, kills_off = replay(BestAgent(seed=1), [None] * 300, peaks)
-    maq_on, kills_on = replay(BestAgent(seed=1, quantile_q=0.5), [None] * 300, peaks)
+    maq_off, kills_off = replay(BestAgent(seed=1, fail_penalty=5.0), [None] * 300, peaks)
+    maq_on, kills_on = replay(BestAgent(seed=1, fail_penalty=5.0, quantile_q=0.5), [None] * 300, peaks)
     assert maq_on > maq_off + 0.05 and kills_off < kills_on < 0.15
 
 
@@ -83,3 +100,33 @@ def test_explain_names_the_sizing_agent_once(tmp_path):
         asad("run", str(wf), "--backend", "sim", "--load", "0")
     why = asad("explain", "2", "a").stdout
     assert "sizey-like: " in why and "sizey-like: sizey-like" not in why, why
+
+
+def test_a_larger_input_scales_the_peaks_only_where_they_grow_with_input():
+    # issue 39: a stage whose memory grows with its input, two runs at 100 and 300 MB of input
+    user = Request(cpus=1, mem_mb=2048, time_s=600)
+    agent = BestAgent(seed=0)
+    for mb, peak in ((100, 116.0), (300, 316.0)):
+        agent.observe(Outcome(user, peak, 1.0, 5.0, mb * 2.0**20, "COMPLETED"))
+    d = agent.propose(user, 600 * 2.0**20)  # twice the largest input seen
+    assert d.request.mem_mb == 766 and "scaled to this input" in d.why  # 316 × 600/300 = 632 … 116 × 6 = 696, × 1.1
+    assert BestAgent(seed=0, scaled=False, confident_runs=2)._scaled(agent.history.inputs(), agent.history.peaks(), 6e8) is None
+    # peaks that do not follow the input (a stand-in that says little): the largest peak × 1.1
+    flat = BestAgent(seed=0)
+    for mb, peak in ((100, 316.0), (300, 116.0)):
+        flat.observe(Outcome(user, peak, 1.0, 5.0, mb * 2.0**20, "COMPLETED"))
+    assert flat.propose(user, 600 * 2.0**20).request.mem_mb == 348
+
+
+def test_a_fixed_cost_per_kill_makes_a_long_stage_bolder_than_a_short_one():
+    # fail_cost_gbh (tried for issue 39, off by default): a kill costs the same GB·h in every stage,
+    # so a stage of long runs can afford kills that a stage of short runs cannot
+    rng = np.random.default_rng(3)
+    ratios = rng.uniform(0.6, 1.0, 50)
+    rows = lambda run_s: np.column_stack([ratios, np.full(50, 1000.0), 1000.0 * ratios, np.full(50, run_s),
+                                          np.full(50, 1000.0)])  # noqa: E731
+    agent = BestAgent(fail_cost_gbh=1.0)
+    _, factor_long, rate_long = agent._choose_factor(rows(1e6))
+    _, factor_short, rate_short = agent._choose_factor(rows(10.0))
+    assert factor_long < factor_short and rate_long > rate_short
+    assert BestAgent()._choose_factor(rows(1e6))[1] == BestAgent()._choose_factor(rows(10.0))[1]  # relative: same

@@ -138,3 +138,54 @@ stages:
                                       for st in row.summary["stages"]])
     text = render_summary(shown)
     assert "log /r/slow.log   Slurm output /r/slow-1.out" in text and "/r/hog" not in text, text
+
+
+def test_no_cut_from_one_run_and_every_cut_shown_in_status_and_show(db_url):
+    # issue 39: after one run of a `mem: 1G` stage that peaked far below, the next run asked
+    # --mem=64M and only `asad explain` told. Now: the file's request until the agent's
+    # confident_runs (2) have completed, and a cut is marked in `asad status` and `asad show`.
+    from asad.view.status import status_rows
+
+    text = OOM_WF.replace("sizing: off", "sizing: sizey-like").replace("peak_mem: 3G", "peak_mem: 100M")
+    summaries, wfs = _run(db_url, text, runs=3)
+    mems = [s["stages"][0]["mem_mb"] for s in summaries]
+    assert mems[:2] == [1024, 1024] and mems[2] < 1024, mems
+    assert "a cut below the request waits for 2 completed runs (1 so far)" in render_explain(wfs[1], None)
+    assert not summaries[1]["stages"][0]["sized_below"]
+    cut = summaries[2]["stages"][0]["sized_below"]
+    assert cut == f"sized below the file: mem {mems[2]}M (file 1G)"
+    assert cut in render_summary(summaries[2])
+    store = Store(db_url)
+    try:
+        wf_id = summaries[2]["id"]
+        rows, notes = status_rows(store, wf_id, include_finished=True)
+    finally:
+        store.close()
+    assert rows[0]["sized_below"] == cut
+
+
+def test_status_marks_a_running_stage_sized_below_its_file(db_url):
+    from asad.daemon.wiring import make_runner
+    from asad.common.config import Settings
+    from asad.view.status import render_status, status_rows
+
+    text = OOM_WF.replace("sizing: off", "sizing: sizey-like").replace("peak_mem: 3G", "peak_mem: 100M")
+    _run(db_url, text, runs=2)  # two completed runs: the agent may now cut
+    sim = make_simulator("small", load=0.0, seed=7)
+    store = Store(db_url)
+    try:
+        runner = make_runner(Settings(), store, sim)
+        wf_id = store.add_workflow(parse_workflow(text), sim.now(), strategy="per-stage").id
+        runner.load()
+        for _ in range(3):  # the 20-minute stage is submitted and running
+            runner.tick()
+            sim.run_until(sim.now() + 120)
+        runner.tick()
+        rows, notes = status_rows(store, wf_id)
+    finally:
+        store.close()
+    out = render_status(rows, None, notes)
+    (row,) = rows
+    assert row["state"] not in ("COMPLETED", "FAILED") and row["sized_below"].startswith("sized below the file: mem ")
+    assert (f"# workflow {wf_id} stage grow: {row['sized_below']} by its sizing agent "
+            f"(asad explain {wf_id} grow says why)") in out, out

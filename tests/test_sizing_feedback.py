@@ -27,7 +27,7 @@ def test_percentile_uses_user_values_until_one_run_then_the_percentile():
 
 
 def test_kills_are_not_samples():
-    agent = PercentileAgent(percentile=95)
+    agent = PercentileAgent(percentile=95, confident_runs=1)
     agent.observe(done(1000))
     agent.observe(Outcome(Request(4, 500, 60), 500.0, None, 10.0, None, "OUT_OF_MEMORY"))
     assert agent.history.n == 1 and agent.history.oom_floor_mb == 500

@@ -232,7 +232,7 @@ def test_a_multi_node_stage_learns_its_time_limit_but_keeps_its_shape(db_url):
     assert all(s["state"] == "COMPLETED" for s in summaries)
     first, last = (s["stages"][0]["attempt_list"][0] for s in (summaries[0], summaries[-1]))
     assert first["time_s"] == 7200  # the user's, until 10 runs were seen
-    assert last["time_s"] == 1800, last  # 2 × 600 s + 600 s, learned
+    assert last["time_s"] == 2400, last  # sizey-like: 3 × 600 s + 600 s, learned
     assert (last["cpus"], last["mem_mb"]) == (first["cpus"], first["mem_mb"])  # the user's shape
     why = render_explain(wfs[-1], "solve")
     assert "CPUs and memory stay the user's" in why, why

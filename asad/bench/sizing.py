@@ -15,9 +15,11 @@ and run time is stretched work-conservingly: a task that kept ``u`` cores busy t
 busy cores free by construction: core·h savings under ``shrink`` are not evidence.
 
 Rows: the traces' own requests (the users' defaults), the anchor "largest peak so far
-× 1.1, first task at the request, doubling on failure", then every agent. ``--agents
-ceiling-constant`` adds a bound, not an agent: one size per process picked in hindsight
-from all its peaks with ≤ 3% of its tasks above it (:func:`replay_ceiling`).
+× 1.1, first task at the request, doubling on failure", two bounds that are not agents
+(:mod:`asad.bench.sizing_bounds`: the workflow-wide hindsight optimum with ≤ 3% failed
+attempts, and the same paying each process's cold start), then every agent; then each
+agent's share of the gap it closes between the anchor (and Witt's best agent) and the
+cold-start ceiling.
 
 Input size (``--input-feature``), only what is known when the task is submitted:
 
@@ -49,7 +51,6 @@ import math
 import sys
 import time
 import zlib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -59,28 +60,13 @@ from asad.common.arg_types import positive_int
 from asad.sizing.base import Caps, Outcome, Request, SizingError
 from asad.sizing.cpus import keep_user_cpus
 from asad.sizing.retry import retry_request
-from asad.sizing.timelimit import stretched_elapsed_s
+from asad.bench.sizing_bounds import BOUNDS, COLD_START, HINDSIGHT, format_gaps, gap_rows, replay_hindsight
+from asad.bench.sizing_trace import DEFAULT_TIME_S, Tally, TraceTask, default_request, play_attempt  # noqa: F401 (re-exported)
 
 MB = 1024 * 1024
 DEFAULT_TRACES = Path("/work/shared/data/nfcore-task-traces")
-DEFAULT_TIME_S = 86400  # a trace without a time request (iwd): a day, as many sites' default
 BENCH_CAPS = Caps(max_cpus=64, max_mem_mb=512 * 1024, max_time_s=7 * 86400)
 MAX_ATTEMPTS = 30
-
-
-@dataclass(frozen=True)
-class TraceTask:
-    task_id: int
-    process: str
-    cpus: int
-    mem_mb: float  # requested
-    time_s: int | None  # requested
-    peak_mb: float
-    realtime_s: float
-    cpu_usage: float  # cores busy on average (%cpu / 100)
-    input_bytes: float | None  # the input-size feature (see ``--input-feature``); None = unknown
-    submit_s: float = 0.0  # when the workflow submitted it (trace clock)
-    complete_s: float = 0.0  # when it completed in the trace
 
 
 def _num(v: str) -> float | None:
@@ -150,79 +136,6 @@ def load_traces(directory: Path, input_feature: str = "upstream") -> dict[str, l
     return {f.name[len("trace_"):-len(".csv.gz")]: load_trace(f, input_feature) for f in files}
 
 
-@dataclass
-class Tally:
-    tasks: int = 0
-    attempts: int = 0
-    oom: int = 0
-    timeouts: int = 0
-    unfit: int = 0  # tasks that could not fit the caps (SizingError)
-    used_mb_s: float = 0.0
-    alloc_mb_s: float = 0.0
-    cpu_alloc_s: float = 0.0  # core·s
-    cpu_used_s: float = 0.0
-    run_s: float = 0.0  # every attempt's wall time
-    limit_s: float = 0.0  # time limits of the successful attempts
-    ok_run_s: float = 0.0  # run time of the successful attempts
-    limit_ratios: list[float] = field(default_factory=list)  # each successful attempt's limit / run time
-
-    @property
-    def maq(self) -> float:
-        return self.used_mb_s / self.alloc_mb_s if self.alloc_mb_s else 1.0
-
-    @property
-    def failed_attempts(self) -> int:
-        return self.oom + self.timeouts
-
-    def summary(self) -> dict:
-        gbh = 1024.0 * 3600.0
-        return {"tasks": self.tasks, "attempts": self.attempts, "oom": self.oom, "timeouts": self.timeouts,
-                "unfit": self.unfit, "maq": self.maq,
-                "failed_pct": 100.0 * self.failed_attempts / max(1, self.tasks),
-                "mem_alloc_gbh": self.alloc_mb_s / gbh, "mem_used_gbh": self.used_mb_s / gbh,
-                "cpu_alloc_coreh": self.cpu_alloc_s / 3600.0, "cpu_used_coreh": self.cpu_used_s / 3600.0,
-                "run_h": self.run_s / 3600.0, "limit_h": self.limit_s / 3600.0, "ok_run_h": self.ok_run_s / 3600.0,
-                "limit_over_run": self.limit_s / self.ok_run_s if self.ok_run_s else None,
-                "limit_over_run_median": float(np.median(self.limit_ratios)) if self.limit_ratios else None}
-
-
-def play_attempt(tally: Tally, task: TraceTask, req: Request, ttf: float) -> Outcome:
-    """One attempt of ``task`` under ``req``: account it and return what Slurm would report."""
-    run_s = task.realtime_s * (stretched_elapsed_s(1.0, task.cpu_usage, task.cpus, req.cpus)
-                               if task.cpu_usage > 0 else 1.0)
-    work_s = task.cpu_usage * task.realtime_s
-    tally.attempts += 1
-    oom_at = ttf * run_s if req.mem_mb < task.peak_mb else math.inf
-    timeout_at = float(req.time_s) if req.time_s < run_s else math.inf
-    if oom_at < math.inf or timeout_at < math.inf:
-        if oom_at <= timeout_at:
-            tally.oom += 1
-            end_s, state, peak = oom_at, "OUT_OF_MEMORY", float(req.mem_mb)
-        else:
-            tally.timeouts += 1
-            end_s, state, peak = timeout_at, "TIMEOUT", None
-        tally.alloc_mb_s += req.mem_mb * end_s  # all of a failed attempt is waste
-        tally.cpu_alloc_s += req.cpus * end_s
-        tally.run_s += end_s
-        return Outcome(request=req, peak_mem_mb=peak, cpu_s=work_s * end_s / run_s if run_s else 0.0,
-                       elapsed_s=end_s, input_bytes=task.input_bytes, state=state)
-    tally.used_mb_s += task.peak_mb * run_s
-    tally.alloc_mb_s += req.mem_mb * run_s
-    tally.cpu_alloc_s += req.cpus * run_s
-    tally.cpu_used_s += work_s
-    tally.run_s += run_s
-    tally.ok_run_s += run_s
-    tally.limit_s += req.time_s
-    tally.limit_ratios.append(req.time_s / max(1.0, run_s))
-    return Outcome(request=req, peak_mem_mb=task.peak_mb, cpu_s=work_s, elapsed_s=run_s,
-                   input_bytes=task.input_bytes, state="COMPLETED")
-
-
-def default_request(task: TraceTask) -> Request:
-    return Request(cpus=task.cpus, mem_mb=max(1, int(math.ceil(task.mem_mb))),
-                   time_s=task.time_s or DEFAULT_TIME_S)
-
-
 def replay_requests(tasks: list[TraceTask], ttf: float) -> Tally:
     """The traces' own requests (never killed: every trace peak is below its request)."""
     tally = Tally()
@@ -260,33 +173,6 @@ def replay_anchor(tasks: list[TraceTask], ttf: float, margin: float = 1.1, delay
     return tally
 
 
-def replay_ceiling(tasks: list[TraceTask], ttf: float, fail_budget: float = 0.03) -> Tally:
-    """Not an agent, a bound: one memory size per process chosen *in hindsight* from all its
-    peaks (the smallest whose share of tasks above it is ≤ ``fail_budget``); a task above it is
-    killed at ``ttf`` and retried at the process's largest peak. What any agent that sizes a
-    process by one value, knowing its whole future, would get with that failure rate; only
-    per-task knowledge (a feature that predicts the peak) can beat it."""
-    by_proc: dict[str, list[float]] = {}
-    for task in tasks:
-        by_proc.setdefault(task.process, []).append(task.peak_mb)
-    size: dict[str, tuple[int, int]] = {}
-    for proc, peaks in by_proc.items():
-        ordered = sorted(peaks)
-        n = len(ordered)
-        allowed = int(math.floor(fail_budget * n + 1e-9))  # tasks that may be above the size
-        size[proc] = (int(math.ceil(ordered[n - 1 - allowed])), int(math.ceil(ordered[-1])))
-    tally = Tally()
-    for task in tasks:
-        tally.tasks += 1
-        d = default_request(task)
-        first, top = size[task.process]
-        time_s = max(d.time_s, int(math.ceil(task.realtime_s)))
-        if not play_attempt(tally, task, Request(d.cpus, first, time_s), ttf).completed:
-            play_attempt(tally, task, Request(d.cpus, top, time_s), ttf)
-    return tally
-
-
-CEILING = "ceiling-constant"
 WITT_AGENTS = ("pc50", "pc95", "lr-mean±", "lr-mean-", "lr-max-")
 TOVAR_AGENTS = ("tovar-min-waste", "tovar-max-throughput")
 ZUNKER_AGENTS = ("bandit", "qlearn")
@@ -434,10 +320,14 @@ def _one(job: tuple[float, str, str, str, int, dict, bool]) -> tuple[float, str,
         tally = replay_requests(tasks, ttf)
     elif name == ANCHOR:
         tally = replay_anchor(tasks, ttf, delayed=delayed)
-    elif name == CEILING:
-        tally = replay_ceiling(tasks, ttf)
+    elif name == HINDSIGHT:
+        tally = replay_hindsight(tasks, ttf)
+    elif name == COLD_START:
+        tally = replay_hindsight(tasks, ttf, cold_start=True)
     else:
         rule = paper_rule(name) if retry_mode == "paper" else retry_mode
+        if rule in PAPER_RULES:  # the papers' agents cut from their first run(s): asad's wait is not theirs
+            params = {"confident_runs": 1, **params}
         tally = replay_agent(tasks, ttf, lambda s: make_agent(name, caps=BENCH_CAPS, seed=s, **params),
                              retry_mode=rule, seed=seed, delayed=delayed, cpus_mode=cpus_mode)
     return ttf, name, wf, tally.summary()
@@ -455,7 +345,7 @@ def run(traces: dict[str, list[TraceTask]], ttfs: list[float], agents: list[str]
         delayed: bool = False, cpus_mode: str = "keep") -> dict:
     """Every (ttf, policy, workflow) replay; ``jobs`` > 1 runs them in forked processes.
     ``params`` go to every agent's constructor (meant for one agent at a time)."""
-    names = ["requests", ANCHOR] + list(agents)
+    names = ["requests", ANCHOR, *BOUNDS] + [a for a in agents if a not in BOUNDS]
     params = dict(params or {})
     results: dict = {"ttf": {}, "agents": names, "workflows": list(traces), "retry_mode": retry_mode,
                      "seed": seed, "params": params, "delayed": delayed, "cpus_mode": cpus_mode}
@@ -481,7 +371,9 @@ def run(traces: dict[str, list[TraceTask]], ttfs: list[float], agents: list[str]
             if t == ttf:
                 per[name][wf] = summary
         per = {n: {wf: per[n][wf] for wf in traces} for n in names}
-        results["ttf"][str(ttf)] = {"per_workflow": per, "totals": _totals(per)}
+        block = {"per_workflow": per, "totals": _totals(per)}
+        block["gaps"] = gap_rows(block, list(traces), names[2:], ANCHOR)
+        results["ttf"][str(ttf)] = block
     return results
 
 
@@ -529,6 +421,7 @@ def format_text(results: dict) -> str:
                          f"{t['cpu_change_pct']:>6.0f}%{t['run_change_pct']:>5.0f}%{t['timeouts']:>4d}"
                          f"{t['limit_over_run']:>10.1f}{t['limit_over_run_median']:>7.1f}")
         lines.append("")
+        lines.extend(format_gaps(block["gaps"], wfs))
     return "\n".join(lines)
 
 
@@ -544,9 +437,20 @@ def main(args: argparse.Namespace) -> int:
     if not traces_dir.is_dir():
         print(f"asad bench sizing: no traces at {traces_dir} (see shared/data/README.md)", file=sys.stderr)
         return 2
-    started = time.perf_counter()
-    traces = load_traces(traces_dir, args.input_feature)
     agents = args.agents.split(",") if args.agents else bench_agents()
+    from asad.sizing.registry import ALIASES, agent_names
+
+    unknown = [a for a in agents if a not in BOUNDS and ALIASES.get(a, a) not in agent_names()]
+    if unknown:
+        print(f"asad bench sizing: unknown agent(s) {', '.join(unknown)}; known: "
+              f"{', '.join(agent_names())} (the ceilings {', '.join(BOUNDS)} are always replayed)", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    try:
+        traces = load_traces(traces_dir, args.input_feature)
+    except FileNotFoundError as exc:
+        print(f"asad bench sizing: {exc} (see shared/data/README.md)", file=sys.stderr)
+        return 2
     params = {}
     for item in args.param:
         key, _, value = item.partition("=")

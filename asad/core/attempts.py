@@ -131,3 +131,22 @@ def retry_note(attempts: list[Attempt]) -> str | None:
     last = attempts[-1]
     return (f"attempt {last.attempt} {last.why}: now {last.cpus} CPU(s), "
             f"{format_mem(last.mem_mb) if last.mem_mb else '-'}, limit {format_duration(last.time_s)}")
+
+
+def sized_below(wf: WorkflowRun, stage: str) -> str:
+    """Empty unless a sizing agent asks less than the workflow file for ``stage`` (its current
+    attempt, or its planned size before one is submitted); else what, e.g.
+    ``sized below the file: mem 512M (file 1G)``. Every such cut is shown where the user looks
+    (``asad status`` and ``show``), not only by ``asad explain``."""
+    spec, run = wf.spec.stage(stage), wf.stages[stage]
+    job = wf.current_job(stage)
+    if job is not None and job.stage != stage:  # a shared job's request is the whole job's
+        return ""
+    mem = job.request.total_mem_mb() if job is not None else run.mem_mb
+    cpus = job.request.cpus if job is not None else run.cpus
+    file_mem, cut = spec.total_mem_mb(), []
+    if mem and file_mem and mem < file_mem:
+        cut.append(f"mem {format_mem(mem)} (file {format_mem(file_mem)})")
+    if cpus and cpus < spec.cpus:
+        cut.append(f"{cpus} CPU(s) (file {spec.cpus})")
+    return "sized below the file: " + ", ".join(cut) if cut else ""

@@ -10,7 +10,7 @@ A pre-submitted stage is a *hit* when it neither waited nor idled more than the 
 from __future__ import annotations
 
 from asad.core.array_view import array_tasks
-from asad.core.attempts import attempts_by_stage, describe
+from asad.core.attempts import attempts_by_stage, describe, sized_below
 from asad.core.attempts import tries as count_tries
 from asad.core.model import JobRecord, StageState, WorkflowRun
 
@@ -72,6 +72,7 @@ def summarize(wf: WorkflowRun) -> dict:
             "state": run.state.value,
             "attempts": count_tries(tries[name]) if name in tries else run.attempt,  # asad's resubmissions are no try
             "attempt_list": [dict(a.to_dict(), text=describe(a)) for a in tries.get(name, [])],
+            "sized_below": "" if big else sized_below(wf, name),
             "cpus": job.alloc_cpus or job.request.cpus if job else spec.cpus,
             # what it asks of GPUs: --gpus N (the job's) or --gres (per node); "" for none
             "gpus": (str(job.request.gpus) if job.request.gpus else job.request.gres or "") if job

@@ -24,6 +24,10 @@ import numpy as np
 OOM_PEAK_SHARE = 0.95
 
 MB = 1024 * 1024
+# No memory below the user's request until this many completed runs: one run (a `sleep` that
+# peaked at 1 MB) says little of the next, whose input may be larger (docs/sizing.md).
+CONFIDENT_RUNS = 2
+
 # No request below this: the batch shell and Slurm's step daemon need some memory, and a
 # learned size of a few MB (a task that once exited at once) would only climb by kills.
 MIN_MEM_MB = 64
@@ -279,7 +283,7 @@ class AgentBase:
 
     def __init__(self, caps: Caps | None = None, seed: int = 0, time_margin: float = 2.0,
                  learn_time: bool = True, time_min_runs: int = 10, time_slack_s: float = 600.0,
-                 time_spread_k: float = 0.0, **params: Any) -> None:
+                 time_spread_k: float = 0.0, confident_runs: int = CONFIDENT_RUNS, **params: Any) -> None:
         from asad.sizing.timelimit import TimeLimitLearner  # local: timelimit imports base
 
         self.caps = caps
@@ -287,7 +291,8 @@ class AgentBase:
         self.rng = np.random.default_rng(self.seed)
         self.history = History()
         self.params = dict(params, time_margin=time_margin, learn_time=learn_time, time_min_runs=time_min_runs,
-                           time_slack_s=time_slack_s, time_spread_k=time_spread_k)
+                           time_slack_s=time_slack_s, time_spread_k=time_spread_k, confident_runs=confident_runs)
+        self.confident_runs = int(confident_runs)
         self.learn_time = bool(learn_time)
         self.time = TimeLimitLearner(margin=time_margin, min_samples=time_min_runs, slack_s=time_slack_s,
                                      spread_k=time_spread_k)
@@ -301,6 +306,11 @@ class AgentBase:
                    f"using the user's {default.cpus} CPU(s) and {default.mem_mb} MB")
         else:
             cpus, mem_mb, why = sized
+            if mem_mb < default.mem_mb and self.history.n < self.confident_runs:
+                why += (f"; kept at the user's {default.mem_mb} MB: a cut below the request waits for "
+                        f"{self.confident_runs} completed runs ({self.history.n} so far)")
+                mem_mb = default.mem_mb
+                self.withdraw()  # an agent that learns from its own choice did not get it
         if self.learn_time:
             time_s, time_why = self.time.limit(default.time_s, int(cpus), input_bytes, self.caps)
         else:

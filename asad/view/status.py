@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 
 from asad.core import markers
 from asad.core.array_view import ArrayProgress, array_progress, format_tasks
-from asad.core.attempts import attempts_by_stage, describe, retry_note
+from asad.core.attempts import attempts_by_stage, describe, retry_note, sized_below
 from asad.core.attempts import tries as count_tries
 from asad.core.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun
 from asad.slurm.backend import JobState
@@ -104,6 +104,9 @@ def status_rows(store, workflow_id: int | None = None, include_finished: bool = 
         notes.append(SIMULATED_NOTE)
     notes.extend(f"workflow {r['workflow']} stage {r['stage']}: {r['retry']}" for r in rows
                  if r.get("retry") and r["state"] not in _FINAL_STAGE)
+    notes.extend(f"workflow {r['workflow']} stage {r['stage']}: {r['sized_below']} by its sizing agent "
+                 f"(asad explain {r['workflow']} {r['stage']} says why)" for r in rows
+                 if r.get("sized_below") and r["state"] not in _FINAL_STAGE)
     return rows, notes
 
 
@@ -316,6 +319,7 @@ def _stage_rows(wf: WorkflowRun, now: float) -> list[dict]:
             "attempts": count_tries(tries[name]) if name in tries else run.attempt,
             "retry": retry_note(tries.get(name, [])), "array_tasks": tasks,
             "gpus": gpus_asked(req.gpus, req.gres) if req else gpus_asked(spec.slurm.gpus, spec.slurm.gres),
+            "sized_below": sized_below(wf, name) if wf.strategy != "big-job" else "",
         })
     return out
 
@@ -448,6 +452,8 @@ def render_summary(s: dict) -> str:
             lines.append(f"      {st['message']}")
         if st.get("array_tasks"):
             lines.append(f"      array {st['array']}: tasks {format_tasks(st['array_tasks'])}")
+        if st.get("sized_below"):
+            lines.append(f"      {st['sized_below']} (asad explain {s['id']} {st['name']} says why)")
         if st.get("log") and st.get("job_id") and st.get("job_start"):  # a job that never ran wrote no log
             lines.append(f"      log {st['log']}" + (f"   Slurm output {st['slurm_output']}"
                                                      if st.get("slurm_output") else ""))

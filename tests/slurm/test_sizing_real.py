@@ -102,3 +102,54 @@ def test_a_stage_that_timed_out_once_does_not_time_out_on_the_next_run(cluster, 
     assert Path(kept).read_text() == f"attempt in job {timed_out}\n"
     why = asad(env, "explain", str(second["id"]), "slow")
     assert "timed out at 60 s" in why.stdout, why.stdout
+
+
+GROWING_WORKFLOW = """\
+name: grows
+strategy: per-stage
+sizing: sizey-like
+stages:
+  - name: load
+    cpus: 1
+    mem: 2G
+    time: 5m
+    inputs: [data.bin]
+    # holds its whole input in memory for a few seconds: the peak grows with the input's size
+    run: "python3 -c \\"import time; b = open('data.bin', 'rb').read(); time.sleep(4); print(len(b))\\""
+"""
+
+
+def test_a_stage_whose_memory_grows_with_its_input_is_sized_without_a_kill(cluster, tmp_path):
+    """issue 39: three runs with inputs of 100, 300 and 600 MB. The second keeps the file's 2G (one
+    run is too few to cut from), the third is cut below it, sized from the runs' peaks scaled to its
+    larger input, and neither is killed for memory (the cluster kills on memory by sampling:
+    JobAcctGatherParams=OverMemoryKill every second)."""
+    from asad.sizing.base import Outcome, Request
+    from asad.sizing.best import BestAgent
+
+    wf = write_workflow(tmp_path / "grows.yaml", GROWING_WORKFLOW)
+    state = tmp_path / "state"
+    env = asad_env(cluster, state)
+    backend = SlurmCLI(slurm_conf=cluster.slurm_conf)
+    runs, jobs = [], []
+    for mb in (100, 300, 600):
+        (tmp_path / "data.bin").write_bytes(b"\1" * (mb * 1024 * 1024))
+        r = _run(env, wf)
+        assert r["state"] == "COMPLETED", r["message"]
+        found = backend.find(f"asad:{store_id(state)}:{r['id']}:load:")
+        jobs.append([found[j] for j in sorted(found)])
+        runs.append(r)
+    assert [[j.state for j in js] for js in jobs] == [[JobState.COMPLETED]] * 3  # no OOM retry
+    mems = [r["stages"][0]["mem_mb"] for r in runs]
+    peaks = [r["stages"][0]["attempt_list"][-1]["peak_mem_mb"] for r in runs]
+    print(f"inputs 100/300/600 MB: --mem {mems} MB, peaks {peaks} MB")
+    assert mems[:2] == [2048, 2048], mems
+    assert peaks[2] > 600 and peaks[2] < mems[2] < 2048, (mems, peaks)
+    assert runs[2]["stages"][0]["sized_below"] == f"sized below the file: mem {mems[2]}M (file 2G)"
+    why = asad(env, "explain", str(runs[2]["id"]), "load").stdout
+    assert "scaled to this input" in why, why
+    # without this issue's rules (a cut from one run, no scaling) the second run would have been
+    # killed: the first run's peak × 1.1 is below the second's peak
+    old = BestAgent(confident_runs=1, scaled=False)
+    old.observe(Outcome(Request(1, 2048, 300), peaks[0], None, 5.0, 100 * 1024 * 1024, "COMPLETED"))
+    assert old.propose(Request(1, 2048, 300), 300 * 1024 * 1024).request.mem_mb < peaks[1]
