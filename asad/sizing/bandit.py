@@ -19,7 +19,8 @@ import math
 
 import numpy as np
 
-from asad.sizing.base import AgentBase, Outcome, Request, Sample
+from asad.sizing.agent import AgentBase
+from asad.sizing.base import Outcome, Request, Sample
 
 
 def softmax(h: np.ndarray) -> np.ndarray:

@@ -32,7 +32,8 @@ import math
 
 import numpy as np
 
-from asad.sizing.base import AgentBase, GrowingColumns, Outcome, Request, Sample
+from asad.sizing.agent import AgentBase
+from asad.sizing.base import GrowingColumns, Outcome, Request, Sample
 from asad.sizing.feedback import fit_line
 
 PREDICTORS = ("max", "recent", "lr", "knn", "quantile", "scaled")

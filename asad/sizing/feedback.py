@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from asad.sizing.base import AgentBase, Request
+from asad.sizing.agent import AgentBase
+from asad.sizing.base import Request
 
 LR_OFFSETS = ("mean±", "mean-", "max-")
 

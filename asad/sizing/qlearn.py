@@ -20,7 +20,8 @@ import math
 
 import numpy as np
 
-from asad.sizing.base import AgentBase, Outcome, Request, Sample
+from asad.sizing.agent import AgentBase
+from asad.sizing.base import Outcome, Request, Sample
 
 ACTIONS = ("keep", "+cpu", "-cpu", "+mem", "-mem")
 _DELTA = {"keep": (0, 0), "+cpu": (1, 0), "-cpu": (-1, 0), "+mem": (0, 1), "-mem": (0, -1)}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from asad.sizing.base import AgentBase
+from asad.sizing.agent import AgentBase
 
 # The best-measured agent on the nf-core traces (docs/results/sizing.md).
 DEFAULT_AGENT = "sizey-like"

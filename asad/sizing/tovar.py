@@ -21,7 +21,8 @@ import math
 
 import numpy as np
 
-from asad.sizing.base import AgentBase, Request
+from asad.sizing.agent import AgentBase
+from asad.sizing.base import Request
 
 MODES = ("min-waste", "max-throughput")
 
