@@ -59,6 +59,10 @@ def _prepare_sqlite_file(path: Path) -> None:
             os.close(fd)
     except OSError as exc:
         raise StoreError(unwritable_place_message(f"the store {path}", exc)) from exc
+    _check_sqlite_header(path)
+
+
+def _check_sqlite_header(path: Path) -> None:
     if path.stat().st_size:
         with open(path, "rb") as fh:
             head = fh.read(16)
@@ -88,6 +92,7 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
     if path is not None and read_only:
         if not path.is_file():
             raise StoreError(f"the store {path} does not exist")
+        _check_sqlite_header(path)
         url, path = read_only_sqlite_url(path), None  # no file made, no journal switched
     elif path is not None:
         _prepare_sqlite_file(path)
