@@ -21,10 +21,16 @@
   predecessor that ran long idles as well. So the instant is chosen from the distribution of
   ``R - W`` (the predecessor's run time, from its recent runs, minus the wait): eligible at the
   predecessor's start plus that difference's ``1 - tau`` quantile (:func:`begin_offset`); with one
-  run time seen, this is ``run time - the wait's tau quantile``. The instant is handed to Slurm
-  with ``--begin``, so a slow or restarted daemon cannot delay it. When that lead is short (under
-  ``MIN_LEAD_S``) or the predecessors' run time is not learned yet, the stage is submitted at
-  once with ``afterok`` instead: it then starts the moment they end, and nothing idles.
+  run time seen, this is ``run time - the wait's tau quantile``. The predecessor need not have
+  started: while it is pending in Slurm, its start is its eligible instant plus its learned wait
+  *given the wait so far* (:mod:`asad.strategies.expected_start`), so a successor whose lead
+  exceeds its predecessor's run time (a short stage, a long wait) becomes eligible before that
+  predecessor starts. Such a plan is held by the daemon (``SubmitAt``) and made again at its
+  instant, since the pending predecessor's expected start moves as it keeps waiting; from a running
+  predecessor the instant is handed to Slurm with ``--begin``, so a slow or restarted daemon cannot
+  delay it. When that lead is short (under ``MIN_LEAD_S``) or the predecessors' run time is not
+  learned yet, the stage is submitted with ``afterok`` instead (once they run): it then starts the
+  moment they end, and nothing idles.
 """
 
 from __future__ import annotations
