@@ -25,6 +25,7 @@ class Happened:
     allocated: float | None  # the job's start in Slurm
     work_start: float | None  # when the stage's own work began (after any barrier)
     cpus: int
+    afterok: bool = False  # held by a Slurm dependency: no lead was planned, eligible when they ended
 
     @property
     def idle_s(self) -> float:
@@ -45,8 +46,9 @@ def happened(wf: WorkflowRun, name: str) -> Happened | None:
         return None
     ends = [wf.stages[p].end_time for p in wf.spec.predecessors(name)]
     barrier = max(ends) if ends and all(e is not None for e in ends) else None
-    lead = run.est_wait_s if job.planned_start is not None else None
-    return Happened(planned_lead_s=lead, planned_end=job.planned_start, barrier=barrier,
+    afterok = job.request.dependency is not None
+    lead = run.est_wait_s if job.planned_start is not None and not afterok else None
+    return Happened(afterok=afterok, planned_lead_s=lead, planned_end=job.planned_start, barrier=barrier,
                     submitted=job.submitted_at, eligible=job.eligible_time, allocated=job.start_time,
                     work_start=run.start_time, cpus=job.request.cpus)
 
@@ -72,7 +74,8 @@ def describe(h: Happened) -> str:
             parts.append("not started yet")
         return "; ".join(p for p in (planned, ", ".join(parts)) if p)
     b = h.barrier
-    parts = [f"predecessors ended at {_clock(b)}", f"submitted {_rel(h.submitted, b)}"]
+    parts = [f"predecessors ended at {_clock(b)}",
+             f"submitted {_rel(h.submitted, b)}" + (" with afterok" if h.afterok else "")]
     if h.eligible is not None:
         parts.append(f"eligible {_rel(h.eligible, b)}")
     if h.allocated is not None:

@@ -40,3 +40,16 @@ def test_explain_says_when_the_allocation_came_against_the_barrier():
     assert item["happened"]["idle_core_s"] == 176.0 and item["happened"]["barrier"] == t + 130
     first = render_explain(_wf(b_alloc=t + 110, b_work=t + 132), "a")
     assert "waited 100 s in the queue" in first
+
+
+def test_a_job_held_by_afterok_claims_no_planned_lead():
+    from dataclasses import replace
+
+    from asad.slurm.backend import Dependency, DependencyType
+
+    t = 1_000_000.0
+    wf = _wf(b_alloc=t + 190, b_work=t + 190)
+    job = wf.jobs[1]
+    job.request = replace(job.request, dependency=Dependency(DependencyType.AFTEROK, (41,)))
+    text = render_explain(wf, "b")
+    assert "planned lead" not in text and "submitted 125 s before it with afterok" in text
