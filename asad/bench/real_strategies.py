@@ -52,6 +52,8 @@ def register(subparsers) -> None:  # noqa: ANN001
     p.add_argument("--load-cpus", default="",
                    help="the background jobs' sizes in CPUs, e.g. 14,28 (whole and half nodes); "
                         "default: a mix from 1 CPU to a node")
+    p.add_argument("--load-runtime", default="30:240", metavar="MIN:MAX",
+                   help="the background jobs' run times, uniform between MIN and MAX seconds")
     p.add_argument("--runs", type=positive_int, default=2, help="runs per strategy on one store (the first one learns)")
     p.add_argument("--load", type=non_negative_int, default=0, help="background jobs kept pending (0 = an idle cluster)")
     p.add_argument("--seed", type=int, default=1)
@@ -86,8 +88,10 @@ def parse_pipeline(text: str) -> list[tuple[int, int]]:
 class BackgroundLoad:
     """Keeps about ``target`` jobs pending: one ``squeue`` and at most a few ``sbatch`` every 5 s."""
 
-    def __init__(self, target: int, seed: int, max_cpus: int, sizes: list[int] | None = None):
+    def __init__(self, target: int, seed: int, max_cpus: int, sizes: list[int] | None = None,
+                 runtime_s: tuple[int, int] = (30, 240)):
         self.target = target
+        self.runtime_s = runtime_s
         self.sizes = sizes or [1, 2, 4, 8, 14, 28, max_cpus]
         self.rng = random.Random(seed)
         self.max_cpus = max_cpus
@@ -101,7 +105,7 @@ class BackgroundLoad:
                                  text=True, check=False).stdout
             for _ in range(min(4, self.target - len(out.split()))):
                 cpus = self.rng.choice(self.sizes)
-                run_s = int(self.rng.uniform(30, 240))
+                run_s = int(self.rng.uniform(*self.runtime_s))
                 subprocess.run(["sbatch", "-A", "bg", "-J", "bg", "-c", str(min(cpus, self.max_cpus)),
                                 "--mem=500M", f"--time={run_s // 60 + 2}", "-o", "/dev/null",
                                 "--wrap", f"sleep {run_s}"], capture_output=True, check=False)
@@ -239,6 +243,9 @@ def main(args: argparse.Namespace) -> int:
         pipeline = parse_pipeline(args.pipeline) if args.pipeline else None
         if args.load_cpus and not all(c.strip().isdigit() and int(c) > 0 for c in args.load_cpus.split(",")):
             raise ValueError(f"--load-cpus: '{args.load_cpus}' is not a list of CPU counts (e.g. 14,28)")
+        low, _, high = args.load_runtime.partition(":")
+        if not (low.isdigit() and high.isdigit() and 0 < int(low) <= int(high)):
+            raise ValueError(f"--load-runtime: '{args.load_runtime}' is not MIN:MAX seconds (e.g. 30:240)")
     except ValueError as exc:
         print(f"asad: error: {exc}", file=sys.stderr)
         return 2
@@ -252,7 +259,8 @@ def main(args: argparse.Namespace) -> int:
     wf_path.write_text(workflow_text(args.stages, args.stage_s, args.cpus, pipeline))
     sizes = [int(c) for c in args.load_cpus.split(",")] if args.load_cpus else None
     rows: list[dict] = []
-    with BackgroundLoad(args.load, args.seed, max_cpus, sizes):
+    low, _, high = args.load_runtime.partition(":")
+    with BackgroundLoad(args.load, args.seed, max_cpus, sizes, (int(low), int(high))):
         if args.load:
             time.sleep(60)  # let the queue fill before the first measurement
         rows = run_rounds(args.strategies.split(","), args, wf_path, root)
