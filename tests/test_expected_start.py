@@ -124,3 +124,17 @@ def test_a_predecessor_held_by_afterok_or_not_in_slurm_gives_no_plan(ctx):
     assert ctx.work_start_grid(wf, "a", now) is None and Auto().plan(wf, "b", now, ctx) is None
     job.request, job.job_id = replace(job.request, dependency=None), None
     assert Auto().plan(wf, "b", now, ctx) is None
+
+
+def test_an_allocation_far_ahead_of_a_pending_predecessor_is_too_early(ctx):
+    """Paper 4.6's cancel-and-resubmit counts a pending predecessor's learned wait still to come
+    (before, its end was taken as its run time after the epoch: never too early)."""
+    from asad.strategies.asa import too_early
+
+    now = 1_000_000.0
+    wf = _pipeline(ctx, now, waited_s=10.0)
+    remaining = ctx.predicted_end(wf, "a", now) - now
+    assert 180 <= remaining <= 260  # ~190 s of wait to come, then 30 s of work
+    ctx.config.naive_resubmit_margin_s = 60.0
+    assert too_early(wf, "b", now, ctx, lead_s=10.0)
+    assert not too_early(wf, "b", now, ctx, lead_s=remaining)
