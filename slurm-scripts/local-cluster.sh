@@ -4,6 +4,9 @@
 #   local-cluster.sh up     [--nodes N] [--cpus C] [--mem MB] [--gpus G] [--accounting] [--priority basic|multifactor]
 #                           [--max-age D]          (PriorityMaxAge with multifactor; default 1-0)
 #                           [--priority-calc-period M] (PriorityCalcPeriod in minutes with multifactor; default: Slurm's 5)
+#                           [--age-weight W]       (PriorityWeightAge with multifactor; default 1000)
+#                           [--enforce E]          (AccountingStorageEnforce with --accounting, e.g. limits;
+#                                                   default: none. Accounts asad and bg exist for root.)
 #                           [--max-array-size N]   (Slurm's MaxArraySize; default 1001, Slurm's own)
 #                           [--sched-params S]     (SchedulerParameters; default: passes every few seconds)
 #   local-cluster.sh down   [--purge]
@@ -34,6 +37,7 @@ usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # ---------------------------------------------------------------- settings ---------------------
 NODES=4; CPUS=28; MEM_MB=32000; ACCOUNTING=0; PRIORITY=basic; GPUS=0; MAX_AGE=1-0; MAX_ARRAY_SIZE=1001
+AGE_WEIGHT=1000; ENFORCE=
 # Empty: no PriorityCalcPeriod line, so Slurm's default (5 minutes) applies.
 PRIORITY_CALC_PERIOD=
 # Tests want starts within seconds: backfill every 2 s at 1-s resolution (Slurm's defaults: 30 s, 60 s).
@@ -58,6 +62,8 @@ MAX_AGE=$MAX_AGE
 PRIORITY_CALC_PERIOD=$PRIORITY_CALC_PERIOD
 MAX_ARRAY_SIZE=$MAX_ARRAY_SIZE
 SCHED_PARAMS=$SCHED_PARAMS
+AGE_WEIGHT=$AGE_WEIGHT
+ENFORCE=$ENFORCE
 PORT_BASE=$PORT_BASE
 EOF
 }
@@ -137,13 +143,17 @@ AccountingStoragePass=socket=$DIR/munge/munge.socket
 JobCompType=jobcomp/none
 # asad's tags travel in --comment; store it so sacct can find a workflow's jobs after a crash.
 AccountingStoreFlags=job_comment"
+        if [[ -n ${ENFORCE:-} ]]; then
+            acct_lines+="
+AccountingStorageEnforce=$ENFORCE"
+        fi
     else
         acct_lines="AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none"
     fi
     if [[ $PRIORITY == multifactor ]]; then
         sched_lines="PriorityType=priority/multifactor
-PriorityWeightAge=1000
+PriorityWeightAge=${AGE_WEIGHT:-1000}
 PriorityWeightFairshare=1000
 PriorityWeightJobSize=100
 PriorityMaxAge=${MAX_AGE:-1-0}"
@@ -293,6 +303,14 @@ start_slurmdbd() {
         out=$(SLURM_CONF="$DIR/slurm.conf" sacctmgr -i add user root Account=asad Cluster="$CLUSTER_NAME" 2>&1) \
             || die "sacctmgr add user failed: $out"
     fi
+    # A second account for background load (bench real-strategies: "another account's jobs"); with
+    # --enforce its jobs need an association of their own.
+    if ! SLURM_CONF="$DIR/slurm.conf" sacctmgr -n -P list account format=account 2>/dev/null | grep -qx bg; then
+        out=$(SLURM_CONF="$DIR/slurm.conf" sacctmgr -i add account bg Cluster="$CLUSTER_NAME" Description=bg Organization=bg 2>&1) \
+            || die "sacctmgr add account bg failed: $out"
+        out=$(SLURM_CONF="$DIR/slurm.conf" sacctmgr -i add user root Account=bg Cluster="$CLUSTER_NAME" 2>&1) \
+            || die "sacctmgr add user to bg failed: $out"
+    fi
 }
 
 start_slurmctld() {
@@ -371,13 +389,14 @@ cmd_up() {
     done
     local want_nodes=$NODES want_cpus=$CPUS want_mem=$MEM_MB want_acct=$ACCOUNTING want_prio=$PRIORITY want_gpus=$GPUS
     local want_mas=$MAX_ARRAY_SIZE want_sp=$SCHED_PARAMS want_age=$MAX_AGE want_pcp=$PRIORITY_CALC_PERIOD
+    local want_aw=$AGE_WEIGHT want_enf=$ENFORCE
     if ((was_running)) && [[ -f "$DIR/settings" ]]; then
         load_saved_settings
         MAX_ARRAY_SIZE=${MAX_ARRAY_SIZE:-1001}
         SCHED_PARAMS=${SCHED_PARAMS:-$DEFAULT_SCHED_PARAMS}
         MAX_AGE=${MAX_AGE:-1-0}
         PRIORITY_CALC_PERIOD=${PRIORITY_CALC_PERIOD:-}
-        if ((FLAGS_GIVEN)) && [[ "$want_nodes $want_cpus $want_mem $want_acct $want_prio $want_gpus $want_mas $want_sp $want_age x$want_pcp" != "$NODES $CPUS $MEM_MB $ACCOUNTING $PRIORITY ${GPUS:-0} $MAX_ARRAY_SIZE $SCHED_PARAMS $MAX_AGE x$PRIORITY_CALC_PERIOD" ]]; then
+        if ((FLAGS_GIVEN)) && [[ "$want_nodes $want_cpus $want_mem $want_acct $want_prio $want_gpus $want_mas $want_sp $want_age x$want_pcp $want_aw x$want_enf" != "$NODES $CPUS $MEM_MB $ACCOUNTING $PRIORITY ${GPUS:-0} $MAX_ARRAY_SIZE $SCHED_PARAMS $MAX_AGE x$PRIORITY_CALC_PERIOD ${AGE_WEIGHT:-1000} x${ENFORCE:-}" ]]; then
             die "a cluster is already running in $DIR with different settings ($NODES nodes x $CPUS cpus x $MEM_MB MB, accounting=$ACCOUNTING, priority=$PRIORITY, max age=$MAX_AGE, priority calc period=${PRIORITY_CALC_PERIOD:-default}); run '$0 down' first"
         fi
     fi
@@ -483,6 +502,8 @@ main() {
             --sched-params) SCHED_PARAMS=${2:?--sched-params needs a SchedulerParameters string}; FLAGS_GIVEN=1; shift 2 ;;
             --max-age) MAX_AGE=${2:?--max-age needs a Slurm duration, e.g. 10:00 or 1-0}; FLAGS_GIVEN=1; shift 2 ;;
             --priority-calc-period) PRIORITY_CALC_PERIOD=${2:?--priority-calc-period needs minutes, e.g. 1}; FLAGS_GIVEN=1; shift 2 ;;
+            --age-weight) AGE_WEIGHT=${2:?--age-weight needs a number}; FLAGS_GIVEN=1; shift 2 ;;
+            --enforce) ENFORCE=${2:?--enforce needs an AccountingStorageEnforce value, e.g. limits}; FLAGS_GIVEN=1; shift 2 ;;
             --purge) down_args+=(--purge); shift ;;
             -h | --help) usage; exit 0 ;;
             *) die "unknown option: $1 (see $0 --help)" ;;
@@ -500,6 +521,11 @@ main() {
     PRIORITY_CALC_PERIOD=${PRIORITY_CALC_PERIOD:-}  # settings saved by an older script lack them
     [[ -z $PRIORITY_CALC_PERIOD || $PRIORITY_CALC_PERIOD =~ ^[1-9][0-9]*$ ]] \
         || die "--priority-calc-period must be a positive number of minutes, got '$PRIORITY_CALC_PERIOD'"
+    AGE_WEIGHT=${AGE_WEIGHT:-1000}
+    ENFORCE=${ENFORCE:-}
+    [[ $AGE_WEIGHT =~ ^[0-9]+$ ]] || die "--age-weight must be a whole number, got '$AGE_WEIGHT'"
+    [[ -z $ENFORCE || $ENFORCE =~ ^[a-z,]+$ ]] || die "--enforce must be an AccountingStorageEnforce list like limits or associations,limits,qos, got '$ENFORCE'"
+    [[ -z $ENFORCE || $ACCOUNTING == 1 ]] || die "--enforce needs --accounting (Slurm enforces limits through slurmdbd)"
     [[ $MAX_ARRAY_SIZE =~ ^[1-9][0-9]*$ ]] || die "--max-array-size must be a positive integer, got '$MAX_ARRAY_SIZE'"
     [[ $PRIORITY == basic || $PRIORITY == multifactor ]] || die "--priority must be basic or multifactor"
     case $cmd in

@@ -152,8 +152,14 @@ class _Ctx:
     def expected_end(self, wf, stage):
         return 1000.0
 
-    def quantile_begin(self, wf, stage, running):
-        return self.expected_end(wf, running[0]) - self.lead_s, 0.4, 10
+    def predicted_end(self, wf, stage, now):
+        return self.expected_end(wf, stage)
+
+    def work_start_grid(self, wf, stage, now):
+        return None  # a stage that has not started: nothing learned
+
+    def quantile_begin(self, wf, stage, preds, now):
+        return self.expected_end(wf, preds[0]) - self.lead_s, 0.4, 10
 
     def idle_price(self, wf):
         return self.config.idle_price

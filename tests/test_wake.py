@@ -81,3 +81,83 @@ def test_a_time_out_and_a_cgroup_oom_kill_are_kills_too(tmp_path):
         watch = Watch(None)
         watch.set_markers([], [KillLog(out, 12)])
         assert watch.due() == [12], line
+
+
+def test_a_pending_jobs_allocation_marker_is_due_once_and_only_its_own(tmp_path):
+    """Issue 35: a 20-s stage started and ended between two polls of pending jobs, so its successor
+    was planned at its end, with no lead. Its allocation marker now wakes the daemon."""
+    from asad.daemon.wake import StartMarker
+
+    alloc = tmp_path / "s0.alloc"
+    watch = Watch(None)
+    watch.set_markers([], [], [StartMarker(alloc, 278)])
+    assert watch.due() == []
+    alloc.write_text("1700000000 n1 277\n")  # an earlier attempt's job wrote it: not this one's start
+    assert watch.due() == []
+    alloc.write_text("1700000010 n1 278\n")
+    os.utime(alloc, (1e9, 1e9))
+    assert watch.due() == [0]  # a tick is due; no end is announced
+    assert watch.due() == []
+
+
+def test_start_markers_name_every_pending_job_of_a_stage(tmp_path):
+    from types import SimpleNamespace
+
+    from asad.core.model import JobPhase, JobRecord, StageRun, WorkflowRun
+    from asad.slurm.backend import JobRequest, JobState
+    from asad.spec.load import parse_workflow
+    from asad.daemon.wake import StartMarker, start_markers
+
+    spec = parse_workflow("name: t\nstages:\n  - {name: a, cpus: 1, time: 1h, run: 'true'}\n"
+                          "  - {name: b, cpus: 1, time: 1h, run: 'true', after: [a]}\n")
+    wf = WorkflowRun(id=3, spec=spec, strategy="auto", mode="dependency")
+    wf.stages = {"a": StageRun(3, "a"), "b": StageRun(3, "b")}
+    for row, (stage, state) in enumerate((("a", JobState.RUNNING), ("b", JobState.PENDING)), 1):
+        wf.jobs.append(JobRecord(row_id=row, workflow_id=3, stage=stage, attempt=1, tag=stage, phase=JobPhase.LIVE,
+                                 request=JobRequest(name=stage, command="true"), geometry_key="k", job_id=10 + row,
+                                 state=state))
+    got = start_markers(SimpleNamespace(active={3: wf}), tmp_path)
+    assert got == [StartMarker(tmp_path / "3" / "b.alloc", 12)]
+
+
+def test_asad_run_ticks_when_a_pending_job_starts_not_at_the_next_poll(tmp_path):
+    """run_to_completion on a real cluster: between polls it looks at the markers every second; an
+    allocation marker ends the pause (before the fix it slept out the 30-s poll interval)."""
+    from types import SimpleNamespace
+
+    from asad.daemon.wiring import run_to_completion
+    from asad.core.model import JobPhase, JobRecord, StageRun, WorkflowRun
+    from asad.daemon.runner import TickReport
+    from asad.slurm.backend import JobRequest, JobState
+    from asad.spec.load import parse_workflow
+
+    spec = parse_workflow("name: t\nstages:\n  - {name: a, cpus: 1, time: 1h, run: 'true'}\n")
+    wf = WorkflowRun(id=1, spec=spec, strategy="auto", mode="dependency")
+    wf.stages = {"a": StageRun(1, "a")}
+    wf.jobs.append(JobRecord(row_id=1, workflow_id=1, stage="a", attempt=1, tag="a", phase=JobPhase.LIVE,
+                             request=JobRequest(name="a", command="true"), geometry_key="k", job_id=5,
+                             state=JobState.PENDING))
+    ticks: list[int] = []
+    slept: list[float] = []
+
+    class Runner:
+        active = {1: wf}
+
+        def tick(self):
+            ticks.append(len(slept))
+            if len(ticks) == 2:
+                self.active = {}  # the second tick is the one the marker asked for: done
+            return TickReport(now=0.0, wake_at=float("inf"))
+
+        def live_job_ids(self):
+            return [5]
+
+    def sleep(s):
+        slept.append(s)
+        if len(slept) == 3:  # the job starts three seconds into a 30-s pause
+            (tmp_path / "1").mkdir(exist_ok=True)
+            (tmp_path / "1" / "a.alloc").write_text("1700000000 n1 5\n")
+
+    run_to_completion(Runner(), SimpleNamespace(now=lambda: 0.0), [1], poll_interval_s=30.0, sleep=sleep,
+                      run_dir=tmp_path)
+    assert ticks == [0, 3]

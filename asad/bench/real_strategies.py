@@ -46,6 +46,14 @@ def register(subparsers) -> None:  # noqa: ANN001
     p.add_argument("--stages", type=positive_int, default=5)
     p.add_argument("--stage-s", type=positive_int, default=60, help="seconds of work per stage")
     p.add_argument("--cpus", type=positive_int, default=4)
+    p.add_argument("--pipeline", default="",
+                   help="stages as SECONDS:CPUS,... (e.g. issue 35's 20:8,30:28,15:4,30:28,10:2); "
+                        "overrides --stages, --stage-s and --cpus")
+    p.add_argument("--load-cpus", default="",
+                   help="the background jobs' sizes in CPUs, e.g. 14,28 (whole and half nodes); "
+                        "default: a mix from 1 CPU to a node")
+    p.add_argument("--load-runtime", default="30:240", metavar="MIN:MAX",
+                   help="the background jobs' run times, uniform between MIN and MAX seconds")
     p.add_argument("--runs", type=positive_int, default=2, help="runs per strategy on one store (the first one learns)")
     p.add_argument("--load", type=non_negative_int, default=0, help="background jobs kept pending (0 = an idle cluster)")
     p.add_argument("--seed", type=int, default=1)
@@ -55,20 +63,36 @@ def register(subparsers) -> None:  # noqa: ANN001
     p.set_defaults(func=main)
 
 
-def workflow_text(stages: int, stage_s: int, cpus: int) -> str:
+def workflow_text(stages: int, stage_s: int, cpus: int, pipeline: list[tuple[int, int]] | None = None) -> str:
+    """A chain of sleeps: ``stages`` alike, or one per (seconds, CPUs) of ``pipeline``."""
+    pipeline = pipeline or [(stage_s, cpus)] * stages
     lines = ["name: real-chain", "strategy: auto", "sizing: off", "stages:"]
-    for i in range(stages):
+    for i, (secs, n) in enumerate(pipeline):
         after = f", after: [s{i - 1}]" if i else ""
-        lines.append(f"  - {{name: s{i}, cpus: {cpus}, mem: 1G, time: {max(3, 3 * stage_s // 60)}m, "
-                     f"run: 'sleep {stage_s}'{after}}}")
+        lines.append(f"  - {{name: s{i}, cpus: {n}, mem: 1G, time: {max(3, 3 * secs // 60)}m, "
+                     f"run: 'sleep {secs}'{after}}}")
     return "\n".join(lines) + "\n"
+
+
+def parse_pipeline(text: str) -> list[tuple[int, int]]:
+    """``20:8,30:28`` -> [(20, 8), (30, 28)]; a clear message on anything else."""
+    out = []
+    for part in text.split(","):
+        secs, _, cpus = part.partition(":")
+        if not (secs.strip().isdigit() and cpus.strip().isdigit() and int(secs) > 0 and int(cpus) > 0):
+            raise ValueError(f"--pipeline: '{part}' is not SECONDS:CPUS (e.g. 20:8,30:28)")
+        out.append((int(secs), int(cpus)))
+    return out
 
 
 class BackgroundLoad:
     """Keeps about ``target`` jobs pending: one ``squeue`` and at most a few ``sbatch`` every 5 s."""
 
-    def __init__(self, target: int, seed: int, max_cpus: int):
+    def __init__(self, target: int, seed: int, max_cpus: int, sizes: list[int] | None = None,
+                 runtime_s: tuple[int, int] = (30, 240)):
         self.target = target
+        self.runtime_s = runtime_s
+        self.sizes = sizes or [1, 2, 4, 8, 14, 28, max_cpus]
         self.rng = random.Random(seed)
         self.max_cpus = max_cpus
         self.stop = threading.Event()
@@ -80,8 +104,8 @@ class BackgroundLoad:
             out = subprocess.run(["squeue", "-h", "--name=bg", "-t", "PD", "-o", "%i"], capture_output=True,
                                  text=True, check=False).stdout
             for _ in range(min(4, self.target - len(out.split()))):
-                cpus = self.rng.choice([1, 2, 4, 8, 14, 28, self.max_cpus])
-                run_s = int(self.rng.uniform(30, 240))
+                cpus = self.rng.choice(self.sizes)
+                run_s = int(self.rng.uniform(*self.runtime_s))
                 subprocess.run(["sbatch", "-A", "bg", "-J", "bg", "-c", str(min(cpus, self.max_cpus)),
                                 "--mem=500M", f"--time={run_s // 60 + 2}", "-o", "/dev/null",
                                 "--wrap", f"sleep {run_s}"], capture_output=True, check=False)
@@ -147,7 +171,7 @@ def one_run(strategy: str, run: int, env: dict, args: argparse.Namespace, wf_pat
     last_end = max(e for e in ends.values() if e)
     return {"strategy": strategy, "run": run, "state": wf.state.value,
             "makespan_s": round(t_done - t0, 1), "slurm_makespan_s": round(last_end - t0, 1),
-            "critical_path_work_s": args.stages * args.stage_s, "perceived_wait_s": round(perceived, 1),
+            "critical_path_work_s": args.critical_path_s, "perceived_wait_s": round(perceived, 1),
             "interstage_wait_s": round(interstage, 1),
             "first_sbatch_s": round(min(j.submitted_at for j in jobs if j.submitted_at) - t0, 1),
             "noticed_end_s": round(t_done - last_end, 1), "core_hours": round(core_h, 3), "jobs": len(jobs)}
@@ -215,15 +239,28 @@ def markdown(rows: list[dict], rules: str, load: int) -> str:
 def main(args: argparse.Namespace) -> int:
     from asad.slurm.select import make_slurm_backend
 
+    try:
+        pipeline = parse_pipeline(args.pipeline) if args.pipeline else None
+        if args.load_cpus and not all(c.strip().isdigit() and int(c) > 0 for c in args.load_cpus.split(",")):
+            raise ValueError(f"--load-cpus: '{args.load_cpus}' is not a list of CPU counts (e.g. 14,28)")
+        low, _, high = args.load_runtime.partition(":")
+        if not (low.isdigit() and high.isdigit() and 0 < int(low) <= int(high)):
+            raise ValueError(f"--load-runtime: '{args.load_runtime}' is not MIN:MAX seconds (e.g. 30:240)")
+    except ValueError as exc:
+        print(f"asad: error: {exc}", file=sys.stderr)
+        return 2
     backend = make_slurm_backend()
     rules = backend.priority_rules().describe()
     max_cpus = max(p.cpus_per_node for p in backend.partitions())
     args.out.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(prefix="asad-real-", dir=args.out)).resolve()
     wf_path = root / "workflow.yaml"
-    wf_path.write_text(workflow_text(args.stages, args.stage_s, args.cpus))
+    args.critical_path_s = sum(s for s, _ in pipeline) if pipeline else args.stages * args.stage_s
+    wf_path.write_text(workflow_text(args.stages, args.stage_s, args.cpus, pipeline))
+    sizes = [int(c) for c in args.load_cpus.split(",")] if args.load_cpus else None
     rows: list[dict] = []
-    with BackgroundLoad(args.load, args.seed, max_cpus):
+    low, _, high = args.load_runtime.partition(":")
+    with BackgroundLoad(args.load, args.seed, max_cpus, sizes, (int(low), int(high))):
         if args.load:
             time.sleep(60)  # let the queue fill before the first measurement
         rows = run_rounds(args.strategies.split(","), args, wf_path, root)

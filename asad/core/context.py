@@ -11,6 +11,8 @@ import contextlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
+
 from asad.core import markers
 from asad.common.arrays import DEFAULT_MAX_ARRAY_SIZE
 from asad.common.config import DEFAULT_IDLE_PRICE, DEFAULT_PLACEMENT
@@ -20,9 +22,11 @@ from asad.core.model import JobRecord, StageRun, StageState, WorkflowRun
 from asad.sizing.base import Caps, Outcome
 from asad.sizing.base import Request as SizeRequest
 from asad.sizing.cpus import keep_user_cpus
-from asad.slurm.backend import Dependency, DependencyType, JobRequest, PartitionInfo, SimTruth
+from asad.slurm.backend import Dependency, DependencyType, JobRequest, JobState, PartitionInfo, SimTruth
 from asad.slurm.priority_rules import PriorityRules
-from asad.strategies.auto import begin_offset, quantile_level
+from asad.strategies.auto import quantile_level
+from asad.strategies.expected_start import GRID as WAIT_GRID
+from asad.strategies.expected_start import eligible_instant, end_of, later_of, pending_start
 from asad.strategies.base import SubmitNow
 from asad.strategies.big_job import big_job_shape
 
@@ -48,8 +52,6 @@ class EngineConfig:
     share_jobs: str = "off"
 
 
-# The wait quantiles auto's instant is computed from: fine enough for a 112-core stage's 4% level.
-WAIT_GRID = tuple(round(0.01 + 0.02 * i, 2) for i in range(50))
 
 
 class Context:
@@ -108,18 +110,82 @@ class Context:
         key = self.geometry_key(req)
         return quantile_level(self.idle_price(wf), req.cpus), key, self.learned.wait_observations(key)
 
-    def quantile_begin(self, wf: WorkflowRun, stage: str, running: list[str]) -> tuple[float, float, int]:
+    def quantile_begin(self, wf: WorkflowRun, stage: str, preds: list[str], now: float = 0.0
+                       ) -> tuple[float, float, int]:
         """(eligible instant, quantile level, waits seen) for a submission of ``stage`` without a
-        dependency while its predecessors ``running`` run: the latest of their starts plus the
-        ``1 - tau`` quantile of run time minus wait (``asad.strategies.auto.begin_offset``)."""
+        dependency before its predecessors ``preds`` end: the latest over them of the ``1 - tau``
+        quantile of work start plus run time minus wait (``asad.strategies.expected_start``). A
+        running predecessor's start is known; a pending one's is its learned wait given the wait
+        so far (:meth:`work_start_grid`; the caller checks it is not None)."""
         tau, key, seen = self._wait_level(wf, stage)
         waits = self.learned.wait_quantiles(key, list(WAIT_GRID)) if seen else [0.0]
         instants = []
-        for p in running:
+        for p in preds:
+            starts = self.work_start_grid(wf, p, now)
+            if starts is None:  # a caller that checked nothing: the start it knows, else none
+                starts = np.array([wf.stages[p].start_time or 0.0])
             runs = self.learned.runtime(self.runtime_key(wf, p)).recent
-            start = wf.stages[p].start_time or 0.0
-            instants.append(start + begin_offset(runs or [self.expected_end(wf, p) - start], waits, tau))
+            runs = runs or [self.expected_runtime(wf, p)]
+            instants.append(eligible_instant(starts, runs, waits, tau))
         return max(instants), tau, seen
+
+    def work_start_grid(self, wf: WorkflowRun, stage: str, now: float) -> np.ndarray | None:
+        """When ``stage``'s work starts, as quantiles (``asad.strategies.expected_start``): a point
+        once it began; its allocation (known, or a pending job's eligible instant plus the learned
+        wait still to come) and, if it holds at a barrier, the later of that and its own
+        predecessors' end. None where asad cannot say: a job not in Slurm yet, one held by
+        ``afterok`` (no eligible time), a shared or array job, a geometry or a predecessor's run
+        time not learned yet."""
+        run = wf.stages[stage]
+        if run.state is StageState.COMPLETED:
+            return np.array([run.start_time or 0.0])
+        if run.state is StageState.RUNNING and run.start_time is not None and run.start_time <= now:
+            return np.array([run.start_time])
+        job = wf.current_job(stage)
+        if (job is None or job.job_id is None or len(job.stages) > 1 or job.request.array
+                or job.request.dependency is not None or run.state not in (StageState.SUBMITTED, StageState.RUNNING)):
+            return None
+        if job.start_time is not None and job.start_time <= now:
+            alloc = np.array([job.start_time])
+        elif job.state is JobState.PENDING:
+            eligible = job.eligible_time or job.request.begin or job.submitted_at
+            if eligible is None or self.learned.wait_observations(job.geometry_key) == 0:
+                return None
+            alloc = pending_start(eligible, self.learned.wait_quantiles(job.geometry_key, list(WAIT_GRID)), now)
+        else:
+            return None
+        for p in wf.spec.predecessors(stage):  # held at its barrier until these end
+            if wf.stages[p].state is StageState.COMPLETED:
+                continue
+            ends = self.work_end_grid(wf, p, now)
+            if ends is None:
+                return None
+            alloc = later_of(alloc, ends)
+        return alloc
+
+    def work_end_grid(self, wf: WorkflowRun, stage: str, now: float) -> np.ndarray | None:
+        """When ``stage``'s work ends, as quantiles: its start's plus its recent run times; None
+        when either is unknown."""
+        run = wf.stages[stage]
+        if run.state is StageState.COMPLETED:
+            return np.array([run.end_time or now])
+        runs = self.learned.runtime(self.runtime_key(wf, stage)).recent
+        starts = self.work_start_grid(wf, stage, now)
+        if starts is None or not runs:
+            return None
+        return np.maximum(end_of(starts, runs), now)
+
+    def predicted_end(self, wf: WorkflowRun, stage: str, now: float) -> float:
+        """The stage's expected end: :meth:`expected_end` once its work began, else the median of
+        :meth:`work_end_grid` (a pending job's learned wait included), else its run time from now."""
+        run = wf.stages[stage]
+        if run.state is StageState.RUNNING and run.start_time is not None and run.start_time <= now:
+            return self.expected_end(wf, stage)
+        ends = self.work_end_grid(wf, stage, now)
+        if ends is None:
+            return now + self.expected_runtime(wf, stage)
+        run.est_runtime_s = self.expected_runtime(wf, stage)
+        return float(np.median(ends))
 
     def holds_at_barrier(self, wf: WorkflowRun) -> bool:
         """The workflow's early jobs carry no Slurm dependency and hold their allocation at a
@@ -130,7 +196,7 @@ class Context:
             return wf.mode == "naive"
         return wf.strategy == "auto" and self.priority_rules.rule == "quantile"
 
-    def barrier_lead(self, wf: WorkflowRun, stage: str) -> float:
+    def barrier_lead(self, wf: WorkflowRun, stage: str, now: float) -> float:
         """How far ahead of the predecessors' end a fresh submission of ``stage`` would be made
         (for auto: the lead its rule would take now, run-time spread included)."""
         if wf.strategy != "auto":
@@ -139,7 +205,7 @@ class Context:
         if not preds or any(wf.stages[p].state is not StageState.RUNNING or wf.stages[p].start_time is None
                             for p in preds):
             return self.quantile_lead(wf, stage)[0]
-        at, _, _ = self.quantile_begin(wf, stage, preds)
+        at, _, _ = self.quantile_begin(wf, stage, preds, now)
         return max(self.expected_end(wf, p) for p in preds) - at
 
     # -- requests ------------------------------------------------------------------------

@@ -139,7 +139,7 @@ class Engine:
             elif run.start_time is None or run.start_time > now:
                 run.start_time = self._work_start(wf, name, job)
             if self.ctx.holds_at_barrier(wf) and not self._preds_done(wf, name):
-                if too_early(wf, name, now, self.ctx, self.ctx.barrier_lead(wf, name)):
+                if too_early(wf, name, now, self.ctx, self.ctx.barrier_lead(wf, name, now)):
                     out.cancel.append(job)
                     job.cancelled_by_asad = True
                     run.wait_again("allocation arrived too early; cancelled and replanned")

@@ -21,6 +21,11 @@ def end_path(folder: str | Path, stage: str) -> Path:
     return Path(folder) / f"{stage}.end"
 
 
+def alloc_path(folder: str | Path, stage: str) -> Path:
+    """``<stage>.alloc``: written the moment the stage's job starts (before any barrier)."""
+    return Path(folder) / f"{stage}.alloc"
+
+
 def job_output(pattern: str, job_id: int) -> str:
     """The job's own Slurm output file (``--output <stage>-%j.out``): slurmstepd's messages land there."""
     return pattern.replace("%j", str(job_id))

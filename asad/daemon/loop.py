@@ -4,8 +4,8 @@ asad/daemon/lease.py), APScheduler wakes the runner on time.
 The pause between two ticks adapts (polite to slurmctld): it starts at ``poll_interval_s``,
 grows by half each time nothing changed up to ``max_poll_interval_s``, and shrinks again to
 reach a planned submission or an expected stage end on time. Between ticks a watcher looks
-every second at the wake file (``asad submit``/``cancel``) and the running stages' end markers
-(``asad.daemon.wake``), and brings the next tick forward when one changed. When Slurm fails, pauses grow
+every second at the wake file (``asad submit``/``cancel``), the running stages' end markers and the
+pending jobs' allocation markers (``asad.daemon.wake``), and brings the next tick forward when one changed. When Slurm fails, pauses grow
 up to ``OUTAGE_RETRY_MAX_S``; after ``PAUSE_AFTER`` failures in a row the daemon says it is paused
 (``asad status`` shows it) and keeps retrying at that interval, resuming on its own.
 """
@@ -32,7 +32,7 @@ from asad.daemon.lease import Lease, LeaseHeld, LeaseLost, lease_seconds
 from asad.daemon.service import EXIT_ALREADY_RUNNING
 from asad.store.db import StoreError, explain_failure, is_corrupt, shown_url
 from asad.daemon.wake import (BRISK_FOR_S, BRISK_POLL_S, WATCH_INTERVAL_S, StoreWake, Watch, end_markers,
-                       kill_logs)
+                       kill_logs, start_markers)
 
 log = structlog.get_logger("asad.daemon.loop")
 
@@ -332,7 +332,8 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
                 and report.backend_error is None):
             pause = min(pause, BRISK_POLL_S)
         if markers:
-            watch.set_markers(end_markers(runner, settings.run_dir), kill_logs(runner))
+            watch.set_markers(end_markers(runner, settings.run_dir), kill_logs(runner),
+                              start_markers(runner, settings.run_dir))
             _tell_disk(state, settings.run_dir)
         try:
             store.set_status("clock", {"now": now, "wall": time.time(), "speed": speed})

@@ -8,6 +8,11 @@
   tells the daemon a stage ended seconds before its next poll would; the poll that follows
   reads the truth from Slurm. Slurm stays the truth: a marker only makes asad look sooner.
   An array job has ended when every one of its tasks has written ``<stage>.<task>.end``.
+- The wrapper writes ``<stage>.alloc`` the moment a stage's job starts. A pending job is polled
+  only every poll interval (30 s or more), and a short stage could start and end between two polls:
+  its successor was then planned at its end, with no lead (issue 35). So the allocation marker of
+  every pending job wakes the daemon too (a ``stat`` per pending stage per second, and a read when
+  it appears, to check the job id in it: an earlier attempt's marker does not count).
 - A daemon on another host (a server store, or an SQLite file in a shared home) cannot see this
   host's wake file: ``asad submit``, ``cancel`` and ``resume`` then also write a new value to the
   store's ``wake`` row, which every daemon reads every ``STORE_WAKE_LOOK_S``.
@@ -105,6 +110,22 @@ class EndMarker:
 
 
 @dataclass(frozen=True)
+class StartMarker:
+    """What says a pending job started: ``<stage>.alloc`` holding "<epoch> <host> <job id>"."""
+
+    path: Path
+    job_id: int
+
+
+def _written_by(marker: StartMarker) -> bool:
+    try:
+        fields = marker.path.read_text().split()
+    except OSError:
+        return False
+    return len(fields) >= 3 and fields[2] == str(marker.job_id)
+
+
+@dataclass(frozen=True)
 class KillLog:
     """A running job's own output file, where slurmstepd says so when it kills the job."""
 
@@ -133,12 +154,16 @@ class Watch:
     _found: dict[EndMarker, int] = field(default_factory=dict)  # an array's task markers seen so far, in order
     logs: tuple[KillLog, ...] = ()
     _log_stamps: dict[KillLog, float] = field(default_factory=dict)  # each output file's mtime at the last read
+    starts: tuple[StartMarker, ...] = ()
+    _start_stamps: dict[StartMarker, float] = field(default_factory=dict)  # each .alloc's mtime at the last read
+    _started: set[StartMarker] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self._wake_mtime = _mtime(wake_file(self.state_dir)) if self.state_dir is not None else None
 
     def due(self) -> list[int]:
-        """Job ids whose end marker(s) appeared since the last look, plus 0 for a wake request."""
+        """Job ids whose end marker(s) appeared since the last look, plus 0 for a wake request or
+        for a pending job's start (its allocation marker): a tick is due, no end is announced."""
         out: list[int] = []
         stamp = _mtime(wake_file(self.state_dir)) if self.state_dir is not None else None
         if stamp is not None and stamp != self._wake_mtime:
@@ -154,6 +179,15 @@ class Watch:
                 self._log_stamps[log] = stamp
                 if _killed(log.path):
                     out.append(log.job_id)
+        for start in self.starts:
+            if start in self._started:
+                continue
+            stamp = _mtime(start.path)
+            if stamp is not None and stamp != self._start_stamps.get(start):
+                self._start_stamps[start] = stamp
+                if _written_by(start):
+                    self._started.add(start)
+                    out.append(0)
         return out
 
     def _all_there(self, marker: EndMarker) -> bool:
@@ -169,13 +203,17 @@ class Watch:
         self._found[marker] = i
         return True
 
-    def set_markers(self, markers: list[EndMarker], logs: list[KillLog] = ()) -> None:
+    def set_markers(self, markers: list[EndMarker], logs: list[KillLog] = (),
+                    starts: list[StartMarker] = ()) -> None:
         self.markers = tuple(markers)
         keep = set(markers)
         self._seen &= keep  # a retried stage's new marker counts again
         self._found = {m: n for m, n in self._found.items() if m in keep}
         self.logs = tuple(logs)
         self._log_stamps = {log: t for log, t in self._log_stamps.items() if log in set(logs)}
+        self.starts = tuple(starts)
+        self._started &= set(starts)
+        self._start_stamps = {m: t for m, t in self._start_stamps.items() if m in self._started or m in set(starts)}
 
 
 def end_markers(runner, run_dir: Path) -> list[EndMarker]:  # noqa: ANN001
@@ -207,6 +245,21 @@ def end_markers(runner, run_dir: Path) -> list[EndMarker]:  # noqa: ANN001
                 continue  # a shared job: watched once, by its last stage's marker (its end)
             if job is not None and job.phase is JobPhase.LIVE and job.job_id is not None:
                 out.append(EndMarker((markers.end_path(folder, job.stages[-1]),), job.job_id))
+    return out
+
+
+def start_markers(runner, run_dir: Path) -> list[StartMarker]:  # noqa: ANN001
+    """The allocation marker of every pending job asad submitted for a stage (not an array's
+    tasks, which write none of their own; a shared job's first stage's marker says it began)."""
+    from asad.core.model import JobPhase, JobState
+
+    out = []
+    for wf in runner.active.values():
+        folder = markers.folder(run_dir, wf.id)
+        for job in wf.jobs:
+            if (job.phase is JobPhase.LIVE and job.job_id is not None and job.state is JobState.PENDING
+                    and not job.request.array and job.stage in wf.stages):
+                out.append(StartMarker(markers.alloc_path(folder, job.stage), job.job_id))
     return out
 
 

@@ -138,10 +138,11 @@ def run_to_completion(runner: Runner, backend: Backend, workflow_ids: list[int],
                       sleep=None, run_dir: Path | None = None) -> None:  # noqa: ANN001
     """Drive the runner until the given workflows end. On the simulator this runs on virtual time,
     waking exactly when a tracked job changes state or a planned submission is due. On a real
-    cluster with ``run_dir`` it also wakes when a running stage's end marker appears."""
+    cluster with ``run_dir`` it also wakes when a stage's end marker, or a pending job's allocation marker, appears."""
     import time as _time
 
-    from asad.daemon.wake import BRISK_FOR_S, BRISK_POLL_S, WATCH_INTERVAL_S, Watch, end_markers, kill_logs
+    from asad.daemon.wake import (BRISK_FOR_S, BRISK_POLL_S, WATCH_INTERVAL_S, Watch, end_markers, kill_logs,
+                           start_markers)
 
     start = backend.now()
     sim = hasattr(backend, "run_until")
@@ -173,14 +174,15 @@ def run_to_completion(runner: Runner, backend: Backend, workflow_ids: list[int],
             ended &= set(runner.live_job_ids())
             if ended and _time.monotonic() < brisk_until and not report.backend_error:
                 pause = min(pause, BRISK_POLL_S)  # a marker announced an end Slurm has not recorded yet
-            watch.set_markers(end_markers(runner, run_dir), kill_logs(runner))
+            watch.set_markers(end_markers(runner, run_dir), kill_logs(runner), start_markers(runner, run_dir))
             deadline = _time.monotonic() + pause
             while (left := deadline - _time.monotonic()) > 0:
                 sleep(min(WATCH_INTERVAL_S, left))
-                due = [j for j in watch.due() if j]
+                due = watch.due()  # ends, and 0 for a pending job's start: tick now
                 if due:
-                    ended |= set(due)
-                    brisk_until = _time.monotonic() + BRISK_FOR_S
+                    if any(due):
+                        ended |= {j for j in due if j}
+                        brisk_until = _time.monotonic() + BRISK_FOR_S
                     break
 
 

@@ -63,7 +63,7 @@ def too_early(wf, stage, now, ctx, lead_s: float) -> bool:  # noqa: ANN001
     for p in wf.spec.predecessors(stage):
         if wf.stages[p].state is StageState.COMPLETED:
             continue
-        remaining = max(remaining, ctx.expected_end(wf, p) - now)
+        remaining = max(remaining, ctx.predicted_end(wf, p, now) - now)  # a pending one's wait included
     if remaining <= 0:
         return False
     return remaining > lead_s + ctx.config.naive_resubmit_margin_s

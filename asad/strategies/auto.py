@@ -21,10 +21,16 @@
   predecessor that ran long idles as well. So the instant is chosen from the distribution of
   ``R - W`` (the predecessor's run time, from its recent runs, minus the wait): eligible at the
   predecessor's start plus that difference's ``1 - tau`` quantile (:func:`begin_offset`); with one
-  run time seen, this is ``run time - the wait's tau quantile``. The instant is handed to Slurm
-  with ``--begin``, so a slow or restarted daemon cannot delay it. When that lead is short (under
-  ``MIN_LEAD_S``) or the predecessors' run time is not learned yet, the stage is submitted at
-  once with ``afterok`` instead: it then starts the moment they end, and nothing idles.
+  run time seen, this is ``run time - the wait's tau quantile``. The predecessor need not have
+  started: while it is pending in Slurm, its start is its eligible instant plus its learned wait
+  *given the wait so far* (:mod:`asad.strategies.expected_start`), so a successor whose lead
+  exceeds its predecessor's run time (a short stage, a long wait) becomes eligible before that
+  predecessor starts. Such a plan is held by the daemon (``SubmitAt``) and made again at its
+  instant, since the pending predecessor's expected start moves as it keeps waiting; from a running
+  predecessor the instant is handed to Slurm with ``--begin``, so a slow or restarted daemon cannot
+  delay it. When that lead is short (under ``MIN_LEAD_S``) or the predecessors' run time is not
+  learned yet, the stage is submitted with ``afterok`` instead (once they run): it then starts the
+  moment they end, and nothing idles.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from dataclasses import replace
 import numpy as np
 
 from asad.core.model import StageState
-from asad.strategies.base import Plan, SubmitNow
+from asad.strategies.base import Plan, SubmitAt, SubmitNow
 from asad.strategies.chain import Chain
 
 CHAIN = Chain()
@@ -45,6 +51,9 @@ MIN_LEAD_S = 60.0
 # aged-chain: how far ahead the --begin is set. Slurm must still see it in the future when it
 # takes the submission (the accrue time is set then); the age lost is this many seconds.
 BEGIN_AHEAD_S = 10.0
+# A plan from a pending predecessor whose instant is this close is carried out now: re-planning it
+# every second as the predecessor's expected start creeps later would only wake the daemon.
+REPLAN_SLACK_S = 15.0
 
 
 def quantile_level(idle_price: float, cpus: int) -> float:
@@ -86,23 +95,31 @@ class Auto:
                 plan = replace(plan, why=f"rule aged-chain ({rules.describe()}): no predecessor to wait for; "
                                          "submitted at once")
             return plan
-        running: list[str] = []
-        expected_end = 0.0
+        running: list[str] = []  # predecessors whose work began: their start is known
+        pending: list[str] = []  # not started yet: their start is their learned wait still to come
         runtime_known = True
         for p in wf.spec.predecessors(stage):
             ps = wf.stages[p]
             if ps.state is StageState.COMPLETED:
                 continue
-            if ps.state is not StageState.RUNNING or ps.start_time is None or ps.start_time > now:
-                return None  # a predecessor's work has not started (or idles at its barrier): its end is unknown
-            running.append(p)
-            expected_end = max(expected_end, ctx.expected_end(wf, p))
             runtime_known &= ctx.learned.runtime(ctx.runtime_key(wf, p)).n_observations > 0
-        if not running:
+            if ps.state is StageState.RUNNING and ps.start_time is not None and ps.start_time <= now:
+                running.append(p)
+            elif ctx.work_start_grid(wf, p, now) is not None:
+                pending.append(p)
+            else:
+                return None  # not in Slurm yet, held by afterok, or nothing learned: its end is unknown
+        if not running and not pending:
             return SubmitNow(why=f"rule quantile ({rules.describe()}): no predecessor running; submitted at once")
-        at, tau, seen = ctx.quantile_begin(wf, stage, running)
+        if pending and not runtime_known:
+            return None  # no end to plan from until it runs: then afterok (below)
+        preds = running + pending
+        expected_end = max(ctx.predicted_end(wf, p, now) for p in preds)
+        at, tau, seen = ctx.quantile_begin(wf, stage, preds, now)
         lead = expected_end - at
         if not runtime_known or lead < MIN_LEAD_S:
+            if pending:
+                return None  # its start will say more (a lead may open up once it runs)
             # Without a lead there is no age to win, and afterok starts the job the moment its
             # predecessors end (no idle, no early or late --begin); without a learned run time the
             # predecessors' end is only their time limit.
@@ -112,9 +129,16 @@ class Auto:
                       else "no wait of this geometry seen yet")
             return SubmitNow(dependency_on=tuple(running), est_wait_s=lead, planned_start=expected_end,
                              why=f"rule quantile ({rules.describe()}): {reason}; submitted at once with afterok")
+        since = (f"; {', '.join(pending)} still pending: its start is its learned wait still to come"
+                 if pending else "")
         why = (f"rule quantile ({rules.describe()}): eligible {lead:.0f} s before the predecessors' "
-               f"expected end ({expected_end - now:+.0f} s): the {1 - tau:.0%} quantile of their run time "
-               f"minus the wait ({seen} waits seen; idle_price {ctx.idle_price(wf):g} per idle core-second); "
-               "no dependency, held at a barrier")
-        return SubmitNow(barrier_on=tuple(running), begin=at if at > now else None, est_wait_s=lead,
+               f"expected end ({expected_end - now:+.0f} s): the {1 - tau:.0%} quantile of their start plus "
+               f"run time minus the wait ({seen} waits seen; idle_price {ctx.idle_price(wf):g} per idle "
+               f"core-second){since}; no dependency, held at a barrier")
+        if pending and at > now + REPLAN_SLACK_S:
+            # A pending predecessor's expected start moves as it keeps waiting: the daemon holds
+            # the plan and makes it again at the instant (or when that job starts), rather than
+            # hand Slurm a --begin that would then be stale.
+            return SubmitAt(at=at, est_wait_s=lead, planned_start=expected_end, why=why)
+        return SubmitNow(barrier_on=tuple(preds), begin=at if at > now else None, est_wait_s=lead,
                          planned_start=expected_end, why=why)

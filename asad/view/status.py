@@ -29,6 +29,8 @@ from asad.core import markers
 from asad.core.array_view import ArrayProgress, array_progress, format_tasks
 from asad.core.attempts import attempts_by_stage, describe, retry_note, sized_below
 from asad.core.attempts import tries as count_tries
+from asad.core.happened import describe as describe_happened
+from asad.core.happened import happened
 from asad.core.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun
 from asad.slurm.backend import JobState
 from asad.common.units import format_duration, format_mem
@@ -567,6 +569,8 @@ def render_explain(wf: WorkflowRun, stage: str | None, as_json: bool = False) ->
                       "user_cpus": spec.cpus, "user_mem_mb": spec.total_mem_mb(), "user_time_s": spec.time_s,
                       "why": run.size_why or "the workflow file's values (no sizing agent has decided yet)",
                       "when": run.plan_why, "message": run.message,
+                      "happened": (h.to_dict() if (h := happened(wf, name)) is not None else None),
+                      "happened_line": describe_happened(h) if h is not None else None,
                       "attempts": [a.to_dict() for a in tries.get(name, [])],
                       "attempt_lines": [describe(a) for a in tries.get(name, [])]})
     if as_json:
@@ -579,6 +583,8 @@ def render_explain(wf: WorkflowRun, stage: str | None, as_json: bool = False) ->
         lines.append(f"    {it['why']}")
         if it["when"]:
             lines.append(f"    when: {it['when']}")
+        if it["happened_line"]:
+            lines.append(f"    happened: {it['happened_line']}")
         if it["shared_job"]:
             lines.append(f"    shared job: {it['shared_job']}")
         if it["message"]:
