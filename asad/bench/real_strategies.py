@@ -85,7 +85,7 @@ def parse_pipeline(text: str) -> list[tuple[int, int]]:
     return out
 
 
-class BackgroundLoad:
+class PendingBackgroundJobs:
     """Keeps about ``target`` jobs pending: one ``squeue`` and at most a few ``sbatch`` every 5 s."""
 
     def __init__(self, target: int, seed: int, max_cpus: int, sizes: list[int] | None = None,
@@ -112,7 +112,7 @@ class BackgroundLoad:
                 self.submitted += 1
             self.stop.wait(5)
 
-    def __enter__(self) -> BackgroundLoad:
+    def __enter__(self) -> PendingBackgroundJobs:
         if self.target > 0:
             self.thread.start()
         return self
@@ -260,7 +260,7 @@ def main(args: argparse.Namespace) -> int:
     sizes = [int(c) for c in args.load_cpus.split(",")] if args.load_cpus else None
     rows: list[dict] = []
     low, _, high = args.load_runtime.partition(":")
-    with BackgroundLoad(args.load, args.seed, max_cpus, sizes, (int(low), int(high))):
+    with PendingBackgroundJobs(args.load, args.seed, max_cpus, sizes, (int(low), int(high))):
         if args.load:
             time.sleep(60)  # let the queue fill before the first measurement
         rows = run_rounds(args.strategies.split(","), args, wf_path, root)

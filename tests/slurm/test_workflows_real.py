@@ -124,7 +124,7 @@ def test_example_completes(example_runs, cluster, example, strategy):
 
 
 # ------------------------------------------------------------------ busy cluster, ASA ----------
-class BackgroundLoad:
+class BusyNodes:
     """Other users: keeps every node busy with whole-node sleep jobs and ``queued`` more waiting."""
 
     def __init__(self, backend: SlurmCLI, cpus: int, run_s: int = 12, queued: int = 2):
@@ -182,7 +182,7 @@ def test_busy_cluster_learns_waits_and_asa_presubmits(cluster, tmp_path):
     # default (asa-full, cost loss) may answer 0 s for waits this short.
     env["ASAD_PREDICTOR"] = "median-all"
     backend = SlurmCLI(slurm_conf=cluster.slurm_conf)
-    with BackgroundLoad(backend, cluster.cpus_per_node):
+    with BusyNodes(backend, cluster.cpus_per_node):
         time.sleep(3)  # let the load fill the nodes and queue one job
         first = asad(env, "run", str(wf), "--backend", "slurm", "--json", timeout=300)
         assert first.returncode == 0, first.stderr[-3000:]
