@@ -3,22 +3,23 @@ of it (``squeue``/``sacct``'s fields as :class:`asad.slurm.backend.JobStatus` an
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection
 
 from asad.slurm.backend import JobState, JobStatus, Usage
 from asad.slurm.sim.config import SimConfig
 from asad.slurm.sim.jobs import SimJob
-from asad.slurm.sim.ticks import tick_at_or_after
+from asad.slurm.sim.limit_checks import limit_checks
 
 FAIL_SIGNAL = {JobState.TIMEOUT: 15, JobState.CANCELLED: 15, JobState.OUT_OF_MEMORY: 9}
 
 
 def kill_time(job: SimJob, cfg: SimConfig) -> float:
     """When slurmctld kills a job for its time limit: at the first periodic time-limit check
-    (every 30 s, PERIODIC_TIMEOUT) at or after start + limit + OverTimeLimit; that check's
-    time is the end Slurm records."""
-    due = job.start_time + job.time_limit_s + cfg.over_time_limit_s
-    return tick_at_or_after(due, cfg.time_limit_check_s * cfg.loop_tick_s, cfg.timer_origin_s)
+    (every 30 s, PERIODIC_TIMEOUT, in whole seconds; see limit_checks.py) whose second reaches the
+    whole-second start + limit + OverTimeLimit; that check's time is the end Slurm records."""
+    due = math.floor(job.start_time) + job.time_limit_s + cfg.over_time_limit_s
+    return limit_checks(cfg.timer_origin_s, cfg.loop_tick_s, cfg.time_limit_check_s).kill_at(math.ceil(due))
 
 
 def work_end(job: SimJob, cfg: SimConfig, work_start: float) -> tuple[float, JobState]:
