@@ -22,11 +22,13 @@ def kill_time(job: SimJob, cfg: SimConfig) -> float:
     return limit_checks(cfg.timer_origin_s, cfg.loop_tick_s, cfg.time_limit_check_s).kill_at(math.ceil(due))
 
 
-def work_end(job: SimJob, cfg: SimConfig, work_start: float) -> tuple[float, JobState]:
+def work_end(job: SimJob, cfg: SimConfig, work_start: float,
+             launch_delay_s: float | None = None) -> tuple[float, JobState]:
     """(when, how) the job ends once its real work begins at ``work_start``: out of memory part-way
-    through, killed at the time-limit check, or done (FAILED with a non-zero true exit code)."""
+    through, killed at the time-limit check, or done (FAILED with a non-zero true exit code).
+    ``launch_delay_s``: this job's draw (None: the configured fixed delay)."""
     if work_start == job.start_time:
-        work_start += cfg.launch_delay_s
+        work_start += cfg.launch_delay_s if launch_delay_s is None else launch_delay_s
     kill_at = kill_time(job, cfg)
     phases = job.phases or ((job.runtime_s, job.peak_mem_mb, job.fail_code),)
     t = work_start
@@ -43,6 +45,13 @@ def work_end(job: SimJob, cfg: SimConfig, work_start: float) -> tuple[float, Job
             return t + runtime, JobState.FAILED
         t += runtime
     return t, JobState.COMPLETED
+
+
+def draw_latency(rng, dist: tuple[float, float, float]) -> float:  # noqa: ANN001 -- numpy Generator
+    """One latency from (min, median, max): uniform below or above the median, half the time each."""
+    lo, mid, hi = dist
+    u = float(rng.random())
+    return lo + 2 * u * (mid - lo) if u < 0.5 else mid + (2 * u - 1) * (hi - mid)
 
 
 def status(job: SimJob, blockers: Collection[int]) -> JobStatus:
