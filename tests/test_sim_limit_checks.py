@@ -49,3 +49,28 @@ def test_a_job_started_late_in_a_second_dies_at_the_check_of_its_whole_second_li
     assert st.state is JobState.TIMEOUT
     assert st.start_time == pytest.approx(DEFAULT_START_TIME + 0.7)
     assert st.end_time == pytest.approx(DEFAULT_START_TIME + 60)
+
+
+def test_a_submission_waits_for_the_loop_pass_it_asked_for():
+    # sbatch only queues a scheduler request (queue_job_scheduler, proc_req.c): the background
+    # loop runs the pass once batch_sched_delay (3 s) has passed since its last one. Before the fix
+    # the request leaked into the next unrelated event (here the priority recalculation at t=2),
+    # which ran a main pass there.
+    from asad.slurm.sim import PartitionSpec, SimConfig, Simulator
+
+    part = (PartitionSpec("main", nodes=2, cores_per_node=4, mem_per_node_mb=4000, max_time_s=None, default=True),)
+    sim = Simulator(SimConfig(partitions=part, start_time=0.0, backfill="none", priority="multifactor",
+                              priority_calc_period_s=1.0, batch_sched_delay_s=3.0, warmup_s=0.0,
+                              sched_interval_s=60.0, timer_origin_s=0.0))
+
+    def job(name: str) -> int:
+        return sim.submit(JobRequest(name=name, command="true", cpus_per_task=1, mem_mb=100, time_limit_s=600,
+                                     truth=SimTruth(runtime_s=100)))
+
+    sim.run_until(0.2)
+    first = job("first")
+    sim.run_until(1.5)
+    assert sim.poll([first])[first].start_time == pytest.approx(1.0)  # the loop's next tick
+    second = job("second")
+    sim.run_until(10.0)
+    assert sim.poll([second])[second].start_time == pytest.approx(4.0)  # 3 s after the pass at 1

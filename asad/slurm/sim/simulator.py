@@ -160,9 +160,15 @@ class Simulator:
         self.jobs[job.job_id] = job
         self._user_jobs.append(job)
         self.counters["submitted"] += 1
+        wanted = self._pass_wanted
         self._arrive(job, dep_targets)
         self._request_pass()
         if self.config.batch_sched_delay_s is not None:
+            # A submission only queues a request for the background loop (queue_job_scheduler
+            # in _slurm_rpc_submit_batch_job, proc_req.c; sbatch's job_allocate is test-only):
+            # the pass comes at the loop tick _request_pass armed, not at whatever event
+            # happens next (issue 37: a job submitted at 3.85 started at the next timer event).
+            self._pass_wanted = wanted
             # the main pass it asked for may come after the next backfill tick: that tick must
             # be on the heap (an immediate pass arms the timers itself if the job still waits)
             self._arm_timers(self._now)
