@@ -1,5 +1,6 @@
-"""slurmctld's time-limit check (issue 37): whole seconds, every 30 s of the drifting background
-loop, and a job killed at the first check whose second reaches its whole-second start + limit."""
+"""slurmctld's background loop as the simulator models it (issue 37): the time-limit check (whole seconds,
+every 30 s of the drifting loop; a job killed at the first check whose second reaches its whole-second
+start + limit) and the pass a submission asks for."""
 
 from __future__ import annotations
 
