@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from asad.bench.sim_vs_real import compare, compare_runs, load_recordings, replay
-from asad.bench.sim_vs_real_pairs import LATENCY_DRAWS, PairTarget, pair_rows, scenario_verdicts
+from asad.bench.sim_vs_real_pairs import LATENCY_DRAWS, PairTarget, pair_rows, scenario_verdicts, unperturbed
 from asad.slurm.sim import PartitionSpec, SimConfig
 from asad.slurm.sim.job_end import draw_latency
 
@@ -77,9 +77,9 @@ def test_real_runs_recorded_days_apart_agree_once_aligned():
 
 
 def test_pair_rows_judge_each_run_of_each_pair_by_that_pair():
-    recs = [r for r in RECORDINGS.values() if r["scenario"] == "deps-fifo"]
+    recs = [r for r in RECORDINGS.values() if r["scenario"] == "deps-fifo" and unperturbed(r)]
     if len(recs) < 2:
-        pytest.skip("needs two runs of deps-fifo")
+        pytest.skip("needs two unperturbed runs of deps-fifo")
     rows = pair_rows(recs)
     n = len(recs)
     assert len(rows) == n * (n - 1)  # two rows per pair
@@ -115,3 +115,19 @@ def test_a_latency_range_out_of_order_is_refused():
     part = (PartitionSpec("main", nodes=1, cores_per_node=4, mem_per_node_mb=4000, default=True),)
     with pytest.raises(ValueError, match="launch_delay_dist_s"):
         SimConfig(partitions=part, launch_delay_dist_s=(0.1, 0.05, 0.2)).validate()
+
+
+def test_runs_recorded_with_debug_flags_are_left_out_of_the_pairs():
+    recs = [r for r in RECORDINGS.values() if r["scenario"] == "deps-fifo"]
+    if len(recs) < 2:
+        pytest.skip("needs two runs of deps-fifo")
+    plain = [copy.deepcopy(r) for r in recs]
+    for r in plain:
+        r["slurm_config"]["DebugFlags"] = None
+    observed = copy.deepcopy(plain)
+    observed[-1]["slurm_config"]["DebugFlags"] = "Backfill"
+    n = len(plain)
+    assert len(pair_rows(plain)) == n * (n - 1)
+    rows = pair_rows(observed)
+    assert len(rows) == (n - 1) * (n - 2)
+    assert all(str(observed[-1]["run"]) not in r["pair"].split("-") for r in rows)

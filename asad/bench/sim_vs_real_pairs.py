@@ -1,6 +1,7 @@
 """The simulator judged against Slurm's own spread, pair by pair (issue 37).
 
-For every pair of unperturbed real runs (a, b) of a scenario, the simulator's replay of a and of b
+For every pair of unperturbed real runs (a, b) of a scenario (no ``DebugFlags``: the runs
+recorded with ``--debug-flags Backfill`` are left out), the simulator's replay of a and of b
 must each be as close to that run as the other real run is, less a margin:
 
     tau(sim, run) >= min(0.95, tau_rr - 0.02)   and   median |start diff| <= max(2 s, m_rr + 1 s)
@@ -45,9 +46,19 @@ class PairTarget:
         return sim_vs_run["kendall_tau"] >= self.tau_min and sim_vs_run["median_abs_start_diff_s"] <= self.median_max_s
 
 
+def unperturbed(rec: dict) -> bool:
+    """A run recorded as Slurm runs unobserved: no DebugFlags (``--debug-flags Backfill`` logs
+    every plan, which lengthens each backfill pass threefold and moves the thread's phase)."""
+    flags = (rec.get("slurm_config") or {}).get("DebugFlags")
+    return flags in (None, "", "(null)", "None")
+
+
 def by_scenario(recs: list[dict]) -> dict[str, list[dict]]:
+    """The unperturbed runs of each scenario, by run number; perturbed runs are left out."""
     out: dict[str, list[dict]] = {}
     for rec in sorted(recs, key=lambda r: (r["scenario"], r["run"])):
+        if not unperturbed(rec):
+            continue
         out.setdefault(rec["scenario"], []).append(rec)
     return out
 
