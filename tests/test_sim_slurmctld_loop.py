@@ -75,3 +75,18 @@ def test_a_submission_waits_for_the_loop_pass_it_asked_for():
     second = job("second")
     sim.run_until(10.0)
     assert sim.poll([second])[second].start_time == pytest.approx(4.0)  # 3 s after the pass at 1
+
+
+@pytest.mark.parametrize("runtime,state", [(60.5, JobState.TIMEOUT), (59.9, JobState.COMPLETED)])
+def test_a_clean_exit_in_a_second_past_the_limit_is_a_timeout(runtime, state):
+    # job_complete (job_mgr.c): a job that exits 0 when end_time + OverTimeLimit < now (whole
+    # seconds) is TIMEOUT, at its own end. Started at T+1.7 with a 60-s limit (end_time T+61; the
+    # next check is at T+90): ending at T+62.2 is past it, at T+61.6 it is not.
+    sim = make_simulator("small", load=0.0, seed=1)
+    sim.run_until(DEFAULT_START_TIME + 1.7)
+    jid = sim.submit(JobRequest(name="edge", command="true", cpus_per_task=1, mem_mb=100, time_limit_s=60,
+                                truth=SimTruth(runtime_s=runtime)))
+    sim.run_until(DEFAULT_START_TIME + 600)
+    st = sim.poll([jid])[jid]
+    assert st.state is state
+    assert st.end_time == pytest.approx(DEFAULT_START_TIME + 1.7 + runtime)

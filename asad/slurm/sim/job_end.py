@@ -44,6 +44,12 @@ def work_end(job: SimJob, cfg: SimConfig, work_start: float,
             job.fail_code = int(code)
             return t + runtime, JobState.FAILED
         t += runtime
+    if math.floor(t) > math.floor(job.start_time) + job.time_limit_s + cfg.over_time_limit_s:
+        # Done, but in a second past its limit before a check killed it: job_complete (job_mgr.c,
+        # 22.05) records a clean exit as TIMEOUT when end_time + OverTimeLimit < now (whole
+        # seconds), at its own end. A job that runs exactly its limit is TIMEOUT or COMPLETED by
+        # where its launch latency puts its end (issue 37).
+        return t, JobState.TIMEOUT
     return t, JobState.COMPLETED
 
 
