@@ -27,7 +27,8 @@ TAU_FLOOR = {"contention-fifo": 0.93, "contention-fifo.run2": 0.93, "contention-
              "fairshare-users": 0.88, "fairshare-users.run2": 0.82,
              # recorded for issue 37 (2026-11-27)
              "aged-deps.run3": 0.81, "fairshare-shares.run3": 0.79, "fairshare-users.run3": 0.88,
-             "deps-fifo.run4": 0.91, "multifactor.run4": 0.84, "ends-deps": 0.89, "ends-deps.run2": 0.74}
+             "deps-fifo.run4": 0.91, "multifactor.run4": 0.84, "ends-deps": 0.89, "ends-deps.run2": 0.74,
+             "ends-deps.run3": 0.89}
 
 pytestmark = pytest.mark.skipif(not RECORDINGS, reason="no recorded scenarios in tests/data/sim_vs_real")
 
