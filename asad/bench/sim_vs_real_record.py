@@ -207,6 +207,28 @@ def scenarios() -> dict[str, Scenario]:
         about="two accounts of equal shares with two users each (ua1, ua2 in fua; ub1, ub2 in fub), usage "
               "reset: ua1 fills the cluster with 5 whole-node jobs, then 54 jobs of mixed shapes (ua1 35 %, "
               "ua2 20 %, ub1 25 %, ub2 20 %); fair-share only, as fairshare")
+
+    # Issue 37: the ends Slurm sets on its own (time-limit kills on slurmctld's 30-s check, OOM
+    # kills) and every dependency kind that waits on them, in a contended FIFO queue.
+    rng = random.Random(151)
+    jobs = _mixed_jobs(rng, 30, "e", 0, 70)
+    extra = []
+    for k in range(10):  # past limits of 1-3 minutes: each kill lands on a time-limit check
+        minutes = rng.choice([1, 1, 2, 3])
+        extra.append(ScenarioJob(f"lim{k}", round(2 + 6 * k + rng.random(), 1), 1, rng.choice([2, 4, 8, 16]),
+                                 1000, 60 * minutes, 60 * minutes + 120))
+    for k in range(5):  # exceed --mem after 8-20 s
+        extra.append(ScenarioJob(f"mem{k}", round(3 + 11 * k + rng.random(), 1), 1, rng.choice([2, 4, 8]), 500,
+                                 120, 60, oom_after_s=rng.randint(8, 20)))
+    kinds = ("afterany", "afternotok", "afterok", "after", "afterany", "afternotok")
+    for k, kind in enumerate(kinds):  # afterok on a killed job never runs: Slurm keeps it pending
+        on = f"lim{k}" if k < 4 else f"mem{k - 4}"
+        extra.append(ScenarioJob(f"dep{k}", round(4 + 6 * k + 0.5, 1), rng.choice([1, 2]), 8, 2000, 120,
+                                 rng.randint(10, 30), dep_type=kind, dep_on=(on,)))
+    out["ends-deps"] = Scenario(
+        "ends-deps", "basic", tuple(sorted(jobs + extra, key=lambda j: (j.submit_s, j.label))),
+        about="30 contention jobs, 10 jobs past limits of 1-3 min, 5 OOM kills and 6 dependants of them "
+              "(afterany, afternotok, afterok, after); FIFO with backfill")
     return out
 
 

@@ -111,6 +111,14 @@ class SimConfig:
     # epilog-complete message, which also triggers a main pass. Until then the nodes are
     # completing: nothing starts on them.
     epilog_s: float = 0.0
+    # Per-job latencies instead of the fixed values above (issue 37): each job's launch delay and
+    # epilog drawn from (min, median, max): half the draws uniform in [min, median], half in
+    # [median, max], so the measured range and median hold. A fixed latency makes the simulator
+    # agree with itself at tau ~1 where Slurm does not; ``latency_seed`` picks the draws (its own
+    # generator: the background load's draws stay as they were).
+    launch_delay_dist_s: tuple[float, float, float] | None = None
+    epilog_dist_s: tuple[float, float, float] | None = None
+    latency_seed: int = 0
     oom_time_fraction: float = 0.5  # an OOM kill happens at this fraction of the true run time
     # A job submitted without SimTruth runs for this fraction of its time limit and completes.
     untruthed_runtime_fraction: float = 0.5
@@ -163,6 +171,10 @@ class SimConfig:
             raise ValueError("fairshare_shares must not be negative")
         if self.bf_reservations < 1:
             raise ValueError("bf_reservations must be at least 1")
+        for name in ("launch_delay_dist_s", "epilog_dist_s"):
+            dist = getattr(self, name)
+            if dist is not None and (len(dist) != 3 or not 0 <= dist[0] <= dist[1] <= dist[2]):
+                raise ValueError(f"{name} must be (min, median, max) with 0 <= min <= median <= max, got {dist!r}")
         if not 0.0 < self.oom_time_fraction <= 1.0:
             raise ValueError("oom_time_fraction must be in (0, 1]")
         for spec in self.partitions:

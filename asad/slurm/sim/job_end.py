@@ -3,29 +3,32 @@ of it (``squeue``/``sacct``'s fields as :class:`asad.slurm.backend.JobStatus` an
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection
 
 from asad.slurm.backend import JobState, JobStatus, Usage
 from asad.slurm.sim.config import SimConfig
 from asad.slurm.sim.jobs import SimJob
-from asad.slurm.sim.ticks import tick_at_or_after
+from asad.slurm.sim.limit_checks import limit_checks
 
 FAIL_SIGNAL = {JobState.TIMEOUT: 15, JobState.CANCELLED: 15, JobState.OUT_OF_MEMORY: 9}
 
 
 def kill_time(job: SimJob, cfg: SimConfig) -> float:
     """When slurmctld kills a job for its time limit: at the first periodic time-limit check
-    (every 30 s, PERIODIC_TIMEOUT) at or after start + limit + OverTimeLimit; that check's
-    time is the end Slurm records."""
-    due = job.start_time + job.time_limit_s + cfg.over_time_limit_s
-    return tick_at_or_after(due, cfg.time_limit_check_s * cfg.loop_tick_s, cfg.timer_origin_s)
+    (every 30 s, PERIODIC_TIMEOUT, in whole seconds; see limit_checks.py) whose second reaches the
+    whole-second start + limit + OverTimeLimit; that check's time is the end Slurm records."""
+    due = math.floor(job.start_time) + job.time_limit_s + cfg.over_time_limit_s
+    return limit_checks(cfg.timer_origin_s, cfg.loop_tick_s, cfg.time_limit_check_s).kill_at(math.ceil(due))
 
 
-def work_end(job: SimJob, cfg: SimConfig, work_start: float) -> tuple[float, JobState]:
+def work_end(job: SimJob, cfg: SimConfig, work_start: float,
+             launch_delay_s: float | None = None) -> tuple[float, JobState]:
     """(when, how) the job ends once its real work begins at ``work_start``: out of memory part-way
-    through, killed at the time-limit check, or done (FAILED with a non-zero true exit code)."""
+    through, killed at the time-limit check, or done (FAILED with a non-zero true exit code).
+    ``launch_delay_s``: this job's draw (None: the configured fixed delay)."""
     if work_start == job.start_time:
-        work_start += cfg.launch_delay_s
+        work_start += cfg.launch_delay_s if launch_delay_s is None else launch_delay_s
     kill_at = kill_time(job, cfg)
     phases = job.phases or ((job.runtime_s, job.peak_mem_mb, job.fail_code),)
     t = work_start
@@ -41,7 +44,20 @@ def work_end(job: SimJob, cfg: SimConfig, work_start: float) -> tuple[float, Job
             job.fail_code = int(code)
             return t + runtime, JobState.FAILED
         t += runtime
+    if math.floor(t) > math.floor(job.start_time) + job.time_limit_s + cfg.over_time_limit_s:
+        # Done, but in a second past its limit before a check killed it: job_complete (job_mgr.c,
+        # 22.05) records a clean exit as TIMEOUT when end_time + OverTimeLimit < now (whole
+        # seconds), at its own end. A job that runs exactly its limit is TIMEOUT or COMPLETED by
+        # where its launch latency puts its end (issue 37).
+        return t, JobState.TIMEOUT
     return t, JobState.COMPLETED
+
+
+def draw_latency(rng, dist: tuple[float, float, float]) -> float:  # noqa: ANN001 -- numpy Generator
+    """One latency from (min, median, max): uniform below or above the median, half the time each."""
+    lo, mid, hi = dist
+    u = float(rng.random())
+    return lo + 2 * u * (mid - lo) if u < 0.5 else mid + (2 * u - 1) * (hi - mid)
 
 
 def status(job: SimJob, blockers: Collection[int]) -> JobStatus:

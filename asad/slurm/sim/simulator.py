@@ -25,7 +25,7 @@ from asad.slurm.sim.arrays import SimArrays
 from asad.slurm.sim.cluster import PartitionState
 from asad.slurm.sim.config import SimConfig
 from asad.slurm.sim.dependencies import BARRIER_KIND, DEP_KIND, NEVER, dep_status, offset_s
-from asad.slurm.sim.job_end import FAIL_SIGNAL, kill_time, work_end
+from asad.slurm.sim.job_end import FAIL_SIGNAL, draw_latency, kill_time, work_end
 from asad.slurm.sim.job_end import status as job_status
 from asad.slurm.sim.job_end import usage as job_usage
 from asad.slurm.sim.jobs import WAIT_BEGIN, WAIT_DEPENDENCY, WAIT_NEVER, SimJob
@@ -53,6 +53,7 @@ class Simulator:
         self._default_part = defaults[0] if defaults else self.parts[0]
         self.sched = Scheduler(config, self.parts, self._start_job)
         self.rng = np.random.default_rng(config.seed)
+        self._latency_rng = np.random.default_rng(config.latency_seed)  # per-job latency draws
         self._heap: list[tuple] = []
         self._seq = 0
         self.jobs: dict[int, SimJob] = {}
@@ -159,9 +160,15 @@ class Simulator:
         self.jobs[job.job_id] = job
         self._user_jobs.append(job)
         self.counters["submitted"] += 1
+        wanted = self._pass_wanted
         self._arrive(job, dep_targets)
         self._request_pass()
         if self.config.batch_sched_delay_s is not None:
+            # A submission only queues a request for the background loop (queue_job_scheduler
+            # in _slurm_rpc_submit_batch_job, proc_req.c; sbatch's job_allocate is test-only):
+            # the pass comes at the loop tick _request_pass armed, not at whatever event
+            # happens next (issue 37: a job submitted at 3.85 started at the next timer event).
+            self._pass_wanted = wanted
             # the main pass it asked for may come after the next backfill tick: that tick must
             # be on the heap (an immediate pass arms the timers itself if the job still waits)
             self._arm_timers(self._now)
@@ -425,7 +432,9 @@ class Simulator:
     def _plan_work(self, job: SimJob, work_start: float) -> None:
         """The job's real work begins: decide how and when it ends from its hidden truth."""
         job.work_start = work_start
-        t, state = work_end(job, self.config, work_start)
+        dist = self.config.launch_delay_dist_s
+        delay = None if dist is None else draw_latency(self._latency_rng, dist)
+        t, state = work_end(job, self.config, work_start, delay)
         self._plan_end(job, t, state)
 
     def _plan_end(self, job: SimJob, t: float, state: JobState) -> None:
@@ -435,7 +444,8 @@ class Simulator:
     def _finish(self, job: SimJob, state: JobState, t: float) -> None:
         part = job.part
         part.release(job.alloc_nodes, job.cpus_per_node, job.mem_per_node_mb, job.slots)
-        epilog = self.config.epilog_s
+        dist = self.config.epilog_dist_s
+        epilog = self.config.epilog_s if dist is None else draw_latency(self._latency_rng, dist)
         if epilog > 0:
             # completing: the cores are free, the nodes are not until the epilog is done (its
             # completion message also runs a main pass)

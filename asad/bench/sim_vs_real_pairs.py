@@ -1,0 +1,145 @@
+"""The simulator judged against Slurm's own spread, pair by pair (issue 37).
+
+For every pair of unperturbed real runs (a, b) of a scenario (no ``DebugFlags``: the runs
+recorded with ``--debug-flags Backfill`` are left out), the simulator's replay of a and of b
+must each be as close to that run as the other real run is, less a margin:
+
+    tau(sim, run) >= min(0.95, tau_rr - 0.02)   and   median |start diff| <= max(2 s, m_rr + 1 s)
+
+where tau_rr and m_rr compare a and b (b's clock shifted onto a's). Where Slurm reproduces itself
+closely the simulator must too; where two real runs part ways (timer phases, launch latencies) the
+simulator need only be as close as Slurm is to itself.
+
+The distributional figure: the launch delay and epilog drawn per job from their measured ranges
+(``LATENCY_DRAWS``) over N seeds; per real run, the median over seeds of tau(sim, run) against the
+median tau of that run against the scenario's other real runs.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from asad.bench.sim_vs_real import compare, compare_runs, replay
+
+TAU_CAP = 0.95
+TAU_MARGIN = 0.02
+MEDIAN_FLOOR_S = 2.0
+MEDIAN_MARGIN_S = 1.0
+# Measured in slurmctld's log of the recorded runs (sim_settings): (min, median, max) seconds from
+# "sched: Allocate" to the program running, and from "_job_complete" to the nodes' return.
+LATENCY_DRAWS = {"launch_delay_dist_s": (0.03, 0.05, 0.13), "epilog_dist_s": (0.08, 0.4, 0.54)}
+
+
+@dataclass(frozen=True)
+class PairTarget:
+    tau_min: float
+    median_max_s: float
+
+    @classmethod
+    def of(cls, real_vs_real: dict) -> PairTarget:
+        return cls(min(TAU_CAP, real_vs_real["kendall_tau"] - TAU_MARGIN),
+                   max(MEDIAN_FLOOR_S, real_vs_real["median_abs_start_diff_s"] + MEDIAN_MARGIN_S))
+
+    def met_by(self, sim_vs_run: dict) -> bool:
+        # both: a close order with starts far off (or the reverse) is not Slurm's behaviour
+        return sim_vs_run["kendall_tau"] >= self.tau_min and sim_vs_run["median_abs_start_diff_s"] <= self.median_max_s
+
+
+def unperturbed(rec: dict) -> bool:
+    """A run recorded as Slurm runs unobserved: no DebugFlags (``--debug-flags Backfill`` logs
+    every plan, which lengthens each backfill pass threefold and moves the thread's phase)."""
+    flags = (rec.get("slurm_config") or {}).get("DebugFlags")
+    return flags in (None, "", "(null)", "None")
+
+
+def by_scenario(recs: list[dict]) -> dict[str, list[dict]]:
+    """The unperturbed runs of each scenario, by run number; perturbed runs are left out."""
+    out: dict[str, list[dict]] = {}
+    for rec in sorted(recs, key=lambda r: (r["scenario"], r["run"])):
+        if not unperturbed(rec):
+            continue
+        out.setdefault(rec["scenario"], []).append(rec)
+    return out
+
+
+def pair_rows(recs: list[dict], sims: dict[str, dict] | None = None, **overrides) -> list[dict]:
+    """One row per (real pair, run of the pair): the target from the pair, the simulator against
+    that run. ``sims``: replays already made, by recording id."""
+    sims = dict(sims or {})
+    rows = []
+    for scenario, runs in by_scenario(recs).items():
+        for i, a in enumerate(runs):
+            for b in runs[i + 1:]:
+                rr = compare_runs(a, b)
+                target = PairTarget.of(rr)
+                for run in (a, b):
+                    if run["id"] not in sims:
+                        sims[run["id"]] = compare(run, replay(run, **overrides))
+                    got = sims[run["id"]]
+                    rows.append({"scenario": scenario, "pair": f"{a['run']}-{b['run']}", "run": run["run"],
+                                 "rr_tau": rr["kendall_tau"], "rr_median_s": rr["median_abs_start_diff_s"],
+                                 "tau_min": round(target.tau_min, 4), "median_max_s": target.median_max_s,
+                                 "sim_tau": got["kendall_tau"], "sim_median_s": got["median_abs_start_diff_s"],
+                                 "met": target.met_by(got)})
+    return rows
+
+
+def scenario_verdicts(rows: list[dict]) -> dict[str, bool]:
+    out: dict[str, bool] = {}
+    for r in rows:
+        out[r["scenario"]] = out.get(r["scenario"], True) and r["met"]
+    return out
+
+
+def pair_table(rows: list[dict]) -> str:
+    lines = ["| scenario | real pair | real vs real (tau / median) | simulator vs run | target (tau / median) | "
+             "simulator (tau / median) | met |", "|---|---|---:|---:|---:|---:|---|"]
+    for r in rows:
+        lines.append(f"| {r['scenario']} | {r['pair']} | {r['rr_tau']:.3f} / {r['rr_median_s']:.1f} s | "
+                     f"run {r['run']} | >= {r['tau_min']:.3f} / <= {r['median_max_s']:.1f} s | "
+                     f"{r['sim_tau']:.3f} / {r['sim_median_s']:.1f} s | {'met' if r['met'] else 'not met'} |")
+    return "\n".join(lines)
+
+
+def latency_spread(recs: list[dict], seeds: int, **overrides) -> list[dict]:
+    """Per real run of a scenario with at least two runs: tau of the simulator against it, with the
+    latencies drawn per job, over ``seeds`` seeds (median, min, max), the median tau of that run
+    against the other real runs, and the simulator's replays of it against each other (its own
+    spread: consecutive seeds)."""
+    rows = []
+    for scenario, runs in by_scenario(recs).items():
+        if len(runs) < 2:
+            continue
+        for run in runs:
+            starts, taus = [], []
+            for seed in range(seeds):
+                sim = replay(run, **LATENCY_DRAWS, latency_seed=seed, **overrides)
+                taus.append(compare(run, sim)["kendall_tau"])
+                starts.append(sim)
+            self_taus = [compare_runs(_as_rec(run, starts[k]), _as_rec(run, starts[k + 1]))["kendall_tau"]
+                         for k in range(seeds - 1)]
+            real = [compare_runs(run, other)["kendall_tau"] for other in runs if other is not run]
+            med, real_med = statistics.median(taus), statistics.median(real)
+            rows.append({"scenario": scenario, "run": run["run"], "seeds": seeds, "sim_tau_median": round(med, 4),
+                         "sim_tau_min": min(taus), "sim_tau_max": max(taus),
+                         "sim_self_tau_median": round(statistics.median(self_taus), 4) if self_taus else None,
+                         "real_tau_median": round(real_med, 4), "met": med >= real_med - TAU_MARGIN})
+    return rows
+
+
+def _as_rec(run: dict, sim: dict[str, dict]) -> dict:
+    """A replay in a recording's shape (same submits), to compare two replays with compare_runs."""
+    return {**run, "jobs": [{**j, "start": sim[j["label"]]["start"], "end": sim[j["label"]]["end"],
+                             "state": sim[j["label"]]["state"]} for j in run["jobs"]]}
+
+
+def spread_table(rows: list[dict]) -> str:
+    lines = ["| scenario | run | simulator vs run: median tau (min-max) over seeds | simulator vs itself (median) | "
+             "real run vs the other real runs (median tau) | met (median >= real - 0.02) |",
+             "|---|---:|---:|---:|---:|---|"]
+    for r in rows:
+        lines.append(f"| {r['scenario']} | {r['run']} | {r['sim_tau_median']:.3f} ({r['sim_tau_min']:.3f}-"
+                     f"{r['sim_tau_max']:.3f}) | {r['sim_self_tau_median']} | {r['real_tau_median']:.3f} | "
+                     f"{'met' if r['met'] else 'not met'} |")
+    return "\n".join(lines)

@@ -1,0 +1,92 @@
+"""slurmctld's background loop as the simulator models it (issue 37): the time-limit check (whole seconds,
+every 30 s of the drifting loop; a job killed at the first check whose second reaches its whole-second
+start + limit) and the pass a submission asks for."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from asad.slurm.backend import JobRequest, JobState, SimTruth
+from asad.slurm.sim import DEFAULT_START_TIME, make_simulator
+from asad.slurm.sim.limit_checks import LimitChecks
+
+
+def c_loop_checks(origin: float, tick: float, n_ticks: int) -> list[tuple[float, int]]:
+    """_slurmctld_background transcribed: last_timelimit_time = time(NULL) before the loop; each
+    ~1 s tick, ``if (difftime(now, last_timelimit_time) >= PERIODIC_TIMEOUT)`` checks and sets it."""
+    last = math.floor(origin)
+    out = []
+    for k in range(1, n_ticks):
+        t = origin + k * tick
+        now = math.floor(t)
+        if now - last >= 30:
+            last = now
+            out.append((t, now))
+    return out
+
+
+@pytest.mark.parametrize("origin,tick", [(1795450088.792, 1.0022), (1000.25, 1.0069), (500.5, 1.0)])
+def test_checks_fall_where_slurmctlds_loop_puts_them(origin, tick):
+    truth = c_loop_checks(origin, tick, 2000)
+    checks = LimitChecks(origin, tick, 30)
+    for due in range(int(origin) + 1, int(truth[-1][1]) + 1, 7):
+        want = next(t for t, sec in truth if sec >= due)
+        assert checks.kill_at(due) == pytest.approx(want, abs=1e-6), due
+
+
+def test_a_job_started_late_in_a_second_dies_at_the_check_of_its_whole_second_limit():
+    # Slurm's end_time is the whole-second start + limit: a job started at T+0.7 with a 60-s limit
+    # is past it at the T+60 check (end_time T+60 <= now T+60). Comparing fractional instants
+    # (T+60.7 > T+60) let it run to the T+90 check: 89 s instead of Slurm's 60.
+    sim = make_simulator("small", load=0.0, seed=1)
+    assert DEFAULT_START_TIME % 30 == 0  # the small preset's checks fall on multiples of 30 s
+    sim.run_until(DEFAULT_START_TIME + 0.7)
+    jid = sim.submit(JobRequest(name="over", command="true", cpus_per_task=1, mem_mb=100, time_limit_s=60,
+                                truth=SimTruth(runtime_s=500)))
+    sim.run_until(DEFAULT_START_TIME + 600)
+    st = sim.poll([jid])[jid]
+    assert st.state is JobState.TIMEOUT
+    assert st.start_time == pytest.approx(DEFAULT_START_TIME + 0.7)
+    assert st.end_time == pytest.approx(DEFAULT_START_TIME + 60)
+
+
+def test_a_submission_waits_for_the_loop_pass_it_asked_for():
+    # sbatch only queues a scheduler request (queue_job_scheduler, proc_req.c): the background
+    # loop runs the pass once batch_sched_delay (3 s) has passed since its last one. Before the fix
+    # the request leaked into the next unrelated event (here the priority recalculation at t=2),
+    # which ran a main pass there.
+    from asad.slurm.sim import PartitionSpec, SimConfig, Simulator
+
+    part = (PartitionSpec("main", nodes=2, cores_per_node=4, mem_per_node_mb=4000, max_time_s=None, default=True),)
+    sim = Simulator(SimConfig(partitions=part, start_time=0.0, backfill="none", priority="multifactor",
+                              priority_calc_period_s=1.0, batch_sched_delay_s=3.0, warmup_s=0.0,
+                              sched_interval_s=60.0, timer_origin_s=0.0))
+
+    def job(name: str) -> int:
+        return sim.submit(JobRequest(name=name, command="true", cpus_per_task=1, mem_mb=100, time_limit_s=600,
+                                     truth=SimTruth(runtime_s=100)))
+
+    sim.run_until(0.2)
+    first = job("first")
+    sim.run_until(1.5)
+    assert sim.poll([first])[first].start_time == pytest.approx(1.0)  # the loop's next tick
+    second = job("second")
+    sim.run_until(10.0)
+    assert sim.poll([second])[second].start_time == pytest.approx(4.0)  # 3 s after the pass at 1
+
+
+@pytest.mark.parametrize("runtime,state", [(60.5, JobState.TIMEOUT), (59.9, JobState.COMPLETED)])
+def test_a_clean_exit_in_a_second_past_the_limit_is_a_timeout(runtime, state):
+    # job_complete (job_mgr.c): a job that exits 0 when end_time + OverTimeLimit < now (whole
+    # seconds) is TIMEOUT, at its own end. Started at T+1.7 with a 60-s limit (end_time T+61; the
+    # next check is at T+90): ending at T+62.2 is past it, at T+61.6 it is not.
+    sim = make_simulator("small", load=0.0, seed=1)
+    sim.run_until(DEFAULT_START_TIME + 1.7)
+    jid = sim.submit(JobRequest(name="edge", command="true", cpus_per_task=1, mem_mb=100, time_limit_s=60,
+                                truth=SimTruth(runtime_s=runtime)))
+    sim.run_until(DEFAULT_START_TIME + 600)
+    st = sim.poll([jid])[jid]
+    assert st.state is state
+    assert st.end_time == pytest.approx(DEFAULT_START_TIME + 1.7 + runtime)
