@@ -11,6 +11,7 @@ from pathlib import Path
 
 from asad.config import Settings
 from asad.context import BIG_JOB_STAGE
+from asad.job_env import big_job_assignments
 from asad.learn.registry import recommended_predictor
 from asad.model import WorkflowState
 from asad.runner import Runner
@@ -122,7 +123,10 @@ class CommandBuilder:
         if s.slurm.output:  # the user named the log: the command's output goes to Slurm's --output file
             env.append("ASAD_LOG=-")
         setup = [f"# setup of stage {stage}", *s.slurm.setup] if s.slurm.setup else []
-        env += [f"{k}={shlex.quote(str(v))}" for k, v in s.env_dict().items()]
+        # env: values come through the job's environment, never the script (asad/job_env.py); a big
+        # job's stages each name their own carriers
+        if srun:
+            env += big_job_assignments(wf.spec, stage)
         prefix = "env " + " ".join(env)
         if srun:
             size = f"--nodes={s.nodes} --ntasks={s.ntasks} --cpus-per-task={s.cpus_per_task} --exact"
