@@ -144,7 +144,8 @@ def run_to_completion(runner: Runner, backend: Backend, workflow_ids: list[int],
     cluster with ``run_dir`` it also wakes when a running stage's end marker appears."""
     import time as _time
 
-    from asad.wake import BRISK_FOR_S, BRISK_POLL_S, WATCH_INTERVAL_S, Watch, end_markers, kill_logs
+    from asad.wake import (BRISK_FOR_S, BRISK_POLL_S, RELEASED_POLL_S, WATCH_INTERVAL_S, Watch, end_markers, kill_logs,
+                           released_jobs)
 
     start = backend.now()
     sim = hasattr(backend, "run_until")
@@ -176,6 +177,8 @@ def run_to_completion(runner: Runner, backend: Backend, workflow_ids: list[int],
             ended &= set(runner.live_job_ids())
             if ended and _time.monotonic() < brisk_until:
                 pause = min(pause, BRISK_POLL_S)  # a marker announced an end Slurm has not recorded yet
+            if not report.backend_error and released_jobs(runner, now):
+                pause = min(pause, RELEASED_POLL_S)  # it starts, or fails leaving no marker, any second now
             watch.set_markers(end_markers(runner, run_dir), kill_logs(runner))
             deadline = _time.monotonic() + pause
             while (left := deadline - _time.monotonic()) > 0:

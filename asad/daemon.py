@@ -31,8 +31,8 @@ from asad.config import Settings
 from asad.lease import Lease, LeaseHeld, LeaseLost, lease_seconds
 from asad.service import EXIT_ALREADY_RUNNING
 from asad.store.db import StoreError, explain_failure, is_corrupt, shown_url
-from asad.wake import (BRISK_FOR_S, BRISK_POLL_S, WATCH_INTERVAL_S, StoreWake, Watch, end_markers,
-                       kill_logs)
+from asad.wake import (BRISK_FOR_S, BRISK_POLL_S, RELEASED_POLL_S, WATCH_INTERVAL_S, StoreWake, Watch,
+                       end_markers, kill_logs, released_jobs)
 
 log = structlog.get_logger("asad.daemon")
 
@@ -312,6 +312,9 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
         state["ended"] &= set(runner.live_job_ids())  # announced by a marker, not yet ended in Slurm's view
         if state["ended"] and time.monotonic() < state["brisk_until"] and report is not None:
             pause = min(pause, BRISK_POLL_S)
+        released = report is not None and report.backend_error is None and backend.name != "sim"
+        if released and released_jobs(runner, now):
+            pause = min(pause, RELEASED_POLL_S)  # it starts, or fails leaving no marker, any second now
         if markers:
             watch.set_markers(end_markers(runner, settings.run_dir), kill_logs(runner))
         try:

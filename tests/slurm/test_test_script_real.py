@@ -36,7 +36,7 @@ def test_test_script_leaves_the_users_cluster_and_jobs_alone(cluster, tmp_path):
     backend = SlurmCLI(slurm_conf=cluster.slurm_conf)
     tag = unique_tag("users-own")
     job_id = backend.submit(JobRequest(name="users-own", command="sleep 600", time_limit_s=900, comment=tag,
-                                       mem_mb=100))
+                                       mem_mb=100, workdir=str(tmp_path)))
     own_dir = tmp_path / "test-cluster"
     own_dir.mkdir()
     # settings another run saved in the test cluster's folder: test.sh must not start with them
