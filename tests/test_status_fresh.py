@@ -90,3 +90,49 @@ def test_a_stage_within_the_nodes_gpus_is_accepted(stage):
     unknown = [PartitionInfo("main", nodes=4, cpus_per_node=28, mem_per_node_mb=32000, default=True)]
     check_against_cluster(parse_workflow("name: w\nstages:\n  - name: a\n    run: 'true'\n    gpus: 64\n"),
                           unknown)  # GPUs not known: never a refusal on a guess
+
+
+def test_a_workflow_slurm_refused_stays_in_the_default_status_for_a_while(db_url, capsys):
+    """The default `asad status` lists active workflows only: a workflow Slurm refused at once was
+    accepted by `submit` and then gone without a word. It is now named, with Slurm's reason, in the
+    notes for RECENT_FAILURE_S after it failed."""
+    import json
+    import time
+
+    import structlog
+
+    from asad.app import make_runner, run_to_completion
+    from asad.cli import main
+    from asad.config import Settings
+    from asad.slurm.sim import make_simulator
+    from asad.status import RECENT_FAILURE_S, status_rows
+    from asad.store.repo import Store
+
+    spec = parse_workflow("name: refused\nstages:\n"
+                          "  - {name: a, cpus: 2, time: 10m, partition: gpu, run: 'true', simulate: {runtime: 5m}}\n")
+    sim = make_simulator("small", load=0.0, seed=1)
+    store = Store(db_url)
+    try:
+        runner = make_runner(Settings(), store, sim)
+        wf = store.add_workflow(spec, sim.now(), strategy="per-stage")
+        runner.load()
+        run_to_completion(runner, sim, [wf.id])
+        (row,) = store.workflow_rows([wf.id])
+        assert row.state == "FAILED" and "Invalid partition" in row.message
+        store.set_status("clock", {"now": sim.now(), "wall": time.time(), "speed": 1.0})  # as the daemon does
+        store.commit()
+        rows, notes = status_rows(store)
+        assert rows == []  # not active: no row
+        (note,) = [n for n in notes if n.startswith(f"workflow {wf.id} (refused) FAILED")]
+        assert "Invalid partition" in note and f"asad show {wf.id}" in note
+        store.set_status("clock", {"now": row.ended_at + RECENT_FAILURE_S + 5, "wall": time.time(), "speed": 1.0})
+        store.commit()
+        assert not any(n.startswith(f"workflow {wf.id} ") for n in status_rows(store)[1])  # long ago: gone
+    finally:
+        store.close()
+    capsys.readouterr()
+    try:
+        assert main(["status", "--json", "--db", db_url]) == 0
+        assert json.loads(capsys.readouterr().out)["stages"] == []  # the note is gone too (above), no row
+    finally:
+        structlog.reset_defaults()
