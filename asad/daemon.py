@@ -312,11 +312,13 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
         state["ended"] &= set(runner.live_job_ids())  # announced by a marker, not yet ended in Slurm's view
         if state["ended"] and time.monotonic() < state["brisk_until"] and report is not None:
             pause = min(pause, BRISK_POLL_S)
-        released = report is not None and report.backend_error is None and backend.name != "sim"
-        if released and released_jobs(runner, now):
+        released = (released_jobs(runner, now) if report is not None and report.backend_error is None
+                    and backend.name != "sim" else [])
+        if released:
             pause = min(pause, RELEASED_POLL_S)  # it starts, or fails leaving no marker, any second now
         if markers:
             watch.set_markers(end_markers(runner, settings.run_dir), kill_logs(runner))
+        log.debug("tick", pause_s=round(pause, 1), watched=len(watch.markers), released=released)
         try:
             store.set_status("clock", {"now": now, "wall": time.time(), "speed": speed})
             store.set_status("daemon", {"pid": os.getpid(), "paused": pacer.paused, "retry_s": pause,

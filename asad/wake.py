@@ -232,17 +232,18 @@ def kill_logs(runner) -> list[KillLog]:  # noqa: ANN001
 
 
 def released_jobs(runner, now: float, within_s: float = RELEASED_FOR_S) -> list[int]:  # noqa: ANN001
-    """Live jobs asad last saw pending that Slurm may have started at most ``within_s`` ago: their
-    dependency was met then (as asad saw it: the jobs they wait for ended, or for ``after``, started
-    plus the offset), or, with none, they were submitted (or their ``--begin`` came) then. Slurm's
-    answer about them (running, or already failed) comes only from a poll."""
+    """Live jobs that Slurm may have started at most ``within_s`` ago: their dependency was met then
+    (as asad saw it: the jobs they wait for ended, or for ``after``, started plus the offset), or,
+    with none, they were submitted (or their ``--begin`` came) then. Slurm's answer about them
+    (running, or already failed) comes only from a poll."""
     from asad.model import JobPhase
-    from asad.slurm.backend import JobState
 
     jobs = {j.job_id: j for wf in runner.active.values() for j in wf.jobs if j.job_id is not None}
     out = []
     for job in jobs.values():
-        if job.phase is not JobPhase.LIVE or job.state is not JobState.PENDING or job.submitted_at is None:
+        # a job seen running is watched too: it may have started a moment ago and fail before its
+        # wrapper writes a marker (seen: a poll caught the stage between start and failure)
+        if job.phase is not JobPhase.LIVE or job.state.is_final or job.submitted_at is None:
             continue
         released = _released_at(job, jobs)
         if released is not None and now - within_s <= released <= now:

@@ -36,8 +36,12 @@ def test_a_job_whose_dependency_was_just_met_is_watched_closely_for_a_while():
     a_done = _job(1, state=JobState.COMPLETED, start=90.0, end=100.0)
     assert released_jobs(_runner(a_done, b), now=101.0) == [2]
     assert released_jobs(_runner(a_done, b), now=100.0 + RELEASED_FOR_S + 1) == []  # not for ever
+    # seen running a moment after its release: it may still fail before its wrapper writes a marker
     b_running = _job(2, state=JobState.RUNNING, dep=afterok, submitted=50.0, start=102.0)
-    assert released_jobs(_runner(a_done, b_running), now=103.0) == []  # Slurm has answered
+    assert released_jobs(_runner(a_done, b_running), now=103.0) == [2]
+    assert released_jobs(_runner(a_done, b_running), now=100.0 + RELEASED_FOR_S + 1) == []
+    b_failed = _job(2, state=JobState.FAILED, dep=afterok, submitted=50.0, start=102.0, end=103.0)
+    assert released_jobs(_runner(a_done, b_failed), now=104.0) == []  # Slurm has answered
     after = _job(3, dep=Dependency(DependencyType.AFTER, (1,), offset_min=1), submitted=0.0)
     assert released_jobs(_runner(a_running, after), now=140.0) == []
     assert released_jobs(_runner(a_running, after), now=151.0) == [3]  # start + 1 minute
