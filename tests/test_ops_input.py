@@ -5,6 +5,7 @@ unicode) reaches Slurm intact and never through a shell."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 
@@ -118,10 +119,13 @@ def test_metacharacters_and_unicode_survive_the_batch_script(tmp_path, monkeypat
     wf = store.add_workflow(spec, 0.0, strategy="per-stage")
     store.close()
     script = CommandBuilder(tmp_path / "runs")(wf, "stage_1.x-y", None)
+    assert DANGEROUS_ENV not in script  # env: values travel in the job's environment (asad/core/job_env.py)
     path = tmp_path / "job.sh"
     path.write_text(script)
     assert subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0
-    out = subprocess.run(["bash", str(path)], capture_output=True, text=True, check=True).stdout
+    # as sbatch --export=ALL,GREETING hands the job the value from sbatch's own environment
+    env = {**os.environ, **wf.spec.stage("stage_1.x-y").env_dict()}
+    out = subprocess.run(["bash", str(path)], capture_output=True, text=True, check=True, env=env).stdout
     assert out == f"stage_1.x-y\n{DANGEROUS_RUN}\n{DANGEROUS_ENV}\n"
 
 
@@ -159,7 +163,8 @@ def test_stage_wrapper_runs_the_command_text_exactly(tmp_path):
     path = tmp_path / "job.sh"
     path.write_text(script)
     proc = subprocess.run(["bash", str(path)], capture_output=True, text=True, cwd=tmp_path,
-                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, timeout=60)
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **wf.spec.stage("s").env_dict()},
+                          timeout=60)
     out = tmp_path / "out.txt"
     assert out.exists(), proc.stdout + proc.stderr
     assert out.read_text() == f"{DANGEROUS_ENV}|a b|ü ✓|"

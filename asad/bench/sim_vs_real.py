@@ -26,14 +26,10 @@ have the phase they had in slurmctld.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import sys
 from pathlib import Path
 
-from asad.bench.sim_vs_real_record import record, scenarios
-from asad.common.arg_types import positive_int
 from asad.slurm.backend import Dependency, DependencyType, JobRequest, SimTruth
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "sim_vs_real"
@@ -329,84 +325,3 @@ def ablation(recs: list[dict]) -> str:
             cells.append(f"{got['kendall_tau']:.3f} / {got['median_abs_start_diff_s']:.0f} s")
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {sum(taus) / len(taus):.3f} |")
     return "\n".join(lines)
-
-
-def main_with(args: argparse.Namespace) -> int:
-    names = args.scenario or None
-    if args.record:
-        script = Path(args.cluster_script)
-        all_sc = scenarios()
-        DATA_DIR.mkdir(parents=True, exist_ok=True)
-        for name in names or list(all_sc):
-            if name not in all_sc:
-                print(f"unknown scenario {name!r}; scenarios: {', '.join(all_sc)}", file=sys.stderr)
-                return 2
-            print(f"recording {name} ...", file=sys.stderr, flush=True)
-            rec = record(all_sc[name], script, args.debug_flags)
-            rec["run"] = args.run
-            recording_path(name, args.run).write_text(json.dumps(rec, indent=1) + "\n")
-    recs = load_recordings(names)
-    if not recs:
-        print(f"no recorded scenarios in {DATA_DIR}; record them with --record", file=sys.stderr)
-        return 2
-    overrides = {}
-    if args.backfill:
-        overrides["backfill"] = args.backfill
-    if args.ablation:
-        print(ablation(recs))
-        return 0
-    results = []
-    for rec in recs:
-        got = compare(rec, replay(rec, **overrides))
-        got["run"] = rec["run"]
-        results.append(got)
-    results += noise_floor(recs)
-    print(table(results))
-    from asad.bench.sim_vs_real_pairs import pair_rows, pair_table, spread_table, latency_spread
-
-    pairs = pair_rows(recs, {r["id"]: got for r, got in zip(recs, results)}, **overrides)
-    print("\nPair by pair (the simulator against each run of every pair of real runs):\n")
-    print(pair_table(pairs))
-    spread = latency_spread(recs, args.seeds, **overrides) if args.seeds else []
-    if spread:
-        print(f"\nLaunch delay and epilog drawn per job, {args.seeds} seeds:\n")
-        print(spread_table(spread))
-    if args.json:
-        print(json.dumps({"runs": results, "pairs": pairs, "latency_spread": spread}, indent=2))
-    return 0
-
-
-def _add_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--record", action="store_true",
-                   help="record the scenarios on the local cluster first (needs root; ~50 min for all eight)")
-    p.add_argument("--scenario", action="append", help="only this scenario (repeatable)")
-    p.add_argument("--debug-flags", help="with --record: slurmctld DebugFlags for the run (e.g. Backfill: "
-                                         "its log then shows every planned start)")
-    p.add_argument("--run", type=positive_int, default=1,
-                   help="with --record: the run number to write (1: NAME.json, N: NAME.runN.json); "
-                        "two runs of a scenario give Slurm's own noise floor")
-    p.add_argument("--backfill", choices=["slurm", "easy", "none"], help="replay with this backfill model")
-    p.add_argument("--seeds", type=positive_int,
-                   help="also replay each run with its launch delay and epilog drawn per job over this many "
-                        "seeds (the simulator's spread against Slurm's; 20 for the reported figure)")
-    p.add_argument("--json", action="store_true", help="also print the numbers as JSON")
-    p.add_argument("--ablation", action="store_true",
-                   help="replay with each part of the model switched back in turn (tau / median start diff)")
-    p.add_argument("--cluster-script", default=str(Path(__file__).resolve().parents[2] / "slurm-scripts"
-                                                   / "local-cluster.sh"), help=argparse.SUPPRESS)
-
-
-def register(subparsers) -> None:  # noqa: ANN001
-    p = subparsers.add_parser("sim-vs-real", help="the simulator against runs recorded on the local real Slurm")
-    _add_args(p)
-    p.set_defaults(func=main_with)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m asad.bench.sim_vs_real", description=__doc__)
-    _add_args(parser)
-    return main_with(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

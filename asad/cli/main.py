@@ -15,7 +15,7 @@ SIM_PRIORITIES = ("fifo", "multifactor", "fairshare", "multifactor-limits")
 # Each bench module exposes ``register(subparsers)``, adding its own subcommand with
 # ``set_defaults(func=callable(args) -> int)``.
 BENCH_MODULES = ["sim", "convergence", "predictors", "strategies", "sizing", "placement", "overhead", "faults",
-                 "sim_vs_real", "sim_load", "real_strategies", "sim_fairshare", "backfill_cost"]
+                 "sim_vs_real_cli", "sim_load", "real_strategies", "sim_fairshare", "backfill_cost"]
 
 
 def build_parser(*, benches: bool = True) -> argparse.ArgumentParser:

@@ -17,6 +17,7 @@ from asad.core import markers
 from asad.common.arrays import DEFAULT_MAX_ARRAY_SIZE
 from asad.common.config import DEFAULT_IDLE_PRICE, DEFAULT_PLACEMENT
 from asad.learn.geometry import GeometryKeyConfig, request_key
+from asad.core.job_env import big_job_env
 from asad.core.learned import Learned
 from asad.core.model import JobRecord, StageRun, StageState, WorkflowRun
 from asad.sizing.base import Caps, Outcome
@@ -253,7 +254,7 @@ class Context:
             name=f"asad.{wf.id}.all", command="", partition=first.partition, account=first.account,
             qos=first.qos, nodes=shape["nodes"], ntasks=shape["ntasks"], cpus_per_task=shape["cpus_per_task"],
             mem_mb=shape["mem_mb"], time_limit_s=shape["time_s"], comment=self.tag(wf, BIG_JOB_STAGE, attempt),
-            workdir=wf.spec.workdir, truth=truth, output=self._output(wf, "all"),
+            workdir=wf.spec.workdir, truth=truth, output=self._output(wf, "all"), env=big_job_env(wf.spec),
         )
 
     def _output(self, wf: WorkflowRun, stage: str) -> str | None:

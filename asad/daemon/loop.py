@@ -31,8 +31,8 @@ from asad.common.config import Settings
 from asad.daemon.lease import Lease, LeaseHeld, LeaseLost, lease_seconds
 from asad.daemon.service import EXIT_ALREADY_RUNNING
 from asad.store.db import StoreError, explain_failure, is_corrupt, shown_url
-from asad.daemon.wake import (BRISK_FOR_S, BRISK_POLL_S, WATCH_INTERVAL_S, StoreWake, Watch, end_markers,
-                       kill_logs, start_markers)
+from asad.daemon.wake import (BRISK_FOR_S, BRISK_POLL_S, RELEASED_POLL_S, WATCH_INTERVAL_S, StoreWake, Watch,
+                              end_markers, kill_logs, released_jobs, start_markers)
 
 log = structlog.get_logger("asad.daemon.loop")
 
@@ -331,10 +331,15 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
         if (state["ended"] and time.monotonic() < state["brisk_until"] and report is not None
                 and report.backend_error is None):
             pause = min(pause, BRISK_POLL_S)
+        released = (released_jobs(runner, now) if report is not None and report.backend_error is None
+                    and backend.name != "sim" else [])
+        if released:
+            pause = min(pause, RELEASED_POLL_S)  # it starts, or fails leaving no marker, any second now
         if markers:
             watch.set_markers(end_markers(runner, settings.run_dir), kill_logs(runner),
                               start_markers(runner, settings.run_dir))
             _tell_disk(state, settings.run_dir)
+        log.debug("tick", pause_s=round(pause, 1), watched=len(watch.markers), released=released)
         try:
             store.set_status("clock", {"now": now, "wall": time.time(), "speed": speed})
             store.set_status("daemon", {"pid": os.getpid(), "paused": pacer.paused, "retry_s": pause,

@@ -41,6 +41,12 @@ BRISK_FOR_S = 15.0  # ... for at most this long after the marker
 # task/cgroup "Detected 1 oom-kill event(s)").
 KILLED_RE = re.compile(rb"slurmstepd.*(\*\*\* JOB \d+ ON \S+ CANCELLED|oom[-_]kill|[Ee]xceeded (job|step) memory limit)")
 TAIL_BYTES = 4096  # slurmstepd's lines are the last ones: read no more of a long file
+# A job whose dependency was just met starts (or fails) at Slurm's next scheduling pass; one that
+# fails before its stage wrapper writes a marker (a failing `setup:` line, a launch failure) wakes
+# nothing, so the daemon polls every RELEASED_POLL_S for RELEASED_FOR_S after the release. Without
+# it such a stage showed "PD (Dependency)" for a whole poll interval after sacct said FAILED.
+RELEASED_POLL_S = 2.0
+RELEASED_FOR_S = 30.0
 
 
 def wake_file(state_dir: Path) -> Path:
@@ -276,3 +282,46 @@ def kill_logs(runner) -> list[KillLog]:  # noqa: ANN001
                     and not req.array and job.stage in wf.stages and not wf.spec.stage(job.stage).slurm.output):
                 out.append(KillLog(Path(markers.job_output(req.output, job.job_id)), job.job_id))
     return out
+
+
+def released_jobs(runner, now: float, within_s: float = RELEASED_FOR_S) -> list[int]:  # noqa: ANN001
+    """Live jobs that Slurm may have started at most ``within_s`` ago: their dependency was met then
+    (as asad saw it: the jobs they wait for ended, or for ``after``, started plus the offset), or,
+    with none, they were submitted (or their ``--begin`` came) then. Slurm's answer about them
+    (running, or already failed) comes only from a poll."""
+    from asad.core.model import JobPhase
+
+    jobs = {j.job_id: j for wf in runner.active.values() for j in wf.jobs if j.job_id is not None}
+    out = []
+    for job in jobs.values():
+        # a job seen running is watched too: it may have started a moment ago and fail before its
+        # wrapper writes a marker (seen: a poll caught the stage between start and failure)
+        if job.phase is not JobPhase.LIVE or job.state.is_final or job.submitted_at is None:
+            continue
+        released = _released_at(job, jobs)
+        if released is not None and now - within_s <= released <= now:
+            out.append(job.job_id)
+    return out
+
+
+def _released_at(job, jobs: dict) -> float | None:  # noqa: ANN001
+    """When Slurm could first start ``job`` (None: not yet, or not known)."""
+    from asad.slurm.backend import DependencyType
+
+    dep = job.request.dependency
+    times = [job.submitted_at, job.request.begin or 0.0]
+    if dep is not None and dep.job_ids:
+        before = [jobs.get(i) for i in dep.job_ids]
+        if any(b is None for b in before):
+            return None  # a job of another workflow or an earlier daemon: nothing known about it
+        if dep.type is DependencyType.AFTER:
+            starts = [b.start_time for b in before]
+            if None in starts:
+                return None
+            times.append(max(starts) + 60.0 * dep.offset_min)
+        else:
+            ends = [b.end_time if b.state.is_final else None for b in before]
+            if None in ends:
+                return None
+            times.append(max(ends))
+    return max(times)

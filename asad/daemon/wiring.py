@@ -11,6 +11,7 @@ from pathlib import Path
 
 from asad.common.config import Settings
 from asad.core.context import BIG_JOB_STAGE
+from asad.core.job_env import big_job_assignments
 from asad.learn.registry import recommended_predictor
 from asad.core.model import WorkflowState
 from asad.common.private_dir import make_private_dir
@@ -123,7 +124,10 @@ class CommandBuilder:
         if s.slurm.output:  # the user named the log: the command's output goes to Slurm's --output file
             env.append("ASAD_LOG=-")
         setup = [f"# setup of stage {stage}", *s.slurm.setup] if s.slurm.setup else []
-        env += [f"{k}={shlex.quote(str(v))}" for k, v in s.env_dict().items()]
+        # env: values come through the job's environment, never the script (asad/core/job_env.py); a big
+        # job's stages each name their own carriers
+        if srun:
+            env += big_job_assignments(wf.spec, stage)
         prefix = "env " + " ".join(env)
         if srun:
             size = f"--nodes={s.nodes} --ntasks={s.ntasks} --cpus-per-task={s.cpus_per_task} --exact"
@@ -141,8 +145,8 @@ def run_to_completion(runner: Runner, backend: Backend, workflow_ids: list[int],
     cluster with ``run_dir`` it also wakes when a stage's end marker, or a pending job's allocation marker, appears."""
     import time as _time
 
-    from asad.daemon.wake import (BRISK_FOR_S, BRISK_POLL_S, WATCH_INTERVAL_S, Watch, end_markers, kill_logs,
-                           start_markers)
+    from asad.daemon.wake import (BRISK_FOR_S, BRISK_POLL_S, RELEASED_POLL_S, WATCH_INTERVAL_S, Watch, end_markers,
+                                  kill_logs, released_jobs, start_markers)
 
     start = backend.now()
     sim = hasattr(backend, "run_until")
@@ -174,6 +178,8 @@ def run_to_completion(runner: Runner, backend: Backend, workflow_ids: list[int],
             ended &= set(runner.live_job_ids())
             if ended and _time.monotonic() < brisk_until and not report.backend_error:
                 pause = min(pause, BRISK_POLL_S)  # a marker announced an end Slurm has not recorded yet
+            if not report.backend_error and released_jobs(runner, now):
+                pause = min(pause, RELEASED_POLL_S)  # it starts, or fails leaving no marker, any second now
             watch.set_markers(end_markers(runner, run_dir), kill_logs(runner), start_markers(runner, run_dir))
             deadline = _time.monotonic() + pause
             while (left := deadline - _time.monotonic()) > 0:

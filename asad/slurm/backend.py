@@ -186,6 +186,7 @@ class PartitionInfo:
     max_time_s: int | None = None  # None = UNLIMITED
     max_nodes: int | None = None  # per job; None = UNLIMITED
     default: bool = False
+    gpus_per_node: int | None = None  # the most any node has (sinfo %G); None = not known
 
     @property
     def total_cpus(self) -> int:

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, replace
 
 from asad.common.arrays import task_count
+from asad.slurm.gres import gpus_in
 from asad.slurm.array_status import fold, fold_usage, split_array_id
 from asad.slurm.backend import JobState, JobStatus, PartitionInfo, SlurmUnavailable, Usage
 
@@ -410,15 +411,17 @@ def parse_scontrol_jobs(text: str, command: str = "scontrol -o show job") -> dic
 
 
 # ------------------------------------------------------------------ sinfo / sbatch -------------
-SINFO_FORMAT = SEP.join(["%P", "%c", "%m", "%D", "%l"])
+SINFO_FORMAT = SEP.join(["%P", "%c", "%m", "%D", "%l", "%G"])
 
 
 def parse_sinfo_partitions(text: str, command: str = "sinfo") -> list[PartitionInfo]:
-    """``sinfo -h -o '%P|%c|%m|%D|%l'`` (one line per partition and node state); ``*`` marks the
-    default partition. CPUs and memory per node are the smallest node's (``28+`` -> 28)."""
+    """``sinfo -h -o '%P|%c|%m|%D|%l|%G'`` (one line per partition and node state); ``*`` marks the
+    default partition. CPUs and memory per node are the smallest node's (``28+`` -> 28); GPUs per
+    node the most any node has (a job asking for more can never start: Slurm refuses it at once).
+    Output without the ``%G`` column (recorded before asad asked for it) leaves GPUs unknown."""
     acc: dict[str, dict] = {}
-    for parts in _rows(text, 5, command):
-        raw_name, cpus, mem, nodes, limit = (p.strip() for p in parts)
+    for parts in _rows(text, 5, command, optional=1):
+        raw_name, cpus, mem, nodes, limit, gres = (p.strip() for p in parts)
         name = raw_name.rstrip("*")
         try:
             cpu_n = int(cpus.rstrip("+"))
@@ -427,13 +430,17 @@ def parse_sinfo_partitions(text: str, command: str = "sinfo") -> list[PartitionI
             limit_s = None if limit.lower() in ("infinite", "unlimited") else parse_clock_s(limit)
         except ValueError as exc:
             raise SlurmParseError(command, text, str(exc)) from None
+        gpus = gpus_in(gres) if gres else None
         entry = acc.setdefault(name, {"nodes": 0, "cpus": cpu_n, "mem": mem_n, "limit": limit_s,
-                                      "default": raw_name.endswith("*")})
+                                      "default": raw_name.endswith("*"), "gpus": gpus})
         entry["nodes"] += node_n
         entry["cpus"] = min(entry["cpus"], cpu_n)
         entry["mem"] = min(entry["mem"], mem_n)
+        if entry["gpus"] is not None:  # one row it cannot read: not known (never a refusal on a guess)
+            entry["gpus"] = None if gpus is None else max(entry["gpus"], gpus)
     return [PartitionInfo(name=n, nodes=e["nodes"], cpus_per_node=e["cpus"], mem_per_node_mb=e["mem"],
-                          max_time_s=None if e["limit"] is None else int(e["limit"]), default=e["default"])
+                          max_time_s=None if e["limit"] is None else int(e["limit"]), default=e["default"],
+                          gpus_per_node=e["gpus"])
             for n, e in acc.items()]
 
 

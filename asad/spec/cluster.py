@@ -7,6 +7,7 @@ import difflib
 import math
 from dataclasses import dataclass
 
+from asad.slurm.gres import gpus_in
 from asad.slurm.backend import PartitionInfo
 from asad.spec.model import SpecError, WorkflowSpec, shown_path
 from asad.common.units import format_duration, format_mem
@@ -36,9 +37,11 @@ def check_against_cluster(spec: WorkflowSpec, partitions: list[PartitionInfo],
                                 f"stage '{stage.name}': unknown partition '{pname}'",
                                 unknown_partition_fix(pname, partitions))
         candidates = [by_name[n] for n in names]
+        gpus, gpus_key = _gpus_per_node(stage)
         shape = _Shape(stage.nodes, stage.cpus_per_node, stage.mem_per_node_mb(), stage.time_s,
                        ntasks=stage.ntasks, cpus_per_task=stage.cpus_per_task,
-                       mem_per_cpu_mb=stage.mem_per_cpu_mb if stage.mem_mb is None else None)
+                       mem_per_cpu_mb=stage.mem_per_cpu_mb if stage.mem_mb is None else None,
+                       gpus_per_node=gpus, gpus_key=gpus_key)
         if any(not _misfits(shape, p) for p in candidates):
             continue
         fld, problem = _misfits(shape, candidates[0])[0]
@@ -48,6 +51,14 @@ def check_against_cluster(spec: WorkflowSpec, partitions: list[PartitionInfo],
                         (f"{hint}; or " if hint else "") + _largest_fit(candidates))
     if spec.strategy == "big-job":
         _check_big_job(spec, by_name, default, known)
+
+
+def _gpus_per_node(stage) -> tuple[int, str]:  # noqa: ANN001
+    """The GPUs one node must have for ``stage`` and the key that asks: ``gres: gpu:N`` is per node;
+    ``gpus: N`` is the job's total, which Slurm may spread over the stage's nodes."""
+    from_gres = gpus_in(stage.slurm.gres) or 0
+    from_gpus = -(-int(stage.slurm.gpus) // stage.nodes) if stage.slurm.gpus else 0
+    return (from_gres, "gres") if from_gres >= from_gpus and from_gres else (from_gpus, "gpus")
 
 
 def unknown_partition_fix(name: str, partitions: list[PartitionInfo]) -> str:
@@ -75,6 +86,8 @@ class _Shape:
     ntasks: int = 1
     cpus_per_task: int = 1
     mem_per_cpu_mb: int | None = None
+    gpus_per_node: int = 0  # the most GPUs one node must have (gres: per node; gpus: spread over the nodes)
+    gpus_key: str = "gpus"  # the key that asked for them
 
 
 def _misfits(shape: _Shape, p: PartitionInfo) -> list[tuple[str, str]]:
@@ -100,6 +113,12 @@ def _misfits(shape: _Shape, p: PartitionInfo) -> list[tuple[str, str]]:
                                        f"CPUs on one node is {format_mem(shape.mem_per_node_mb)} per node, {has}"))
         else:
             out.append(("mem", f"{format_mem(shape.mem_per_node_mb)} per node, {has}"))
+    if shape.gpus_per_node and p.gpus_per_node is not None and shape.gpus_per_node > p.gpus_per_node:
+        # Slurm refuses such a job at once ("Requested node configuration is not available")
+        asked = (f"{shape.gpus_per_node} GPUs on one node" if shape.gpus_key == "gres" or shape.nodes == 1
+                 else f"{shape.gpus_per_node} GPUs on one node ({shape.nodes} nodes)")
+        out.append((shape.gpus_key, f"{asked}, but partition '{p.name}' has "
+                                    f"{p.gpus_per_node or 'no'} GPU{'s' if p.gpus_per_node != 1 else ''} per node"))
     if p.max_time_s is not None and shape.time_s > p.max_time_s:
         out.append(("time", f"time {format_duration(shape.time_s)}, but partition '{p.name}' allows at most "
                             f"{format_duration(p.max_time_s)}"))
@@ -123,7 +142,8 @@ def _largest_fit(candidates: list[PartitionInfo]) -> str:
     for p in candidates:
         max_nodes = min(p.nodes, p.max_nodes) if p.max_nodes else p.nodes
         limit = format_duration(p.max_time_s) if p.max_time_s is not None else "unlimited"
-        fits.append(f"'{p.name}': {max_nodes} node{'s' if max_nodes != 1 else ''} × {p.cpus_per_node} CPUs, "
+        gpus = f", {p.gpus_per_node} GPUs" if p.gpus_per_node else ""
+        fits.append(f"'{p.name}': {max_nodes} node{'s' if max_nodes != 1 else ''} × {p.cpus_per_node} CPUs{gpus}, "
                     f"mem {format_mem(p.mem_per_node_mb)} per node, time {limit}")
     return "the largest that fits " + "; ".join(fits) + " (or name a bigger partition)"
 

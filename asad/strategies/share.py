@@ -1,7 +1,7 @@
 """Shared jobs: a run of adjacent stages of one shape goes to Slurm as one job.
 
 When stage B follows only A, only B follows A, and both ask for the same nodes, tasks, CPUs,
-partition, account and QOS, B can run in A's allocation the moment A's command ends: no queue
+partition, account, QOS and `env:`, B can run in A's allocation the moment A's command ends: no queue
 wait for B, and no core idles (the allocation is the size B needs). The job asks for the sum of
 the stages' time limits and the largest of their memory requests; its script runs the stages'
 wrappers in turn, each writing its own markers and log.
@@ -55,6 +55,7 @@ def _candidates(wf: WorkflowRun, head: str, head_req: JobRequest, ctx: Context) 
             or ctx.learned.sharing_decided(wf.id, head)):
         return []
     head_options = replace(wf.spec.stage(head).slurm, setup=())
+    head_env = wf.spec.stage(head).env_dict()
     part = ctx.partitions.get(head_req.partitions[0] if head_req.partitions else ctx.config.default_partition)
     max_time = part.max_time_s if part and part.max_time_s else None
     out: list[str] = []
@@ -66,8 +67,11 @@ def _candidates(wf: WorkflowRun, head: str, head_req: JobRequest, ctx: Context) 
         name = after[0]
         run, spec = wf.stages[name], wf.spec.stage(name)
         if (run.state is not StageState.WAITING or not _first_attempt(wf, name) or spec.array is not None
-                or spec.slurm.output is not None or replace(spec.slurm, setup=()) != head_options):
-            return out  # its own Slurm log, mail or node options: only a job of its own gives it them
+                or spec.slurm.output is not None or replace(spec.slurm, setup=()) != head_options
+                or spec.env_dict() != head_env):
+            # its own Slurm log, mail or node options, or its own env: values (they travel in the
+            # job's environment, never its script: asad/core/job_env.py): only a job of its own gives it them
+            return out
         ctx.size_first_attempt(wf, name, run)
         req = ctx.request_for(wf, name)
         if _shape(req) != _shape(head_req) or (max_time is not None and total_s + req.time_limit_s > max_time):

@@ -51,6 +51,10 @@ _FIELDS = {
 }
 _FINAL_STAGE = {StageState.COMPLETED.value, StageState.FAILED.value, StageState.CANCELLED.value}
 STALE_AFTER_S = 60.0  # past this, asad status says how old the daemon's last poll is
+# A workflow that failed this recently is named in the notes of the default view (which lists active
+# workflows only): one Slurm refused at once (a partition, account or GRES it does not have) was
+# accepted by `asad submit` and then simply gone from `asad status`.
+RECENT_FAILURE_S = 600.0
 _STAGE_ST = {StageState.WAITING: "WT", StageState.PLANNED: "PL", StageState.COMPLETED: "CD",
              StageState.FAILED: "F", StageState.CANCELLED: "CA"}
 
@@ -89,6 +93,8 @@ def status_rows(store, workflow_id: int | None = None, include_finished: bool = 
             notes.append(f"no workflow {workflow_id} in the store")
     else:
         wfs = store.load_workflows(active_only=not include_finished)
+        if not include_finished:
+            notes += _recent_failures(store, now)
     rows = []
     simulated = store.simulated_workflow_ids([wf.id for wf in wfs])
     for wf in wfs:
@@ -110,6 +116,16 @@ def status_rows(store, workflow_id: int | None = None, include_finished: bool = 
                  f"(asad explain {r['workflow']} {r['stage']} says why)" for r in rows
                  if r.get("sized_below") and r["state"] not in _FINAL_STAGE)
     return rows, notes
+
+
+def _recent_failures(store, now: float) -> list[str]:  # noqa: ANN001
+    out = []
+    for row in reversed(store.workflow_rows(states=["FAILED"], limit=20)):  # the 20 latest, oldest first
+        if row.ended_at is not None and now - row.ended_at <= RECENT_FAILURE_S:
+            out.append(f"workflow {row.id} ({row.name}) FAILED {format_duration(max(0.0, now - row.ended_at))} ago: "
+                       f"{row.message or 'see asad show ' + str(row.id)} ('asad show {row.id}' tells more; "
+                       "'asad status --all' lists ended workflows)")
+    return out
 
 
 SIMULATED_NOTE = ("SIMULATED: these jobs are asad's simulator's (virtual time, simulated nodes), not Slurm's; "

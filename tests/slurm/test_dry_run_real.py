@@ -20,7 +20,8 @@ strategy: chain
 defaults: {time: 5m, mem: 200M, cpus: 1}
 stages:
   - {name: a, run: "echo a > dry-a.txt"}
-  - {name: b, run: "test -s dry-a.txt && echo b > dry-b.txt"}
+  - {name: b, run: "test -s dry-a.txt && echo b > dry-b.txt && printf %s \\"$GREETING\\" > dry-env.txt",
+     env: {GREETING: "a,b=c 'q' two words"}}
 """
 
 
@@ -40,6 +41,10 @@ def test_the_dry_run_script_runs_as_printed(cluster, tmp_path):
     assert [statuses[i].state.value for i in ids] == ["COMPLETED", "COMPLETED"]
     assert statuses[ids[1]].start_time >= statuses[ids[0]].end_time
     assert (tmp_path / "dry-b.txt").read_text() == "b\n"
+    # env: travels in front of sbatch (its environment, --export=ALL,GREETING), never in the script
+    here_docs = res.stdout.split("<<'ASAD_SCRIPT'")[1:]
+    assert here_docs and all("two words" not in doc.split("\nASAD_SCRIPT\n")[0] for doc in here_docs)
+    assert (tmp_path / "dry-env.txt").read_text() == "a,b=c 'q' two words"
     # the scratch workflow's markers and logs went to a scratch run folder, not to the user's
     # (where a real workflow of the same id may be running: the audit of 2026-11-26 saw its
     # markers overwritten)

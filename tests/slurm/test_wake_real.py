@@ -58,3 +58,25 @@ def test_cancel_wakes_the_daemon(cluster, tmp_path, slow_daemon):
     statuses = wait_for(lambda: (lambda st: st if st and all(s.state.is_final for s in st.values()) else None)(
         backend.poll(ids)), 30, "Slurm jobs cancelled")
     assert {s.state for s in statuses.values()} == {JobState.CANCELLED}
+
+
+def test_a_stage_that_fails_before_its_wrapper_shows_failed_within_seconds(cluster, tmp_path, slow_daemon):
+    """Issue 36, item 6: stage b's job fails in its `setup:` line the moment its dependency on a is
+    met: no wrapper ran, so no marker wakes the daemon. It showed "PD (Dependency)" for a whole poll
+    interval after sacct said FAILED (~25 s at --poll 30; here --poll 600). The daemon now polls every
+    few seconds for a while after a job's dependency is met."""
+    env = slow_daemon
+    text = CHAIN.format(name="setupfails", t=3).replace('{name: b, run: "sleep 3"}',
+                                                          '{name: b, after: [a], run: "true", setup: ["exit 7"]}')
+    wf_id = submit(env, write_workflow(tmp_path / "setupfails.yaml", text))
+    rows = wait_for(lambda: (lambda rs: rs if rs and all(r["job_id"] for r in rs) else None)(stage_rows(env, wf_id)),
+                    30, "both stages submitted")
+    backend = SlurmCLI(slurm_conf=cluster.slurm_conf)
+    b_job = rows[1]["job_id"]
+    ended = wait_for(lambda: (lambda st: st if st.state.is_final else None)(backend.poll([b_job])[b_job]),
+                     60, "Slurm to end stage b's job")
+    assert ended.state is JobState.FAILED
+    seen = wait_for(lambda: (lambda rs: rs[1] if rs and rs[1]["st"] == "F" else None)(stage_rows(env, wf_id)),
+                    40, "asad status to show stage b failed")
+    assert "exit code 7" in seen["reason"]
+    assert workflow_state(env, wf_id) == "FAILED"
