@@ -112,6 +112,12 @@ def test_learned_tells_and_learns_with_hedge():
     assert told[0] == pytest.approx(math.log10(601.0))
     learned.observe_wait(key, 700.0, at_s=3000.0, told=told)
     assert learned.wait_observations(key) == 2
+    # asad explain's words: which expert dominated and its weight (equal losses: the back-off first)
+    source = learned.wait_source(key)
+    assert source.startswith("hedge: expert 'backoff' weighs ") and "weights of cluster=g#0" in source
+    plain = Learned(lambda kind, key: None, "median-backoff")
+    plain.observe_wait(key, 600.0, at_s=1000.0)
+    assert plain.wait_source(key) == ""  # no weights, nothing to name
 
 
 def test_rolling_spans_and_windows():
@@ -149,3 +155,27 @@ def test_rolling_targets_count_windows():
     # 10 % quantile (9 s) never covers the 99 s waits: 0 % against 10 %, a 10-point gap
     assert summary["coverage_within_5_points"]["met"] == 0
     assert scored["c"][0]["rows"]["good"].worst_gap == pytest.approx(0.1)
+
+
+def test_explain_names_the_dominant_expert_of_a_planned_stage(db_url):
+    from asad.app import run_in_process
+    from asad.config import Settings
+    from asad.slurm.sim import make_simulator
+    from asad.spec import load_workflow
+    from asad.status import render_explain
+    from asad.store.repo import Store
+    from tests.conftest import EXAMPLES
+
+    spec = load_workflow(EXAMPLES / "montage.yaml")
+    store = Store(db_url)
+    sim = make_simulator("small", load=0.9, seed=4, priority="fifo")
+    try:
+        for i in range(2):  # the second run plans with the waits the first taught
+            run_in_process(store, sim, [spec], settings=Settings(predictor="hedge"), strategy="asa",
+                           warmup_s=0 if i else 6 * 3600)
+        wf = store.load_workflows(active_only=False)[-1]
+    finally:
+        store.close()
+    planned = [name for name, run in wf.stages.items() if "minus the learned wait" in run.plan_why]
+    assert planned, [run.plan_why for run in wf.stages.values()]
+    assert "hedge: expert '" in render_explain(wf, planned[0]) and " weighs " in render_explain(wf, planned[0])

@@ -411,6 +411,7 @@ def run_rolling(args: argparse.Namespace, predictors: list[tuple[str, str, dict[
     day = 86400.0
     data_end = float(np.ceil(jobs.eligible_s.max() / day) * day)  # the end of the last day with jobs
     spans = rolling.windows(start, length, step, data_end)
+    extra = [rolling.parse_window(text) for text in args.extra_window or ()]
     if not spans:
         raise ValueError(f"no {args.rolling} window from {args.rolling_from} ends by the data's last day "
                          f"({str(np.datetime64(int(data_end), 's'))[:10]}): use a shorter --rolling or earlier --rolling-from")
@@ -420,7 +421,8 @@ def run_rolling(args: argparse.Namespace, predictors: list[tuple[str, str, dict[
     scored = rolling.score_windows(jobs, replayed, predictors, spans, QUANTILES, pooled)
     kinds = {label: kind for label, kind, _ in predictors}
     summary = rolling.summarise(scored, args.judge, args.reference, kinds)
-    return {"scored": scored, "summary": summary, "cpu_s": round(time.process_time() - t0, 1),
+    tuning = rolling.score_windows(jobs, replayed, predictors, extra, QUANTILES, pooled) if extra else {}
+    return {"scored": scored, "summary": summary, "extra": tuning, "cpu_s": round(time.process_time() - t0, 1),
             "jobs": len(jobs), "judge": args.judge, "reference": args.reference,
             "seconds": {label: round(v, 1) for label, v in replayed["seconds"].items()}}
 
@@ -436,11 +438,15 @@ def main(args: argparse.Namespace) -> int:
             print(f"asad bench predictors: {exc}", file=sys.stderr)
             return 2
         if args.json:
-            print(json.dumps({**out, "scored": rolling.as_json(out["scored"])}, indent=2))
+            print(json.dumps({**out, "scored": rolling.as_json(out["scored"]), "extra": rolling.as_json(out["extra"])},
+                             indent=2))
         else:
             print(f"rolling {args.rolling} windows every {args.rolling_step} from {args.rolling_from}: {out['jobs']} "
                   f"jobs replayed, {out['cpu_s']} s CPU; seconds inside each predictor: {out['seconds']}")
             rolling.print_rolling(out["scored"], out["summary"], args.judge, args.reference)
+            if out["extra"]:
+                print("\nextra windows (--extra-window):")
+                rolling.print_rolling(out["extra"], {}, args.judge, args.reference)
         return 0
     if args.recommended:
         kind, params = recommended_predictor()
@@ -472,6 +478,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="rolling-origin windows of this length (e.g. 4w), each scored with only earlier data")
     parser.add_argument("--rolling-from", default="2021-05-20", help="first window's start (default: %(default)s)")
     parser.add_argument("--rolling-step", default="1w", help="how far each window's start moves (default: %(default)s)")
+    parser.add_argument("--extra-window", action="append", metavar="FROM..UNTIL",
+                        help="--rolling: also score this window apart (e.g. the tuning weeks 2021-05-20..2021-06-10)")
     parser.add_argument("--judge", default="hedge", help="--rolling: the learner judged (default: %(default)s)")
     parser.add_argument("--reference", default="median-backoff",
                         help="--rolling: whose median error the judged must match (default: %(default)s)")

@@ -36,6 +36,19 @@ def parse_span(text: str) -> float:
     return float(int(match.group(1)) * UNITS_S[match.group(2)])
 
 
+def parse_window(text: str) -> tuple[float, float]:
+    """``2021-05-20..2021-06-10`` as (start, end) seconds; ValueError naming the form otherwise."""
+    start, sep, end = (text or "").partition("..")
+    try:
+        span = (float(np.datetime64(start.strip(), "s").astype(np.int64)),
+                float(np.datetime64(end.strip(), "s").astype(np.int64)))
+    except ValueError:
+        span = None
+    if not sep or span is None or span[1] <= span[0]:
+        raise ValueError(f"{text!r} is not a window: give FROM..UNTIL dates, e.g. 2021-05-20..2021-06-10")
+    return span
+
+
 def windows(start_s: float, length_s: float, step_s: float, data_end_s: float) -> list[tuple[float, float]]:
     """Windows ``[start, start + length)`` from ``start_s`` every ``step_s`` that end by ``data_end_s``."""
     out, t = [], start_s

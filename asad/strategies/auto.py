@@ -116,5 +116,8 @@ class Auto:
                f"expected end ({expected_end - now:+.0f} s): the {1 - tau:.0%} quantile of their run time "
                f"minus the wait ({seen} waits seen; idle_price {ctx.idle_price(wf):g} per idle core-second); "
                "no dependency, held at a barrier")
+        source = ctx.wait_source(wf, stage) if hasattr(ctx, "wait_source") else ""
+        if source:
+            why += f"; {source}"
         return SubmitNow(barrier_on=tuple(running), begin=at if at > now else None, est_wait_s=lead,
                          planned_start=expected_end, why=why)
