@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from asad.bench.rolling import parse_span, score_windows, summarise, windows
+from asad.bench.rolling import data_end_s, parse_span, score_windows, summarise, windows
 from asad.learn.hedge import PANEL, HedgePool, Panel
 from asad.learn.registry import make_pool, predictor_from_state
 from asad.learned import Learned
@@ -118,6 +118,12 @@ def test_learned_tells_and_learns_with_hedge():
     plain = Learned(lambda kind, key: None, "median-backoff")
     plain.observe_wait(key, 600.0, at_s=1000.0)
     assert plain.wait_source(key) == ""  # no weights, nothing to name
+
+
+def test_windows_end_where_the_data_does_not_at_its_stragglers():
+    day = 86400.0
+    eligible = np.concatenate([np.linspace(0.0, 40 * day - 1, 10_000), [90 * day]])  # one job weeks later
+    assert data_end_s(eligible) == 40 * day
 
 
 def test_rolling_spans_and_windows():

@@ -408,8 +408,7 @@ def run_rolling(args: argparse.Namespace, predictors: list[tuple[str, str, dict[
     if not len(jobs):
         raise ValueError("no jobs in that cluster and date range: widen --since/--until")
     start = float(np.datetime64(args.rolling_from, "s").astype(np.int64))
-    day = 86400.0
-    data_end = float(np.ceil(jobs.eligible_s.max() / day) * day)  # the end of the last day with jobs
+    data_end = rolling.data_end_s(jobs.eligible_s)
     spans = rolling.windows(start, length, step, data_end)
     extra = [rolling.parse_window(text) for text in args.extra_window or ()]
     if not spans:

@@ -49,6 +49,14 @@ def parse_window(text: str) -> tuple[float, float]:
     return span
 
 
+def data_end_s(eligible_s: np.ndarray, share: float = 0.999) -> float:
+    """The end of the day by which ``share`` of the jobs had become eligible: a window ends by it.
+    (A few jobs of the 2021 file become eligible weeks after its last submission, on 2021-07-07;
+    the last eligible time would stretch windows over days holding a handful of jobs.)"""
+    day = 86400.0
+    return float(np.ceil(np.quantile(eligible_s, share) / day) * day)
+
+
 def windows(start_s: float, length_s: float, step_s: float, data_end_s: float) -> list[tuple[float, float]]:
     """Windows ``[start, start + length)`` from ``start_s`` every ``step_s`` that end by ``data_end_s``."""
     out, t = [], start_s
