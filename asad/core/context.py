@@ -94,6 +94,10 @@ class Context:
         req = self.request_for(wf, stage)
         return self.learned.estimate_wait(self.geometry_key(req))
 
+    def wait_source(self, wf: WorkflowRun, stage: str) -> str:
+        """Which expert of the wait learner dominated ``estimate_wait`` (and its weight); "" if none."""
+        return self.learned.wait_source(self.geometry_key(self.request_for(wf, stage)))
+
     def idle_price(self, wf: WorkflowRun) -> float:
         """The workflow's own ``idle_price`` when its file sets one, else the daemon's setting."""
         return wf.spec.idle_price if wf.spec.idle_price is not None else self.config.idle_price

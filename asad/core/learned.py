@@ -121,6 +121,18 @@ class Learned:
             return wait_s
         return max(0.0, 10.0 ** (round(math.log10(1.0 + wait_s) / WAIT_STEP_LOG10) * WAIT_STEP_LOG10) - 1.0)
 
+    def wait_source(self, key: str) -> str:
+        """Which expert dominated the learned wait of ``key`` and its weight, for ``asad explain``
+        (``hedge``: asad.learn.hedge); "" for a learner without weights or before any wait."""
+        if self._pool is None or not hasattr(self._pool, "dominant"):
+            return ""
+        self._pooled_predictor(key)
+        dominant = self._pool.dominant(key)
+        if dominant is None:
+            return ""
+        return (f"{self.predictor_kind}: expert '{dominant.expert}' weighs {100 * dominant.weight:.0f} % "
+                f"(answers {max(0.0, 10 ** dominant.answer_log10 - 1):.0f} s; weights of {dominant.group})")
+
     def wait_observations(self, key: str) -> int:
         """How many waits of this geometry have been learned."""
         if self.consulted is not None:

@@ -98,6 +98,22 @@ class ExpertsConfig:
     # residual of its stratum ("calibrated": e.g. cold answers that ran low are raised;
     # "calibrated-cold": only answers borrowed from a coarser key)
     point: str = "median"
+    # Hedge over the back-off's panel (asad/learn/hedge.py, kind "hedge"; "backoff" mode only):
+    # the learning rate per unit of loss (0: no mixture, the back-off median alone), the fixed
+    # share (each round every expert keeps at least this share over N), the loss ("abs": |log10
+    # error|, "sq": its square), how the panel is combined ("mean": weighted mean in log10,
+    # "leader": the heaviest expert's answer) and what the weights are shared by ("slot": the
+    # coarsest key and which level answered, "slot-count": and how many waits it had)
+    hedge_eta: float = 0.0
+    hedge_share: float = 0.0
+    hedge_loss: str = "abs"
+    hedge_combine: str = "mean"
+    hedge_groups: str = "slot"
+
+    @property
+    def only_long(self) -> bool:
+        """Whether a key's statistics need only the long median (the plain back-off)."""
+        return self.mode == "backoff" and not self.hedge_eta
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "levels", tuple(tuple(level) for level in self.levels))
@@ -120,6 +136,11 @@ class ExpertsConfig:
             raise ValueError("point must be 'median', 'calibrated' or 'calibrated-cold'")
         if self.residuals_from not in ("coarsest", "finest", "stratum"):
             raise ValueError("residuals_from must be 'coarsest', 'finest' or 'stratum'")
+        if self.hedge_eta < 0 or not 0 <= self.hedge_share < 1 or (self.hedge_eta and self.mode != "backoff"):
+            raise ValueError("hedge_eta >= 0 (with mode 'backoff' only) and 0 <= hedge_share < 1")
+        if (self.hedge_loss not in ("abs", "sq") or self.hedge_combine not in ("mean", "leader")
+                or self.hedge_groups not in ("slot", "slot-count")):
+            raise ValueError("hedge_loss 'abs'|'sq', hedge_combine 'mean'|'leader', hedge_groups 'slot'|'slot-count'")
         if self.long_memory < 100 or self.residual_window < 1 or self.min_residuals < 1:
             raise ValueError("long_memory >= 100, residual_window >= 1, min_residuals >= 1")
 
@@ -171,7 +192,7 @@ class ExpertsPool:
         if stats is None:
             cfg = self.config
             stats = self.stats[key] = KeyStats(cfg.long_memory, cfg.residual_window, cfg.change_factor,
-                                               cfg.change_run, cfg.mode == "backoff")
+                                               cfg.change_run, cfg.only_long)
         return stats
 
     def _weights(self, key: str) -> list[float]:
@@ -409,7 +430,7 @@ class ExpertsPool:
         if state.get("stats") is not None:
             cfg = self.config
             self.stats[key] = KeyStats.from_state(state["stats"], cfg.long_memory, cfg.residual_window,
-                                                  cfg.change_factor, cfg.change_run, cfg.mode == "backoff")
+                                                  cfg.change_factor, cfg.change_run, cfg.only_long)
         weights = state.get("log_weights")
         if weights is not None and len(weights) == self.n_weights:
             self.log_weights[key] = [float(w) for w in weights]

@@ -37,14 +37,15 @@ class MixConfig:
 
 
 class AsaMixPredictor:
-    def __init__(self, config: MixConfig | None = None, seed: int = 0, kind: str = "asa-mix",
-                 members: list[AsaPredictor] | None = None) -> None:
-        from asad.learn.registry import make_predictor  # the registry imports this module
-
+    def __init__(self, config: MixConfig, members: list[AsaPredictor], seed: int = 0, kind: str = "asa-mix") -> None:
+        """``members``: one predictor per name in ``config.members``, made by the registry
+        (``make_predictor``), which knows the names; this module does not import it."""
+        if len(members) != len(config.members):
+            raise ValueError(f"{len(members)} members given for {len(config.members)} names {config.members}")
         self.kind = kind
-        self.config = config or MixConfig()
+        self.config = config
         self.seed = seed
-        self._members = members or [make_predictor(name, seed=seed + i) for i, name in enumerate(self.config.members)]
+        self._members = list(members)
         self._meta_log_weights = np.zeros(len(self._members))
 
     @property
@@ -90,6 +91,6 @@ class AsaMixPredictor:
         config["members"] = tuple(config["members"])
         config["loss"] = LossConfig(**config["loss"])
         members = [AsaPredictor.from_state(s) for s in state["members"]]
-        predictor = cls(MixConfig(**config), seed=int(state["seed"]), kind=state["kind"], members=members)
+        predictor = cls(MixConfig(**config), members, seed=int(state["seed"]), kind=state["kind"])
         predictor._meta_log_weights = np.asarray(state["meta_log_weights"], dtype=float)
         return predictor

@@ -13,6 +13,9 @@ Names (``make_predictor(kind, seed, **params)``; params override the preset):
     asa-mix         asa-full and asa-full-fast, planning with whichever has lost less lately
     experts         exponential weights over running medians / the last wait of the key and of
                     coarser keys, calibrated quantiles (asad.learn.experts)
+    hedge           exponential weights (Hedge, fixed share) over median-backoff's panel: its own
+                    answer, the answering level's last wait and running medians, the coarser
+                    level's median; weights per cluster and answering level (asad.learn.hedge)
     median-backoff  the same pool without weights: the median of the finest key that has seen a
                     wait, since its last detected change, the account's own coarser keys first;
                     quantiles from the residuals of answers by the same level (BACKOFF_DEFAULTS)
@@ -41,6 +44,7 @@ from asad.learn.baselines import (
     SlurmEstimatePredictor,
 )
 from asad.learn.experts import ExpertsConfig, ExpertsPool, ExpertsPredictor
+from asad.learn.hedge import HedgePool
 from asad.learn.key_levels import BACKOFF_LEVELS, PENDING_FLOOR
 from asad.learn.losses import LossConfig
 from asad.learn.mix import AsaMixPredictor, MixConfig
@@ -86,7 +90,7 @@ _STATE_CLASSES: dict[str, type] = {
 }                                       # stores an experts pool key by key (asad.core.learned)
 
 # Kinds whose keys share one pool (make_pool); the rest are one independent predictor per key.
-POOLED: tuple[str, ...] = ("experts", "median-backoff")
+POOLED: tuple[str, ...] = ("experts", "median-backoff", "hedge")
 
 # median-backoff: keys fine to coarse with the account first; quantiles from the residuals of
 # the answers given by the same level (the key itself, or which coarser key) on the cluster.
@@ -95,6 +99,12 @@ BACKOFF_DEFAULTS: dict[str, Any] = {"mode": "backoff", "change_run": 5, "change_
                                     "levels": BACKOFF_LEVELS, "pending_floor": PENDING_FLOOR,
                                     "residuals_from": "stratum", "strata": "level", "min_residuals": 100,
                                     "aci_gamma": 0.0004, "aci_space": "open"}
+
+# hedge: median-backoff's pool, levels, floor and calibration, answering with the Hedge mixture
+# of its panel. eta chosen on the weeks 2021-05-20 .. 06-10 (docs/results/learn.md, issue 38:
+# the lowest summed median error of eta 1, 2, 4; none beat median-backoff on Graham there, so
+# median-backoff stays the default).
+HEDGE_DEFAULTS: dict[str, Any] = {"hedge_eta": 4.0, "hedge_share": 0.01}
 
 # What recommended_predictor() returns; chosen by the measurements in docs/results/learn.md.
 RECOMMENDED: tuple[str, dict[str, Any]] = ("median-backoff", {})
@@ -114,6 +124,8 @@ def make_pool(kind: str, seed: int = 0, **params: Any) -> ExpertsPool:
         return ExpertsPool(ExpertsConfig(**params), seed=seed, kind=kind)
     if kind == "median-backoff":
         return ExpertsPool(ExpertsConfig(**{**BACKOFF_DEFAULTS, **params}), seed=seed, kind=kind)
+    if kind == "hedge":
+        return HedgePool(ExpertsConfig(**{**BACKOFF_DEFAULTS, **HEDGE_DEFAULTS, **params}), seed=seed, kind=kind)
     raise ValueError(f"{kind!r} is not a pooled predictor; pooled: {list(POOLED)}")
 
 
@@ -136,7 +148,9 @@ def make_predictor(kind: str, seed: int = 0, **params: Any) -> WaitPredictor:
     if kind == "asa-mix":
         if "members" in params:
             params = {**params, "members": tuple(params["members"])}
-        return AsaMixPredictor(MixConfig(**params), seed=seed, kind=kind)
+        config = MixConfig(**params)
+        members = [make_predictor(name, seed=seed + i) for i, name in enumerate(config.members)]
+        return AsaMixPredictor(config, members, seed=seed, kind=kind)
     if kind in POOLED:
         return make_pool(kind, seed, **params).view("")
     if kind in BASELINES:
@@ -151,6 +165,8 @@ def predictor_from_state(state: dict[str, Any]) -> WaitPredictor:
         pool = make_pool(kind, seed=int(state.get("seed", 0)), **state.get("config", {}))
         pool.load_key_state("", state)
         return pool.view("")
+    if state.get("class") == "experts-pool" and kind == "hedge":
+        return HedgePool.from_state(state).view(state.get("view_key", ""))
     cls_name = state.get("class") or ("asa" if kind in ASA_PRESETS else kind)
     if cls_name not in _STATE_CLASSES:
         raise ValueError(f"unknown predictor state kind {kind!r}")

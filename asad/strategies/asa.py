@@ -46,6 +46,9 @@ class Asa:
         barrier = tuple(running) if naive else ()
         why = (f"asa ({wf.mode}): at the predecessors' expected end minus the learned wait "
                f"({est_wait:.0f} s)" + (", held at a barrier" if naive else ", with afterok"))
+        source = ctx.wait_source(wf, stage) if hasattr(ctx, "wait_source") else ""
+        if source:
+            why += f"; {source}"
         if at <= now:
             return SubmitNow(dependency_on=dep, barrier_on=barrier, est_wait_s=est_wait, planned_start=expected_end,
                              why=why)

@@ -135,6 +135,9 @@ class Auto:
                f"expected end ({expected_end - now:+.0f} s): the {1 - tau:.0%} quantile of their start plus "
                f"run time minus the wait ({seen} waits seen; idle_price {ctx.idle_price(wf):g} per idle "
                f"core-second){since}; no dependency, held at a barrier")
+        source = ctx.wait_source(wf, stage) if hasattr(ctx, "wait_source") else ""
+        if source:
+            why += f"; {source}"
         if pending and at > now + REPLAN_SLACK_S:
             # A pending predecessor's expected start moves as it keeps waiting: the daemon holds
             # the plan and makes it again at the instant (or when that job starts), rather than

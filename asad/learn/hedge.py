@@ -1,0 +1,183 @@
+"""``hedge``: exponential weights (Hedge, with fixed share) over the back-off's panel of experts.
+
+ASA's idea (weights over candidate waits, ``w <- w * exp(-eta * loss)``) applied to *experts*
+whose answers a queue-wait learner can trust: the panel of the level that answers a job in
+``median-backoff`` (the finest key along :data:`asad.learn.key_levels.BACKOFF_LEVELS` that has
+seen a wait):
+
+- ``backoff``: ``median-backoff``'s own answer (that level's long median since its last change);
+- ``last``, ``median5``, ``median20``, ``median100``: that level's last wait and short running
+  medians;
+- ``parent``: the long median of the next coarser level that has seen a wait.
+
+All speak in ``log10(1 + s)``. Weights are shared per *group*: the coarsest key (the cluster)
+and which level answered (``hedge_groups: slot``), optionally with how many waits that level
+had (``slot-count``). A fine key sees too few waits to learn weights (issue 38: ``experts`` kept
+them per fine key and lost 45 % to the back-off); a group sees thousands. When a wait arrives
+every expert of the panel as it stood when the job was told (timed snapshots, so a batch's
+early starters do not favour short memories in hindsight) pays ``min(|error|, max_loss)``
+(``hedge_loss: abs``) or its square; then fixed share mixes ``hedge_share`` of the uniform back
+in (Herbster & Warmuth's tracking of the best expert: an expert that fell behind can win again
+after the queue changes). The answer is the weighted mean of the panel in log10 (``mean``) or
+the heaviest expert's (``leader``). Because ``backoff`` is in the panel, the mixture's loss is at
+most the back-off's plus the regret term ``ln N / eta + eta * T / 8``-like overheads; the
+measured gap is in docs/results/learn.md.
+
+The pending floor (the oldest job of the same class still pending, raising the answer), the
+strata of calibrated quantiles and ACI are the back-off's (:class:`ExpertsPool`, ``backoff``
+mode), applied to the mixture's answer: the floor after the mix, the residuals of the mixture.
+Slurm's own start estimate (``sbatch --test-only``) is not in the panel yet (no probe reaches
+the pool; the replay of the Cedar/Graham jobs has no Slurm to ask either).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from asad.learn.base import clean_wait
+from asad.learn.calibration import Told
+from asad.learn.experts import ExpertsPool
+from asad.learn.key_stats import count_bucket
+
+PANEL = ("backoff", "last", "median5", "median20", "median100", "parent")
+
+
+@dataclass(frozen=True)
+class Panel:
+    """What the experts say for one key at one instant, and the group whose weights judge them."""
+
+    backoff: float  # the back-off median (log10(1 + s))
+    stratum: str  # the back-off's residual stratum (which level answered)
+    group: str  # whose weights: "<coarsest key>#<slot>[:<count bucket>]"
+    values: tuple[float | None, ...]  # in PANEL order; None: that expert has nothing to say
+
+
+@dataclass(frozen=True)
+class Dominant:
+    """The expert that weighs most in a prediction (what ``asad explain`` shows)."""
+
+    expert: str
+    weight: float  # its share of the weight among the experts that spoke, 0..1
+    group: str
+    answer_log10: float  # its answer, log10(1 + s)
+
+
+class HedgePool(ExpertsPool):
+    """An :class:`ExpertsPool` in back-off mode whose answer is a Hedge mixture of its panel."""
+
+    # -- the panel ------------------------------------------------------------------
+    def panel(self, key: str, at_s: float | None = None) -> Panel | None:
+        """The panel as it stood at ``at_s`` (None: now); None when no level had a wait."""
+        found = self._backoff(key, at_s)
+        if found is None:
+            return None
+        backoff, stratum = found
+        answering: tuple[int, list[float], int] | None = None
+        parent = None
+        for slot, level_key in self.slots(key):
+            stats = self.stats.get(level_key)
+            if stats is None or not stats.n:
+                continue
+            snapshot = stats.snapshot_at(at_s)
+            if snapshot is None:
+                continue
+            if answering is None:
+                answering = (slot, snapshot[0], snapshot[1])
+            else:
+                parent = snapshot[0][-1]
+                break
+        assert answering is not None  # the back-off found a level
+        slot, experts, count = answering
+        group = f"{self.levels(key)[-1]}#{slot}"
+        if self.config.hedge_groups == "slot-count":
+            group += f":{count_bucket(count)}"
+        return Panel(backoff, stratum, group, (backoff, experts[0], experts[1], experts[2], experts[3], parent))
+
+    def group_weights(self, group: str) -> list[float]:
+        weights = self.log_weights.get(group)
+        if weights is None:
+            weights = self.log_weights[group] = [0.0] * len(PANEL)
+        return weights
+
+    def shares(self, panel: Panel) -> list[tuple[int, float]]:
+        """(expert index, share of the weight) of the experts that spoke; shares sum to 1."""
+        weights = self.log_weights.get(panel.group) or [0.0] * len(PANEL)
+        spoke = [i for i, v in enumerate(panel.values) if v is not None]
+        top = max(weights[i] for i in spoke)
+        raw = [(i, math.exp(weights[i] - top)) for i in spoke]
+        total = sum(w for _, w in raw)
+        return [(i, w / total) for i, w in raw]
+
+    def mix(self, panel: Panel) -> float:
+        shares = self.shares(panel)
+        if self.config.hedge_combine == "leader":
+            # ties go to the lower index: the back-off first
+            best = max(shares, key=lambda item: (item[1], -item[0]))[0]
+            return float(panel.values[best])  # type: ignore[arg-type]
+        return sum(share * float(panel.values[i]) for i, share in shares)  # type: ignore[arg-type]
+
+    def dominant(self, key: str) -> Dominant | None:
+        """The expert with the largest share in ``key``'s prediction now (None: nothing learned)."""
+        panel = self.panel(key)
+        if panel is None:
+            return None
+        i, share = max(self.shares(panel), key=lambda item: (item[1], -item[0]))
+        return Dominant(PANEL[i], share, panel.group, float(panel.values[i]))  # type: ignore[arg-type]
+
+    # -- learning -------------------------------------------------------------------
+    def _estimate_log(self, key: str) -> float | None:
+        panel = self.panel(key)
+        self._strata[key] = None if panel is None else panel.stratum
+        return None if panel is None else self.mix(panel)
+
+    def _update(self, panel: Panel, y: float) -> None:
+        """Hedge with fixed share: every expert that spoke pays its loss, then each keeps at least
+        ``hedge_share / N`` of the weight (normalised over those that spoke)."""
+        cfg = self.config
+        weights = self.group_weights(panel.group)
+        spoke = [i for i, v in enumerate(panel.values) if v is not None]
+        for i in spoke:
+            error = min(abs(float(panel.values[i]) - y), cfg.max_loss)  # type: ignore[arg-type]
+            weights[i] -= cfg.hedge_eta * (error if cfg.hedge_loss == "abs" else error * error)
+        top = max(weights[i] for i in spoke)
+        raw = {i: math.exp(weights[i] - top) for i in spoke}
+        total = sum(raw.values())
+        alpha, n = cfg.hedge_share, len(spoke)
+        for i in spoke:
+            weights[i] = math.log((1.0 - alpha) * raw[i] / total + alpha / n)
+
+    def observe(self, key: str, wait_s: float, at_s: float | None = None,
+                told: Told | None = None, fed: Sequence[int] = ()) -> None:
+        """Score the panel as it stood when the job was told (``at_s - wait``), then learn the
+        wait as the back-off does (its residual against what the job was told)."""
+        wait = clean_wait(wait_s)
+        decided_s = None if at_s is None else float(at_s) - wait
+        panel = self.panel(key, decided_s)
+        if panel is not None:
+            if told is None:  # rebuilt: the mixture as it stood (the weights since moved little)
+                told = (self.mix(panel), panel.stratum, None)
+            self._update(panel, math.log10(1.0 + wait))
+        super().observe(key, wait, at_s, told, fed)
+
+    # -- persistence: the groups' weights live in the coarsest key's row --------------
+    def key_state(self, key: str) -> dict[str, Any]:
+        state = super().key_state(key)
+        prefix = f"{key}#"
+        groups = {g: list(w) for g, w in sorted(self.log_weights.items()) if g.startswith(prefix)}
+        if groups:
+            state["hedge_weights"] = groups
+        return state
+
+    def load_key_state(self, key: str, state: dict[str, Any]) -> None:
+        super().load_key_state(key, state)
+        for group, weights in state.get("hedge_weights", {}).items():
+            if len(weights) == len(PANEL):
+                self.log_weights[group] = [float(w) for w in weights]
+
+    def to_state(self) -> dict[str, Any]:
+        state = super().to_state()
+        state["keys"] = {key: self.key_state(key) for key in sorted(self.stats)}
+        return state
