@@ -57,13 +57,44 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_scenarios(args: argparse.Namespace) -> int:
+    """Replay every recorded sim-vs-real scenario (tests/data/sim_vs_real/), as recorded and
+    with each variant below, and dump every job's schedule per replay."""
+    import asad.slurm.sim as sim_pkg
+    from asad.bench import sim_vs_real
+
+    made = []
+
+    class Capturing(sim_pkg.Simulator):
+        def __init__(self, config):  # noqa: ANN001
+            super().__init__(config)
+            made.append(self)
+
+    sim_pkg.Simulator = Capturing
+    variants = {"recorded": {}, "bf_poll": {"bf_poll": True}, "no_epilog": {"epilog_s": 0.0},
+                "plan_all": {"bf_plan_all": True}}
+    out = {}
+    cpu0 = time.process_time()
+    for rec in sim_vs_real.load_recordings():
+        for name, overrides in variants.items():
+            made.clear()
+            sim_vs_real.replay(rec, **overrides)
+            out[f"{rec['id']}/{name}"] = schedule(made[-1])
+    result = {"cpu_s": round(time.process_time() - cpu0, 2), "schedule": {
+        f"{key}/{jid}": v for key, sched in out.items() for jid, v in sched.items()}}
+    with open(args.out, "w") as fh:
+        json.dump(result, fh)
+    print(json.dumps({"replays": len(out), "jobs": len(result["schedule"]), "cpu_s": result["cpu_s"]}))
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     with open(args.a) as fh:
         a = json.load(fh)
     with open(args.b) as fh:
         b = json.load(fh)
     sa, sb = a["schedule"], b["schedule"]
-    keys = sorted(set(sa) | set(sb), key=int)
+    keys = sorted(set(sa) | set(sb))
     diff = [k for k in keys if sa.get(k) != sb.get(k)]
     print(json.dumps({"jobs_a": len(sa), "jobs_b": len(sb), "started_a": sum(v[0] is not None for v in sa.values()),
                       "differ": len(diff), "first_differing": diff[:5],
@@ -86,6 +117,9 @@ def main() -> int:
     run.add_argument("--snapshot")
     run.add_argument("--out", required=True)
     run.set_defaults(func=cmd_run)
+    scen = sub.add_parser("scenarios")
+    scen.add_argument("--out", required=True)
+    scen.set_defaults(func=cmd_scenarios)
     cmp = sub.add_parser("compare")
     cmp.add_argument("a")
     cmp.add_argument("b")
