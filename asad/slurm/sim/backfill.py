@@ -258,8 +258,8 @@ def _record_plan(job: SimJob, part: PartitionState, nodes: list[int], t_start: f
     the job's earliest planned start."""
     part.reservations.append(Reservation(
         job_id=job.job_id, start=t_start, end=t_start + job.time_limit_s, nodes=nodes,
-        cores=job.cpus_per_node, mem_mb=job.mem_per_node_mb, slack_c={n: 0 for n in nodes},
-        slack_m={n: 0 for n in nodes}))
+        cores=job.cpus_per_node, mem_mb=job.mem_per_node_mb, slack_c=dict.fromkeys(nodes, 0),
+        slack_m=dict.fromkeys(nodes, 0)))
     if job.res_time_min is None or t_start < job.res_time_min:
         job.res_time_min = t_start
 
