@@ -5,10 +5,16 @@ schedule."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from asad.bench import sim as sim_bench
+from asad.cli import build_parser
 from asad.slurm.backend import Dependency, DependencyType, JobRequest, SimTruth
 from asad.slurm.sim import PartitionSpec, SimConfig, Simulator, backfill, make_simulator, plan_kernel
 
@@ -103,3 +109,37 @@ def test_the_python_pass_is_kept_where_the_compiled_one_does_not_apply() -> None
         assert not backfill.compiled_enabled(sim.sched)
     assert not backfill.compiled_enabled(make_simulator("two-speed", load=0.0).sched)
     assert backfill.compiled_enabled(make_simulator("small", load=0.0).sched)
+
+
+
+def bench_sim(argv: list[str]) -> dict:
+    """``asad bench sim ... --json`` through the real parser; its JSON."""
+    out = io.StringIO()
+    args = build_parser().parse_args(["bench", "sim", *argv, "--json"])
+    with contextlib.redirect_stdout(out):
+        assert args.func(args) == 0
+    return json.loads(out.getvalue())
+
+
+def test_bench_sim_reference_reports_the_same_schedule() -> None:
+    out = bench_sim(["--preset", "small", "--days", "2", "--load", "0.95", "--reference"])
+    assert out["compiled_pass"] is True
+    assert out["jobs_differing_from_reference"] == 0
+    assert out["reference_cpu_s"] > 0 and out["backfill_starts"] > 10
+
+
+def test_bench_sim_reference_counts_a_differing_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the count is not a constant 0: one side's starts moved by a second all differ
+    real = sim_bench.schedule_of
+    calls = []
+
+    def shifted(sim):  # noqa: ANN001, ANN202
+        calls.append(1)
+        got = real(sim)
+        if len(calls) == 2:
+            got = {jid: (None if s is None else s + 1, *rest) for jid, (s, *rest) in got.items()}
+        return got
+
+    monkeypatch.setattr(sim_bench, "schedule_of", shifted)
+    out = bench_sim(["--preset", "small", "--days", "1", "--load", "0.95", "--reference"])
+    assert out["jobs_differing_from_reference"] == out["jobs_started"] > 0
