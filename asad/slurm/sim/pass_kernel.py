@@ -208,11 +208,10 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
     floor_now = np.floor(now)
     held = np.empty(n, dtype=np.int64)
 
-    # the job to plan next (-1: none) and where its plan is to be made: the queue of plans
-    # the pass makes is processed by one block below (numba: no nested functions over arrays)
+    # One step per tested job (then, with bf_plan_all, one step for the plans still owed). A step
+    # may first owe plans to earlier unplanned jobs; they are made by the one block below that
+    # makes plans (numba has no nested functions over these arrays), then the job is started.
     for step in range(2 * n_jobs + 1):
-        # ------------------------------------------------------------------------------------
-        # Phase A (step < n_jobs): test job ``step``. Phase B: bf_plan_all's remaining plans.
         if step < n_jobs:
             ji = step
         elif plan_all and u_head < n_u:
@@ -221,7 +220,7 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
             break
         plan_from = 0
         plan_to = 0  # plan unplanned[plan_from:plan_to] before going on with ji
-        action = 0  # after the plans: 0 none, 1 fits ignoring plans, 2 try start with plans
+        action = 0  # after the plans: 1 = the job fits ignoring plans (start it, or try to)
         free_nodes = no_block
         if ji < 0:
             plan_from, plan_to = u_head, n_u
