@@ -3,7 +3,10 @@
 Runs a preset at an offered load for some simulated days from an empty cluster (no warm-up)
 and prints jobs, events, wall and CPU seconds, jobs per wall second and peak RSS. ``--scaling``
 repeats the run at a quarter and half of the days and fits how wall time grows with the number
-of jobs (an exponent near 1 is linear).
+of jobs (an exponent near 1 is linear). ``--reference`` plays the same days again with the Python
+backfill pass (the reference of the compiled one, ``ASAD_SIM_COMPILED_PASS=0``) in the same
+process and reports its CPU time and how many jobs got a different start, end, node list or
+time limit (0 = the same schedule).
 """
 
 from __future__ import annotations
@@ -17,12 +20,19 @@ import time
 import numpy as np
 
 from asad.common.arg_types import non_negative_float, positive_float
+from asad.slurm.sim import backfill as slurm_backfill
 from asad.slurm.sim import make_simulator
 from asad.slurm.sim.presets import PRESETS
 
 
 def run_once(preset: str, days: float, load: float | None, seed: int, priority: str, backfill: str,
              per_day: bool = False, will_run: str = "slurm") -> dict:
+    return _summary(*_play(preset, days, load, seed, priority, backfill, per_day, will_run), preset, seed,
+                    priority, backfill, will_run, days, per_day)
+
+
+def _play(preset: str, days: float, load: float | None, seed: int, priority: str, backfill: str,
+          per_day: bool, will_run: str) -> tuple:
     wall0, cpu0 = time.perf_counter(), time.process_time()
     sim = make_simulator(preset, load=load, seed=seed, priority=priority, backfill=backfill,
                          warmup_s=0.0, will_run=will_run)
@@ -39,7 +49,29 @@ def run_once(preset: str, days: float, load: float | None, seed: int, priority: 
                              "jobs": st["jobs_submitted"], "pending": st["jobs_pending_eligible"]})
     else:
         sim.run_until(end)
-    wall, cpu = time.perf_counter() - wall0, time.process_time() - cpu0
+    return sim, time.perf_counter() - wall0, time.process_time() - cpu0, days_log
+
+
+def schedule_of(sim) -> dict[int, tuple]:  # noqa: ANN001
+    """Every job's start, end, node list and time limit."""
+    return {j.job_id: (j.start_time, j.end_time, tuple(j.alloc_nodes), j.time_limit_s) for j in sim.jobs.values()}
+
+
+def with_reference(preset: str, days: float, load: float | None, seed: int, priority: str, backfill: str,
+                   will_run: str) -> dict:
+    """The same run with the Python backfill pass (after the compiled run, in the same process:
+    the plan search's compiled code, which both use, is loaded by then)."""
+    compiled = slurm_backfill._COMPILED
+    try:
+        slurm_backfill._COMPILED = False
+        ref, _, ref_cpu, _ = _play(preset, days, load, seed, priority, backfill, False, will_run)
+    finally:
+        slurm_backfill._COMPILED = compiled
+    return {"reference_cpu_s": round(ref_cpu, 2), "reference_schedule": schedule_of(ref)}
+
+
+def _summary(sim, wall: float, cpu: float, days_log: list, preset: str, seed: int, priority: str,  # noqa: ANN001
+             backfill: str, will_run: str, days: float, per_day: bool) -> dict:
     stats = sim.stats()
     waits = np.array([j.start_time - j.eligible_time for j in sim.jobs.values()
                       if j.start_time is not None])
@@ -62,6 +94,7 @@ def run_once(preset: str, days: float, load: float | None, seed: int, priority: 
         "jobs_per_cpu_s": round(jobs / cpu, 1) if cpu > 0 else None,
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "loadavg_1min": round(os.getloadavg()[0], 2),  # other processes share this machine
+        "compiled_pass": slurm_backfill.compiled_enabled(sim.sched) if backfill == "slurm" else None,
         **({"per_day": days_log} if per_day else {}),
     }
 
@@ -73,9 +106,21 @@ def growth_exponent(jobs: list[int], seconds: list[float]) -> float:
 
 def main(args: argparse.Namespace) -> int:
     sizes = [args.days / 4, args.days / 2, args.days] if args.scaling else [args.days]
-    runs = [run_once(args.preset, d, args.load, args.seed, args.priority, args.backfill,
-                     per_day=args.per_day and d == sizes[-1], will_run=args.will_run) for d in sizes]
+    runs = []
+    for d in sizes:
+        per_day = args.per_day and d == sizes[-1]
+        played = _play(args.preset, d, args.load, args.seed, args.priority, args.backfill, per_day, args.will_run)
+        runs.append(_summary(*played, args.preset, args.seed, args.priority, args.backfill, args.will_run, d, per_day))
+    sim = played[0]
     result = dict(runs[-1])
+    if args.reference:
+        ref = with_reference(args.preset, args.days, args.load, args.seed, args.priority, args.backfill,
+                             args.will_run)
+        mine, theirs = schedule_of(sim), ref.pop("reference_schedule")
+        result.update(ref)
+        result["reference_speedup"] = round(ref["reference_cpu_s"] / result["cpu_s"], 2) if result["cpu_s"] else None
+        result["jobs_differing_from_reference"] = sum(
+            1 for jid in set(mine) | set(theirs) if mine.get(jid) != theirs.get(jid))
     if args.scaling:
         jobs = [r["jobs"] for r in runs]
         result["scaling"] = [{k: r[k] for k in ("sim_days", "jobs", "wall_s", "cpu_s")} for r in runs]
@@ -105,6 +150,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="also run a quarter and half of the days; report the growth exponent")
     parser.add_argument("--per-day", action="store_true",
                         help="also report cumulative CPU/wall seconds and queue length per simulated day")
+    parser.add_argument("--reference", action="store_true",
+                        help="also play the same days with the Python backfill pass (the compiled pass's "
+                             "reference) and report its CPU time and the jobs whose schedule differs")
     parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
     parser.set_defaults(func=main)
 

@@ -25,15 +25,31 @@ per-partition limits (``bf_max_job_user`` ...), licenses, advance reservations, 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+from collections.abc import Iterator
+from typing import Any, Protocol
 
+import numpy as np
+
+from asad.slurm.sim import pass_kernel, plan_kernel
 from asad.slurm.sim.backfill_map import BackfillMap
 from asad.slurm.sim.cluster import PartitionState, Reservation
+from asad.slurm.sim.config import SimConfig
 from asad.slurm.sim.jobs import SimJob
 from asad.slurm.sim.planner import planned_start, planned_start_slurm
 
-if TYPE_CHECKING:
-    from asad.slurm.sim.scheduler import Scheduler
+
+class Scheduler(Protocol):
+    """What a backfill pass reads and calls of the scheduler that runs it (scheduler.py), named
+    here because the scheduler imports this module."""
+
+    config: SimConfig
+    parts: list[PartitionState]
+    queues: list[Any]  # the scheduler's JobQueue, one per partition
+
+    def start_fn(self, job: SimJob, part: PartitionState, nodes: Any) -> None: ...
+
+    def _in_order(self) -> Iterator[SimJob]: ...
 
 INF = float("inf")
 
@@ -44,6 +60,8 @@ def backfill_pass(sched: Scheduler, now: float) -> int:
     priority order) just before a later job that fits on the free resources as they are, and only
     those that could begin before that job would end; jobs after the last such job never need
     theirs. ``part.reservations`` therefore lists the plans that were needed, not all of them."""
+    if compiled_enabled(sched):
+        return compiled_pass(sched, now)
     cfg = sched.config
     parts = sched.parts
     plans = [BackfillMap(p) for p in parts]
@@ -123,6 +141,72 @@ def backfill_pass(sched: Scheduler, now: float) -> int:
     return started
 
 
+# The compiled pass (pass_kernel) where it applies; ASAD_SIM_COMPILED_PASS=0 (or tests, through
+# ``_COMPILED``) keep the Python pass above, its reference.
+_COMPILED = os.environ.get("ASAD_SIM_COMPILED_PASS", "1") != "0"
+
+
+def compiled_enabled(sched: Scheduler) -> bool:
+    """Whether this pass runs compiled: one partition, cons_tres's node pick, Slurm's will-run
+    test, numba available (the compiled pass does what the Python one does only there)."""
+    return (_COMPILED and pass_kernel.backfill_pass is not None and plan_kernel.enabled()
+            and len(sched.parts) == 1 and sched.config.will_run == "slurm"
+            and sched.parts[0].select == "consec")
+
+
+def compiled_pass(sched: Scheduler, now: float) -> int:
+    """backfill_pass through ``pass_kernel``: the kernel decides on copies of the partition's
+    state, then its starts are made here and its plans recorded, in the kernel's order (the
+    Python pass's order: starts reach the simulator in the same sequence)."""
+    cfg = sched.config
+    part = sched.parts[0]
+    part.reservations = []
+    queue = sched.queues[0]
+    jobs = queue.jobs
+    tested: list[SimJob] = []
+    max_test = cfg.bf_max_job_test
+    for i in range(queue.first_live(), len(jobs)):
+        job = jobs[i]
+        if job.queued:
+            tested.append(job)
+            if len(tested) == max_test:
+                break
+    if not tested:
+        return 0
+    hi = part.p_hi
+    act = part.p_active[:hi]
+    p_end, p_job = part.p_end[:hi][act], part.p_job[:hi][act]
+    order = np.lexsort((p_job, p_end))  # BackfillMap.running_ends' order
+    completing = np.zeros(part.n, dtype=np.bool_)
+    if part.completing:
+        completing[list(part.completing)] = True
+    kinds, which, ts, offs, lens, flat = pass_kernel.backfill_pass(
+        float(now), float(now + cfg.bf_window_s), float(cfg.bf_resolution_s),
+        float(cfg.kill_wait_s + cfg.over_time_limit_s), part.n, part.cores, part.mem,
+        part.max_free_cores(), part.free_cores_total, part.np_free_c.copy(), part.np_free_m.copy(),
+        completing,
+        np.array([j.nodes for j in tested], dtype=np.int64),
+        np.array([j.cpus_per_node for j in tested], dtype=np.int64),
+        np.array([j.cpus for j in tested], dtype=np.int64),
+        np.array([j.mem_per_node_mb for j in tested], dtype=np.int64),
+        np.array([j.time_limit_s for j in tested], dtype=np.float64),
+        np.array([j.job_id for j in tested], dtype=np.int64),
+        p_end[order], part.p_node[:hi][act][order], part.p_c[:hi][act][order],
+        part.p_m[:hi][act][order], p_job[order], bool(cfg.bf_plan_all))
+    flat_l = flat.tolist()
+    started = 0
+    for kind, w, t, off, n in zip(kinds.tolist(), which.tolist(), ts.tolist(), offs.tolist(), lens.tolist()):
+        job = tested[w]
+        nodes = flat_l[off: off + n]
+        if kind == pass_kernel.EV_START:
+            sched.start_fn(job, part, nodes)
+            started += 1
+        else:
+            _record_plan(job, part, nodes, t)
+    part.reservations.sort(key=lambda r: r.start)
+    return started
+
+
 def _fits_now_ignoring_plans(job: SimJob, plans: list[BackfillMap]) -> tuple[PartitionState, list[int]] | None:
     """Nodes the job would get now if nothing were planned (None: it cannot start now at all)."""
     cpn, nn, mem = job.cpus_per_node, job.nodes, job.mem_per_node_mb
@@ -177,13 +261,19 @@ def _plan_at(cfg, job: SimJob, plan: BackfillMap, nodes: list[int], t_start: flo
     bf_resolution, as _add_reservation does)."""
     res = cfg.bf_resolution_s
     plan.reserve(nodes, (t_start // res) * res, ((t_start + job.time_limit_s) // res) * res)
-    plan.part.reservations.append(Reservation(
+    _record_plan(job, plan.part, nodes, t_start)
+    return True
+
+
+def _record_plan(job: SimJob, part: PartitionState, nodes: list[int], t_start: float) -> None:
+    """The plan's record: in the partition's reservations (what ``estimate_start`` reads) and
+    the job's earliest planned start."""
+    part.reservations.append(Reservation(
         job_id=job.job_id, start=t_start, end=t_start + job.time_limit_s, nodes=nodes,
-        cores=job.cpus_per_node, mem_mb=job.mem_per_node_mb, slack_c={n: 0 for n in nodes},
-        slack_m={n: 0 for n in nodes}))
+        cores=job.cpus_per_node, mem_mb=job.mem_per_node_mb, slack_c=dict.fromkeys(nodes, 0),
+        slack_m=dict.fromkeys(nodes, 0)))
     if job.res_time_min is None or t_start < job.res_time_min:
         job.res_time_min = t_start
-    return True
 
 
 def _try_start_now(sched: Scheduler, job: SimJob, plans: list[BackfillMap],

@@ -1,0 +1,452 @@
+"""One whole sched/backfill pass compiled with numba: ``backfill.backfill_pass`` (the readable
+reference, still used for several partitions, ``will_run="exact"``, best-fit node selection or
+without numba) as one loop on arrays.
+
+Why: on a saturated ``hpc2n`` queue the plan search (``plan_kernel.planned_start``) was only
+~28 % of a pass; the rest was Python around it, per tested job and per plan: fit times per shape
+and their sort, the start-now tests, the reservation records. Here the pass keeps its backfill
+map (plans as node intervals, the earliest plan per node, running pieces by end, fit times per
+job shape) in arrays and calls the plan search directly. It does not touch the simulator: it
+returns what the Python pass would have done, in order (each start with its nodes, each plan
+with its start and nodes), and ``backfill.compiled_pass`` applies those, so starts reach the
+simulator in the same order as before. Every rule is the reference's, line for line; comments
+name the reference function each block mirrors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from asad.slurm.sim import plan_kernel
+
+INF = np.inf
+
+EV_START, EV_PLAN = 0, 1
+
+
+def _argsort(a):  # noqa: ANN001, ANN202
+    """Stable merge argsort (numba compiles np.argsort slowly); ties keep index order, which
+    the callers do not depend on (only the k-th value is read)."""
+    n = len(a)
+    idx = np.arange(n)
+    tmp = np.empty(n, dtype=np.int64)
+    width = 1
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                if a[idx[j]] < a[idx[i]]:
+                    tmp[k] = idx[j]
+                    j += 1
+                else:
+                    tmp[k] = idx[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                tmp[k] = idx[i]
+                i += 1
+                k += 1
+            while j < hi:
+                tmp[k] = idx[j]
+                j += 1
+                k += 1
+            lo = hi
+        idx, tmp = tmp, idx
+        width *= 2
+    return idx
+
+
+def _shape_times(out, free_c, free_m, pe, pn, pc, pm, n_p, cores, mem, now):  # noqa: ANN001, ANN202
+    """PartitionState.fit_times into ``out``: per node the first time it holds (cores, mem)
+    with running jobs ending at their limits (now: free already; inf: never). One sweep over
+    the pieces in end order (a node's pieces in end order, as _node_time)."""
+    n = len(free_c)
+    fc = free_c.copy()
+    fm = free_m.copy()
+    for i in range(n):
+        out[i] = now if (fc[i] >= cores and fm[i] >= mem) else INF
+    for p in range(n_p):
+        node = pn[p]
+        if out[node] == INF:
+            fc[node] += pc[p]
+            fm[node] += pm[p]
+            if fc[node] >= cores and fm[node] >= mem:
+                out[node] = pe[p]
+
+
+def _job_groups(pe, pj, n_p, first, ends):  # noqa: ANN001, ANN202
+    """BackfillMap.running_jobs: per running job (pieces grouped by end and job), its first
+    piece and its end; returns how many."""
+    m = 0
+    for p in range(n_p):
+        if p == 0 or pj[p] != pj[p - 1] or pe[p] != pe[p - 1]:
+            first[m] = p
+            ends[m] = pe[p]
+            m += 1
+    return m
+
+
+
+def _ensure_sorted(si, s_ok, s_sorted, s_times, s_order, s_sort, sh_c, sh_m, free_c, free_m,
+                   pe, pn, pc, pm, n_p, now):  # noqa: ANN001, ANN202
+    """BackfillMap.node_times / time_order / sorted_times for shape ``si``."""
+    if not s_ok[si]:
+        _shape_times(s_times[si], free_c, free_m, pe, pn, pc, pm, n_p, sh_c[si], sh_m[si], now)
+        s_ok[si] = True
+        s_sorted[si] = False
+    if not s_sorted[si]:
+        order = _argsort(s_times[si])
+        for i in range(len(order)):
+            s_order[si, i] = order[i]
+            s_sort[si, i] = s_times[si, order[i]]
+        s_sorted[si] = True
+
+
+def _py_min(a, lo, hi):  # noqa: ANN001, ANN202
+    """Python's min() over a[lo:hi], NaN included (a NaN first stays; later ones never win)."""
+    m = a[lo]
+    for i in range(lo + 1, hi):
+        if a[i] < m:
+            m = a[i]
+    return m
+
+
+def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, free_total,
+          free_c, free_m, completing, j_nodes, j_cpn, j_cpus, j_mem, j_limit, j_id,
+          pe0, pn0, pc0, pm0, pj0, plan_all):  # noqa: ANN001, ANN202
+    """backfill.backfill_pass on one partition, on arrays. ``j_*``: the tested jobs in priority
+    order (at most bf_max_job_test); ``p*0``: the running pieces sorted by (end, job);
+    ``free_c``/``free_m``: the pass's own copies (changed here). Returns the events in order:
+    kind (EV_START / EV_PLAN), the job's index, the plan's start, and the nodes (``ev_off``,
+    ``ev_len`` into ``ev_nodes``)."""
+    n = len(free_c)
+    n_jobs = len(j_nodes)
+    total_nodes = 0
+    for i in range(n_jobs):
+        total_nodes += j_nodes[i]
+    # running pieces by (end, job), with room for the pass's starts (BackfillMap.running_ends)
+    n_p = len(pe0)
+    cap_p = n_p + total_nodes
+    pe = np.empty(cap_p)
+    pn = np.empty(cap_p, dtype=np.int64)
+    pc = np.empty(cap_p, dtype=np.int64)
+    pm = np.empty(cap_p, dtype=np.int64)
+    pj = np.empty(cap_p, dtype=np.int64)
+    pe[:n_p] = pe0
+    pn[:n_p] = pn0
+    pc[:n_p] = pc0
+    pm[:n_p] = pm0
+    pj[:n_p] = pj0
+    first_piece = np.empty(cap_p, dtype=np.int64)
+    job_ends = np.empty(cap_p)
+    n_groups = _job_groups(pe, pj, n_p, first_piece, job_ends)
+    # plans as node intervals (BackfillMap.reserve) and each node's earliest plan begin (min_b)
+    iv_node = np.empty(max(total_nodes, 1), dtype=np.int64)
+    iv_b = np.empty(max(total_nodes, 1))
+    iv_e = np.empty(max(total_nodes, 1))
+    n_iv = 0
+    min_b = np.full(n, INF)
+    # job shapes (cores, mem per node): each job's index into the fit-time cache
+    j_shape = np.empty(n_jobs, dtype=np.int64)
+    sh_c = np.empty(max(n_jobs, 1), dtype=np.int64)
+    sh_m = np.empty(max(n_jobs, 1), dtype=np.int64)
+    n_sh = 0
+    for i in range(n_jobs):
+        s = -1
+        for t in range(n_sh):
+            if sh_c[t] == j_cpn[i] and sh_m[t] == j_mem[i]:
+                s = t
+                break
+        if s < 0:
+            s = n_sh
+            sh_c[s] = j_cpn[i]
+            sh_m[s] = j_mem[i]
+            n_sh += 1
+        j_shape[i] = s
+    # fit times per shape; a start makes every shape's stale (recomputed when next needed)
+    s_ok = np.zeros(max(n_sh, 1), dtype=np.bool_)
+    s_sorted = np.zeros(max(n_sh, 1), dtype=np.bool_)
+    s_times = np.empty((max(n_sh, 1), n))
+    s_order = np.empty((max(n_sh, 1), n), dtype=np.int64)
+    s_sort = np.empty((max(n_sh, 1), n))
+    # shapes known to fail: BackfillMap.failed (start now, with plans), failed_free (start now,
+    # ignoring plans), no_plan
+    f_n = np.empty(n_jobs + 1, dtype=np.int64)
+    f_c = np.empty(n_jobs + 1, dtype=np.int64)
+    f_m = np.empty(n_jobs + 1, dtype=np.int64)
+    f_e = np.empty(n_jobs + 1)
+    n_f = 0
+    ff_n = np.empty(n_jobs + 1, dtype=np.int64)
+    ff_c = np.empty(n_jobs + 1, dtype=np.int64)
+    ff_m = np.empty(n_jobs + 1, dtype=np.int64)
+    n_ff = 0
+    np_k = np.empty(64, dtype=np.int64)
+    np_c = np.empty(64, dtype=np.int64)
+    np_m = np.empty(64, dtype=np.int64)
+    np_l = np.empty(64, dtype=np.int64)
+    n_np = 0
+    # what the pass did, in order
+    ev_kind = np.empty(max(n_jobs, 1), dtype=np.int64)
+    ev_job = np.empty(max(n_jobs, 1), dtype=np.int64)
+    ev_t = np.empty(max(n_jobs, 1))
+    ev_off = np.empty(max(n_jobs, 1), dtype=np.int64)
+    ev_len = np.empty(max(n_jobs, 1), dtype=np.int64)
+    ev_nodes = np.empty(max(total_nodes, 1), dtype=np.int64)
+    n_ev = 0
+    n_evn = 0
+    # unplanned jobs in priority order, [u_head, n_u), with lower bounds of their plans' begins
+    unplanned = np.empty(max(n_jobs, 1), dtype=np.int64)
+    bounds = np.empty(max(n_jobs, 1))
+    u_head = 0
+    n_u = 0
+    unplanned_min = INF
+    any_plan = False
+    no_block = np.empty(0, dtype=np.int64)
+    floor_now = np.floor(now)
+    held = np.empty(n, dtype=np.int64)
+
+    # One step per tested job (then, with bf_plan_all, one step for the plans still owed). A step
+    # may first owe plans to earlier unplanned jobs; they are made by the one block below that
+    # makes plans (numba has no nested functions over these arrays), then the job is started.
+    for step in range(2 * n_jobs + 1):
+        if step < n_jobs:
+            ji = step
+        elif plan_all and u_head < n_u:
+            ji = -1
+        else:
+            break
+        plan_from = 0
+        plan_to = 0  # plan unplanned[plan_from:plan_to] before going on with ji
+        action = 0  # after the plans: 1 = the job fits ignoring plans (start it, or try to)
+        free_nodes = no_block
+        if ji < 0:
+            plan_from, plan_to = u_head, n_u
+            u_head = n_u
+        else:
+            nn = j_nodes[ji]
+            cpn = j_cpn[ji]
+            mem = j_mem[ji]
+            # _fits_now_ignoring_plans
+            fits = False
+            if not (cpn > max_free or free_total < j_cpus[ji]):
+                hit = False
+                for t in range(n_ff):
+                    if nn >= ff_n[t] and cpn >= ff_c[t] and mem >= ff_m[t]:
+                        hit = True
+                        break
+                if not hit:
+                    got = no_block
+                    if nn * cpn <= free_total:
+                        got = plan_kernel.find_consec(free_c, free_m, no_block, nn, cpn, mem)
+                    if len(got):
+                        free_nodes = got
+                        fits = True
+                    else:
+                        ff_n[n_ff] = nn
+                        ff_c[n_ff] = cpn
+                        ff_m[n_ff] = mem
+                        n_ff += 1
+            if not fits:
+                # _earliest_bound, rounded down to bf_resolution
+                best = INF
+                if nn <= part_n and cpn <= part_cores and mem <= part_mem:
+                    si = j_shape[ji]
+                    _ensure_sorted(si, s_ok, s_sorted, s_times, s_order, s_sort, sh_c, sh_m,
+                                   free_c, free_m, pe, pn, pc, pm, n_p, now)
+                    kth = s_sort[si, nn - 1]
+                    if kth < INF:
+                        best = max(now, kth)
+                bound = np.nan if best == INF else (best // res) * res  # Python: inf // x is nan
+                unplanned[n_u] = ji
+                bounds[n_u] = bound
+                n_u += 1
+                if bound < unplanned_min:
+                    unplanned_min = bound
+                continue
+            end = now + j_limit[ji]
+            if n_u > u_head and unplanned_min <= end:
+                last = n_u - 1
+                while bounds[last] > end:
+                    last -= 1
+                plan_from, plan_to = u_head, last + 1
+                u_head = last + 1
+                unplanned_min = _py_min(bounds, u_head, n_u) if n_u > u_head else INF
+            action = 1
+        # ---- the plans (backfill._plan, planner.fit_times / planned_start_slurm, _plan_at) --
+        for u in range(plan_from, plan_to):
+            pj_i = unplanned[u]
+            k = j_nodes[pj_i]
+            c = j_cpn[pj_i]
+            m = j_mem[pj_i]
+            lim = j_limit[pj_i]
+            if not (k <= part_n and c <= part_cores and m <= part_mem):
+                continue
+            skip = False
+            for t in range(n_np):
+                if k >= np_k[t] and c >= np_c[t] and m >= np_m[t] and lim >= np_l[t]:
+                    skip = True
+                    break
+            if skip:
+                continue
+            si = j_shape[pj_i]
+            _ensure_sorted(si, s_ok, s_sorted, s_times, s_order, s_sort, sh_c, sh_m,
+                           free_c, free_m, pe, pn, pc, pm, n_p, now)
+            t_min = max(now, s_sort[si, k - 1])
+            if t_min > horizon:
+                if n_np < 64:
+                    np_k[n_np] = k
+                    np_c[n_np] = c
+                    np_m[n_np] = m
+                    np_l[n_np] = lim
+                    n_np += 1
+                continue
+            start, nodes = plan_kernel.planned_start(
+                s_times[si], s_order[si], free_c, free_m, k, c, m, float(lim), now, horizon, guess_s,
+                iv_node[:n_iv], iv_b[:n_iv], iv_e[:n_iv], pe[:n_p], pn[:n_p], pc[:n_p],
+                first_piece[:n_groups], job_ends[:n_groups])
+            if start == -INF:
+                if n_np < 64:
+                    np_k[n_np] = k
+                    np_c[n_np] = c
+                    np_m[n_np] = m
+                    np_l[n_np] = lim
+                    n_np += 1
+                continue
+            if start > horizon:  # _plan: too far ahead to plan for
+                continue
+            # _plan_at
+            b = (start // res) * res
+            e = ((start + lim) // res) * res
+            ev_kind[n_ev] = EV_PLAN
+            ev_job[n_ev] = pj_i
+            ev_t[n_ev] = start
+            ev_off[n_ev] = n_evn
+            ev_len[n_ev] = len(nodes)
+            n_ev += 1
+            for node in nodes:
+                ev_nodes[n_evn] = node
+                n_evn += 1
+                iv_node[n_iv] = node
+                iv_b[n_iv] = b
+                iv_e[n_iv] = e
+                n_iv += 1
+                if b < min_b[node]:
+                    min_b[node] = b
+            any_plan = True
+        if action == 0:
+            continue
+        # ---- start now, or plan a second later on completing nodes -------------------------
+        nn = j_nodes[ji]
+        cpn = j_cpn[ji]
+        mem = j_mem[ji]
+        lim = j_limit[ji]
+        end = now + lim
+        nodes = no_block
+        if not any_plan:
+            nodes = free_nodes
+        else:
+            # _try_start_now
+            if not (cpn > max_free or free_total < j_cpus[ji]):
+                hit = False
+                for t in range(n_f):
+                    if nn >= f_n[t] and cpn >= f_c[t] and mem >= f_m[t] and end >= f_e[t]:
+                        hit = True
+                        break
+                if not hit:
+                    n_held = 0
+                    for node in range(n):
+                        if min_b[node] <= end:
+                            held[n_held] = node
+                            n_held += 1
+                    if nn * cpn <= free_total:
+                        nodes = plan_kernel.find_consec(free_c, free_m, held[:n_held], nn, cpn, mem)
+                    if not len(nodes):
+                        f_n[n_f] = nn
+                        f_c[n_f] = cpn
+                        f_m[n_f] = mem
+                        f_e[n_f] = end
+                        n_f += 1
+            if not len(nodes):
+                # held off by a plan: it needs one of its own, made in priority order
+                bound = (now // res) * res
+                unplanned[n_u] = ji
+                bounds[n_u] = bound
+                n_u += 1
+                if bound < unplanned_min:
+                    unplanned_min = bound
+                continue
+        on_completing = False
+        for node in nodes:
+            if completing[node]:
+                on_completing = True
+        ev_job[n_ev] = ji
+        ev_off[n_ev] = n_evn
+        ev_len[n_ev] = len(nodes)
+        for node in nodes:
+            ev_nodes[n_evn] = node
+            n_evn += 1
+        if on_completing:  # its nodes are still completing: planned for a second later
+            start = now + 1.0
+            b = (start // res) * res
+            e = ((start + lim) // res) * res
+            ev_kind[n_ev] = EV_PLAN
+            ev_t[n_ev] = start
+            n_ev += 1
+            for node in nodes:
+                iv_node[n_iv] = node
+                iv_b[n_iv] = b
+                iv_e[n_iv] = e
+                n_iv += 1
+                if b < min_b[node]:
+                    min_b[node] = b
+            any_plan = True
+            continue
+        # the start (Simulator._start_job's allocation, BackfillMap.started)
+        ev_kind[n_ev] = EV_START
+        ev_t[n_ev] = now
+        n_ev += 1
+        for node in nodes:
+            free_c[node] -= cpn
+            free_m[node] -= mem
+        free_total -= cpn * nn
+        max_free = 0
+        for node in range(n):
+            if free_c[node] > max_free:
+                max_free = free_c[node]
+        p_end = floor_now + lim
+        jid = j_id[ji]
+        at = n_p
+        while at > 0 and (pe[at - 1] > p_end or (pe[at - 1] == p_end and pj[at - 1] > jid)):
+            at -= 1
+        k = len(nodes)
+        for p in range(n_p - 1, at - 1, -1):
+            pe[p + k] = pe[p]
+            pn[p + k] = pn[p]
+            pc[p + k] = pc[p]
+            pm[p + k] = pm[p]
+            pj[p + k] = pj[p]
+        for t in range(k):
+            pe[at + t] = p_end
+            pn[at + t] = nodes[t]
+            pc[at + t] = cpn
+            pm[at + t] = mem
+            pj[at + t] = jid
+        n_p += k
+        n_groups = _job_groups(pe, pj, n_p, first_piece, job_ends)
+        for s in range(n_sh):
+            s_ok[s] = False
+    return ev_kind[:n_ev], ev_job[:n_ev], ev_t[:n_ev], ev_off[:n_ev], ev_len[:n_ev], ev_nodes[:n_evn]
+
+
+if plan_kernel.njit is not None:
+    _argsort = plan_kernel.njit(cache=True)(_argsort)
+    _shape_times = plan_kernel.njit(cache=True)(_shape_times)
+    _job_groups = plan_kernel.njit(cache=True)(_job_groups)
+    _ensure_sorted = plan_kernel.njit(cache=True)(_ensure_sorted)
+    _py_min = plan_kernel.njit(cache=True)(_py_min)
+    backfill_pass = plan_kernel.njit(cache=True)(_pass)
+else:  # pragma: no cover
+    backfill_pass = None

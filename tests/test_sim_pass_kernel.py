@@ -1,0 +1,145 @@
+"""The compiled backfill pass (``pass_kernel``) against the Python pass (``backfill.backfill_pass``,
+its reference): on random clusters and job streams, every backfill pass must start the same jobs
+on the same nodes and leave the same reservations; and over busy simulated days the same
+schedule."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from asad.bench import sim as sim_bench
+from asad.cli.main import build_parser
+from asad.slurm.backend import Dependency, DependencyType, JobRequest, SimTruth
+from asad.slurm.sim import PartitionSpec, SimConfig, Simulator, backfill, make_simulator, plan_kernel
+
+pytestmark = pytest.mark.skipif(plan_kernel.njit is None, reason="numba is not installed")
+
+T0 = 1_700_000_000.0
+
+# nodes, cores per node (of the partition's), mem per node (MB), limit (s), run time / limit,
+# submitted after the previous job (s), depends on an earlier job
+job_st = st.tuples(st.integers(1, 4), st.integers(1, 8), st.sampled_from([500, 2000, 7000]),
+                   st.sampled_from([60, 90, 300, 600, 1800, 3600, 7200]),
+                   st.floats(0.05, 1.3), st.integers(0, 120), st.booleans())
+config_st = st.fixed_dictionaries({
+    "nodes": st.integers(1, 9),
+    "priority": st.sampled_from(["fifo", "multifactor"]),
+    "bf_resolution_s": st.sampled_from([1.0, 60.0]),
+    "bf_window_s": st.sampled_from([600.0, 86400.0]),
+    "bf_max_job_test": st.sampled_from([3, 500]),
+    "bf_interval_s": st.sampled_from([2.0, 30.0]),
+    "epilog_s": st.sampled_from([0.0, 0.4]),
+    "kill_wait_s": st.sampled_from([0.0, 30.0]),
+    "bf_plan_all": st.booleans(),
+    "bf_poll": st.booleans(),
+})
+
+
+def run(compiled: bool, cfg: dict, jobs: list, monkeypatch: pytest.MonkeyPatch) -> tuple[list, list]:
+    """The simulation's schedule and, per backfill pass, its starts and reservations."""
+    monkeypatch.setattr(backfill, "_COMPILED", compiled)
+    cfg = dict(cfg)
+    nodes = cfg.pop("nodes")
+    sim = Simulator(SimConfig(
+        partitions=(PartitionSpec("p", nodes=nodes, cores_per_node=8, mem_per_node_mb=8000,
+                                  max_time_s=None, default=True),),
+        start_time=T0, **cfg))
+    passes = []
+    inner = sim.sched.backfill_pass
+
+    def recording_pass(now: float) -> int:
+        got = inner(now)
+        part = sim.parts[0]
+        passes.append((now, got, [(r.job_id, r.start, r.end, tuple(r.nodes)) for r in part.reservations]))
+        return got
+
+    sim.sched.backfill_pass = recording_pass
+    t = T0
+    ids = []
+    for k, cpn, mem, limit, frac, gap, dep in jobs:
+        t += gap
+        sim.run_until(t)
+        k = min(k, nodes)
+        dependency = None
+        if dep and ids:
+            dependency = Dependency(DependencyType.AFTERANY, (ids[len(ids) // 2],))
+        ids.append(sim.submit(JobRequest(
+            name="j", command="true", nodes=k, ntasks=k, cpus_per_task=cpn, mem_mb=mem,
+            time_limit_s=limit, truth=SimTruth(runtime_s=frac * limit), dependency=dependency)))
+    sim.run_until(t + 5 * 3600)
+    assert backfill.compiled_enabled(sim.sched) is compiled
+    schedule = [(j.job_id, j.start_time, j.end_time, tuple(j.alloc_nodes), j.state.value, j.res_time_min)
+                for j in sim.jobs.values()]
+    return schedule, passes
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(config_st, st.lists(job_st, min_size=1, max_size=40))
+def test_compiled_pass_equals_the_python_pass(monkeypatch: pytest.MonkeyPatch, cfg: dict, jobs: list) -> None:
+    want = run(False, cfg, jobs, monkeypatch)
+    got = run(True, cfg, jobs, monkeypatch)
+    assert got[1] == want[1]  # every pass: same starts and reservations
+    assert got[0] == want[0]
+
+
+@pytest.mark.parametrize("priority", ["fifo", "multifactor"])
+def test_compiled_pass_gives_the_reference_schedule_over_busy_days(monkeypatch: pytest.MonkeyPatch,
+                                                                   priority: str) -> None:
+    def schedule(compiled: bool) -> list:
+        monkeypatch.setattr(backfill, "_COMPILED", compiled)
+        sim = make_simulator("small", load=0.95, seed=11, warmup_s=0, priority=priority, epilog_s=0.4)
+        sim.run_until(sim.now() + 3 * 86400)
+        assert backfill.compiled_enabled(sim.sched) is compiled
+        assert sim.stats()["backfill_starts"] > 50
+        return [(j.job_id, j.start_time, j.end_time, tuple(j.alloc_nodes), j.res_time_min)
+                for j in sim.jobs.values()]
+
+    assert schedule(True) == schedule(False)
+
+
+def test_the_python_pass_is_kept_where_the_compiled_one_does_not_apply() -> None:
+    for kw in ({"will_run": "exact"}, {"node_select": "bestfit"}):
+        sim = make_simulator("small", load=0.0, **kw)
+        assert not backfill.compiled_enabled(sim.sched)
+    assert not backfill.compiled_enabled(make_simulator("two-speed", load=0.0).sched)
+    assert backfill.compiled_enabled(make_simulator("small", load=0.0).sched)
+
+
+
+def bench_sim(argv: list[str]) -> dict:
+    """``asad bench sim ... --json`` through the real parser; its JSON."""
+    out = io.StringIO()
+    args = build_parser().parse_args(["bench", "sim", *argv, "--json"])
+    with contextlib.redirect_stdout(out):
+        assert args.func(args) == 0
+    return json.loads(out.getvalue())
+
+
+def test_bench_sim_reference_reports_the_same_schedule() -> None:
+    out = bench_sim(["--preset", "small", "--days", "2", "--load", "0.95", "--reference"])
+    assert out["compiled_pass"] is True
+    assert out["jobs_differing_from_reference"] == 0
+    assert out["reference_cpu_s"] > 0 and out["backfill_starts"] > 10
+
+
+def test_bench_sim_reference_counts_a_differing_schedule(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the count is not a constant 0: one side's starts moved by a second all differ
+    real = sim_bench.schedule_of
+    calls = []
+
+    def shifted(sim):  # noqa: ANN001, ANN202
+        calls.append(1)
+        got = real(sim)
+        if len(calls) == 2:
+            got = {jid: (None if s is None else s + 1, *rest) for jid, (s, *rest) in got.items()}
+        return got
+
+    monkeypatch.setattr(sim_bench, "schedule_of", shifted)
+    out = bench_sim(["--preset", "small", "--days", "1", "--load", "0.95", "--reference"])
+    assert out["jobs_differing_from_reference"] == out["jobs_started"] > 0
