@@ -20,7 +20,8 @@ _STAGE_FIELDS = ("state", "attempt", "job_row", "planned_submit_at", "est_wait_s
                  "mem_mb", "time_s", "size_why", "plan_why", "start_time", "end_time", "message", "retry_from")
 _JOB_FIELDS = ("job_id", "submitted_at", "reason", "eligible_time", "start_time", "end_time", "alloc_cpus",
                "alloc_nodes", "partition", "account", "qos", "nodelist", "exit_code", "peak_rss_mb", "cpu_s", "wait_learned",
-               "est_wait_s", "planned_start", "cancelled_by_asad", "array_tasks", "wait_told")
+               "est_wait_s", "planned_start", "cancelled_by_asad", "array_tasks", "wait_told", "intent_at",
+               "submit_host")
 
 
 # Core statements built once: the runner writes thousands of rows per tick at 1,000 workflows, and
