@@ -22,6 +22,7 @@ from asad.lease import LeaseLost, driver_elsewhere
 from asad.slurm.backend import SlurmError, SubmitRejected
 from asad.spec import SpecError
 from asad.store.db import StoreError, explain_failure, absolute_sqlite_url, shown_url, unwritable_place_message
+from asad.store.identity import highest_run_folder, sqlite_absent
 from asad.wake import STORE_WAKE_LOOK_S, wake_daemon, wake_through_store
 
 # Exit codes: 1 the workflow failed or was cancelled, 2 usage (argparse), 3 the workflow file or a
@@ -110,6 +111,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if backend.name == "sim":
             backend.run_until(backend.now() + _warmup_s(backend, args.load))
         wf = store.add_workflow(spec, backend.now(), strategy=args.strategy or spec.strategy,
+                                first_id=highest_run_folder(settings.run_dir) + 1,
                                 mode=args.mode or spec.mode)
         runner.load()
         try:
@@ -245,18 +247,27 @@ def cmd_submit(args: argparse.Namespace) -> int:
         parts = []
     if parts:
         check_against_cluster(spec, parts, next((p.name for p in parts if p.default), None))
+    fresh = sqlite_absent(settings.database_url)
     store = open_store(settings)
     try:
         now = time.time()
         status = store.get_status("clock")
         if status and settings.backend == "sim":
             now = status.get("now", now)
-        wf = store.add_workflow(spec, now, strategy=args.strategy or spec.strategy, mode=args.mode or spec.mode)
+        # never a folder of an earlier store's workflow (a deleted store's ids start at 1 again)
+        stale = highest_run_folder(settings.run_dir)
+        wf = store.add_workflow(spec, now, strategy=args.strategy or spec.strategy, mode=args.mode or spec.mode,
+                                first_id=stale + 1)
         remote = _wake_remote_driver(store)
     finally:
         store.close()
     wake_daemon(settings.state_dir)
     print(wf.id)
+    if fresh and stale:
+        print(f"asad: note: there was no store at {shown_url(settings.database_url)}, so a new, empty one was "
+              f"created; {settings.run_dir} holds the run folders of an earlier store (deleted?), so this "
+              f"workflow is numbered {wf.id}, after them. A daemon started before the store was deleted has "
+              "stopped; start one again (see below, or 'asad status').", file=sys.stderr)
     if remote is not None:
         print(f"asad: note: {_remote_note(remote)}", file=sys.stderr)
     elif not daemon_running(settings):
