@@ -23,6 +23,7 @@ from asad.daemon.lease import LeaseLost, driver_elsewhere
 from asad.slurm.backend import SlurmError, SubmitRejected
 from asad.spec.load import SpecError
 from asad.store.db import StoreError, explain_failure, absolute_sqlite_url, shown_url, unwritable_place_message
+from asad.store.identity import highest_run_folder, sqlite_absent
 from asad.daemon.wake import STORE_WAKE_LOOK_S, wake_daemon, wake_through_store
 
 # Exit codes: 1 the workflow failed or was cancelled, 2 usage (argparse), 3 the workflow file or a
@@ -120,6 +121,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if backend.name == "sim":
             backend.run_until(backend.now() + _warmup_s(backend, args.load))
         wf = store.add_workflow(spec, backend.now(), strategy=args.strategy or spec.strategy,
+                                first_id=highest_run_folder(settings.run_dir) + 1,
                                 mode=args.mode or spec.mode)
         runner.load()
         try:
@@ -244,9 +246,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
         settings.backend = daemon_backend(settings, args.backend)
         return _dry_run(settings, spec, args)
     _check_against_site(spec, settings, args.backend)
-    wf_id, remote = _store_workflow(settings, spec, args)
+    wf_id, remote, earlier_store_note = _store_workflow(settings, spec, args)
     wake_daemon(settings.state_dir)
     print(wf_id)
+    if earlier_store_note:
+        print(f"asad: note: {earlier_store_note}", file=sys.stderr)
     _note_who_runs_it(settings, wf_id, remote)
     return 0
 
@@ -277,17 +281,29 @@ def _check_against_site(spec, settings: Settings, backend_flag: str | None) -> N
 
 
 def _store_workflow(settings: Settings, spec, args: argparse.Namespace):  # noqa: ANN001, ANN202
-    """The workflow added to the store; (its id, the other host's driver woken through the store or None)."""
+    """The workflow added to the store: (its id, the other host's driver woken through the store or
+    None, a note when the store was new beside an earlier store's run folders, else None)."""
+    fresh = sqlite_absent(settings.database_url)
     store = open_store(settings)
     try:
         now = time.time()
         status = store.get_status("clock")
         if status and settings.backend == "sim":
             now = status.get("now", now)  # the simulated daemon's virtual clock
-        wf = store.add_workflow(spec, now, strategy=args.strategy or spec.strategy, mode=args.mode or spec.mode)
-        return wf.id, _wake_remote_driver(store)
+        # never a folder of an earlier store's workflow (a deleted store's ids start at 1 again)
+        stale = highest_run_folder(settings.run_dir)
+        wf = store.add_workflow(spec, now, strategy=args.strategy or spec.strategy, mode=args.mode or spec.mode,
+                                first_id=stale + 1)
+        remote = _wake_remote_driver(store)
     finally:
         store.close()
+    note = None
+    if fresh and stale:
+        note = (f"there was no store at {shown_url(settings.database_url)}, so a new, empty one was "
+                f"created; {settings.run_dir} holds the run folders of an earlier store (deleted?), so this "
+                f"workflow is numbered {wf.id}, after them. A daemon started before the store was deleted has "
+                "stopped; start one again (see below, or 'asad status').")
+    return wf.id, remote, note
 
 
 def _note_who_runs_it(settings: Settings, wf_id: int, remote) -> None:  # noqa: ANN001

@@ -84,6 +84,10 @@ class JobRecord:
     # a shared job (asad.strategies.share): the stages that run after ``stage`` inside this job, in
     # order; each of them points at this job as its current one
     rides: tuple[str, ...] = ()
+    # when and where the intent was written (before sbatch): after a crash, whether an earlier
+    # daemon's sbatch may still land it is judged from these (asad.daemon.intents)
+    intent_at: float | None = None
+    submit_host: str = ""
 
     @property
     def stages(self) -> tuple[str, ...]:

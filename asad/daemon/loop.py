@@ -31,6 +31,7 @@ from asad.common.config import Settings
 from asad.daemon.lease import Lease, LeaseHeld, LeaseLost, lease_seconds
 from asad.daemon.service import EXIT_ALREADY_RUNNING
 from asad.store.db import StoreError, explain_failure, is_corrupt, shown_url
+from asad.store.identity import StoreFile
 from asad.daemon.wake import (BRISK_FOR_S, BRISK_POLL_S, RELEASED_POLL_S, WATCH_INTERVAL_S, StoreWake, Watch,
                               end_markers, kill_logs, released_jobs, start_markers)
 
@@ -232,6 +233,7 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
         print(f"asad: error: {exc}")
         return EXIT_ALREADY_RUNNING
     store = Store(settings.database_url)
+    store_file = StoreFile.of(settings.database_url)  # the file opened, to notice its deletion
     lease = Lease(store, lease_s=lease_seconds(settings.max_poll_interval_s))
     # Until the scheduler runs (and installs its own handler), SIGTERM is a Ctrl-C: a stop while
     # standing by or waiting for Slurm is a clean stop that frees the lease at once.
@@ -283,6 +285,8 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
 
     def beat() -> None:
         try:
+            if store_gone():
+                return
             due = watch.due()
             if _remote_wake_due(store_wake, store):
                 due.append(0)
@@ -295,8 +299,21 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
             log.exception("the daemon's beat failed; retrying")
             state["next_tick"] = time.monotonic() + OUTAGE_RETRY_MAX_S / speed
 
+    def store_gone() -> bool:
+        """The store file deleted or replaced under the daemon: stop, loudly, rather than go on with a
+        file no other asad command sees (they would create and read a new one at its path)."""
+        what = store_file.gone() if store_file is not None else None
+        if what is None:
+            return False
+        log.error("stopping: the store file is gone", error=what)
+        state["store_gone"] = what
+        scheduler.shutdown(wait=False)
+        return True
+
     def tick() -> float:
         """One tick of the runner; returns the pause (backend seconds) before the next one."""
+        if store_gone():  # looked at before every tick: nothing is submitted into a deleted store
+            return math.inf
         state["ticks"] += 1
         try:
             report = runner.tick()
@@ -374,6 +391,14 @@ def run_daemon(settings: Settings, *, max_ticks: int | None = None) -> int:
             store.close()
         os.close(lock_fd)
     log.info("daemon stopped")
+    if state.get("store_gone"):
+        print(f"asad: error: {state['store_gone']} while the daemon ran: the daemon stopped rather than go on "
+              "with a store that no other asad command reads. The jobs it had submitted were left as they are "
+              "in Slurm (squeue --me lists them). Fix: restore the store from a backup if it was deleted by "
+              "mistake (docs/operations.md, 'Back up and restore'), then start the daemon again; it drives "
+              "whatever store is at that path (systemd's Restart=on-failure starts it again by itself).",
+              file=sys.stderr)
+        return EXIT_STORE_FAILED
     if state.get("store_failed"):
         print(f"asad: error: the store {shown_url(settings.database_url)} is corrupt: the daemon stopped. "
               "Nothing was submitted past it. Fix: move it aside and restore a backup "

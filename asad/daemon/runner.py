@@ -8,6 +8,7 @@ store again), so that a crash at any instant leaves nothing lost and nothing dou
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -16,9 +17,10 @@ import structlog
 from sqlalchemy.exc import SQLAlchemyError
 
 from asad.common.arrays import DEFAULT_MAX_ARRAY_SIZE
-from asad.core.context import Context
+from asad.core.context import BIG_JOB_STAGE, Context
 from asad.core.engine import Decisions, Engine
 from asad.slurm.refusals import refusal_text
+from asad.daemon.intents import HOST, Intents
 from asad.core.learned import Learned
 from asad.core.metrics import summarize
 from asad.core.model import JobPhase, JobRecord, StageState, WorkflowRun, WorkflowState
@@ -33,6 +35,7 @@ RULES_TTL_S = 600.0  # the site's priority rules are read again, for new workflo
 SUBMIT_LIMIT_RETRY_S = 120.0  # after a site's submit limit, try that stage again this much later
 # A job asad cancelled with its workflow is polled on, this long at most, until Slurm reports its end
 SETTLE_S = 600.0
+CANCEL_LOOK_S = 0.5  # during a submission burst, a cancel request is looked for this often (wall time)
 
 
 @dataclass
@@ -71,6 +74,7 @@ class Runner:
         self._fresh: list[int] = []  # adopted since the last learner prefetch
         self._settling: dict[int, tuple[JobRecord, float]] = {}  # an ended workflow's job -> poll until
         self.lease = None  # asad.daemon.lease.Lease: renewed every tick when this runner drives a store
+        self.intents = Intents(store, backend, store.store_id)
         self._rules_read_at = time.monotonic()  # the Context was given the site's rules just now
         self.load()
 
@@ -143,6 +147,7 @@ class Runner:
         self.active[wf.id] = wf
         self._touched.add(wf.id)
         self._fresh.append(wf.id)
+        self.intents.track(wf, self.backend.now())
         for run in wf.stages.values():
             if run.state in (StageState.SUBMITTED, StageState.RUNNING) and run.job_row is None:
                 run.wait_again()
@@ -208,7 +213,7 @@ class Runner:
         self.refresh()
         report = TickReport(now=now, wake_at=math.inf)
         try:
-            self._reconcile_intents(now)
+            intents_wake = self.intents.reconcile(list(self.active.values()), now, self._touched)
             report.changed = self._poll(now)
             self._cancel_strays()
         except SlurmUnavailable as exc:
@@ -229,6 +234,7 @@ class Runner:
             self._persist(decisions, now)
             if not decisions.submit and not decisions.cancel:
                 break
+        report.wake_at = min(report.wake_at, intents_wake)
         # a stand-in that asks no Slurm (asad cancel's, for a workflow with no job in one) says
         # nothing of Slurm's health: the store keeps what it said
         if getattr(self.backend, "asks_slurm", True) and (self.backend_error is not None or not self._ok_recorded):
@@ -293,35 +299,6 @@ class Runner:
         self.backend_error = message
         self._ok_recorded = False
         self.store.set_status("backend", {"ok": False, "error": message, "since": self._down_since})
-        self.store.commit()
-
-    def _reconcile_intents(self, now: float) -> None:
-        """Submission intents with no job id: sbatch may have run before a crash. Ask Slurm."""
-        intents = [j for wf in self.active.values() for j in wf.jobs if j.phase is JobPhase.SUBMITTING]
-        if not intents:
-            return
-        found = self.backend.find(f"asad:{self.store.store_id}:")
-        by_tag = {st.comment: (jid, st) for jid, st in found.items()}
-        for job in intents:
-            wf = self.active[job.workflow_id]
-            self._touched.add(wf.id)
-            hit = by_tag.get(job.tag)
-            if hit is not None:
-                job.job_id, status = hit
-                job.phase = JobPhase.LIVE
-                job.submitted_at = status.submit_time
-                job.apply_status(status)
-                # its sbatch never answered asad (a crash, or a timeout after Slurm took the job)
-                log.info("adopted a job found in Slurm whose sbatch asad did not see answer", tag=job.tag,
-                         job_id=job.job_id)
-            else:
-                job.phase = JobPhase.ABANDONED
-                for name, run in wf.stages.items():
-                    if run.job_row == job.row_id:
-                        run.wait_again()
-                        self.store.save_stage(run)
-                log.info("submission intent never reached Slurm; will resubmit", tag=job.tag)
-            self.store.save_job(job)
         self.store.commit()
 
     def _cancel_strays(self) -> None:
@@ -411,8 +388,19 @@ class Runner:
             report.cancelled += len(d.cancel)
         first = True
         deferred_until: float | None = None
+        halted: set[int] = set()  # workflows cancelled while this burst was being submitted
+        look_at = time.monotonic() + CANCEL_LOOK_S
         for job in d.submit:
+            if time.monotonic() >= look_at:
+                # A burst of thousands of sbatch calls takes minutes: an ``asad cancel`` meanwhile
+                # stops the cancelled workflows' submissions here, not after the burst (one cheap read).
+                look_at = time.monotonic() + CANCEL_LOOK_S
+                halted |= self._cancelled_meanwhile()
+            if job.workflow_id in halted:
+                self._unplan(self.active[job.workflow_id], job)
+                continue
             wf = self.active[job.workflow_id]
+            job.intent_at, job.submit_host = self.backend.now(), HOST
             self.store.insert_job(job)
             linked = []
             for run in wf.stages.values():
@@ -451,6 +439,28 @@ class Runner:
             self.store.commit()
             report.submitted += 1
             log.info("submitted", workflow=wf.id, stage=job.stage, job_id=job.job_id, attempt=job.attempt)
+
+    def _cancelled_meanwhile(self) -> set[int]:
+        """Active workflows whose cancel was requested since this tick read the store."""
+        ids = {i for i in self.store.cancel_requested_ids() if i in self.active}
+        for wf_id in ids:
+            if not self.active[wf_id].cancel_requested:
+                log.info("cancel requested during a submission burst; submitting no more of its stages",
+                         workflow=wf_id)
+            self.active[wf_id].cancel_requested = True
+            self._touched.add(wf_id)
+        return ids
+
+    def _unplan(self, wf: WorkflowRun, job: JobRecord) -> None:
+        """A decided submission not carried out (its workflow was cancelled meanwhile): its stages
+        wait again and its record is dropped, as if it had never been decided (nothing was written)."""
+        with contextlib.suppress(ValueError):
+            wf.jobs.remove(job)
+        for run in wf.stages.values():
+            if run.state is StageState.SUBMITTED and run.job_row is None and \
+                    (job.stage in (run.name, BIG_JOB_STAGE) or run.name in job.rides):
+                run.attempt = max(0, run.attempt - 1)
+                run.wait_again()
 
     def _defer(self, wf: WorkflowRun, job: JobRecord, exc: SubmitDeferred, until: float, d: Decisions) -> None:
         """A site limit on queued jobs: this attempt never reached Slurm; plan the stage again once

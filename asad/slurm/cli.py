@@ -179,6 +179,10 @@ class SlurmCLI:
     """:class:`~asad.slurm.backend.Backend` over Slurm's command-line tools."""
 
     name = "slurm"
+    # After a crash, how long an intent with no job in Slurm and no sbatch still running for it is
+    # given before it is declared abandoned: a request slurmctld received just before its sender
+    # died is still processed (Slurm's default MessageTimeout, 10 s). See asad.daemon.intents.
+    submit_settle_s = 10.0
 
     def __init__(self, *, slurm_conf: str | None = None, timeout_s: float = 30.0, retries: int = 4,
                  backoff_s: float = 1.0, backoff_max_s: float = 16.0, retry_budget_s: float = 30.0,

@@ -54,6 +54,10 @@ class PySlurmBackend:
     """:class:`~asad.slurm.backend.Backend` over pyslurm's RPC bindings."""
 
     name = "slurm"
+    # After a crash, how long an intent with no job in Slurm and no sbatch still running for it is
+    # given before it is declared abandoned: a request slurmctld received just before its sender
+    # died is still processed (Slurm's default MessageTimeout, 10 s). See asad.daemon.intents.
+    submit_settle_s = 10.0
 
     def __init__(self, module: ModuleType | None = None, *, accounting: bool = True,
                  sacct_window_s: float = DEFAULT_SACCT_WINDOW_S, clock: Callable[[], float] = time.time,

@@ -58,6 +58,8 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {
     5: _steps(_add_column("jobs", "account", "VARCHAR(200) DEFAULT ''"),
               _add_column("jobs", "qos", "VARCHAR(200) DEFAULT ''")),
     6: _double_precision_times,
+    7: _steps(_add_column("jobs", "intent_at", "DOUBLE PRECISION"),
+              _add_column("jobs", "submit_host", "VARCHAR(255) DEFAULT ''")),
 }
 
 

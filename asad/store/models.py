@@ -8,7 +8,7 @@ from __future__ import annotations
 from sqlalchemy import JSON, Boolean, Double, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 
 class Base(DeclarativeBase):
@@ -95,6 +95,9 @@ class JobRow(Base):
     wait_told: Mapped[list | None] = mapped_column(JSON, nullable=True)  # what the wait learner told it
     # the stages that run after ``stage`` inside this same job (a shared job: asad.strategies.share)
     rides: Mapped[list | None] = mapped_column(JSON, nullable=True)
+    # when and on which host the intent was written (asad.daemon.intents judges a crash's sbatch by them)
+    intent_at: Mapped[float | None] = mapped_column(Double, nullable=True)
+    submit_host: Mapped[str] = mapped_column(String(255), default="")
 
 
 class WaitObservation(Base):

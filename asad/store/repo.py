@@ -20,7 +20,8 @@ _STAGE_FIELDS = ("state", "attempt", "job_row", "planned_submit_at", "est_wait_s
                  "mem_mb", "time_s", "size_why", "plan_why", "start_time", "end_time", "message", "retry_from")
 _JOB_FIELDS = ("job_id", "submitted_at", "reason", "eligible_time", "start_time", "end_time", "alloc_cpus",
                "alloc_nodes", "partition", "account", "qos", "nodelist", "exit_code", "peak_rss_mb", "cpu_s", "wait_learned",
-               "est_wait_s", "planned_start", "cancelled_by_asad", "array_tasks", "wait_told")
+               "est_wait_s", "planned_start", "cancelled_by_asad", "array_tasks", "wait_told", "intent_at",
+               "submit_host")
 
 
 # Core statements built once: the runner writes thousands of rows per tick at 1,000 workflows, and
@@ -76,11 +77,25 @@ class Store:
 
     # -- workflows ------------------------------------------------------------------------
     def add_workflow(self, spec: WorkflowSpec, now: float, *, strategy: str | None = None,
-                     mode: str | None = None) -> WorkflowRun:
+                     mode: str | None = None, first_id: int = 0) -> WorkflowRun:
+        """A new workflow; its id is the next free one, and at least ``first_id`` (run folders an
+        earlier store left under the same ``runs/``: asad.store.identity.highest_run_folder)."""
         row = WorkflowRow(name=spec.name, strategy=strategy or spec.strategy, mode=mode or spec.mode,
                           state=WorkflowState.ACTIVE.value, spec=spec.to_dict(), created_at=now, message="")
-        self.session.add(row)
-        self._flush()
+        if first_id and first_id > self.max_workflow_id():
+            row.id = first_id  # rare: a new store beside an earlier one's folders
+            self.session.add(row)
+            try:
+                self.session.flush()
+            except IntegrityError:  # another submit took that id a moment ago: the next free one
+                self.session.rollback()
+                row = WorkflowRow(**{c: getattr(row, c) for c in ("name", "strategy", "mode", "state", "spec",
+                                                                 "created_at", "message")})
+                self.session.add(row)
+                self._flush()
+        else:
+            self.session.add(row)
+            self._flush()
         wf = WorkflowRun(id=row.id, spec=spec, strategy=row.strategy, mode=row.mode, created_at=now)
         for stage in spec.stages:
             run = StageRun(workflow_id=row.id, name=stage.name)
