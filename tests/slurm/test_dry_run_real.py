@@ -3,6 +3,7 @@ the chain, and the jobs run in order."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -42,8 +43,9 @@ def test_the_dry_run_script_runs_as_printed(cluster, tmp_path):
     assert statuses[ids[1]].start_time >= statuses[ids[0]].end_time
     assert (tmp_path / "dry-b.txt").read_text() == "b\n"
     # env: travels in front of sbatch (its environment, --export=ALL,GREETING), never in the script
-    here_docs = res.stdout.split("<<'ASAD_SCRIPT'")[1:]
-    assert here_docs and all("two words" not in doc.split("\nASAD_SCRIPT\n")[0] for doc in here_docs)
+    # (each here-document ends at its own word, ASAD_SCRIPT_<hash of the script>: asad/cli/dryrun.py)
+    here_docs = re.findall(r"<<'(ASAD_SCRIPT_\w+)'\n(.*?)\n\1\n", res.stdout, flags=re.S)
+    assert len(here_docs) == 2 and all("two words" not in body for _, body in here_docs)
     assert (tmp_path / "dry-env.txt").read_text() == "a,b=c 'q' two words"
     # the scratch workflow's markers and logs went to a scratch run folder, not to the user's
     # (where a real workflow of the same id may be running: the audit of 2026-11-26 saw its
