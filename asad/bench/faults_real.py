@@ -57,6 +57,9 @@ class RealFaultsResult:
     workflows_not_completed: int
     slurm_jobs: int
     oom_retries: int
+    intents_adopted: int  # jobs the next daemon found in Slurm for an intent it had no job id for
+    intents_abandoned: int  # intents that never reached Slurm: submitted again
+    landed_late: int  # jobs of abandoned intents that showed up later (adopted or cancelled)
     wall_s: float
     seed: int
     details: list[str] = field(default_factory=list)
@@ -235,11 +238,19 @@ def run_real_faults(workflows: int, kills: int, seed: int, sbatch_delay: float, 
         kills_by_kind={k: done[k] for k in KINDS}, slow_sbatch_orphans=orphans,
         submits_killed_beside=submits_beside, stages=verdict.stages, lost=verdict.lost, doubled=verdict.doubled,
         stray=verdict.stray, mismatched=verdict.mismatched, workflows_not_completed=verdict.workflows_not_completed,
-        slurm_jobs=slurm_jobs, oom_retries=oom, wall_s=round(time.monotonic() - t0, 1), seed=seed,
+        slurm_jobs=slurm_jobs, oom_retries=oom, **_intent_counts(h), wall_s=round(time.monotonic() - t0, 1),
+        seed=seed,
         details=verdict.details)
     if tmp is not None:
         tmp.cleanup()
     return result
+
+
+def _intent_counts(h: Harness) -> dict[str, int]:
+    log = (h.root / "daemon.log").read_text(errors="replace")
+    return {"intents_adopted": log.count("adopted a job found in Slurm whose sbatch asad did not see answer"),
+            "intents_abandoned": h.query("select count(*) from jobs where phase='ABANDONED'")[0][0],
+            "landed_late": log.count("a job of a submission thought lost landed late")}
 
 
 def _verdict(h: Harness, slurm_conf: str) -> tuple[Verdict, int, int]:
@@ -268,7 +279,8 @@ def _verdict(h: Harness, slurm_conf: str) -> tuple[Verdict, int, int]:
 def render(r: RealFaultsResult) -> str:
     lines = ["| measure | value |", "|---|---|"]
     for key in ("workflows", "stages", "kills", "slow_sbatch_orphans", "submits_killed_beside", "lost", "doubled",
-                "stray", "mismatched", "workflows_not_completed", "slurm_jobs", "oom_retries", "wall_s"):
+                "stray", "mismatched", "workflows_not_completed", "slurm_jobs", "oom_retries", "intents_adopted",
+                "intents_abandoned", "landed_late", "wall_s"):
         lines.append(f"| {key.replace('_', ' ')} | {getattr(r, key)} |")
     lines.append("| kills by instant | " + ", ".join(f"{k} {v}" for k, v in r.kills_by_kind.items()) + " |")
     return "\n".join(lines)
