@@ -60,6 +60,7 @@ class RealFaultsResult:
     intents_adopted: int  # jobs the next daemon found in Slurm for an intent it had no job id for
     intents_abandoned: int  # intents that never reached Slurm: submitted again
     landed_late: int  # jobs of abandoned intents that showed up later (adopted or cancelled)
+    daemons_started: int  # "daemon started" in the log: kills + 1 when every kill hit a started daemon
     wall_s: float
     seed: int
     details: list[str] = field(default_factory=list)
@@ -110,9 +111,17 @@ class Harness:
                                 env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
     def start(self, slow: bool) -> None:
+        """Start a daemon and wait until it says "daemon started" (up to 30 s): a kill while Python
+        still imports asad tests nothing, so every kill's clock runs from there."""
+        before = self._started()
         self.daemon = subprocess.Popen([sys.executable, "-m", "asad", "daemon"],
                                        env=self.slow_env if slow else self.env,
                                        stdout=self.log, stderr=self.log)
+        _wait_for(lambda: self._started() > before or self.daemon.poll() is not None, 30, 0.05)
+
+    def _started(self) -> int:
+        self.log.flush()
+        return (self.root / "daemon.log").read_bytes().count(b'"event": "daemon started"')
 
     def kill(self) -> None:
         assert self.daemon is not None
@@ -250,7 +259,8 @@ def _intent_counts(h: Harness) -> dict[str, int]:
     log = (h.root / "daemon.log").read_text(errors="replace")
     return {"intents_adopted": log.count("adopted a job found in Slurm whose sbatch asad did not see answer"),
             "intents_abandoned": h.query("select count(*) from jobs where phase='ABANDONED'")[0][0],
-            "landed_late": log.count("a job of a submission thought lost landed late")}
+            "landed_late": log.count("a job of a submission thought lost landed late"),
+            "daemons_started": log.count('"event": "daemon started"')}
 
 
 def _verdict(h: Harness, slurm_conf: str) -> tuple[Verdict, int, int]:
@@ -280,7 +290,7 @@ def render(r: RealFaultsResult) -> str:
     lines = ["| measure | value |", "|---|---|"]
     for key in ("workflows", "stages", "kills", "slow_sbatch_orphans", "submits_killed_beside", "lost", "doubled",
                 "stray", "mismatched", "workflows_not_completed", "slurm_jobs", "oom_retries", "intents_adopted",
-                "intents_abandoned", "landed_late", "wall_s"):
+                "intents_abandoned", "landed_late", "daemons_started", "wall_s"):
         lines.append(f"| {key.replace('_', ' ')} | {getattr(r, key)} |")
     lines.append("| kills by instant | " + ", ".join(f"{k} {v}" for k, v in r.kills_by_kind.items()) + " |")
     return "\n".join(lines)
