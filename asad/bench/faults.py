@@ -1,5 +1,8 @@
 """``asad bench faults``: kill asad at random instants and check that nothing is lost or doubled.
 
+This module is the simulator's bench; ``--backend slurm`` runs :mod:`asad.bench.faults_real`
+instead, which SIGKILLs a real ``asad daemon`` on a real Slurm.
+
 Many workflows run on one simulated cluster. A crash is injected at ``--kills`` random instants
 chosen among every point where a kill could hurt: right after a submission intent was committed
 but before ``sbatch`` (``submit-before``), after ``sbatch`` took effect but before the job id was
