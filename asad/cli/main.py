@@ -155,8 +155,11 @@ VIEW_COMMANDS = {"status", "history", "show", "predict", "learners", "explain"} 
 
 def _cmd(name: str):  # noqa: ANN202
     def run(args: argparse.Namespace) -> int:
+        # imported when called: `asad status` should not load what `asad run` needs
         if name in VIEW_COMMANDS:
             from asad.cli import commands_view as commands
+        elif name == "cancel":
+            from asad.cli import cancel as commands
         else:
             from asad.cli import commands
         return getattr(commands, f"cmd_{name}")(args)

@@ -35,7 +35,7 @@ per-geometry predictor.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -235,20 +235,25 @@ class ExpertsPool:
             return None if found is None else found[0]
         return self._combine(key, self._available(key))
 
+    def level_snapshots(self, key: str, at_s: float | None = None) -> Iterator[tuple[int, tuple[list[float], int]]]:
+        """(slot, (the level's expert answers, waits behind them)) for each of ``key``'s levels, fine to
+        coarse, that had seen a wait (now, or at ``at_s``)."""
+        for slot, level_key in self.slots(key):
+            stats = self.stats.get(level_key)
+            if stats is None or not stats.n:
+                continue
+            snapshot = stats.snapshot_at(at_s)
+            if snapshot is not None:
+                yield slot, snapshot
+
     def _backoff(self, key: str, at_s: float | None = None) -> tuple[float, str] | None:
         """("backoff") The long median of the finest key that had seen a wait (now, or at ``at_s``),
         shrunk towards its coarser keys' with ``prior_n`` pseudo-waits; and its stratum
         (which level answered, how many waits it had) for the quantiles."""
         found: list[tuple[int, float, int]] = []  # (slot, long median, waits behind it), fine to coarse
         prior_n = self.config.prior_n
-        for slot, level_key in self.slots(key):
-            stats = self.stats.get(level_key)
-            if stats is None or not stats.n:
-                continue
-            snapshot = stats.snapshot_at(at_s)
-            if snapshot is None:
-                continue
-            found.append((slot, snapshot[0][-1], snapshot[1]))
+        for slot, (experts, count) in self.level_snapshots(key, at_s):
+            found.append((slot, experts[-1], count))
             if not prior_n:
                 break
         if not found:

@@ -77,17 +77,11 @@ class HedgePool(ExpertsPool):
         backoff, stratum = found
         answering: tuple[int, list[float], int] | None = None
         parent = None
-        for slot, level_key in self.slots(key):
-            stats = self.stats.get(level_key)
-            if stats is None or not stats.n:
-                continue
-            snapshot = stats.snapshot_at(at_s)
-            if snapshot is None:
-                continue
+        for slot, (level_experts, count) in self.level_snapshots(key, at_s):
             if answering is None:
-                answering = (slot, snapshot[0], snapshot[1])
+                answering = (slot, level_experts, count)
             else:
-                parent = snapshot[0][-1]
+                parent = level_experts[-1]
                 break
         assert answering is not None  # the back-off found a level
         slot, experts, count = answering

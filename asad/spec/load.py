@@ -53,7 +53,8 @@ from asad.spec.slurm_keys import (
     check_setup,
     output_folder_problem,
 )
-from asad.spec.synonyms import SYNONYMS as _SYNONYMS
+from asad.spec.keys import DEFAULT_KEYS, SIMULATE_KEYS, STAGE_KEYS, TOP_KEYS
+from asad.spec.keys import SYNONYMS as _SYNONYMS
 from asad.spec.yaml_values import (
     SLURM_WORD_RE,
     TAG_BOOL,
@@ -74,13 +75,6 @@ __all__ = [
 _ENV_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 SCRIPT_SUFFIXES = (".sh", ".bash", ".zsh", ".ksh", ".py", ".pl", ".R", ".r", ".sbatch", ".slurm")
 
-TOP_KEYS = ("name", "strategy", "mode", "defaults", "workdir", "sizing", "idle_price", "stages")
-DEFAULT_KEYS = ("partition", "account", "qos", "time", "mem", "mem_per_cpu", "cpus", "retries",
-                "max_oom_retries", "env", *SLURM_OPTION_KEYS)
-STAGE_KEYS = ("name", "run", "cpus", "nodes", "ntasks", "cpus_per_task", "mem", "mem_per_cpu",
-              "time", "after", "env", "simulate", "retries", "max_oom_retries", "inputs", "sizing",
-              "sizing_cpus", "partition", "account", "qos", "array", *SLURM_OPTION_KEYS)
-SIMULATE_KEYS = ("runtime", "peak_mem", "cpu_efficiency")
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,8 +1,19 @@
-"""Words people reach for in a workflow file (from sbatch, Snakemake, Nextflow, CWL, and the
+"""The keys a workflow file may hold, at the top, in ``defaults``, in a stage and in its
+``simulate``; and the words people reach for instead (from sbatch, Snakemake, Nextflow, CWL, and the
 environment tools a stage's ``setup:`` lines call: conda, modules, venvs) mapped to the key they
 mean, for the parser's "did you mean" hints."""
 
 from __future__ import annotations
+
+from asad.spec.slurm_keys import SLURM_OPTION_KEYS
+
+TOP_KEYS = ("name", "strategy", "mode", "defaults", "workdir", "sizing", "idle_price", "stages")
+DEFAULT_KEYS = ("partition", "account", "qos", "time", "mem", "mem_per_cpu", "cpus", "retries",
+                "max_oom_retries", "env", *SLURM_OPTION_KEYS)
+STAGE_KEYS = ("name", "run", "cpus", "nodes", "ntasks", "cpus_per_task", "mem", "mem_per_cpu",
+              "time", "after", "env", "simulate", "retries", "max_oom_retries", "inputs", "sizing",
+              "sizing_cpus", "partition", "account", "qos", "array", *SLURM_OPTION_KEYS)
+SIMULATE_KEYS = ("runtime", "peak_mem", "cpu_efficiency")
 
 SYNONYMS = {
     "conda": "setup", "module": "setup", "modules": "setup", "venv": "setup", "virtualenv": "setup",

@@ -1,0 +1,111 @@
+"""slurmctld's loops and timers, as the simulator keeps them: which pass (main, backfill, the
+priority decay) runs when, on the grid of ticks slurmctld's threads keep (controller.c,
+backfill.c, priority_multifactor.c). A mixin of :class:`asad.slurm.sim.simulator.Simulator`,
+whose event loop (``_step``) sets the ``_*_wanted`` flags these methods read."""
+
+from __future__ import annotations
+
+import math
+
+from asad.slurm.sim.ticks import next_tick, tick_at_or_after
+
+# the simulator's event kinds (its heap holds (time, kind, ...))
+EV_END, EV_ELIGIBLE, EV_ARRIVAL, EV_GEN, EV_MAIN, EV_BF, EV_PRIO, EV_PASS, EV_LOOP_PASS, EV_RELEASE = range(10)
+
+
+class ControllerLoop:
+    """The passes and timers half of the simulator (its state lives on the simulator)."""
+
+    def _run_passes(self, now: float) -> None:
+        sched = self.sched
+        if self._prio_wanted:
+            self._prio_wanted = False
+            if self.fairtree is not None:
+                self.fairtree.run(now)  # the decay thread: usage, then Fair Tree, then priorities
+            sched.recalc_priorities(now)
+            self._changed()  # new priorities: backfill must look again
+        if self._full_pass_wanted:
+            self._full_pass_wanted = self._pass_wanted = False
+            sched.main_pass(None)
+        elif self._pass_wanted:
+            self._pass_wanted = False
+            sched.main_pass(self.config.default_queue_depth)
+        if self._bf_wanted:
+            self._bf_wanted = False
+            cfg = self.config
+            if cfg.backfill != "none" and cfg.bf_poll:
+                # _more_work: an update in or after the second the last pass ended
+                if self._last_change_t > -math.inf and (self._last_bf_end == -math.inf or math.floor(
+                        self._last_change_t) >= math.floor(self._last_bf_end)):
+                    sched.backfill_pass(now)
+                    self._bf_changes_seen = self._changes
+                    self._last_bf_end = now
+                    self._bf_next = now + (cfg.bf_interval_s if cfg.bf_tick_s is None else cfg.bf_tick_s)
+                else:
+                    self.counters["backfill_skipped_unchanged"] += 1
+                    self._bf_next = now + 1.0
+            elif cfg.backfill != "none":
+                if self._changes == self._bf_changes_seen:
+                    # Nothing started, ended or arrived since the last pass: it would find
+                    # exactly the same answer, so keep its reservations.
+                    self.counters["backfill_skipped_unchanged"] += 1
+                else:
+                    sched.backfill_pass(now)
+                    self._bf_changes_seen = self._changes
+        self._arm_timers(now)
+
+    def _changed(self) -> None:
+        self._changes += 1
+        self._last_change_t = self._now
+
+    def _arm_timers(self, now: float) -> None:
+        """Put slurmctld's periodic timers back on the event heap once there is work for them.
+        They are left off while nothing is eligible (a tick would find nothing to do), on the
+        same grid of ticks, so arming must follow every change that makes a job eligible."""
+        sched = self.sched
+        cfg = self.config
+        origin = cfg.timer_origin_s
+        # The decay thread runs every PriorityCalcPeriod. Without fair-share it only matters to
+        # pending jobs; with it, also while jobs run (their usage is added run by run). When
+        # nothing runs or pends, skipping runs changes nothing: usage then only decays, by
+        # decay_factor ** (total time) either way, and a uniform decay keeps every ratio.
+        if (not self._armed[2] and cfg.priority == "multifactor"
+                and (sched.eligible_count or (self.fairtree is not None and self._running))):
+            self._armed[2] = True
+            prio_origin = origin if cfg.prio_origin_s is None else cfg.prio_origin_s
+            self._push(next_tick(now, cfg.priority_calc_period_s, prio_origin), EV_PRIO, None, 0)
+        if cfg.bf_poll and not self._armed[1] and cfg.backfill != "none":
+            # the thread looks whether or not anything is eligible: its phase depends on it
+            self._armed[1] = True
+            t = self._bf_next
+            if t is None:
+                t = origin if cfg.bf_origin_s is None else cfg.bf_origin_s
+            if t <= now:
+                t += math.floor(now - t) + 1.0
+            self._push(t, EV_BF, None, 0)
+        if sched.eligible_count:
+            if not self._armed[0]:
+                self._armed[0] = True
+                self._push(next_tick(now, cfg.sched_interval_s * cfg.loop_tick_s, origin), EV_MAIN, None, 0)
+            if not self._armed[1] and cfg.backfill != "none":
+                self._armed[1] = True
+                bf_origin = origin if cfg.bf_origin_s is None else cfg.bf_origin_s
+                bf_tick = cfg.bf_interval_s if cfg.bf_tick_s is None else cfg.bf_tick_s
+                self._push(next_tick(now, bf_tick, bf_origin), EV_BF, None, 0)
+
+    def _request_pass(self) -> None:
+        """A submission: slurmctld's ``queue_job_scheduler()``. Its background loop (a tick a
+        second) runs the main pass once ``batch_sched_delay`` has passed since its last one."""
+        delay = self.config.batch_sched_delay_s
+        if delay is None:
+            self._push(self._now, EV_PASS, None, 0)
+            return
+        if self._loop_pass_armed:
+            return
+        origin = self.config.timer_origin_s
+        tick = self.config.loop_tick_s
+        t = next_tick(self._now, tick, origin)
+        if self._last_loop_pass > -math.inf:
+            t = max(t, tick_at_or_after(self._last_loop_pass + delay * tick, tick, origin))
+        self._loop_pass_armed = True
+        self._push(t, EV_LOOP_PASS, None, 0)
