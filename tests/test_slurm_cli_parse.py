@@ -531,6 +531,25 @@ def test_oom_uses_the_submitted_request_when_sacct_lacks_reqmem():
     assert b.poll([5])[5].state is JobState.OUT_OF_MEMORY
 
 
+def test_a_restarted_daemon_waits_for_reqmem_before_its_oom_verdict():
+    """Issue 36's kill bench: the daemon that read the end had not submitted the job (its
+    submitter was killed), so the request was not in memory, and slurmdbd's placeholder record read
+    ReqMem ``16?``: the OOM kill was taken for a plain FAILED, the workflow failed with no retry. The
+    end stays pending until sacct has the limit, then it is OUT_OF_MEMORY."""
+    def lines(req_mem: str) -> str:
+        oom = SEP.join(["5", "n", "FAILED", "0:9", "", req_mem, "1", "00:00.002", "1795262387", "1795262387",
+                        "1795262388", "1795262389", "", "main", "1", "1", "n1", "5", "None"])
+        step = SEP.join(["5.batch", "batch", "CANCELLED by 0", "0:9", "314.50M", "", "1", "00:00.002",
+                         "1795262388", "1795262388", "1795262388", "1795262389", "", "", "1", "1", "n1", "", ""])
+        return oom + "\n" + step + "\n"
+
+    gone = (1, "", "slurm_load_jobs error: Invalid job id specified\n")
+    b, _, _ = backend({"squeue": [gone, gone], "sacct": [lines("16?"), lines("100M")]},
+                      clock=lambda: 1795262391.0)
+    first = b.poll([5])[5]
+    assert not first.state.is_final and first.reason == "AccountingPending"
+    assert b.poll([5])[5].state is JobState.OUT_OF_MEMORY
+
 def test_retry_budget_stops_new_attempts():
     """A controller that is down makes each attempt slow: no new attempt after the budget."""
     down = (1, "", "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n")

@@ -1,5 +1,8 @@
 """``asad bench faults``: kill asad at random instants and check that nothing is lost or doubled.
 
+This module is the simulator's bench; ``--backend slurm`` runs :mod:`asad.bench.faults_real`
+instead, which SIGKILLs a real ``asad daemon`` on a real Slurm.
+
 Many workflows run on one simulated cluster. A crash is injected at ``--kills`` random instants
 chosen among every point where a kill could hurt: right after a submission intent was committed
 but before ``sbatch`` (``submit-before``), after ``sbatch`` took effect but before the job id was
@@ -255,6 +258,14 @@ def render(r: FaultsResult) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.backend == "slurm":
+        from asad.bench import faults_real
+
+        args.workflows = args.workflows or 12
+        args.kills = 40 if args.kills is None else args.kills
+        return faults_real.main(args)
+    args.workflows = args.workflows or 50
+    args.kills = 50 if args.kills is None else args.kills
     result = run_faults(args.workflows, args.kills, args.seed, args.preset, args.load)
     if args.json:
         print(json.dumps(asdict(result), indent=2))
@@ -270,8 +281,14 @@ def main(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:  # noqa: ANN001
     p = subparsers.add_parser("faults", help="crash asad at random instants; count lost and doubled stages")
-    p.add_argument("--workflows", type=positive_int, default=50)
-    p.add_argument("--kills", type=non_negative_int, default=50)
+    p.add_argument("--backend", choices=("sim", "slurm"), default="sim",
+                   help="sim: crash points injected on the simulator; slurm: SIGKILL a real asad daemon on the "
+                        "cluster SLURM_CONF names (asad/bench/faults_real.py)")
+    p.add_argument("--workflows", type=positive_int, default=None, help="default: 50 (sim), 12 (slurm)")
+    p.add_argument("--kills", type=non_negative_int, default=None, help="default: 50 (sim), 40 (slurm)")
+    p.add_argument("--sbatch-delay", type=non_negative_float, default=4.0,
+                   help="slurm: seconds the slow sbatch stand-in sleeps before the real sbatch")
+    p.add_argument("--keep", metavar="DIR", help="slurm: keep the state dir, store and daemon log in DIR")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--preset", default="small", choices=sorted(PRESETS))
     p.add_argument("--load", type=non_negative_float, default=0.5)

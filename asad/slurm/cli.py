@@ -457,8 +457,12 @@ class SlurmCLI:
         if self._accounting_down:
             return True
         # A zero peak is not a measurement: a step record closed before its usage report (the
-        # report follows the job's end) reads MaxRSS 0 for a moment.
-        if rec is not None and rec.usage.peak_rss_mb:
+        # report follows the job's end) reads MaxRSS 0 for a moment. Nor is a peak without the
+        # limit to compare it with: a daemon restarted after a kill has not the request it sent,
+        # and slurmdbd's placeholder record reads ReqMem ``16?`` for a moment (issue 36's bench:
+        # an OOM kill read by the next daemon was taken for a plain failure, no retry).
+        limit_known = status.job_id in self._req_mem_per_node or (rec is not None and rec.req_mem_per_node_mb)
+        if rec is not None and rec.usage.peak_rss_mb and limit_known:
             return False
         return status.end_time is not None and self.clock() - status.end_time < _VERDICT_WAIT_S
 
