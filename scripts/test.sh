@@ -55,4 +55,12 @@ else
   echo "scripts/test.sh: not root or ASAD_SKIP_SLURM=1: real-Slurm tests will skip (see docs/local-cluster.md)"
 fi
 
-.venv/bin/pytest "$@"
+# Two or more workers (pytest-xdist): the real-Slurm tests all go to one of them (tests/conftest.py
+# groups them; they share one cluster), where they mostly wait on Slurm, while the fast suite runs on
+# the others. Pass -n 0 (or your own -n) to choose otherwise.
+workers=$(nproc); [ "$workers" -gt 4 ] && workers=4; [ "$workers" -lt 2 ] && workers=2
+xdist=(-n "$workers" --dist loadgroup)
+for arg in "$@"; do
+  case "$arg" in -n|-n[0-9]*|--numprocesses*|no:xdist) xdist=() ;; esac
+done
+.venv/bin/pytest "${xdist[@]}" "$@"

@@ -10,6 +10,15 @@ EXAMPLES = ROOT / "examples"
 SHARED = ROOT.parent / "shared"
 
 
+def pytest_collection_modifyitems(items):
+    """Under pytest-xdist (``scripts/test.sh`` runs ``-n 2 --dist loadgroup``) every real-Slurm test
+    goes to one worker, in file order: they share one small cluster and expect its nodes free, and
+    they mostly wait on Slurm, so the fast suite runs beside them on the other worker."""
+    for item in items:
+        if item.get_closest_marker("slurm") is not None:
+            item.add_marker(pytest.mark.xdist_group("slurm"))
+
+
 @pytest.fixture(autouse=True)
 def _private_xdg(tmp_path, monkeypatch):
     """Every test gets its own state and config folders: no test touches the user's store."""
