@@ -124,16 +124,17 @@ class AgentBase:
         """The least memory while the stage has fewer than ``confident_runs`` completed runs.
 
         Graduated (docs/sizing.md): with no run, the file's request; with fewer runs than
-        ``confident_runs``, a cut of at most ``unconfident_depth`` × (the request / that) and never
-        below ``unconfident_margin`` × the largest peak seen, each run's peak scaled up in
-        proportion where this task's input is larger than that run's. ``unconfident_depth`` 1
-        keeps the request (the rule of issue 39's first round).
+        ``confident_runs``, never below the request / ``unconfident_depth`` nor below
+        ``unconfident_margin`` × the largest peak seen, each run's peak scaled up in proportion
+        where this task's input is larger than that run's (one run cannot bound the next run's
+        input, asad can read it). ``unconfident_depth`` 1 keeps the request (the rule of issue
+        39's first round).
         """
         n, runs = self.history.n, self.confident_runs
-        keep = (default.mem_mb, f"; kept at the user's {default.mem_mb} MB: a cut below the request waits for "
-                                f"{runs} completed runs ({n} so far)")
+        keep = (f"; kept at the user's {default.mem_mb} MB: a cut below the request waits for "
+                f"{runs} completed runs ({n} so far)")
         if n == 0 or self.unconfident_depth <= 1.0:
-            return float(default.mem_mb), keep[1]
+            return float(default.mem_mb), keep
         peaks, inputs = self.history.peaks(), self.history.inputs()
         scale = np.ones_like(peaks)
         if input_bytes is not None and input_bytes > 0:
@@ -143,7 +144,7 @@ class AgentBase:
         shallow = default.mem_mb / self.unconfident_depth
         floor = min(float(default.mem_mb), max(shallow, self.unconfident_margin * seen))
         if floor >= default.mem_mb:
-            return float(default.mem_mb), keep[1]
+            return float(default.mem_mb), keep
         return floor, (f"; held at {floor:.0f} MB: with {n} completed run(s) of the {runs} a deeper cut waits for, "
                        f"no less than the request / {self.unconfident_depth:g} ({shallow:.0f} MB) nor "
                        f"{self.unconfident_margin:g} × the largest peak scaled to this input ({seen:.0f} MB)")

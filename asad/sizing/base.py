@@ -24,7 +24,7 @@ import numpy as np
 OOM_PEAK_SHARE = 0.95
 
 MB = 1024 * 1024
-# No memory below the user's request until this many completed runs: one run (a `sleep` that
+# No full cut below the user's request until this many completed runs: one run (a `sleep` that
 # peaked at 1 MB) says little of the next, whose input may be larger (docs/sizing.md).
 CONFIDENT_RUNS = 2
 # Before that, a graduated cut (docs/sizing.md): at most to the request / UNCONFIDENT_DEPTH, and
