@@ -151,7 +151,7 @@ def test_paper_retry_rules():
     killed = Outcome(request=Request(1, 1000, 600), peak_mem_mb=1000.0, cpu_s=1.0, elapsed_s=5.0,
                      input_bytes=None, state="OUT_OF_MEMORY")
     assert paper_rule("pc95") == "witt" and paper_rule("tovar-min-waste") == "tovar"
-    assert paper_rule("sizey-like") == "max-peak" and paper_rule("bandit") == "zunker"
+    assert paper_rule("sizey-like") == "smallest" and paper_rule("bandit") == "zunker"
     assert paper_retry("witt", killed, 1, 5000.0, caps).mem_mb == 2000  # doubling, not the largest peak
     assert paper_retry("tovar", killed, 1, 5000.0, caps).mem_mb == 5000  # the largest peak seen (a_m)
     user = Request(1, 3000, 600)

@@ -1,6 +1,7 @@
 """The sizey-like agent on synthetic stages: it follows input size, learns its offset, and stays safe."""
 
 import numpy as np
+import pytest
 
 from asad.sizing.base import Outcome, Request
 from asad.sizing.best import BestAgent
@@ -60,8 +61,9 @@ def test_cold_start_uses_user_then_largest_peak_with_margin():
 
 
 def test_no_cut_below_the_request_before_enough_runs():
-    # issue 39: one `sleep` run that peaked at 1 MB made the next run of a `mem: 1G` stage ask 64M
-    agent = BestAgent(seed=0, confident_runs=3)
+    # issue 39: one `sleep` run that peaked at 1 MB made the next run of a `mem: 1G` stage ask 64M.
+    # With the rule's first form (unconfident_depth 1) the request holds until confident_runs.
+    agent = BestAgent(seed=0, confident_runs=3, unconfident_depth=1)
     user = Request(cpus=1, mem_mb=1024, time_s=600)
     for n in range(3):
         d = agent.propose(user)
@@ -74,6 +76,34 @@ def test_no_cut_below_the_request_before_enough_runs():
     agent = BestAgent(seed=0)
     agent.observe(Outcome(user, 1000.0, 0.1, 5.0, None, "COMPLETED"))
     assert agent.propose(Request(cpus=1, mem_mb=512, time_s=600)).request.mem_mb == 1100
+
+
+def test_a_cut_from_too_few_runs_is_graduated_never_deep():
+    # issue 39, second round: with fewer runs than confident_runs, a cut goes at most to the
+    # request / unconfident_depth (4) and never below unconfident_margin (2) × the largest peak,
+    # scaled up to a larger input; a full cut only once confident
+    user = Request(cpus=1, mem_mb=1024, time_s=600)
+    agent = BestAgent(seed=0)
+    assert agent.propose(user).request.mem_mb == 1024  # no run: the file
+    agent.observe(Outcome(user, 1.0, 0.1, 5.0, None, "COMPLETED"))
+    d = agent.propose(user)
+    assert d.request.mem_mb == 256, d.why  # the sleep of the issue: 1024 / 4, not 64
+    assert "held at 256 MB: with 1 completed run(s) of the 2 a deeper cut waits for" in d.why, d.why
+    agent.observe(Outcome(d.request, 1.0, 0.1, 5.0, None, "COMPLETED"))
+    assert agent.propose(user).request.mem_mb == 64  # two runs: confident, the cut to asad's floor
+    # one run with a peak of 300 MB: twice it, not the request / 4
+    agent = BestAgent(seed=0)
+    agent.observe(Outcome(user, 300.0, 0.1, 5.0, 100e6, "COMPLETED"))
+    assert agent.propose(user, 100e6).request.mem_mb == 600
+    # a task with twice the input: the peak scaled to it first, then the margin (capped at the request)
+    assert agent.propose(user, 150e6).request.mem_mb == 900
+    assert agent.propose(user, 200e6).request.mem_mb == 1024
+    # the input-growth stage of the real-Slurm test: 116 MB at 100 MB of input, the next at 300 MB
+    agent = BestAgent(seed=0)
+    agent.observe(Outcome(Request(1, 2048, 300), 116.0, 0.1, 5.0, 100e6, "COMPLETED"))
+    assert agent.propose(Request(1, 2048, 300), 300e6).request.mem_mb == 696  # its peak was 316 MB
+    with pytest.raises(ValueError, match="must be ≥ 1"):
+        BestAgent(unconfident_depth=0.5)
 
 
 def test_quantile_predictor_is_off_by_default_and_a_recent_quantile_when_on():

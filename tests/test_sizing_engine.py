@@ -140,18 +140,20 @@ stages:
     assert "log /r/slow.log   Slurm output /r/slow-1.out" in text and "/r/hog" not in text, text
 
 
-def test_no_cut_from_one_run_and_every_cut_shown_in_status_and_show(db_url):
+def test_no_deep_cut_from_one_run_and_every_cut_shown_in_status_and_show(db_url):
     # issue 39: after one run of a `mem: 1G` stage that peaked far below, the next run asked
-    # --mem=64M and only `asad explain` told. Now: the file's request until the agent's
-    # confident_runs (2) have completed, and a cut is marked in `asad status` and `asad show`.
+    # --mem=64M and only `asad explain` told. Now: the file's request for the first run, a cut of
+    # at most 4× (the request / unconfident_depth) until the agent's confident_runs (2) have
+    # completed, and every cut marked in `asad status` and `asad show`.
     from asad.view.status import status_rows
 
     text = OOM_WF.replace("sizing: off", "sizing: sizey-like").replace("peak_mem: 3G", "peak_mem: 100M")
     summaries, wfs = _run(db_url, text, runs=3)
     mems = [s["stages"][0]["mem_mb"] for s in summaries]
-    assert mems[:2] == [1024, 1024] and mems[2] < 1024, mems
-    assert "a cut below the request waits for 2 completed runs (1 so far)" in render_explain(wfs[1], None)
-    assert not summaries[1]["stages"][0]["sized_below"]
+    assert mems[:2] == [1024, 256] and mems[2] < 256, mems
+    assert "held at 256 MB: with 1 completed run(s) of the 2 a deeper cut waits for" in render_explain(wfs[1], None)
+    assert not summaries[0]["stages"][0]["sized_below"]
+    assert summaries[1]["stages"][0]["sized_below"] == "sized below the file: mem 256M (file 1G)"
     cut = summaries[2]["stages"][0]["sized_below"]
     assert cut == f"sized below the file: mem {mems[2]}M (file 1G)"
     assert cut in render_summary(summaries[2])

@@ -31,8 +31,30 @@ def test_memory_retry_invariants(failed, seen, cap, mode, default):
 
 
 def test_retry_goes_to_largest_peak_seen_when_above_the_failed_request():
-    new = retry_request(oom(1000, 1000.0), 3000.0, Caps(8, 10_000))
-    assert new == Request(cpus=2, mem_mb=3000, time_s=3600)
+    new = retry_request(oom(1000, 1000.0), 1500.0, Caps(8, 10_000))
+    assert new == Request(cpus=2, mem_mb=1500, time_s=3600)
+    # max-peak (asad's rule before issue 39's second round) goes to a largest peak far above too
+    assert retry_request(oom(1000, 1000.0), 3000.0, Caps(8, 10_000), mode="max-peak").mem_mb == 3000
+
+
+def test_asads_retry_takes_the_cheaper_of_double_and_the_largest_peak():
+    # issue 39, second round: a largest peak seen far above the killed request (3000 MB after a kill
+    # at 1000) costs a whole run at 3000 MB; double the request (2000) is tried first
+    assert retry_request(oom(1000, 1000.0), 3000.0, Caps(8, 10_000)).mem_mb == 2000
+    assert retry_memory_mb(1000, 1000.0, 3000.0, 10_000) == 2000
+
+
+def test_the_bench_replays_the_daemons_retry_rule():
+    import inspect
+
+    from asad.bench.sizing import paper_rule
+    from asad.core import engine
+    from asad.sizing.retry import ASAD_RETRY_MODE
+
+    # the engine calls retry_memory_mb without a mode: its default is the rule the bench names
+    assert "retry_memory_mb(failed_mem, job.peak_rss_mb, seen, cap)" in inspect.getsource(engine)
+    assert inspect.signature(retry_memory_mb).parameters["mode"].default == ASAD_RETRY_MODE == "smallest"
+    assert paper_rule("sizey-like") == ASAD_RETRY_MODE
 
 
 def test_retry_doubles_when_the_failed_request_was_above_every_peak_seen():

@@ -36,7 +36,7 @@ rule (:func:`paper_retry`): Witt et al. (pc50, pc95, lr-*) double the failed mem
 Tovar et al. retry at the largest peak seen so far, then at the user's request, then at
 the whole node; Zunker's bandit and Q-learning agent choose the retry themselves and it
 must be larger than the killed attempt (else their pick doubled, else the user's value);
-asad's agent uses asad's rule (:func:`asad.sizing.retry.retry_request`, ``max-peak``). ``max-peak``, ``double`` and
+asad's agent uses asad's rule (:func:`asad.sizing.retry.retry_request`, ``smallest``, the daemon's). ``max-peak``, ``double`` and
 ``smallest`` apply asad's rule in that mode to every agent.
 """
 
@@ -59,7 +59,7 @@ import numpy as np
 from asad.common.arg_types import positive_int
 from asad.sizing.base import Caps, Outcome, Request, SizingError
 from asad.sizing.cpus import keep_user_cpus
-from asad.sizing.retry import retry_request
+from asad.sizing.retry import ASAD_RETRY_MODE, retry_request
 from asad.bench.sizing_bounds import BOUNDS, COLD_START, HINDSIGHT, format_gaps, gap_rows, replay_hindsight
 from asad.bench.sizing_trace import DEFAULT_TIME_S, Tally, TraceTask, default_request, play_attempt  # noqa: F401 (re-exported)
 
@@ -182,14 +182,14 @@ RETRY_MODES = ("paper", "max-peak", "double", "smallest")
 
 def paper_rule(agent: str) -> str:
     """The retry rule of the paper an agent comes from: ``witt``, ``tovar``, ``zunker`` or asad's
-    ``max-peak``."""
+    rule (``smallest``, :data:`asad.sizing.retry.ASAD_RETRY_MODE`, the daemon's)."""
     if agent in WITT_AGENTS:
         return "witt"
     if agent in TOVAR_AGENTS:
         return "tovar"
     if agent in ZUNKER_AGENTS:
         return "zunker"
-    return "max-peak"
+    return ASAD_RETRY_MODE
 
 
 def paper_retry(rule: str, failed: Outcome, n_failed: int, history_max_peak_mb: float | None,
@@ -247,7 +247,7 @@ def paper_retry(rule: str, failed: Outcome, n_failed: int, history_max_peak_mb: 
 
 
 def replay_agent(tasks: list[TraceTask], ttf: float, make: Callable[[int], object],
-                 caps: Caps = BENCH_CAPS, retry_mode: str = "max-peak", seed: int = 0,
+                 caps: Caps = BENCH_CAPS, retry_mode: str = ASAD_RETRY_MODE, seed: int = 0,
                  delayed: bool = False, cpus_mode: str = "keep") -> Tally:
     """Replay with one agent per process: ``propose`` for the first attempt, the retry rule after.
 

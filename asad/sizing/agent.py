@@ -9,6 +9,7 @@ import numpy as np
 
 from asad.sizing.base import (
     Request, Outcome, Decision, Caps, clamp, Sample, mem_mb_ceil, History, rng_to_state, rng_from_state, MB, CONFIDENT_RUNS, MIN_MEM_MB,
+    UNCONFIDENT_DEPTH, UNCONFIDENT_MARGIN,
 )
 from asad.sizing.timelimit import TimeLimitLearner
 
@@ -27,14 +28,21 @@ class AgentBase:
 
     def __init__(self, caps: Caps | None = None, seed: int = 0, time_margin: float = 2.0,
                  learn_time: bool = True, time_min_runs: int = 10, time_slack_s: float = 600.0,
-                 time_spread_k: float = 0.0, confident_runs: int = CONFIDENT_RUNS, **params: Any) -> None:
+                 time_spread_k: float = 0.0, confident_runs: int = CONFIDENT_RUNS,
+                 unconfident_depth: float = UNCONFIDENT_DEPTH, unconfident_margin: float = UNCONFIDENT_MARGIN,
+                 **params: Any) -> None:
         self.caps = caps
         self.seed = int(seed)
         self.rng = np.random.default_rng(self.seed)
         self.history = History()
         self.params = dict(params, time_margin=time_margin, learn_time=learn_time, time_min_runs=time_min_runs,
-                           time_slack_s=time_slack_s, time_spread_k=time_spread_k, confident_runs=confident_runs)
+                           time_slack_s=time_slack_s, time_spread_k=time_spread_k, confident_runs=confident_runs,
+                           unconfident_depth=unconfident_depth, unconfident_margin=unconfident_margin)
         self.confident_runs = int(confident_runs)
+        if not unconfident_depth >= 1.0 or not unconfident_margin >= 1.0:
+            raise ValueError(f"unconfident_depth and unconfident_margin must be ≥ 1 "
+                             f"(got {unconfident_depth}, {unconfident_margin})")
+        self.unconfident_depth, self.unconfident_margin = float(unconfident_depth), float(unconfident_margin)
         self.learn_time = bool(learn_time)
         self.time = TimeLimitLearner(margin=time_margin, min_samples=time_min_runs, slack_s=time_slack_s,
                                      spread_k=time_spread_k)
@@ -49,10 +57,11 @@ class AgentBase:
         else:
             cpus, mem_mb, why = sized
             if mem_mb < default.mem_mb and self.history.n < self.confident_runs:
-                why += (f"; kept at the user's {default.mem_mb} MB: a cut below the request waits for "
-                        f"{self.confident_runs} completed runs ({self.history.n} so far)")
-                mem_mb = default.mem_mb
-                self.withdraw()  # an agent that learns from its own choice did not get it
+                floor, floor_why = self._unconfident_floor(default, input_bytes)
+                if mem_mb < floor:
+                    why += floor_why
+                    mem_mb = floor
+                    self.withdraw()  # an agent that learns from its own choice did not get it
         if self.learn_time:
             time_s, time_why = self.time.limit(default.time_s, int(cpus), input_bytes, self.caps)
         else:
@@ -111,5 +120,34 @@ class AgentBase:
         return None
 
     # -- helpers --------------------------------------------------------------------------
+    def _unconfident_floor(self, default: Request, input_bytes: float | None) -> tuple[float, str]:
+        """The least memory while the stage has fewer than ``confident_runs`` completed runs.
+
+        Graduated (docs/sizing.md): with no run, the file's request; with fewer runs than
+        ``confident_runs``, never below the request / ``unconfident_depth`` nor below
+        ``unconfident_margin`` × the largest peak seen, each run's peak scaled up in proportion
+        where this task's input is larger than that run's (one run cannot bound the next run's
+        input, asad can read it). ``unconfident_depth`` 1 keeps the request (the rule of issue
+        39's first round).
+        """
+        n, runs = self.history.n, self.confident_runs
+        keep = (f"; kept at the user's {default.mem_mb} MB: a cut below the request waits for "
+                f"{runs} completed runs ({n} so far)")
+        if n == 0 or self.unconfident_depth <= 1.0:
+            return float(default.mem_mb), keep
+        peaks, inputs = self.history.peaks(), self.history.inputs()
+        scale = np.ones_like(peaks)
+        if input_bytes is not None and input_bytes > 0:
+            known = inputs > 0  # NaN (unknown input) fails > 0
+            scale[known] = np.maximum(1.0, input_bytes / inputs[known])
+        seen = float(np.max(peaks * scale))
+        shallow = default.mem_mb / self.unconfident_depth
+        floor = min(float(default.mem_mb), max(shallow, self.unconfident_margin * seen))
+        if floor >= default.mem_mb:
+            return float(default.mem_mb), keep
+        return floor, (f"; held at {floor:.0f} MB: with {n} completed run(s) of the {runs} a deeper cut waits for, "
+                       f"no less than the request / {self.unconfident_depth:g} ({shallow:.0f} MB) nor "
+                       f"{self.unconfident_margin:g} × the largest peak scaled to this input ({seen:.0f} MB)")
+
     def _cap_mem(self, mem_mb: float) -> float:
         return mem_mb if self.caps is None else min(mem_mb, float(self.caps.max_mem_mb))

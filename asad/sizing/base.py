@@ -24,9 +24,14 @@ import numpy as np
 OOM_PEAK_SHARE = 0.95
 
 MB = 1024 * 1024
-# No memory below the user's request until this many completed runs: one run (a `sleep` that
+# No full cut below the user's request until this many completed runs: one run (a `sleep` that
 # peaked at 1 MB) says little of the next, whose input may be larger (docs/sizing.md).
 CONFIDENT_RUNS = 2
+# Before that, a graduated cut (docs/sizing.md): at most to the request / UNCONFIDENT_DEPTH, and
+# never below UNCONFIDENT_MARGIN × the largest peak seen (scaled up to a larger input).
+# UNCONFIDENT_DEPTH 1 keeps the request until CONFIDENT_RUNS.
+UNCONFIDENT_DEPTH = 4.0
+UNCONFIDENT_MARGIN = 2.0
 
 # No request below this: the batch shell and Slurm's step daemon need some memory, and a
 # learned size of a few MB (a task that once exited at once) would only climb by kills.

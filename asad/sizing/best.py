@@ -46,7 +46,7 @@ class BestAgent(AgentBase):
     # fail_penalty 2 and a time margin of 3 × the longest run (the other agents: 2 ×) were chosen on
     # the three tuning traces (chipseq, iwd, methylseq) for issue 39: a time-out of a long task
     # wastes its whole allocation, and the ceiling this agent is measured against never times out
-    def __init__(self, fail_penalty: float = 2.0, window: int = 200, min_runs: int = 1,
+    def __init__(self, fail_penalty: float = 2.0, window: int = 400, min_runs: int = 1,
                  min_ratios: int = 5, cold_margin: float = 1.1, ttf_assumed: float = 0.5,
                  knn_k: int = 10, recent_n: int = 20, cpu_q: float = 0.95, quantile_q: float = 0.0,
                  quantile_n: int = 50, scaled: bool = True, fail_cost_gbh: float = 0.0,
@@ -165,7 +165,7 @@ class BestAgent(AgentBase):
         """Per scored predictor: (cost, name, factor, kill rate, n).
 
         Recomputed after every run while there are few, then after every ``n/20`` runs
-        (a window of 200 moves 5% between refreshes; the choice barely changes).
+        (a window of 400 moves 5% between refreshes; the choice barely changes).
         """
         n = self.history.n
         stale = n - self._cached_at >= max(1, min(n, self.window) // 20)
