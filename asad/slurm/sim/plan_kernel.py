@@ -263,9 +263,48 @@ def _cap(iv_b, iv_e, start_res, end_time):  # noqa: ANN001, ANN202
     return second if second < INF else last
 
 
+def _distinct_bounds(iv_b, iv_e):  # noqa: ANN001, ANN202
+    """The plans' boundaries (begins and ends), sorted, each value once: what ``_cap`` reads.
+    The pass kernel keeps this array as it adds plans (``insert_bound``) instead."""
+    m = len(iv_b)
+    out = np.empty(2 * m)
+    out[:m] = iv_b
+    out[m:] = iv_e
+    out.sort()
+    u = 0
+    for i in range(2 * m):
+        if u == 0 or out[i] != out[u - 1]:
+            out[u] = out[i]
+            u += 1
+    return out[:u]
+
+
+def _insert_bound(bnd, u, v):  # noqa: ANN001, ANN202
+    """Insert ``v`` into the sorted distinct ``bnd[:u]`` (room for it behind); the new count."""
+    i = _bisect_right(bnd[:u], v)
+    if i > 0 and bnd[i - 1] == v:
+        return u
+    for j in range(u, i, -1):
+        bnd[j] = bnd[j - 1]
+    bnd[i] = v
+    return u + 1
+
+
+def _cap_sorted(bnd, start_res, end_time):  # noqa: ANN001, ANN202
+    """``_cap`` by bisection of the sorted distinct boundaries (the same value; ``_cap`` scans
+    every plan twice per try, about a quarter of a plan's cost on a saturated queue): the second
+    boundary after ``end_time``, else the last; inf if no boundary is after ``start_res``."""
+    u = len(bnd)
+    if u == 0 or not bnd[u - 1] > start_res:
+        return INF
+    i = _bisect_right(bnd, end_time)
+    return bnd[i + 1] if i + 1 < u else bnd[u - 1]
+
+
 def _planned_start(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
-                   iv_node, iv_b, iv_e, p_end, p_node, p_c, first_piece, job_ends):  # noqa: ANN001, ANN202
-    """planner.planned_start_slurm's loop: (start, nodes), start -inf for no plan."""
+                   iv_node, iv_b, iv_e, p_end, p_node, p_c, first_piece, job_ends, bounds):  # noqa: ANN001, ANN202
+    """planner.planned_start_slurm's loop: (start, nodes), start -inf for no plan. ``bounds``:
+    ``_distinct_bounds(iv_b, iv_e)``."""
     n = len(times)
     span_b, span_e = _free_spans(n, iv_node, iv_b, iv_e)
     n_iv = len(iv_node)
@@ -295,7 +334,7 @@ def _planned_start(times, by_time, free_c, free_m, k, cpn, mem, limit, now, hori
                     held[n_held] = node
                     n_held += 1
                     held_fit += fits_now[node]
-        cap = _cap(iv_b, iv_e, start_res, end_time)
+        cap = _cap_sorted(bounds, start_res, end_time)
         later = INF
         for i in range(len(span_e)):
             e = span_e[i]
@@ -352,8 +391,11 @@ if njit is not None:
     _bisect_right = njit(cache=True)(_bisect_right)
     _free_spans = njit(cache=True)(_free_spans)
     _cap = njit(cache=True)(_cap)
+    _cap_sorted = njit(cache=True)(_cap_sorted)
+    distinct_bounds = njit(cache=True)(_distinct_bounds)
+    insert_bound = njit(cache=True)(_insert_bound)
     _usable = njit(cache=True)(_usable)
     _will_run = njit(cache=True)(_will_run)
     planned_start = njit(cache=True)(_planned_start)
 else:  # pragma: no cover
-    planned_start = consec_pick = find_consec = None
+    planned_start = consec_pick = find_consec = distinct_bounds = insert_bound = None
