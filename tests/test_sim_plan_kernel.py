@@ -103,3 +103,27 @@ def test_compiled_planner_gives_the_reference_schedule(monkeypatch: pytest.Monke
         return [(j.job_id, j.start_time) for j in sim.jobs.values()]
 
     assert starts(True) == starts(False)
+
+
+# plan boundaries on a coarse grid, so that equal values (shared begins and ends) are common
+boundary = st.integers(0, 40).map(lambda x: NOW + 60.0 * x)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(boundary, st.integers(0, 20)), max_size=30), boundary,
+       st.integers(0, 2400).map(float))
+def test_the_cap_by_bisection_equals_the_scan(plans, start_res, limit) -> None:  # noqa: ANN001
+    """_cap_sorted on the sorted distinct boundaries (built at once, and one plan at a time as
+    the pass kernel keeps them) gives _cap's value for every try window."""
+    iv_b = np.array([b for b, _ in plans], dtype=np.float64)
+    iv_e = np.array([b + 60.0 * d for b, d in plans], dtype=np.float64)
+    at_once = plan_kernel.distinct_bounds(iv_b, iv_e)
+    kept = np.empty(2 * len(plans) + 1)
+    count = 0
+    for b, e in zip(iv_b, iv_e):
+        count = plan_kernel.insert_bound(kept, count, b)
+        count = plan_kernel.insert_bound(kept, count, e)
+    assert kept[:count].tolist() == sorted(set(iv_b.tolist()) | set(iv_e.tolist())) == at_once.tolist()
+    for s in (start_res - 60.0, start_res, start_res + 30.0):
+        want = plan_kernel._cap(iv_b, iv_e, s, s + limit)
+        assert plan_kernel._cap_sorted(at_once, s, s + limit) == want

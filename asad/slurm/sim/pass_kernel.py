@@ -149,6 +149,9 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
     iv_e = np.empty(max(total_nodes, 1))
     n_iv = 0
     min_b = np.full(n, INF)
+    # their boundaries, sorted and distinct (plan_kernel._cap_sorted), kept as plans are added
+    bnd = np.empty(max(2 * total_nodes, 1))
+    n_bnd = 0
     # job shapes (cores, mem per node): each job's index into the fit-time cache
     j_shape = np.empty(n_jobs, dtype=np.int64)
     sh_c = np.empty(max(n_jobs, 1), dtype=np.int64)
@@ -306,7 +309,7 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
             start, nodes = plan_kernel.planned_start(
                 s_times[si], s_order[si], free_c, free_m, k, c, m, float(lim), now, horizon, guess_s,
                 iv_node[:n_iv], iv_b[:n_iv], iv_e[:n_iv], pe[:n_p], pn[:n_p], pc[:n_p],
-                first_piece[:n_groups], job_ends[:n_groups])
+                first_piece[:n_groups], job_ends[:n_groups], bnd[:n_bnd])
             if start == -INF:
                 if n_np < 64:
                     np_k[n_np] = k
@@ -326,6 +329,9 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
             ev_off[n_ev] = n_evn
             ev_len[n_ev] = len(nodes)
             n_ev += 1
+            if len(nodes):
+                n_bnd = plan_kernel.insert_bound(bnd, n_bnd, b)
+                n_bnd = plan_kernel.insert_bound(bnd, n_bnd, e)
             for node in nodes:
                 ev_nodes[n_evn] = node
                 n_evn += 1
@@ -395,6 +401,8 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
             ev_kind[n_ev] = EV_PLAN
             ev_t[n_ev] = start
             n_ev += 1
+            n_bnd = plan_kernel.insert_bound(bnd, n_bnd, b)
+            n_bnd = plan_kernel.insert_bound(bnd, n_bnd, e)
             for node in nodes:
                 iv_node[n_iv] = node
                 iv_b[n_iv] = b

@@ -205,7 +205,7 @@ def _bisect_right(a, x):  # noqa: ANN001, ANN202
 
 def _free_spans(n, iv_node, iv_b, iv_e):  # noqa: ANN001, ANN202
     """backfill_map.BackfillMap.free_instants' spans: the plans merged per node (a plan that begins
-    by the time the previous one ends joins it), as (begin, end). Plans are grouped by node
+    by the time the previous one ends joins it), as (begin, end, node). Plans are grouped by node
     (counting sort) and each node's few are sorted by begin (insertion sort)."""
     m = len(iv_node)
     head = np.zeros(n + 1, dtype=np.int64)
@@ -220,6 +220,7 @@ def _free_spans(n, iv_node, iv_b, iv_e):  # noqa: ANN001, ANN202
         fill[iv_node[i]] += 1
     span_b = np.empty(m)
     span_e = np.empty(m)
+    span_n = np.empty(m, dtype=np.int64)
     ns = 0
     for node in range(n):
         a, b = head[node], head[node + 1]
@@ -237,8 +238,9 @@ def _free_spans(n, iv_node, iv_b, iv_e):  # noqa: ANN001, ANN202
             else:
                 span_b[ns] = iv_b[i]
                 span_e[ns] = iv_e[i]
+                span_n[ns] = node
                 ns += 1
-    return span_b[:ns], span_e[:ns]
+    return span_b[:ns], span_e[:ns], span_n[:ns]
 
 
 def _cap(iv_b, iv_e, start_res, end_time):  # noqa: ANN001, ANN202
@@ -263,11 +265,50 @@ def _cap(iv_b, iv_e, start_res, end_time):  # noqa: ANN001, ANN202
     return second if second < INF else last
 
 
+def _distinct_bounds(iv_b, iv_e):  # noqa: ANN001, ANN202
+    """The plans' boundaries (begins and ends), sorted, each value once: what ``_cap`` reads.
+    The pass kernel keeps this array as it adds plans (``insert_bound``) instead."""
+    m = len(iv_b)
+    out = np.empty(2 * m)
+    out[:m] = iv_b
+    out[m:] = iv_e
+    out.sort()
+    u = 0
+    for i in range(2 * m):
+        if u == 0 or out[i] != out[u - 1]:
+            out[u] = out[i]
+            u += 1
+    return out[:u]
+
+
+def _insert_bound(bnd, u, v):  # noqa: ANN001, ANN202
+    """Insert ``v`` into the sorted distinct ``bnd[:u]`` (room for it behind); the new count."""
+    i = _bisect_right(bnd[:u], v)
+    if i > 0 and bnd[i - 1] == v:
+        return u
+    for j in range(u, i, -1):
+        bnd[j] = bnd[j - 1]
+    bnd[i] = v
+    return u + 1
+
+
+def _cap_sorted(bnd, start_res, end_time):  # noqa: ANN001, ANN202
+    """``_cap`` by bisection of the sorted distinct boundaries (the same value; ``_cap`` scans
+    every plan twice per try, about a quarter of a plan's cost on a saturated queue): the second
+    boundary after ``end_time``, else the last; inf if no boundary is after ``start_res``."""
+    u = len(bnd)
+    if u == 0 or not bnd[u - 1] > start_res:
+        return INF
+    i = _bisect_right(bnd, end_time)
+    return bnd[i + 1] if i + 1 < u else bnd[u - 1]
+
+
 def _planned_start(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
-                   iv_node, iv_b, iv_e, p_end, p_node, p_c, first_piece, job_ends):  # noqa: ANN001, ANN202
-    """planner.planned_start_slurm's loop: (start, nodes), start -inf for no plan."""
+                   iv_node, iv_b, iv_e, p_end, p_node, p_c, first_piece, job_ends, bounds):  # noqa: ANN001, ANN202
+    """planner.planned_start_slurm's loop: (start, nodes), start -inf for no plan. ``bounds``:
+    ``_distinct_bounds(iv_b, iv_e)``."""
     n = len(times)
-    span_b, span_e = _free_spans(n, iv_node, iv_b, iv_e)
+    span_b, span_e, span_n = _free_spans(n, iv_node, iv_b, iv_e)
     n_iv = len(iv_node)
     # the nodes the job fits on now; each try counts those a plan holds, not every node
     fits_now = np.empty(n, dtype=np.bool_)
@@ -287,20 +328,23 @@ def _planned_start(times, by_time, free_c, free_m, k, cpn, mem, limit, now, hori
             avail[held[j]] = True
         n_held = 0
         held_fit = 0
-        for i in range(n_iv):
-            if iv_e[i] > start_res and iv_b[i] <= end_time:
-                node = iv_node[i]
+        cap = _cap_sorted(bounds, start_res, end_time)
+        later = INF
+        # One look at each span gives both the held nodes and later_start: a node is held
+        # while a plan of it overlaps [start_res, end_time], which is exactly while one of its
+        # spans does (a span overlapping the window has a plan that begins by the window's end
+        # and, the spans being merged plans, one of those ends inside or after it).
+        for i in range(len(span_e)):
+            e = span_e[i]
+            if e > start_res and span_b[i] <= end_time:
+                node = span_n[i]
                 if avail[node]:
                     avail[node] = False
                     held[n_held] = node
                     n_held += 1
                     held_fit += fits_now[node]
-        cap = _cap(iv_b, iv_e, start_res, end_time)
-        later = INF
-        for i in range(len(span_e)):
-            e = span_e[i]
-            if e > start_res and span_b[i] <= end_time and e <= cap and e < later:
-                later = e
+                if e <= cap and e < later:
+                    later = e
         at, by = _will_run(times, by_time, avail, n_fits_now - held_fit, k, now, guess_s, p_node,
                            first_piece, job_ends)
         if at == -INF:
@@ -352,8 +396,11 @@ if njit is not None:
     _bisect_right = njit(cache=True)(_bisect_right)
     _free_spans = njit(cache=True)(_free_spans)
     _cap = njit(cache=True)(_cap)
+    _cap_sorted = njit(cache=True)(_cap_sorted)
+    distinct_bounds = njit(cache=True)(_distinct_bounds)
+    insert_bound = njit(cache=True)(_insert_bound)
     _usable = njit(cache=True)(_usable)
     _will_run = njit(cache=True)(_will_run)
     planned_start = njit(cache=True)(_planned_start)
 else:  # pragma: no cover
-    planned_start = consec_pick = find_consec = None
+    planned_start = consec_pick = find_consec = distinct_bounds = insert_bound = None

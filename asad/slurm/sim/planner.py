@@ -168,7 +168,8 @@ def try_later_compiled(plan: BackfillMap, times: np.ndarray, job: SimJob, now: f
     start, nodes = plan_kernel.planned_start(
         times, by_time, part.np_free_c, part.np_free_m, int(job.nodes), int(job.cpus_per_node),
         int(job.mem_per_node_mb), float(job.time_limit_s), float(now), float(horizon), float(guess_s),
-        iv_node, iv_b, iv_e, p_end, p_node, p_c, first_piece, job_ends)
+        iv_node, iv_b, iv_e, p_end, p_node, p_c, first_piece, job_ends,
+        plan_kernel.distinct_bounds(iv_b, iv_e))
     return None if start == -np.inf else (float(start), nodes.tolist())
 
 
