@@ -132,7 +132,9 @@ def _schedule(seed, days=2.0):
 def test_same_seed_same_schedule(seed):
     first = _schedule(seed)
     assert first == _schedule(seed)
-    assert len(first) > 50
+    # not a trivial schedule: 31 seeds gave 80-116 jobs in two days, and seed 1950 (drawn once by
+    # hypothesis, and failing the old floor of 50) gave 47
+    assert len(first) > 30
     assert first != _schedule(seed + 1)
 
 
