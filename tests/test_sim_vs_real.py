@@ -32,7 +32,8 @@ TAU_FLOOR = {"contention-fifo": 0.93, "contention-fifo.run2": 0.93, "contention-
              "deps-fifo.run4": 0.91, "multifactor.run4": 0.84, "ends-deps": 0.89, "ends-deps.run2": 0.74,
              "ends-deps.run3": 0.89,
              # recorded with its slurmctld.log (logs/), 2026-11-27 (branch j37f)
-             "aged-deps.run4": 0.92, "multifactor.run5": 0.95}
+             "aged-deps.run4": 0.92, "multifactor.run5": 0.95,
+             "fairshare-shares.run4": 0.81}
 
 pytestmark = pytest.mark.skipif(not RECORDINGS, reason="no recorded scenarios in tests/data/sim_vs_real")
 
