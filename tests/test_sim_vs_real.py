@@ -208,3 +208,19 @@ def test_the_timer_phases_come_from_slurmctlds_own_log():
     assert first_sched_tick(marks) == 5
     settings = sim_settings(rec)
     assert settings["prio_origin_s"] == marks["loop_start"] and settings["first_sched_tick"] == 5
+
+
+def test_a_recording_keeps_slurmctlds_log_beside_it(tmp_path, monkeypatch):
+    import gzip
+
+    from asad.bench.sim_vs_real_cli import keep_log
+
+    (tmp_path / "cluster" / "log").mkdir(parents=True)
+    (tmp_path / "cluster" / "log" / "slurmctld.log").write_text("[2026-11-27T14:34:25.755] sched: Allocate\n")
+    monkeypatch.setenv("ASAD_CLUSTER_DIR", str(tmp_path / "cluster"))
+    rec = tmp_path / "data" / "aged-deps.run5.json"
+    rec.parent.mkdir()
+    rec.write_text("{}")
+    keep_log(rec)
+    kept = tmp_path / "data" / "logs" / "aged-deps.run5.slurmctld.log.gz"
+    assert gzip.decompress(kept.read_bytes()).decode().endswith("sched: Allocate\n")
