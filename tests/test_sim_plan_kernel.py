@@ -127,3 +127,23 @@ def test_the_cap_by_bisection_equals_the_scan(plans, start_res, limit) -> None: 
     for s in (start_res - 60.0, start_res, start_res + 30.0):
         want = plan_kernel._cap(iv_b, iv_e, s, s + limit)
         assert plan_kernel._cap_sorted(at_once, s, s + limit) == want
+
+
+@pytest.mark.parametrize("res,begin,want", [(1.0, 160.0, 100.0), (1.0, 159.0, 400.0), (60.0, 170.0, 100.0)])
+def test_a_plan_may_end_as_a_reservation_begins(reference, res, begin, want) -> None:  # noqa: ANN001
+    # _test_resv_overlap (backfill.c, Slurm 22.05): a plan [start, end_reserve), both rounded down
+    # to bf_resolution, meets a reservation only if begin < end_reserve. Both nodes are busy until
+    # +100; a 60-s job fits then, up to a reservation of both nodes that begins at +160: Slurm
+    # plans it at +100, the simulator planned it after the reservation (+400: issue 37,
+    # aged-deps' a31, whose earlier plan kept a03 off its node). A reservation a second earlier
+    # does meet the plan. With bf_resolution=60 the plan's end (+160) rounds down to +120.
+    part = PartitionState(PartitionSpec("p", nodes=2, cores_per_node=CORES, mem_per_node_mb=MEM), 0)
+    part.select = "consec"
+    part.allocate([0, 1], CORES, 100, NOW + 100, owner=1)
+    plan = BackfillMap(part)
+    plan.reserve([0, 1], NOW + begin, NOW + 400)
+    job = SimJob(9999, "j", [part], 1, CORES, 100, 60, NOW, 10.0, background=False)
+    got = fit_times(plan, job, NOW, NOW + 86400)
+    start, _ = reference(try_later, plan, got[0], job, NOW, NOW + 86400, 0.0, res)
+    assert start == NOW + want
+    assert try_later_compiled(plan, got[0], job, NOW, NOW + 86400, 0.0, res)[0] == NOW + want

@@ -73,6 +73,30 @@ def test_a_begin_given_with_the_dependency_keeps_its_age_unless_limits_are_enfor
     assert held_first is not enforce_limits
 
 
+@pytest.mark.parametrize("held_priority", [True, False])
+def test_a_job_released_by_its_dependency_keeps_its_submit_priority_until_the_recalculation(held_priority):
+    # Slurm computes a job's priority at submission and then only in the decay thread, every
+    # PriorityCalcPeriod, for every pending job (decay_apply_weighted_factors); job_independent()
+    # does not, when the dependency is met (issue 37: aged-deps' aged0 took a node in the
+    # simulator with the age of its --begin while Slurm still held its submit-time priority).
+    sim = make_simulator("small", load=0.0, priority="multifactor", max_age_s=100000, weight_age=100000,
+                         weight_size=0, priority_calc_period_s=86400, timer_origin_s=T0 - 1000,
+                         held_priority=held_priority)
+    sim.submit(job(nodes=3, runtime=200, limit=200))
+    pre = sim.submit(job(nodes=1, runtime=100))
+    first = sim.submit(job(nodes=4, runtime=1000))  # eligible at once: age 0 at submission
+    sim.run_until(T0 + 1)
+    # a --begin kept through the dependency: ages from T0 + 2, but its priority stays the one
+    # set at submission (age 0) until the next recalculation, a day later
+    held = sim.submit(job(nodes=4, runtime=1000, begin=T0 + 2,
+                          dependency=Dependency(DependencyType.AFTEROK, (pre,))))
+    finish(sim)
+    got = sim.poll([first, held])
+    order = "submit order" if got[first].start_time < got[held].start_time else "held first"
+    # equal priorities (age 0 both): the lower job id goes first
+    assert order == ("submit order" if held_priority else "held first")
+
+
 def test_easy_backfill_starts_short_jobs_only():
     results = {}
     for backfill in ("easy", "none"):

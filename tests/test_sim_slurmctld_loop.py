@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from asad.slurm.backend import JobRequest, JobState, SimTruth
@@ -90,3 +91,61 @@ def test_a_clean_exit_in_a_second_past_the_limit_is_a_timeout(runtime, state):
     st = sim.poll([jid])[jid]
     assert st.state is state
     assert st.end_time == pytest.approx(DEFAULT_START_TIME + 1.7 + runtime)
+
+
+def c_loop_pass_ticks(origin: float, tick: float, n_ticks: int, requests: list[float], sched_interval: int,
+                      batch_delay: int, first_request: float) -> list[float]:
+    """_slurmctld_background's main passes transcribed (controller.c): ``last_sched_time`` and
+    ``last_full_sched_time`` are the loop's start second; each tick, ``if (difftime(now,
+    last_full_sched_time) >= sched_interval)`` runs a full pass and zeroes ``job_sched_cnt``, else
+    ``if (job_sched_cnt && difftime(now, last_sched_time) >= batch_sched_delay)`` runs one; either
+    sets ``last_sched_time``. ``sched_interval`` is the compiled-in 60 until the first
+    ``_schedule()`` parses SchedulerParameters (job_scheduler.c). ``first_request``: the nodes'
+    registrations queueing the first pass. Returns the passes' instants."""
+    last_full = last_sched = math.floor(origin)
+    interval, count, out = 60, 0, []
+    pending = sorted(requests + [first_request])
+    for k in range(1, n_ticks):
+        t = origin + k * tick
+        while pending and pending[0] < t:
+            pending.pop(0)
+            count += 1
+        now = math.floor(t)
+        if now - last_full >= interval:
+            last_full, count = now, 0
+        elif count and now - last_sched >= batch_delay:
+            count = 0
+        else:
+            continue
+        last_sched = now
+        interval = sched_interval
+        out.append(t)
+    return out
+
+
+@pytest.mark.parametrize("origin,tick,seed", [(1000.3, 1.0022, 1), (2000.95, 1.0022, 2), (3000.5, 1.0, 3)])
+def test_after_a_restart_a_submission_starts_at_the_pass_slurmctlds_loop_runs(origin, tick, seed):
+    # Issue 37: the first _schedule() after slurmctld's start comes at loop tick 5 (the nodes
+    # answer the ping of tick 3 about a second later); until then sched_interval is 60, so the
+    # first full pass is at tick 6, not 5 (slurmctld.log of the local Slurm: a job submitted at
+    # the loop's start + 5.7 s started by "sched: Allocate" at tick 6). Every job here starts at
+    # the first main pass after its submission (an empty cluster, no backfill, nothing ends).
+    from asad.slurm.sim import PartitionSpec, SimConfig, Simulator
+
+    rng = np.random.default_rng(seed)
+    submits = sorted(origin + rng.uniform(4.2, 70.0, 14))
+    part = (PartitionSpec("main", nodes=2, cores_per_node=16, mem_per_node_mb=32000, max_time_s=None, default=True),)
+    sim = Simulator(SimConfig(partitions=part, start_time=float(math.floor(origin + 4)), backfill="none",
+                              priority="fifo", batch_sched_delay_s=3.0, sched_interval_s=5.0, warmup_s=0.0,
+                              timer_origin_s=origin, loop_tick_s=tick, first_sched_tick=5, epilog_s=0.0))
+    ids = []
+    for t in submits:
+        sim.run_until(t)
+        ids.append(sim.submit(JobRequest(name="j", command="true", cpus_per_task=1, mem_mb=100,
+                                         time_limit_s=600, truth=SimTruth(runtime_s=500))))
+    sim.run_until(origin + 100)
+    passes = c_loop_pass_ticks(origin, tick, 100, list(submits), 5, 3, origin + 4 * tick + 0.02)
+    assert passes[:2] == pytest.approx([origin + 5 * tick, origin + 6 * tick])  # the first full pass at 6
+    got = sim.poll(ids)
+    for t, jid in zip(submits, ids):
+        assert got[jid].start_time == pytest.approx(next(p for p in passes if p > t)), t

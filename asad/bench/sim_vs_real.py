@@ -87,13 +87,20 @@ def sim_settings(rec: dict) -> dict:
         # The same logs: the background loop's "sched: Allocate" ticks drift 2.2 ms a second,
         # the backfill thread's passes 2.2 ms a pass (bf_interval=2, no DebugFlags; 7 ms with
         # DebugFlags=Backfill, whose logging lengthens each pass: a fit over its "beginning" lines).
-        loop_tick_s=1.0022,
+        loop_tick_s=LOOP_TICK_S,
         bf_tick_s=_sched_param(params, "bf_interval", 30) + (0.0069 if "Backfill" in (conf.get("DebugFlags") or "")
                                                               else 0.0022),
         oom_time_fraction=0.5,
         timer_origin_s=rec["timers"]["loop_start"],
         bf_origin_s=rec["timers"]["backfill_start"],
-        prio_origin_s=rec["timers"]["daemon_start"],
+        # The decay thread starts in priority_g_init() (controller.c), just before slurm_mcs_init()
+        # logs the "mcs:" line of loop_start, recalculates at once and then every
+        # PriorityCalcPeriod from its start (abs.tv_sec += calc_period, priority_multifactor.c);
+        # "slurmctld version ... started" (daemon_start) is 0.7-2.4 s earlier.
+        prio_origin_s=rec["timers"]["loop_start"],
+        # The loop tick of the first _schedule() (its "SchedulerParameters=" line); recordings
+        # without it: tick 5, as measured (the registrations answer the ping of tick 3 ~1 s later)
+        first_sched_tick=first_sched_tick(rec["timers"]),
         over_time_limit_s=60.0 * _seconds(conf.get("OverTimeLimit"), 0),
         kill_wait_s=_seconds(conf.get("KillWait"), 30),
         warmup_s=0.0,
@@ -109,6 +116,19 @@ def sim_settings(rec: dict) -> dict:
                    decay_half_life_s=_duration_s(conf.get("PriorityDecayHalfLife") or "7-00:00:00"),
                    fairshare_user="root")  # the recorder submits as root (or --uid), in the jobs' accounts
     return out
+
+
+LOOP_TICK_S = 1.0022
+FIRST_SCHED_TICK = 5  # slurmctld.log of aged-deps.run4 (tests/data/sim_vs_real/logs/)
+
+
+def first_sched_tick(timers: dict) -> int:
+    """The background loop's tick of slurmctld's first ``_schedule()`` after its start: from the
+    recorded "SchedulerParameters=" line where the recording has it, else ``FIRST_SCHED_TICK``."""
+    first = timers.get("first_sched")
+    if first is None:
+        return FIRST_SCHED_TICK
+    return max(1, math.floor((first - timers["loop_start"]) / LOOP_TICK_S + 1e-9))
 
 
 def _duration_s(text: str) -> float:

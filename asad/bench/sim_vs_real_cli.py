@@ -29,7 +29,9 @@ def main_with(args: argparse.Namespace) -> int:
             print(f"recording {name} ...", file=sys.stderr, flush=True)
             rec = record(all_sc[name], script, args.debug_flags)
             rec["run"] = args.run
-            recording_path(name, args.run).write_text(json.dumps(rec, indent=1) + "\n")
+            path = recording_path(name, args.run)
+            path.write_text(json.dumps(rec, indent=1) + "\n")
+            keep_log(path)
     recs = load_recordings(names)
     if not recs:
         print(f"no recorded scenarios in {DATA_DIR}; record them with --record", file=sys.stderr)
@@ -57,6 +59,20 @@ def main_with(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"runs": results, "pairs": pairs, "latency_spread": spread}, indent=2))
     return 0
+
+
+def keep_log(recording: Path) -> None:
+    """slurmctld.log of the run just recorded, gzipped beside it (``logs/NAME.runN.slurmctld.log.gz``):
+    every "sched: Allocate" and "backfill: Started" with its millisecond, which the replay's rules
+    are checked against (issue 37)."""
+    import gzip
+    import os
+
+    log = Path(os.environ.get("ASAD_CLUSTER_DIR", "/tmp/asad-cluster")) / "log" / "slurmctld.log"
+    if log.is_file():
+        out = recording.parent / "logs" / f"{recording.stem}.slurmctld.log.gz"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(gzip.compress(log.read_bytes()))
 
 
 def _add_args(p: argparse.ArgumentParser) -> None:

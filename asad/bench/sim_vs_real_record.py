@@ -398,9 +398,11 @@ def collect(scenario: Scenario, backend, ids: dict[str, int], t0: float, env: di
 
 def timer_phases(log: Path, t0: float) -> dict[str, float]:
     """When slurmctld's timers started, from its log (the last start before ``t0``): the daemon
-    itself (priority recalculation), its background loop (main passes, time-limit checks: the
-    "mcs:" line is logged as that thread starts) and the backfill thread (the first backfill
-    pass comes one second after "Running as primary controller"; see docs/simulator.md)."""
+    itself, its background loop (main passes, time-limit checks: the "mcs:" line is logged as that
+    thread starts, right after the decay thread's start: priority recalculation), the backfill
+    thread (the first backfill pass comes one second after "Running as primary controller"; see
+    docs/simulator.md) and the first ``_schedule()`` (``first_sched``: it logs the
+    "SchedulerParameters=" line)."""
     from datetime import datetime, timezone
 
     def stamp(line: str) -> float:
@@ -411,9 +413,13 @@ def timer_phases(log: Path, t0: float) -> dict[str, float]:
         if not line.startswith("[20"):
             continue
         t = stamp(line)
-        if t > t0:
+        if t > t0 and ("first_sched" in marks or "loop_start" not in marks or t > t0 + 120):
             break
-        if "slurmctld version" in line and " started" in line:
+        if "SchedulerParameters=" in line and "loop_start" in marks and "first_sched" not in marks:
+            marks["first_sched"] = t  # the first _schedule() logs it (job_scheduler.c); may follow t0
+        elif t > t0:
+            continue
+        elif "slurmctld version" in line and " started" in line:
             marks = {"daemon_start": t}
         elif "Running as primary controller" in line:
             marks["primary"] = t

@@ -245,7 +245,7 @@ def _plan(cfg, job: SimJob, plans: list[BackfillMap], now: float) -> bool:  # no
         plan = plans[part.index]
         if cfg.will_run == "slurm":
             got = planned_start_slurm(plan, job, now, now + cfg.bf_window_s,
-                                       cfg.kill_wait_s + cfg.over_time_limit_s)
+                                       cfg.kill_wait_s + cfg.over_time_limit_s, cfg.bf_resolution_s)
         else:
             got = planned_start(plan, job, now, now + cfg.bf_window_s)
         if got is not None and (best is None or got[0] < best[0]):

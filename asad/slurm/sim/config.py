@@ -66,6 +66,17 @@ class SimConfig:
     # A submission asks for a main pass that slurmctld's background loop (a tick every second)
     # runs once batch_sched_delay has passed since its last one; None = a main pass at once.
     batch_sched_delay_s: float | None = None
+    # slurmctld's first _schedule() after its start, as a tick of its background loop counted from
+    # timer_origin_s (None: the loop has long been running). Until that first pass reads
+    # SchedulerParameters, the loop tests its full passes against the compiled-in sched_interval
+    # (60 s); the pass itself is asked for by the nodes' registrations, which answer the loop's
+    # ping at tick 3 a second later: tick 5 (slurmctld.log of the local cluster). See
+    # controller_loop.py, ``FullPasses``.
+    first_sched_tick: int | None = None
+    # A job that waited for a dependency or a --begin keeps the priority of its submission (or of
+    # the last recalculation since) when it becomes eligible, as in Slurm (Scheduler.held_priority);
+    # False: recomputed then, with its age.
+    held_priority: bool = True
     # slurmctld's periodic timers (backfill, main pass, priority recalculation, time-limit check)
     # tick at timer_origin_s + k * interval: the daemon's boot time sets their phase.
     timer_origin_s: float = 0.0

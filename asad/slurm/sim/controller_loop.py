@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from asad.slurm.sim.limit_checks import LimitChecks, first_full_pass
 from asad.slurm.sim.ticks import next_tick, tick_at_or_after
 
 # the simulator's event kinds (its heap holds (time, kind, ...))
@@ -86,12 +87,44 @@ class ControllerLoop:
         if sched.eligible_count:
             if not self._armed[0]:
                 self._armed[0] = True
-                self._push(next_tick(now, cfg.sched_interval_s * cfg.loop_tick_s, origin), EV_MAIN, None, 0)
+                if cfg.first_sched_tick is None:
+                    t = next_tick(now, cfg.sched_interval_s * cfg.loop_tick_s, origin)
+                else:
+                    t = self._full_passes().next_after(now)
+                self._push(t, EV_MAIN, None, 0)
             if not self._armed[1] and cfg.backfill != "none":
                 self._armed[1] = True
                 bf_origin = origin if cfg.bf_origin_s is None else cfg.bf_origin_s
                 bf_tick = cfg.bf_interval_s if cfg.bf_tick_s is None else cfg.bf_tick_s
                 self._push(next_tick(now, bf_tick, bf_origin), EV_BF, None, 0)
+
+    def _full_passes(self) -> LimitChecks:
+        """The full main passes' ticks after slurmctld's start (config.first_sched_tick)."""
+        cfg = self.config
+        if self._full_grid is None:
+            first = first_full_pass(cfg.timer_origin_s, cfg.loop_tick_s, cfg.first_sched_tick,
+                                    int(round(cfg.sched_interval_s)))
+            self._full_grid = LimitChecks(first, cfg.loop_tick_s, int(round(cfg.sched_interval_s)))
+        return self._full_grid
+
+    def _loop_pass_due(self, t: float) -> bool:
+        """At a batch pass's tick: whether it runs. A full pass since it was asked for zeroed
+        ``job_sched_cnt`` (controller.c): the request is dropped, or, if another came after that
+        full pass, due ``batch_sched_delay`` after it."""
+        cfg = self.config
+        if cfg.first_sched_tick is None or self._armed_from is None:
+            return True
+        full = self._full_passes().last_at_or_before(t)
+        if full is None or full <= self._armed_from:
+            return True
+        self._last_loop_pass = max(self._last_loop_pass, full)
+        if self._sched_req_t < full or full >= t:
+            return False
+        self._armed_from = full
+        self._loop_pass_armed = True
+        self._push(tick_at_or_after(math.floor(full + 1e-9) + cfg.batch_sched_delay_s, cfg.loop_tick_s,
+                                    cfg.timer_origin_s), EV_LOOP_PASS, None, 0)
+        return False
 
     def _request_pass(self) -> None:
         """A submission: slurmctld's ``queue_job_scheduler()``. Its background loop (a tick a
@@ -100,12 +133,24 @@ class ControllerLoop:
         if delay is None:
             self._push(self._now, EV_PASS, None, 0)
             return
+        self._sched_req_t = self._now
         if self._loop_pass_armed:
             return
         origin = self.config.timer_origin_s
         tick = self.config.loop_tick_s
         t = next_tick(self._now, tick, origin)
-        if self._last_loop_pass > -math.inf:
+        if self.config.first_sched_tick is not None:
+            # difftime(now, last_sched_time) >= batch_sched_delay on whole seconds, where
+            # last_sched_time is the second of the loop's last pass, full passes included (also
+            # those the simulator skips because nothing was eligible)
+            last = self._last_loop_pass
+            full = self._full_passes().last_at_or_before(self._now)
+            if full is not None:
+                last = max(last, full)
+            self._armed_from = last
+            if last > -math.inf:
+                t = max(t, tick_at_or_after(math.floor(last + 1e-9) + delay, tick, origin))
+        elif self._last_loop_pass > -math.inf:
             t = max(t, tick_at_or_after(self._last_loop_pass + delay * tick, tick, origin))
         self._loop_pass_armed = True
         self._push(t, EV_LOOP_PASS, None, 0)

@@ -57,6 +57,44 @@ class LimitChecks:
             self._extend()
         return self.times[bisect.bisect_left(self.seconds, due_second)]
 
+    def next_after(self, t: float) -> float:
+        """The first check strictly after ``t`` (the walk's own start counts as a check)."""
+        if t < self.origin:
+            return self.origin
+        if self.tick == 1.0 or (t - self.origin) / self.period > MAX_WALKED_CHECKS:
+            m = math.floor((t - self.origin) / (self.period * self.tick) + 1e-9) + 1
+            return self.origin + m * self.period * self.tick
+        while not self.times or self.times[-1] <= t:
+            self._extend()
+        return self.times[bisect.bisect_right(self.times, t)]
+
+    def last_at_or_before(self, t: float) -> float | None:
+        """The last check at or before ``t`` (None: before the walk's start)."""
+        if t < self.origin:
+            return None
+        nxt = self.next_after(t)
+        if self.tick == 1.0 or (t - self.origin) / self.period > MAX_WALKED_CHECKS:
+            return nxt - self.period * self.tick
+        i = bisect.bisect_right(self.times, t)
+        return self.times[i - 1] if i else self.origin
+
+
+def first_full_pass(origin: float, tick: float, first_sched_tick: int, sched_interval: int,
+                    compiled_interval: int = 60) -> float:
+    """The loop tick of slurmctld's first full main pass after its start (controller.c,
+    ``_slurmctld_background``): ``last_full_sched_time`` is the loop's start second, and a tick runs
+    a full pass once ``difftime(now, last_full_sched_time) >= sched_interval``, tested before the
+    tick's batch pass. ``sched_interval`` holds the compiled-in 60 s until the first ``_schedule()``
+    (job_scheduler.c) parses SchedulerParameters, at tick ``first_sched_tick``: so with
+    sched_interval=5 and that pass at tick 5, the first full pass comes at tick 6, not 5."""
+    base = math.floor(origin)
+    k = 1
+    while True:
+        second = math.floor(origin + k * tick + 1e-9)
+        if second - base >= (compiled_interval if k <= first_sched_tick else sched_interval):
+            return origin + k * tick
+        k += 1
+
 
 @lru_cache(maxsize=32)
 def limit_checks(origin: float, tick: float, period: float) -> LimitChecks:

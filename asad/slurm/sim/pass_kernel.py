@@ -309,7 +309,7 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
             start, nodes = plan_kernel.planned_start(
                 s_times[si], s_order[si], free_c, free_m, k, c, m, float(lim), now, horizon, guess_s,
                 iv_node[:n_iv], iv_b[:n_iv], iv_e[:n_iv], pe[:n_p], pn[:n_p], pc[:n_p],
-                first_piece[:n_groups], job_ends[:n_groups], bnd[:n_bnd])
+                first_piece[:n_groups], job_ends[:n_groups], bnd[:n_bnd], res)
             if start == -INF:
                 if n_np < 64:
                     np_k[n_np] = k

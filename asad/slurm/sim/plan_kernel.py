@@ -304,9 +304,9 @@ def _cap_sorted(bnd, start_res, end_time):  # noqa: ANN001, ANN202
 
 
 def _planned_start(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
-                   iv_node, iv_b, iv_e, p_end, p_node, p_c, first_piece, job_ends, bounds):  # noqa: ANN001, ANN202
+                   iv_node, iv_b, iv_e, p_end, p_node, p_c, first_piece, job_ends, bounds, res):  # noqa: ANN001, ANN202
     """planner.planned_start_slurm's loop: (start, nodes), start -inf for no plan. ``bounds``:
-    ``_distinct_bounds(iv_b, iv_e)``."""
+    ``_distinct_bounds(iv_b, iv_e)``; ``res``: bf_resolution."""
     n = len(times)
     span_b, span_e, span_n = _free_spans(n, iv_node, iv_b, iv_e)
     n_iv = len(iv_node)
@@ -379,8 +379,13 @@ def _planned_start(times, by_time, free_c, free_m, k, cpn, mem, limit, now, hori
             chosen[node] = True
         clash_end = INF
         clash = False
+        # _test_resv_overlap (backfill.c): the plan [start, start + limit], both rounded down to
+        # bf_resolution, meets a reservation when end > start_time and begin < end_reserve: a
+        # reservation that begins as this plan ends does not clash (issue 37)
+        b_res = (start // res) * res
+        e_res = ((start + limit) // res) * res
         for i in range(n_iv):
-            if chosen[iv_node[i]] and iv_e[i] > start and iv_b[i] <= start + limit:
+            if chosen[iv_node[i]] and iv_e[i] > b_res and iv_b[i] < e_res:
                 clash = True
                 clash_end = min(clash_end, iv_e[i])
         if clash:

@@ -139,26 +139,27 @@ def will_run(plan: BackfillMap, times: np.ndarray, avail: np.ndarray, job: SimJo
 
 
 def planned_start_slurm(plan: BackfillMap, job: SimJob, now: float, horizon: float,
-                         guess_s: float) -> tuple[float, list[int]] | None:
+                         guess_s: float, res: float = 1.0) -> tuple[float, list[int]] | None:
     """The planned start as sched/backfill finds it (``_attempt_backfill``'s TRY_LATER loop):
     from ``start_res`` (first: now), the usable nodes are those no plan holds during
     [start_res, start_res + limit]; the will-run test on them gives a start; if that is after the
     next instant a planned node comes free (``later_start``), or the chosen nodes meet a plan
-    before the job would end, try again from that instant."""
+    before the job would end (``_test_resv_overlap``, on the plan rounded to ``res``:
+    bf_resolution), try again from that instant."""
     got = fit_times(plan, job, now, horizon)
     if got is None:
         return None
     if plan_kernel.enabled():
-        planned = try_later_compiled(plan, got[0], job, now, horizon, guess_s)
+        planned = try_later_compiled(plan, got[0], job, now, horizon, guess_s, res)
     else:
-        planned = try_later(plan, got[0], job, now, horizon, guess_s)
+        planned = try_later(plan, got[0], job, now, horizon, guess_s, res)
     if planned is None and len(plan.no_plan) < 64:
         plan.no_plan.append((job.nodes, job.cpus_per_node, job.mem_per_node_mb, job.time_limit_s))
     return planned
 
 
 def try_later_compiled(plan: BackfillMap, times: np.ndarray, job: SimJob, now: float, horizon: float,
-                        guess_s: float) -> tuple[float, list[int]] | None:
+                        guess_s: float, res: float = 1.0) -> tuple[float, list[int]] | None:
     """try_later, compiled (``plan_kernel``): the same plan."""
     iv_node, iv_b, iv_e = plan.arrays()
     p_end, p_node, p_c, _ = plan.running_ends()
@@ -169,12 +170,12 @@ def try_later_compiled(plan: BackfillMap, times: np.ndarray, job: SimJob, now: f
         times, by_time, part.np_free_c, part.np_free_m, int(job.nodes), int(job.cpus_per_node),
         int(job.mem_per_node_mb), float(job.time_limit_s), float(now), float(horizon), float(guess_s),
         iv_node, iv_b, iv_e, p_end, p_node, p_c, first_piece, job_ends,
-        plan_kernel.distinct_bounds(iv_b, iv_e))
+        plan_kernel.distinct_bounds(iv_b, iv_e), float(res))
     return None if start == -np.inf else (float(start), nodes.tolist())
 
 
 def try_later(plan: BackfillMap, times: np.ndarray, job: SimJob, now: float, horizon: float,
-               guess_s: float) -> tuple[float, list[int]] | None:
+               guess_s: float, res: float = 1.0) -> tuple[float, list[int]] | None:
     """The TRY_LATER loop of planned_start_slurm, on numpy (the reference of plan_kernel)."""
     part = plan.part
     k, cpn, limit = job.nodes, job.cpus_per_node, job.time_limit_s
@@ -208,7 +209,9 @@ def try_later(plan: BackfillMap, times: np.ndarray, job: SimJob, now: float, hor
         nodes = consec_pick(idx, plan.free_cores_at(at)[idx], k, cpn)
         chosen = np.zeros(part.n, dtype=bool)
         chosen[nodes] = True
-        clash = chosen[iv_node] & (iv_e > start) & (iv_b <= start + limit)
+        # _test_resv_overlap (backfill.c): end > start_time and begin < end_reserve, both of the
+        # plan rounded down to bf_resolution (a reservation beginning as this plan ends is no clash)
+        clash = chosen[iv_node] & (iv_e > (start // res) * res) & (iv_b < ((start + limit) // res) * res)
         if clash.any():
             start_res = start if start > start_res else float(iv_e[clash].min())
             continue

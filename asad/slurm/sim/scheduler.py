@@ -18,6 +18,7 @@ imposes on itself:
 from __future__ import annotations
 
 import heapq
+import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator
 
@@ -183,10 +184,31 @@ class Scheduler:
         fs = None if self.fairtree is None else float(self.fairtree.factor[job.assoc])
         return self.multifactor.of_job(now, job.accrue_time, job.nodes, job.cpus, job.time_limit_s, fs)
 
+    def held_priority(self, job: SimJob, now: float) -> int:
+        """The priority a job that waited for a dependency or a ``--begin`` holds as it becomes
+        eligible: Slurm sets ``job_ptr->priority`` at submission (``set_job_prio``) and changes it
+        only when the decay thread recomputes every pending job's, held ones included
+        (``decay_apply_weighted_factors``, every PriorityCalcPeriod); ``job_independent()`` leaves
+        it alone. So it is the priority of the last recalculation since the submission (or of the
+        submission), with the age a held job had then: none, unless a ``--begin`` kept its accrue
+        time (priority.py) or ACCRUE_ALWAYS counts from submit."""
+        cfg = self.config
+        period = cfg.priority_calc_period_s
+        origin = cfg.timer_origin_s if cfg.prio_origin_s is None else cfg.prio_origin_s
+        last_recalc = origin + math.floor((now - origin) / period + 1e-9) * period
+        at = max(job.submit_time, last_recalc)
+        accrue = self.multifactor.accrue_time(job.submit_time, at, job.begin_accrue)
+        fs = None if self.fairtree is None else float(self.fairtree.factor[job.assoc])
+        return self.multifactor.of_job(at, accrue, job.nodes, job.cpus, job.time_limit_s, fs)
+
     def enqueue(self, job: SimJob, now: float) -> None:
         job.accrue_time = self.multifactor.accrue_time(job.submit_time, job.eligible_time, job.begin_accrue)
         if self.config.priority == "multifactor":
-            job.sort_key = (-self.priority(job, now), job.job_id)
+            if job.submit_time < now and self.config.held_priority:
+                prio = self.held_priority(job, now)
+            else:
+                prio = self.priority(job, now)
+            job.sort_key = (-prio, job.job_id)
         job.queued = True
         self.eligible_count += 1
         for part in job.parts:

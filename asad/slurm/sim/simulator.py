@@ -47,6 +47,9 @@ class Simulator(ControllerLoop):
         for part in self.parts:
             part.select = config.node_select
         self._last_loop_pass = -math.inf  # the background loop's last main pass
+        self._full_grid = None  # the full passes' ticks (config.first_sched_tick; controller_loop)
+        self._sched_req_t = -math.inf  # the last queue_job_scheduler() (a submission)
+        self._armed_from: float | None = None  # the loop pass the armed batch pass counts from
         self._loop_pass_armed = False
         self._by_name = {p.name: p for p in self.parts}
         defaults = [p for p in self.parts if p.spec.default]
@@ -99,6 +102,15 @@ class Simulator(ControllerLoop):
             self._push(self._now, EV_GEN, None, 0)
             self.run_until(config.start_time)
         self._now = config.start_time
+        if config.first_sched_tick is not None and config.batch_sched_delay_s is not None:
+            # slurmctld's first _schedule(), asked for by the nodes' registrations after its start
+            # (last_sched_time starts as the loop's start second)
+            self._last_loop_pass = config.timer_origin_s
+            first = config.timer_origin_s + config.first_sched_tick * config.loop_tick_s
+            if first > self._now:
+                self._push(first, EV_LOOP_PASS, None, 0)
+            else:
+                self._last_loop_pass = first
         if config.swf is not None:
             from asad.slurm.sim.swf import read_swf, replay
 
@@ -507,8 +519,9 @@ class Simulator(ControllerLoop):
                 self._last_loop_pass = t
             elif kind == EV_LOOP_PASS:
                 self._loop_pass_armed = False
-                self._pass_wanted = True
-                self._last_loop_pass = t
+                if self._loop_pass_due(t):
+                    self._pass_wanted = True
+                    self._last_loop_pass = t
             elif kind == EV_PASS:
                 self._pass_wanted = True
             elif kind == EV_ELIGIBLE:
