@@ -30,6 +30,13 @@ def test_a_merged_job_idles_the_cores_its_smaller_stages_leave():
     assert merged_cost_s([big], StageCost(28, (10.0,)), 0.3) == 0.0  # one shape: nothing idles
 
 
+def test_a_merged_job_that_waits_longer_pays_that_wait_too():
+    small, big = StageCost(4, (15.0,)), StageCost(28, (30.0,))
+    idle = 0.3 * 24 * 15.0
+    assert merged_cost_s([big], small, 0.3, extra_wait_s=200.0) == pytest.approx(idle + 200.0)
+    assert merged_cost_s([big], small, 0.3, extra_wait_s=-50.0) == pytest.approx(idle)  # no gain counted
+
+
 def test_under_the_chain_rules_a_job_of_its_own_costs_its_whole_wait():
     waits = list(np.linspace(50, 150, len(GRID)))
     cost, how = own_job_cost_s("chain", POINT, [StageCost(8, (20.0,))], StageCost(28, (30.0,)), waits, 0.3)
@@ -81,13 +88,15 @@ PIPELINE = """
 name: sizes
 idle_price: {price}
 stages:
-  - {{name: a, cpus: 4, mem: 1G, time: 30m, run: "true", simulate: {{runtime: 5m}}}}
-  - {{name: b, cpus: 16, mem: 2G, time: 30m, after: [a], run: "true", simulate: {{runtime: 10m}}}}
-  - {{name: c, cpus: 2, mem: 1G, time: 30m, after: [b], run: "true", simulate: {{runtime: 5m}}}}
+  - {{name: a, cpus: 16, mem: 2G, time: 20m, run: "true", simulate: {{runtime: 10m}}}}
+  - {{name: b, cpus: 4, mem: 1G, time: 20m, after: [a], run: "true", simulate: {{runtime: 5m}}}}
+  - {{name: c, cpus: 2, mem: 1G, time: 20m, after: [b], run: "true", simulate: {{runtime: 5m}}}}
 """
+# The 16-core head is the largest and the limits sum to 1 h: the merged job keeps the head's
+# geometry key (cpus=16, walltime<=1h), so the learner sees no longer wait for it.
 
 
-def _runs(db_url, price, runs=3):
+def _runs(db_url, price, runs=2):
     spec = parse_workflow(PIPELINE.format(price=price))
     store = Store(db_url)
     sim = make_simulator("small", load=0.9, seed=4, priority="multifactor", accounting_enforce_limits=True)
@@ -111,7 +120,7 @@ def test_where_limits_are_enforced_stages_of_different_sizes_merge_when_idle_is_
     assert "not learned yet" in first.stages["a"].plan_why
     (job,) = [j for j in last.jobs if j.rides]
     assert job.stages == ("a", "b", "c") and job.request.cpus == 16  # sized to the largest
-    assert job.request.time_limit_s == 3 * 1800
+    assert job.request.time_limit_s == 3 * 1200
     stages = {s["name"]: s for s in summaries[-1]["stages"]}
     for prev, rider in zip(job.stages, job.rides):  # each stage still has its own times
         assert stages[rider]["start"] == pytest.approx(stages[prev]["end"])
@@ -121,7 +130,7 @@ def test_where_limits_are_enforced_stages_of_different_sizes_merge_when_idle_is_
     assert "rule quantile" in last.stages["a"].plan_why and "cost rule: b rides" in last.stages["a"].plan_why
     explain = render_explain(last, "c")
     assert "a merged job of 16 CPUs (this stage asks for 2)" in explain and "c rides" in explain
-    # the idle it pays for: the 4- and 2-core stages in a 16-core job
+    # the idle it pays for: the 4- and 2-core stages in the 16-core job
     idle_core_h = (12 * 300 + 14 * 300) / 3600
     assert summaries[-1]["core_hours"] == pytest.approx(16 * 1200 / 3600)
     assert summaries[-1]["core_hours"] - summaries[0]["core_hours"] == pytest.approx(idle_core_h, abs=0.05)

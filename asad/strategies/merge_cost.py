@@ -7,7 +7,12 @@ makespan seconds, with ``idle_price`` makespan seconds per idle core-second.
 - **Merged**: the job asks for the largest CPUs of its stages for the sum of their run times, so
   a stage with ``c`` CPUs in a job of ``C`` leaves ``(C - c)`` cores idle for its run time ``R``.
   Adding a stage costs ``idle_price x`` the idle core-seconds it adds (its own, and the earlier
-  stages' if it raises ``C``). No queue wait, no barrier.
+  stages' if it raises ``C``). No queue wait, no barrier. But the merged job asks for more (the
+  sum of the time limits, the largest CPUs), and a larger job finds fewer backfill holes: where
+  the learner has seen waits of both the merged job's geometry and the job's without the stage,
+  the difference of their mean waits is added (it delays every stage of the job). Where the two
+  share a geometry key (its time buckets are coarse) the learner cannot tell them apart, and
+  nothing is added.
 - **A job of its own**: what the site's rule would make of it. Under the quantile rule (limits
   enforced) the stage is submitted without a dependency ahead of its predecessor's expected end:
   with ``Y = W_g + R_g - W`` (the group job's wait and run time, minus the stage's own wait) and
@@ -51,9 +56,13 @@ def idle_core_s(stages: Sequence[StageCost]) -> float:
     return sum((top - s.cpus) * s.runtime_s for s in stages)
 
 
-def merged_cost_s(group: Sequence[StageCost], rider: StageCost, idle_price: float) -> float:
-    """Makespan seconds the idle that ``rider`` adds to the job of ``group`` is worth."""
-    return idle_price * (idle_core_s([*group, rider]) - idle_core_s(group))
+def merged_cost_s(group: Sequence[StageCost], rider: StageCost, idle_price: float, extra_wait_s: float = 0.0
+                  ) -> float:
+    """Makespan seconds that adding ``rider`` to the job of ``group`` costs: the idle it adds, priced,
+    plus ``extra_wait_s``, how much longer the larger job is expected to wait than the job without
+    it (a longer, or wider, job finds fewer backfill holes; never below 0: a merged job that
+    happened to wait less is not counted as a gain)."""
+    return idle_price * (idle_core_s([*group, rider]) - idle_core_s(group)) + max(0.0, extra_wait_s)
 
 
 def own_job_cost_s(rule: str, group_wait_grid: Sequence[float], group: Sequence[StageCost], rider: StageCost,

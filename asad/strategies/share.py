@@ -30,7 +30,7 @@ from asad.core.share_choice import SHARED
 from asad.core.model import JobPhase, JobRecord, StageState
 from asad.slurm.backend import JobRequest, JobState, SimTruth
 from asad.strategies.expected_start import GRID as WAIT_GRID
-from asad.strategies.merge_cost import StageCost, merged_cost_s, own_job_cost_s
+from asad.strategies.merge_cost import StageCost, idle_core_s, merged_cost_s, own_job_cost_s
 
 if TYPE_CHECKING:
     from asad.core.context import Context
@@ -125,11 +125,14 @@ def _by_cost(wf: WorkflowRun, head: str, head_req: JobRequest, candidates: tuple
             group_key = ctx.geometry_key(head_req)
         group_waits = ctx.learned.wait_quantiles(group_key, list(WAIT_GRID))
         rider_waits = ctx.learned.wait_quantiles(ctx.geometry_key(req), list(WAIT_GRID))
-        merged = merged_cost_s(group, cost, price)
+        merged = merged_cost_s(group, cost, price, _extra_wait_s(head_req, group_reqs, req, ctx))
         alone, how = own_job_cost_s(ctx.priority_rules.rule, group_waits, group, cost, rider_waits, price)
         top = max(c.cpus for c in (*group, cost))
-        numbers = (f"in one job of {top} CPUs it idles {merged / price if price else 0:.0f} core-s "
-                   f"({merged:.0f} s at idle_price {price:g}); {how}: {alone:.0f} s")
+        idle = idle_core_s([*group, cost]) - idle_core_s(group)
+        extra = merged - price * idle
+        numbers = (f"in one job of {top} CPUs it idles {idle:.0f} core-s ({price * idle:.0f} s at idle_price "
+                   f"{price:g})" + (f" and the larger job waits {extra:.0f} s longer" if extra > 0 else "")
+                   + f": {merged:.0f} s; {how}: {alone:.0f} s")
         if merged >= alone:
             why.append(f"{name} gets its own job: {numbers}")
             break
@@ -138,6 +141,18 @@ def _by_cost(wf: WorkflowRun, head: str, head_req: JobRequest, candidates: tuple
         group_reqs.append(req)
         rides.append(name)
     return tuple(rides), "cost rule: " + "; ".join(why)
+
+
+def _extra_wait_s(head_req: JobRequest, group_reqs: list[JobRequest], req: JobRequest, ctx: Context) -> float:
+    """How much longer the job is expected to wait with ``req`` added than without it: the
+    difference of the learned mean waits of the two geometries, where both were seen (0 where they
+    are one geometry key, or one of them was never seen)."""
+    without = ctx.geometry_key(shared_request(head_req, group_reqs[1:]))
+    merged = ctx.geometry_key(shared_request(head_req, [*group_reqs[1:], req]))
+    if without == merged or not all(ctx.learned.wait_observations(k) for k in (without, merged)):
+        return 0.0
+    mean_wait = [sum(w) / len(w) for w in (ctx.learned.wait_quantiles(k, list(WAIT_GRID)) for k in (without, merged))]
+    return mean_wait[1] - mean_wait[0]
 
 
 def _stage_cost(wf: WorkflowRun, stage: str, req: JobRequest, ctx: Context) -> StageCost | None:
