@@ -141,3 +141,46 @@ def test_where_idling_is_dear_every_stage_keeps_its_own_job(tmp_path):
     assert all(s["state"] == "COMPLETED" for s in summaries)
     assert all(not j.rides for wf in wfs for j in wf.jobs)
     assert "b gets its own job: in one job of 16 CPUs it idles" in wfs[-1].stages["a"].plan_why
+
+
+BARRIER_PIPE = """
+name: barrier
+stages:
+  - {name: a, cpus: 4, time: 20m, run: "true"}
+  - {name: b, cpus: 16, time: 20m, after: [a], run: "true"}
+"""
+
+
+def _learned_pair(db_url):
+    """A real engine context (simulator with limits: the quantile rule) where a and b have run
+    times and waits learned, a short and b long: b would ride with a (4 s of priced idle against
+    19 s expected of a job of its own)."""
+    from asad.core.model import StageRun, WorkflowRun
+    from asad.daemon.wiring import make_runner
+
+    store = Store(db_url)
+    sim = make_simulator("small", load=0.0, seed=1, priority="multifactor", accounting_enforce_limits=True)
+    ctx = make_runner(Settings(share_jobs="cost", idle_price=0.01), store, sim).ctx
+    wf = WorkflowRun(id=1, spec=parse_workflow(BARRIER_PIPE), strategy="auto", mode="dependency")
+    wf.stages = {n: StageRun(1, n) for n in ("a", "b")}
+    for n in ("a", "b"):
+        key = ctx.geometry_key(ctx.request_for(wf, n))
+        for i in range(10):
+            ctx.learned.observe_wait(key, 100.0 + 20 * i, at_s=1000.0 + i)
+            ctx.learned.observe_runtime(ctx.runtime_key(wf, n), 30.0 if n == "a" else 300.0)
+    return store, ctx, wf
+
+
+def test_a_larger_rider_does_not_join_a_head_planned_ahead_at_a_barrier(db_url):
+    from asad.strategies.share import riders
+
+    store, ctx, wf = _learned_pair(db_url)
+    try:
+        head_req = ctx.request_for(wf, "a")
+        rides, why = riders(wf, "a", head_req, ctx)
+        assert rides == ("b",) and "b rides" in why  # submitted with nothing to wait for: it merges
+        # a planned ahead of its predecessors' end: its lead priced 4 idle cores at the barrier, not 16
+        rides, why = riders(wf, "a", head_req, ctx, at_barrier=True)
+        assert rides == () and "needs more CPUs (16) than a" in why
+    finally:
+        store.close()

@@ -438,7 +438,7 @@ class Engine:
         barrier_ids = tuple(wf.current_job(p).job_id for p in plan.barrier_on)
         req = self.ctx.request_for(wf, name, plan, dep_ids, barrier_ids)
         req = self.ctx.place(wf, name, run, req)
-        rides, share_why = riders(wf, name, req, self.ctx)
+        rides, share_why = riders(wf, name, req, self.ctx, at_barrier=bool(plan.barrier_on))
         own_cpus = {name: req.cpus}
         if rides:
             rider_reqs = [self.ctx.request_for(wf, r) for r in rides]

@@ -52,12 +52,15 @@ def _site_shape(req: JobRequest) -> tuple:
     return (req.nodes, req.partition, req.account, req.qos, req.constraint, req.gpus, req.gres, req.exclusive)
 
 
-def riders(wf: WorkflowRun, head: str, head_req: JobRequest, ctx: Context) -> tuple[tuple[str, ...], str]:
+def riders(wf: WorkflowRun, head: str, head_req: JobRequest, ctx: Context, at_barrier: bool = False
+           ) -> tuple[tuple[str, ...], str]:
     """The stages after ``head`` that run in its job, in order (none: the head runs alone), and
-    with ``share_jobs = "learned"`` why they do or do not (``asad.core.share_choice``)."""
+    with ``share_jobs = "learned"`` or ``"cost"`` why they do or do not (``asad.core.share_choice``,
+    ``asad.strategies.merge_cost``). ``at_barrier``: the head goes ahead of its predecessors' end,
+    its lead priced for its own CPUs."""
     candidates = tuple(_candidates(wf, head, head_req, ctx))
     if candidates and ctx.config.share_jobs == "cost":
-        return _by_cost(wf, head, head_req, candidates, ctx)
+        return _by_cost(wf, head, head_req, candidates, ctx, at_barrier)
     if not candidates or ctx.config.share_jobs != "learned":
         return candidates, ""
     key = f"{ctx.runtime_key(wf, head)}|nodes={head_req.nodes}|cpus={head_req.cpus}"
@@ -104,8 +107,8 @@ def _candidates(wf: WorkflowRun, head: str, head_req: JobRequest, ctx: Context) 
         prev, total_s = name, total_s + req.time_limit_s
 
 
-def _by_cost(wf: WorkflowRun, head: str, head_req: JobRequest, candidates: tuple[str, ...], ctx: Context
-             ) -> tuple[tuple[str, ...], str]:
+def _by_cost(wf: WorkflowRun, head: str, head_req: JobRequest, candidates: tuple[str, ...], ctx: Context,
+             at_barrier: bool = False) -> tuple[tuple[str, ...], str]:
     """The leading candidates whose ride the cost rule prefers to a job of their own
     (``asad.strategies.merge_cost``), and why the first one that does not ride does not."""
     price = ctx.idle_price(wf)
@@ -118,6 +121,12 @@ def _by_cost(wf: WorkflowRun, head: str, head_req: JobRequest, candidates: tuple
         cost = _stage_cost(wf, name, req, ctx)
         if cost is None:
             why.append(f"{name} gets its own job: its run time or its wait is not learned yet")
+            break
+        if at_barrier and cost.cpus > head_req.cpus:
+            # the head's lead priced the idle of its own CPUs at the barrier: a larger job would
+            # idle more cores there than its plan paid for
+            why.append(f"{name} gets its own job: it needs more CPUs ({cost.cpus}) than {head}, which goes "
+                       f"ahead of its predecessors' end at a barrier priced for its own {head_req.cpus}")
             break
         # the group's job waits as the merged job so far would, or as the head alone until that is learned
         group_key = ctx.geometry_key(shared_request(head_req, group_reqs[1:]))
