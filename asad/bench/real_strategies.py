@@ -42,7 +42,8 @@ from asad.common.arg_types import non_negative_int, positive_float, positive_int
 def register(subparsers) -> None:  # noqa: ANN001
     p = subparsers.add_parser("real-strategies", help="a short workflow under each strategy on the local real Slurm")
     p.add_argument("--strategies", default="auto,chain,per-stage,asa",
-                   help="strategies, and auto-shared / auto-shared-learned: auto with share_jobs on / learned")
+                   help="strategies, and auto-shared / auto-shared-learned / auto-merged: auto with share_jobs on / "
+                        "learned / cost")
     p.add_argument("--stages", type=positive_int, default=5)
     p.add_argument("--stage-s", type=positive_int, default=60, help="seconds of work per stage")
     p.add_argument("--cpus", type=positive_int, default=4)

@@ -58,9 +58,12 @@ VARIANTS = {
     "auto-shared": ("auto", "dependency", "daemon"),
     # auto with share_jobs learned: one job or a job each, whichever waited less (asad/core/share_choice.py)
     "auto-shared-learned": ("auto", "dependency", "daemon"),
+    # auto with share_jobs cost: adjacent stages, of different sizes too, in one job where the cost
+    # rule says it pays (asad/strategies/merge_cost.py)
+    "auto-merged": ("auto", "dependency", "daemon"),
 }
 
-SHARE_JOBS_OF = {"auto-shared": "on", "auto-shared-learned": "learned"}
+SHARE_JOBS_OF = {"auto-shared": "on", "auto-shared-learned": "learned", "auto-merged": "cost"}
 
 
 def variant_setup(name: str) -> tuple[str, str, str, float | None]:
@@ -90,7 +93,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--priorities", default="fifo,multifactor,fairshare", type=word_list(PRIORITY_PRESETS, "priority"),
                    help="simulated priority policies (asad.slurm.sim.PRIORITY_PRESETS)")
     p.add_argument("--workflows", default=",".join(SERIAL_FRACTION), type=word_list(SERIAL_FRACTION, "workflow"))
-    p.add_argument("--variants", default=",".join(v for v in VARIANTS if v not in ("per-stage-user", "auto-shared")),
+    p.add_argument("--variants", default=",".join(v for v in VARIANTS if v not in ("per-stage-user", "auto-shared", "auto-merged")),
                    help="comma-separated; auto@PRICE is auto with that idle price (e.g. auto@0.02,auto@0.1)")
     p.add_argument("--load", type=non_negative_float, default=None, help="background load (default: the preset's)")
     p.add_argument("--warmup-days", type=non_negative_float, default=4.0, help="background warm-up before each seed")

@@ -14,7 +14,7 @@ DEFAULT_IDLE_PRICE = 0.3
 PLACEMENTS = ("slurm", "turnaround", "reassign")  # the first is the default
 DEFAULT_PLACEMENT = PLACEMENTS[0]
 # settings that take one of a few words: a typo is refused where it is read, not ignored
-SHARE_JOBS = ("off", "on", "learned")
+SHARE_JOBS = ("off", "on", "learned", "cost")
 CHOICES = {"placement": PLACEMENTS, "asa_timing": ("daemon", "begin"), "share_jobs": SHARE_JOBS}
 
 
@@ -45,7 +45,9 @@ class Settings:
     placement: str = DEFAULT_PLACEMENT
     # auto strategy: run adjacent stages of one shape in one job, so the later ones wait in no queue
     # (asad/strategies/share.py): "on" always, "learned" where it waited less before
-    # (asad/core/share_choice.py), "off" never. true / false mean on / off.
+    # (asad/core/share_choice.py), "off" never; "cost": stages of different CPUs too, under every
+    # rule (limits enforced included), where asad/strategies/merge_cost.py prices the merged job's
+    # idle cores below a job of its own. true / false mean on / off.
     share_jobs: str = "off"
     seed: int = 0
     sim_preset: str = "small"

@@ -49,7 +49,8 @@ class EngineConfig:
     # asad.strategies.auto). Chosen on training seeds to keep idle overhead near 2% of core-hours.
     idle_price: float = DEFAULT_IDLE_PRICE
     max_array_size: int = DEFAULT_MAX_ARRAY_SIZE  # Slurm's MaxArraySize: larger arrays go as several jobs
-    # auto: adjacent stages of one shape in one job (asad.strategies.share): "off", "on" or "learned"
+    # auto: adjacent stages in one job (asad.strategies.share): "off", "on" or "learned" (one shape,
+    # chain rules), or "cost" (any CPUs, every rule, decided by asad.strategies.merge_cost)
     share_jobs: str = "off"
 
 
@@ -139,15 +140,19 @@ class Context:
         once it began; its allocation (known, or a pending job's eligible instant plus the learned
         wait still to come) and, if it holds at a barrier, the later of that and its own
         predecessors' end. None where asad cannot say: a job not in Slurm yet, one held by
-        ``afterok`` (no eligible time), a shared or array job, a geometry or a predecessor's run
-        time not learned yet."""
+        ``afterok`` (no eligible time), an array job, a geometry or a predecessor's run time not
+        learned yet. A stage that rides in a shared job starts when the stage before it in the job
+        ends."""
         run = wf.stages[stage]
         if run.state is StageState.COMPLETED:
             return np.array([run.start_time or 0.0])
         if run.state is StageState.RUNNING and run.start_time is not None and run.start_time <= now:
             return np.array([run.start_time])
         job = wf.current_job(stage)
-        if (job is None or job.job_id is None or len(job.stages) > 1 or job.request.array
+        if job is not None and stage in job.rides and run.state is StageState.SUBMITTED:
+            # a rider of a shared (or merged) job starts its work the moment the stage before it ends
+            return self.work_end_grid(wf, job.stages[job.stages.index(stage) - 1], now)
+        if (job is None or job.job_id is None or job.request.array
                 or job.request.dependency is not None or run.state not in (StageState.SUBMITTED, StageState.RUNNING)):
             return None
         if job.start_time is not None and job.start_time <= now:

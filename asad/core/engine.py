@@ -438,9 +438,12 @@ class Engine:
         barrier_ids = tuple(wf.current_job(p).job_id for p in plan.barrier_on)
         req = self.ctx.request_for(wf, name, plan, dep_ids, barrier_ids)
         req = self.ctx.place(wf, name, run, req)
-        rides, share_why = riders(wf, name, req, self.ctx)
+        rides, share_why = riders(wf, name, req, self.ctx, at_barrier=bool(plan.barrier_on))
+        own_cpus = {name: req.cpus}
         if rides:
-            req = shared_request(req, [self.ctx.request_for(wf, r) for r in rides])
+            rider_reqs = [self.ctx.request_for(wf, r) for r in rides]
+            own_cpus.update({r: rr.cpus for r, rr in zip(rides, rider_reqs)})
+            req = shared_request(req, rider_reqs)
         try:
             command = self.ctx.build_command(wf, name, req, barrier=plan.barrier_on,
                                              **({"rides": rides} if rides else {}))
@@ -469,16 +472,20 @@ class Engine:
         run.state = StageState.SUBMITTED
         run.planned_submit_at = None
         run.est_wait_s = est
-        run.plan_why = plan.why + (f"; {', '.join(rides)} run in the same job after it (one shape: no queue "
-                                   "wait between them, no idle core)" if rides else "") + (
-            f"; {share_why}" if share_why else "")
+        one_shape = len(set(own_cpus.values())) == 1
+        shape_why = ("one shape: no queue wait between them, no idle core" if one_shape else
+                     f"merged, sized to the largest: {req.cpus} CPUs; no queue wait between them")
+        run.plan_why = plan.why + (f"; {', '.join(rides)} run in the same job after it ({shape_why})"
+                                   if rides else "") + (f"; {share_why}" if share_why else "")
         out.dirty_stages.append(run)
         for prev, rider in zip((name, *rides), rides):
             rrun = wf.stages[rider]
             rrun.attempt += 1
             rrun.state, rrun.planned_submit_at, rrun.est_wait_s = StageState.SUBMITTED, None, None
-            rrun.plan_why = (f"runs in {name}'s job right after {prev}: the same shape, so it waits in no queue "
-                             "of its own")
+            rrun.plan_why = (f"runs in {name}'s job right after {prev}: " + (
+                "the same shape, so it waits in no queue of its own" if one_shape else
+                f"a merged job of {req.cpus} CPUs (this stage asks for {own_cpus[rider]}), so it waits in "
+                "no queue of its own") + (f"; {share_why}" if share_why else ""))
             out.dirty_stages.append(rrun)
 
     def _decide_big_job(self, wf: WorkflowRun, now: float, out: Decisions) -> None:
