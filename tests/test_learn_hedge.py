@@ -185,3 +185,42 @@ def test_explain_names_the_dominant_expert_of_a_planned_stage(db_url):
     planned = [name for name, run in wf.stages.items() if "minus the learned wait" in run.plan_why]
     assert planned, [run.plan_why for run in wf.stages.values()]
     assert "hedge: expert '" in render_explain(wf, planned[0]) and " weighs " in render_explain(wf, planned[0])
+
+
+def test_miss_loss_counts_waits_missed_by_more_than_the_cap():
+    pool = make_pool("hedge", hedge_eta=1.0, hedge_share=0.0, hedge_loss="miss", hedge_cap=0.3)
+    assert pool.loss(2.0, 2.29) == 0.0 and pool.loss(2.0, 2.31) == 1.0 and pool.loss(2.0, 9.0) == 1.0
+    capped = make_pool("hedge", hedge_loss="abs", hedge_cap=0.5)
+    assert capped.loss(2.0, 2.2) == pytest.approx(0.2) and capped.loss(2.0, 5.0) == pytest.approx(0.5)
+    assert make_pool("hedge", hedge_loss="abs").loss(2.0, 9.0) == pytest.approx(3.0)  # max_loss
+    # one update: the experts within the cap keep their weight, the others lose eta
+    panel = Panel(2.0, "0", "c#0", (2.0, 2.5, 2.1, None, 1.0, 2.0))
+    pool._update(panel, 2.05)
+    weights = pool.log_weights["c#0"]
+    assert weights[0] == pytest.approx(weights[2]) == pytest.approx(weights[5])
+    assert weights[0] - weights[1] == pytest.approx(1.0) and weights[0] - weights[4] == pytest.approx(1.0)
+
+
+def test_prior_starts_on_the_back_off_and_fixed_share_returns_to_it():
+    pool = make_pool("hedge", hedge_eta=1.0, hedge_share=0.2, hedge_prior=0.5)
+    panel = Panel(1.0, "0", "c#0", (1.0, 3.0, 2.0, None, 1.5, 1.0))
+    shares = dict(pool.shares(panel))
+    assert shares[0] == pytest.approx(0.5 / (0.5 + 4 * 0.1))  # the silent expert's prior share drops out
+    for _ in range(50):  # the back-off keeps missing by 2 decades: it pays, but fixed share hands
+        pool._update(panel, 3.0)  # back alpha * prior = 0.2 * 0.5 to it each round, not 0.2 / 5
+    share = dict(pool.shares(panel))[0]
+    assert 0.1 <= share < 0.12  # alpha * prior plus what little survives exp(-2) per round
+    uniform = make_pool("hedge", hedge_eta=1.0, hedge_share=0.2)
+    for _ in range(50):
+        uniform._update(panel, 3.0)
+    assert dict(uniform.shares(panel))[0] < 0.06  # 0.2 / 5 plus the same remainder
+    with pytest.raises(ValueError, match="hedge_prior"):
+        make_pool("hedge", hedge_prior=1.0)
+
+
+def test_weighted_median_combine():
+    pool = make_pool("hedge", hedge_combine="median")
+    panel = Panel(1.0, "0", "c#0", (1.0, 3.0, 2.0, None, 1.5, 1.0))
+    pool.log_weights["c#0"] = [math.log(w) for w in (0.1, 0.45, 0.2, 1.0, 0.05, 0.2)]
+    # sorted answers: 1.0 (0.1 + 0.2), 1.5 (0.05), 2.0 (0.2), 3.0 (0.45); half of 1.0 is reached at 2.0
+    assert pool.mix(panel) == pytest.approx(2.0)
