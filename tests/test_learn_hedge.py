@@ -29,7 +29,7 @@ def stream(pool, waits, keys, gap_s=50.0):
 
 
 def test_update_is_hedge_with_fixed_share():
-    pool = make_pool("hedge", hedge_eta=2.0, hedge_share=0.1)
+    pool = make_pool("hedge", hedge_eta=2.0, hedge_share=0.1, hedge_prior=0.0)
     panel = Panel(1.0, "0", "c#0", (1.0, 3.0, 2.0, None, 1.5, 1.0))
     pool._update(panel, 3.0)
     shares = dict(pool.shares(panel))
@@ -188,7 +188,7 @@ def test_explain_names_the_dominant_expert_of_a_planned_stage(db_url):
 
 
 def test_miss_loss_counts_waits_missed_by_more_than_the_cap():
-    pool = make_pool("hedge", hedge_eta=1.0, hedge_share=0.0, hedge_loss="miss", hedge_cap=0.3)
+    pool = make_pool("hedge", hedge_eta=1.0, hedge_share=0.0, hedge_loss="miss", hedge_cap=0.3, hedge_prior=0.0)
     assert pool.loss(2.0, 2.29) == 0.0 and pool.loss(2.0, 2.31) == 1.0 and pool.loss(2.0, 9.0) == 1.0
     capped = make_pool("hedge", hedge_loss="abs", hedge_cap=0.5)
     assert capped.loss(2.0, 2.2) == pytest.approx(0.2) and capped.loss(2.0, 5.0) == pytest.approx(0.5)
@@ -210,7 +210,7 @@ def test_prior_starts_on_the_back_off_and_fixed_share_returns_to_it():
         pool._update(panel, 3.0)  # back alpha * prior = 0.2 * 0.5 to it each round, not 0.2 / 5
     share = dict(pool.shares(panel))[0]
     assert 0.1 <= share < 0.12  # alpha * prior plus what little survives exp(-2) per round
-    uniform = make_pool("hedge", hedge_eta=1.0, hedge_share=0.2)
+    uniform = make_pool("hedge", hedge_eta=1.0, hedge_share=0.2, hedge_prior=0.0)
     for _ in range(50):
         uniform._update(panel, 3.0)
     assert dict(uniform.shares(panel))[0] < 0.06  # 0.2 / 5 plus the same remainder
