@@ -102,7 +102,7 @@ BACKOFF_DEFAULTS: dict[str, Any] = {"mode": "backoff", "change_run": 5, "change_
 
 # hedge: median-backoff's pool, levels, floor and calibration, answering with the Hedge mixture
 # of its panel. Chosen on the weeks 2021-05-20 .. 06-10 only, then frozen (docs/results/learn.md,
-# issue 38, second round): the lowest summed median error of 13 variants (eta 1, 2, 4 at share
+# issue 38, second round): the lowest summed median error of 11 variants (eta 1, 2, 4 at share
 # 0.01 in the first round; eta 0.05 / 0.25 at share 0.001, the 0/1 "miss" loss at x2 and x3,
 # follow the leader, a prior of 0.5 on the back-off in the second). None beat median-backoff on
 # Graham there, so median-backoff stays the default.
