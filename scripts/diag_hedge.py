@@ -114,7 +114,6 @@ def main() -> int:
         print(f"{label:<16} {np.median(e[warm]):7.3f} {np.mean(e[warm]):7.3f} {100 * np.mean(e[warm] <= math.log10(3)):6.1f} "
               f"{100 * gap:5.1f}")
     told_b = out["told"]["median-backoff"]
-    stratum = np.array([t[1] if t is not None else "" for t in told_b], dtype=object)
     floored = np.array([t is not None and str(t[1]).endswith(":p") for t in told_b])
     for label in hedge_labels:
         rec = RECORD.get(label, {})
@@ -129,7 +128,7 @@ def main() -> int:
                   f" (dominant in {100 * np.mean(np.argmax(shares, axis=1) == i):.1f} %)")
         mixed = np.nansum(values * shares, axis=1)
         e_mix = np.abs(mixed - y[idx])
-        print(f"  mixture before the floor: {np.median(e_mix):.3f} / {np.mean(e_mix):.3f}")
+        print(f"  weighted mean of the panel, before the floor: {np.median(e_mix):.3f} / {np.mean(e_mix):.3f}")
         slots = np.array([str(rec[j][2]).split(":")[0] for j in idx])
         print("  by answering level (slot): n, med|e| hedge vs backoff, backoff share")
         for slot in sorted(set(slots)):
@@ -143,7 +142,6 @@ def main() -> int:
     if args.save:
         np.savez_compressed(args.save, y=y, warm=out["warm"], window=window,
                             **{f"est_{lb}": out["estimates"][lb] for lb, _, _ in predictors})
-    del stratum
     print(json.dumps({"cpu_s": round(cpu, 1)}))
     return 0
 

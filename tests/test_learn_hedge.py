@@ -224,3 +224,20 @@ def test_weighted_median_combine():
     pool.log_weights["c#0"] = [math.log(w) for w in (0.1, 0.45, 0.2, 1.0, 0.05, 0.2)]
     # sorted answers: 1.0 (0.1 + 0.2), 1.5 (0.05), 2.0 (0.2), 3.0 (0.45); half of 1.0 is reached at 2.0
     assert pool.mix(panel) == pytest.approx(2.0)
+
+
+def test_the_preset_stays_within_its_regret_of_the_back_off_in_mean_error():
+    # batches of one key's jobs (a shared level per batch, lognormal noise): a stationary queue
+    # where the back-off's long median is as good as any expert. Hedge bounds the *mean* loss it
+    # is charged: the frozen preset (eta 0.25) is no worse than the back-off it contains, while
+    # last round's eta 4 (regret term eta / 8 per wait, larger than the loss) was worse than it
+    rng = random.Random(5)
+    keys, waits = [], []
+    for _ in range(300):
+        key, level = KEY.format(a=rng.randrange(20), c=rng.choice((1, 2, 4, 8))), rng.gauss(8, 0.3)
+        for _ in range(rng.randrange(1, 30)):
+            keys.append(key)
+            waits.append(rng.lognormvariate(level, 1.5))
+    backoff = np.mean(stream(make_pool("median-backoff"), waits, keys))
+    assert np.mean(stream(make_pool("hedge"), waits, keys)) <= backoff
+    assert np.mean(stream(make_pool("hedge", hedge_eta=4.0, hedge_share=0.01, hedge_prior=0.0), waits, keys)) > backoff
