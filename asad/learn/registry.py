@@ -106,6 +106,8 @@ BACKOFF_DEFAULTS: dict[str, Any] = {"mode": "backoff", "change_run": 5, "change_
 # targets there on both clusters. The absolute loss capped at 0.25 decades (x1.8): an answer off
 # by more counts as a miss whatever the size, so the weights follow the median error the score
 # reads, not the mean error, where the back-off ties with the short medians.
+# On the rolling windows it still trails median-backoff on Graham (0 of 3), so median-backoff
+# stays the default.
 HEDGE_DEFAULTS: dict[str, Any] = {"hedge_eta": 1.0, "hedge_share": 0.001, "hedge_prior": 0.5, "hedge_cap": 0.25}
 
 # What recommended_predictor() returns; chosen by the measurements in docs/results/learn.md.
