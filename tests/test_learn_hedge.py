@@ -29,7 +29,7 @@ def stream(pool, waits, keys, gap_s=50.0):
 
 
 def test_update_is_hedge_with_fixed_share():
-    pool = make_pool("hedge", hedge_eta=2.0, hedge_share=0.1)
+    pool = make_pool("hedge", hedge_eta=2.0, hedge_share=0.1, hedge_prior=0.0, hedge_cap=0.0)
     panel = Panel(1.0, "0", "c#0", (1.0, 3.0, 2.0, None, 1.5, 1.0))
     pool._update(panel, 3.0)
     shares = dict(pool.shares(panel))
@@ -185,3 +185,67 @@ def test_explain_names_the_dominant_expert_of_a_planned_stage(db_url):
     planned = [name for name, run in wf.stages.items() if "minus the learned wait" in run.plan_why]
     assert planned, [run.plan_why for run in wf.stages.values()]
     assert "hedge: expert '" in render_explain(wf, planned[0]) and " weighs " in render_explain(wf, planned[0])
+
+
+def test_miss_loss_counts_waits_missed_by_more_than_the_cap():
+    pool = make_pool("hedge", hedge_eta=1.0, hedge_share=0.0, hedge_loss="miss", hedge_cap=0.3, hedge_prior=0.0)
+    assert pool.loss(2.0, 2.29) == 0.0 and pool.loss(2.0, 2.31) == 1.0 and pool.loss(2.0, 9.0) == 1.0
+    capped = make_pool("hedge", hedge_loss="abs", hedge_cap=0.5)
+    assert capped.loss(2.0, 2.2) == pytest.approx(0.2) and capped.loss(2.0, 5.0) == pytest.approx(0.5)
+    assert make_pool("hedge", hedge_cap=0.0).loss(2.0, 9.0) == pytest.approx(3.0)  # no cap: max_loss
+    assert make_pool("hedge").loss(2.0, 9.0) == pytest.approx(0.25)  # the preset's cap
+    # one update: the experts within the cap keep their weight, the others lose eta
+    panel = Panel(2.0, "0", "c#0", (2.0, 2.5, 2.1, None, 1.0, 2.0))
+    pool._update(panel, 2.05)
+    weights = pool.log_weights["c#0"]
+    assert weights[0] == pytest.approx(weights[2]) == pytest.approx(weights[5])
+    assert weights[0] - weights[1] == pytest.approx(1.0) and weights[0] - weights[4] == pytest.approx(1.0)
+
+
+def test_prior_starts_on_the_back_off_and_fixed_share_returns_to_it():
+    pool = make_pool("hedge", hedge_eta=1.0, hedge_share=0.2, hedge_prior=0.5, hedge_cap=0.0)
+    panel = Panel(1.0, "0", "c#0", (1.0, 3.0, 2.0, None, 1.5, 1.0))
+    shares = dict(pool.shares(panel))
+    assert shares[0] == pytest.approx(0.5 / (0.5 + 4 * 0.1))  # the silent expert's prior share drops out
+    for _ in range(50):  # the back-off keeps missing by 2 decades: it pays, but fixed share hands
+        pool._update(panel, 3.0)  # back alpha * prior = 0.2 * 0.5 to it each round, not 0.2 / 5
+    share = dict(pool.shares(panel))[0]
+    assert 0.1 <= share < 0.12  # alpha * prior plus what little survives exp(-2) per round
+    uniform = make_pool("hedge", hedge_eta=1.0, hedge_share=0.2, hedge_prior=0.0, hedge_cap=0.0)
+    for _ in range(50):
+        uniform._update(panel, 3.0)
+    assert dict(uniform.shares(panel))[0] < 0.06  # 0.2 / 5 plus the same remainder
+    with pytest.raises(ValueError, match="hedge_prior"):
+        make_pool("hedge", hedge_prior=1.0)
+
+
+def test_weighted_median_combine():
+    pool = make_pool("hedge", hedge_combine="median")
+    panel = Panel(1.0, "0", "c#0", (1.0, 3.0, 2.0, None, 1.5, 1.0))
+    pool.log_weights["c#0"] = [math.log(w) for w in (0.1, 0.45, 0.2, 1.0, 0.05, 0.2)]
+    # sorted answers: 1.0 (0.1 + 0.2), 1.5 (0.05), 2.0 (0.2), 3.0 (0.45); half of 1.0 is reached at 2.0
+    assert pool.mix(panel) == pytest.approx(2.0)
+
+
+def test_the_preset_stays_within_its_regret_of_the_back_off_in_mean_error():
+    # batches of one key's jobs (a shared level per batch, lognormal noise): a stationary queue
+    # where the back-off's long median is as good as any expert. Hedge bounds the *mean* loss it
+    # is charged: the frozen preset (capped loss) and eta 0.25 uncapped are no worse than the
+    # back-off they contain, while last round's eta 4 (regret term eta / 8 per wait, larger than
+    # the loss) was worse than it
+    rng = random.Random(5)
+    keys, waits = [], []
+    for _ in range(300):
+        key, level = KEY.format(a=rng.randrange(20), c=rng.choice((1, 2, 4, 8))), rng.gauss(8, 0.3)
+        for _ in range(rng.randrange(1, 30)):
+            keys.append(key)
+            waits.append(rng.lognormvariate(level, 1.5))
+    backoff = stream(make_pool("median-backoff"), waits, keys)
+    preset = stream(make_pool("hedge"), waits, keys)
+    # charged min(|error|, 0.25): its mean is what the bound covers; the median follows it
+    assert np.mean(np.minimum(preset, 0.25)) <= np.mean(np.minimum(backoff, 0.25))
+    assert np.median(preset) <= np.median(backoff) and np.mean(preset) <= np.mean(backoff)
+    uncapped = stream(make_pool("hedge", hedge_eta=0.25, hedge_cap=0.0), waits, keys)
+    assert np.mean(uncapped) <= np.mean(backoff)
+    last_round = stream(make_pool("hedge", hedge_eta=4.0, hedge_share=0.01, hedge_prior=0.0, hedge_cap=0.0), waits, keys)
+    assert np.mean(last_round) > np.mean(backoff)

@@ -109,6 +109,12 @@ class ExpertsConfig:
     hedge_loss: str = "abs"
     hedge_combine: str = "mean"
     hedge_groups: str = "slot"
+    # the loss's cap in log10 (0: max_loss): "abs" pays min(|error|, cap); "miss" pays 1 when
+    # |error| > cap, else 0 (the score counts waits missed by more than a factor, not how far)
+    hedge_cap: float = 0.0
+    # a prior over the panel: the share the back-off's own answer gets of the weight every
+    # expert starts with and of the mass fixed share gives back (0: uniform, 1/N each)
+    hedge_prior: float = 0.0
 
     @property
     def only_long(self) -> bool:
@@ -138,9 +144,12 @@ class ExpertsConfig:
             raise ValueError("residuals_from must be 'coarsest', 'finest' or 'stratum'")
         if self.hedge_eta < 0 or not 0 <= self.hedge_share < 1 or (self.hedge_eta and self.mode != "backoff"):
             raise ValueError("hedge_eta >= 0 (with mode 'backoff' only) and 0 <= hedge_share < 1")
-        if (self.hedge_loss not in ("abs", "sq") or self.hedge_combine not in ("mean", "leader")
+        if (self.hedge_loss not in ("abs", "sq", "miss") or self.hedge_combine not in ("mean", "leader", "median")
                 or self.hedge_groups not in ("slot", "slot-count")):
-            raise ValueError("hedge_loss 'abs'|'sq', hedge_combine 'mean'|'leader', hedge_groups 'slot'|'slot-count'")
+            raise ValueError("hedge_loss 'abs'|'sq'|'miss', hedge_combine 'mean'|'leader'|'median', "
+                             "hedge_groups 'slot'|'slot-count'")
+        if self.hedge_cap < 0 or not 0 <= self.hedge_prior < 1:
+            raise ValueError("hedge_cap >= 0 and 0 <= hedge_prior < 1")
         if self.long_memory < 100 or self.residual_window < 1 or self.min_residuals < 1:
             raise ValueError("long_memory >= 100, residual_window >= 1, min_residuals >= 1")
 

@@ -15,8 +15,12 @@ and which level answered (``hedge_groups: slot``), optionally with how many wait
 had (``slot-count``). A fine key sees too few waits to learn weights (issue 38: ``experts`` kept
 them per fine key and lost 45 % to the back-off); a group sees thousands. When a wait arrives
 every expert of the panel as it stood when the job was told (timed snapshots, so a batch's
-early starters do not favour short memories in hindsight) pays ``min(|error|, max_loss)``
-(``hedge_loss: abs``) or its square; then fixed share mixes ``hedge_share`` of the uniform back
+early starters do not favour short memories in hindsight) pays ``min(|error|, cap)``
+(``hedge_loss: abs``; cap ``hedge_cap``, else ``max_loss``), its square, or 1 past the cap
+(``miss``). The preset caps at 0.25 decades: uncapped, the loss bounds the *mean* error, where
+the back-off ties with the short medians, while the score is the *median* error (issue 38's
+diagnosis, docs/results/learn.md). Then fixed share mixes ``hedge_share`` of the prior
+(``hedge_prior`` on the back-off, the rest equal; uniform at 0) back
 in (Herbster & Warmuth's tracking of the best expert: an expert that fell behind can win again
 after the queue changes). The answer is the weighted mean of the panel in log10 (``mean``) or
 the heaviest expert's (``leader``). Because ``backoff`` is in the panel, the mixture's loss is at
@@ -90,15 +94,28 @@ class HedgePool(ExpertsPool):
             group += f":{count_bucket(count)}"
         return Panel(backoff, stratum, group, (backoff, experts[0], experts[1], experts[2], experts[3], parent))
 
+    def prior(self, spoke: Sequence[int]) -> dict[int, float]:
+        """The prior over the experts that spoke (sums to 1): ``hedge_prior`` on the back-off,
+        the rest shared equally; uniform when ``hedge_prior`` is 0 or the back-off is silent."""
+        p = self.config.hedge_prior
+        if not p or 0 not in spoke or len(spoke) == 1:
+            return {i: 1.0 / len(spoke) for i in spoke}
+        rest = (1.0 - p) / (len(spoke) - 1)
+        return {i: p if i == 0 else rest for i in spoke}
+
+    def initial_weights(self) -> list[float]:
+        prior = self.prior(range(len(PANEL)))
+        return [math.log(prior[i] * len(PANEL)) for i in range(len(PANEL))]
+
     def group_weights(self, group: str) -> list[float]:
         weights = self.log_weights.get(group)
         if weights is None:
-            weights = self.log_weights[group] = [0.0] * len(PANEL)
+            weights = self.log_weights[group] = self.initial_weights()
         return weights
 
     def shares(self, panel: Panel) -> list[tuple[int, float]]:
         """(expert index, share of the weight) of the experts that spoke; shares sum to 1."""
-        weights = self.log_weights.get(panel.group) or [0.0] * len(PANEL)
+        weights = self.log_weights.get(panel.group) or self.initial_weights()
         spoke = [i for i, v in enumerate(panel.values) if v is not None]
         top = max(weights[i] for i in spoke)
         raw = [(i, math.exp(weights[i] - top)) for i in spoke]
@@ -111,6 +128,15 @@ class HedgePool(ExpertsPool):
             # ties go to the lower index: the back-off first
             best = max(shares, key=lambda item: (item[1], -item[0]))[0]
             return float(panel.values[best])  # type: ignore[arg-type]
+        if self.config.hedge_combine == "median":
+            # the weighted median: the answer the heavier half of the weight lies at or below
+            pairs = sorted((float(panel.values[i]), share) for i, share in shares)  # type: ignore[arg-type]
+            acc = 0.0
+            for value, share in pairs:
+                acc += share
+                if acc >= 0.5:
+                    return value
+            return pairs[-1][0]
         return sum(share * float(panel.values[i]) for i, share in shares)  # type: ignore[arg-type]
 
     def dominant(self, key: str) -> Dominant | None:
@@ -134,14 +160,23 @@ class HedgePool(ExpertsPool):
         weights = self.group_weights(panel.group)
         spoke = [i for i, v in enumerate(panel.values) if v is not None]
         for i in spoke:
-            error = min(abs(float(panel.values[i]) - y), cfg.max_loss)  # type: ignore[arg-type]
-            weights[i] -= cfg.hedge_eta * (error if cfg.hedge_loss == "abs" else error * error)
+            weights[i] -= cfg.hedge_eta * self.loss(float(panel.values[i]), y)  # type: ignore[arg-type]
         top = max(weights[i] for i in spoke)
         raw = {i: math.exp(weights[i] - top) for i in spoke}
         total = sum(raw.values())
-        alpha, n = cfg.hedge_share, len(spoke)
+        alpha, prior = cfg.hedge_share, self.prior(spoke)
         for i in spoke:
-            weights[i] = math.log((1.0 - alpha) * raw[i] / total + alpha / n)
+            weights[i] = math.log((1.0 - alpha) * raw[i] / total + alpha * prior[i])
+
+    def loss(self, answer: float, y: float) -> float:
+        """What an expert that answered ``answer`` pays when the wait was ``y`` (both log10(1 + s))."""
+        cfg = self.config
+        cap = cfg.hedge_cap or cfg.max_loss
+        error = abs(answer - y)
+        if cfg.hedge_loss == "miss":
+            return 1.0 if error > cap else 0.0
+        error = min(error, cap)
+        return error if cfg.hedge_loss == "abs" else error * error
 
     def observe(self, key: str, wait_s: float, at_s: float | None = None,
                 told: Told | None = None, fed: Sequence[int] = ()) -> None:
