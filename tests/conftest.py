@@ -11,25 +11,6 @@ EXAMPLES = ROOT / "examples"
 SHARED = ROOT.parent / "shared"
 
 
-def pytest_collection_modifyitems(items):
-    """Under pytest-xdist (``scripts/test.sh`` runs ``-n 2 --dist loadgroup``) every real-Slurm test
-    goes to one worker, in file order: they share one small cluster and expect its nodes free, and
-    they mostly wait on Slurm, so the fast suite runs beside them on the other worker."""
-    for item in items:
-        if item.get_closest_marker("slurm") is not None:
-            item.add_marker(pytest.mark.xdist_group("slurm"))
-
-
-@pytest.fixture(autouse=True)
-def _slurm_tests_first_in_line(request):
-    """Under xdist as root, the fast suite's worker runs at nice 10 and a real-Slurm test at 0: the
-    fast suite takes a whole core, and a slurmctld starved of it misses the 2-s answer asad waits
-    for before it calls Slurm down (CI saw `scontrol ping: DOWN` mid-suite). Root may lower a
-    niceness again, so one worker can run both kinds."""
-    if os.environ.get("PYTEST_XDIST_WORKER") and os.geteuid() == 0:
-        os.setpriority(os.PRIO_PROCESS, 0, 0 if request.node.get_closest_marker("slurm") else 10)
-
-
 @pytest.fixture(autouse=True)
 def _own_log_config():
     """structlog's configuration is global: a test that runs asad's CLI in-process configures it

@@ -45,7 +45,7 @@ def test_test_script_leaves_the_users_cluster_and_jobs_alone(cluster, tmp_path):
            "ASAD_TEST_CLUSTER_DIR": str(own_dir),
            "ASAD_TEST_CLUSTER_PORT_BASE": str(_port_base(cluster.slurm_conf) + 50)}
     try:
-        res = subprocess.run(["bash", "scripts/test.sh", "-q", "-n", "0", "-p", "no:cacheprovider",
+        res = subprocess.run(["bash", "scripts/test.sh", "-q", "-m", "not slurm", "-p", "no:cacheprovider",
                               "tests/test_lease.py"],
                              cwd=REPO, env=env, capture_output=True, text=True, timeout=500)
         assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
