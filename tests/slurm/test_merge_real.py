@@ -8,7 +8,6 @@ Run alone, as root: ``slurm-scripts/local-cluster.sh up --accounting && .venv/bi
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ import pytest
 from asad.slurm.backend import JobState
 from asad.slurm.cli import SlurmCLI
 
-from test_workflows_real import BusyNodes, asad, asad_env, store_id, write_workflow
+from test_workflows_real import asad, asad_env, store_id, two_runs_on_busy_nodes, write_workflow
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(900)]
 
@@ -48,13 +47,7 @@ def test_stages_of_different_sizes_merge_and_each_keeps_its_own_markers_log_and_
     env = asad_env(cluster, state)
     env.update(ASAD_SHARE_JOBS="cost", ASAD_PREDICTOR="median-all")  # a positive wait after one busy run
     backend = SlurmCLI(slurm_conf=cluster.slurm_conf)
-    with BusyNodes(backend, full):
-        time.sleep(3)  # let the load fill the nodes and queue one job
-        first = asad(env, "run", str(wf), "--backend", "slurm", "--json", timeout=400)
-        assert first.returncode == 0, first.stderr[-3000:]
-        second = asad(env, "run", str(wf), "--backend", "slurm", "--json", timeout=400)
-        assert second.returncode == 0, second.stderr[-3000:]
-    run1, run2 = json.loads(first.stdout), json.loads(second.stdout)
+    run1, run2 = two_runs_on_busy_nodes(env, wf, backend, full, timeout=400)
     assert run1["state"] == run2["state"] == "COMPLETED", (run1["message"], run2["message"])
     assert len({s["job_id"] for s in run1["stages"]}) == 3  # nothing learned yet: a job per stage
     st = {s["name"]: s for s in run2["stages"]}

@@ -182,13 +182,7 @@ def test_busy_cluster_learns_waits_and_asa_presubmits(cluster, tmp_path):
     # default (asa-full, cost loss) may answer 0 s for waits this short.
     env["ASAD_PREDICTOR"] = "median-all"
     backend = SlurmCLI(slurm_conf=cluster.slurm_conf)
-    with BusyNodes(backend, cluster.cpus_per_node):
-        time.sleep(3)  # let the load fill the nodes and queue one job
-        first = asad(env, "run", str(wf), "--backend", "slurm", "--json", timeout=300)
-        assert first.returncode == 0, first.stderr[-3000:]
-        second = asad(env, "run", str(wf), "--backend", "slurm", "--json", timeout=300)
-        assert second.returncode == 0, second.stderr[-3000:]
-    run1, run2 = json.loads(first.stdout), json.loads(second.stdout)
+    run1, run2 = two_runs_on_busy_nodes(env, wf, backend, cluster.cpus_per_node, timeout=300)
     assert run1["state"] == run2["state"] == "COMPLETED"
     waits = [s["wait_s"] for s in run1["stages"]]
     assert max(waits) > 0, f"no queue wait on a busy cluster: {waits}"
@@ -268,6 +262,19 @@ class Daemon:
 
     def __exit__(self, *exc):
         self.kill(signal.SIGTERM)
+
+
+def two_runs_on_busy_nodes(env: dict[str, str], wf: Path, backend: SlurmCLI, cpus: int,
+                           timeout: float) -> tuple[dict, dict]:
+    """`asad run` the workflow twice while another account's load keeps the nodes busy (the second
+    run has learned from the first's waits); both runs' --json reports."""
+    with BusyNodes(backend, cpus):
+        time.sleep(3)  # let the load fill the nodes and queue one job
+        first = asad(env, "run", str(wf), "--backend", "slurm", "--json", timeout=timeout)
+        assert first.returncode == 0, first.stderr[-3000:]
+        second = asad(env, "run", str(wf), "--backend", "slurm", "--json", timeout=timeout)
+        assert second.returncode == 0, second.stderr[-3000:]
+    return json.loads(first.stdout), json.loads(second.stdout)
 
 
 def submit(env: dict[str, str], wf: Path) -> int:
