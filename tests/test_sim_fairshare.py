@@ -97,6 +97,52 @@ def test_usage_decay_and_accrual_follow_the_decay_thread():
     assert df ** hl == pytest.approx(0.5, rel=2e-3)
 
 
+
+def test_a_job_end_charges_usage_only_where_limits_are_enforced():
+    """priority_p_job_end runs from _adjust_limit_usage (acct_policy.c), which returns first unless
+    AccountingStorageEnforce includes limits: without it the time a job ran after the decay
+    thread's last run is never charged (the decay thread skips finished jobs)."""
+    hl = 1000.0
+    df = 1 - 0.693 / hl
+    for charge in (True, False):
+        ft = FairTree(hl, start=0.0, charge_at_end=charge)
+        a = ft.assoc("u1", "acct")
+        job = _Job(a, 100.0)
+        ft.job_started(job, 4)
+        ft.run(300.0)
+        u1 = 200 * df ** 200 * 4
+        job.end_time = 350.0
+        ft.job_ended(job, 4, 350.0)
+        assert ft.user_usage[a] == pytest.approx(u1 + (50 * df ** 50 * 4 if charge else 0.0))
+        ft.run(600.0)  # nothing runs: only decay, either way
+        assert ft.user_usage[a] == pytest.approx((u1 + (50 * df ** 50 * 4 if charge else 0.0)) * df ** 300)
+        assert ft.run_cpus[a] == 0
+
+
+def test_without_enforced_limits_a_job_ended_between_decay_runs_costs_its_account_nothing():
+    """End to end: account "wide" runs 16 cores that end a second before the decay run, "thin" one
+    core still running at it. With limits enforced "wide" has used 16 times more and ranks last;
+    without (Slurm's default, the recorded scenarios' setting) its usage is never charged."""
+    factors = {}
+    for limits in (True, False):
+        sim = make_simulator("small", load=0, seed=1, priority="fairshare", weight_size=0, weight_age=0,
+                             priority_calc_period_s=60.0, decay_half_life_s=300.0, prio_origin_s=None,
+                             accounting_enforce_limits=limits)
+        t0 = sim.now()
+        sim.submit(JobRequest(name="w", command="x", cpus_per_task=16, time_limit_s=600, account="wide",
+                              truth=SimTruth(runtime_s=30)))
+        sim.submit(JobRequest(name="t", command="x", cpus_per_task=1, time_limit_s=600, account="thin",
+                              truth=SimTruth(runtime_s=500)))
+        sim.run_until(t0 + 200)
+        ft = sim.fairtree
+        factors[limits] = (float(ft.factor[ft.assoc("asad", "wide")]), float(ft.factor[ft.assoc("asad", "thin")]))
+        assert ft.runs >= 2
+    wide, thin = factors[True]
+    assert wide < thin  # charged at its end: 16 x 30 core-s against thin's 1 x ~200
+    wide, thin = factors[False]
+    assert wide > thin  # never charged: no usage at all
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.lists(st.floats(0, 1e6), min_size=1, max_size=5), min_size=1, max_size=6),
        st.data())

@@ -101,6 +101,10 @@ def sim_settings(rec: dict) -> dict:
         # The loop tick of the first _schedule() (its "SchedulerParameters=" line); recordings
         # without it: tick 5, as measured (the registrations answer the ping of tick 3 ~1 s later)
         first_sched_tick=first_sched_tick(rec["timers"]),
+        # "limits", "safe" or "all" set ACCOUNTING_ENFORCE_LIMITS (read_config.c). Recordings
+        # before 2026-11-27 lack the key: the recorder never passed local-cluster.sh --enforce, so
+        # their slurm.conf had no AccountingStorageEnforce ("none").
+        accounting_enforce_limits=enforce_limits(conf.get("AccountingStorageEnforce")),
         over_time_limit_s=60.0 * _seconds(conf.get("OverTimeLimit"), 0),
         kill_wait_s=_seconds(conf.get("KillWait"), 30),
         warmup_s=0.0,
@@ -116,6 +120,13 @@ def sim_settings(rec: dict) -> dict:
                    decay_half_life_s=_duration_s(conf.get("PriorityDecayHalfLife") or "7-00:00:00"),
                    fairshare_user="root")  # the recorder submits as root (or --uid), in the jobs' accounts
     return out
+
+
+def enforce_limits(text: str | None) -> bool:
+    """Whether an ``AccountingStorageEnforce`` value (``scontrol show config`` lists it
+    comma-separated) includes limits: ``limits``, ``safe`` or ``all`` (read_config.c)."""
+    words = {w.strip().lower() for w in (text or "").split(",")}
+    return bool(words & {"limits", "safe", "all", "2"})
 
 
 LOOP_TICK_S = 1.0022

@@ -104,7 +104,8 @@ class SimConfig:
     priority_favor_small: bool = False  # PriorityFavorSmall
     priority_flags: tuple[str, ...] = ()  # PriorityFlags: ACCRUE_ALWAYS, SMALL_RELATIVE_TO_TIME
     # AccountingStorageEnforce includes ``limits`` (or ``safe``, ``all``): a dependency then resets
-    # a job's accrue time (priority.py). Slurm's default (no enforcement) keeps it.
+    # a job's accrue time (priority.py), and a job's end charges its fair-share usage since the
+    # decay thread's last run (fairshare.py). Slurm's default (no enforcement) does neither.
     accounting_enforce_limits: bool = False
     # Fair-share (Fair Tree, see fairshare.py): PriorityWeightFairshare (0 = off) and
     # PriorityDecayHalfLife. Shares are equal (FairShare=1) unless ``fairshare_shares`` names an

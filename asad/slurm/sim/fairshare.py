@@ -16,7 +16,11 @@ Usage (``src/plugins/priority/multifactor/priority_multifactor.c``):
   ``delta = now - max(last_ran, start)`` (``decay_apply_new_usage`` -> ``_apply_new_usage``);
 - a job that ends adds ``delta * decay_factor ** delta * cpus`` for
   ``delta = end - max(last_ran, start)`` at once (``priority_p_job_end``), so it is decayed
-  again at the next run.
+  again at the next run -- but only where ``AccountingStorageEnforce`` includes ``limits``
+  (``safe``, ``all``): slurmctld calls ``priority_g_job_end`` from ``_adjust_limit_usage``
+  (acct_policy.c), which returns first unless ``accounting_enforce & ACCOUNTING_ENFORCE_LIMITS``.
+  Without it (Slurm's default) the decay thread skips finished and completing jobs
+  (``decay_apply_new_usage``), so the time a job ran after the last run is never charged.
 
 Fair Tree (``fair_tree.c``), after the usage update of each run:
 
@@ -49,7 +53,10 @@ import numpy as np
 class FairTree:
     """Associations, their decayed usage, and each user association's Fair Tree factor."""
 
-    def __init__(self, half_life_s: float, shares: dict[str, int] | None = None, start: float = 0.0):
+    def __init__(self, half_life_s: float, shares: dict[str, int] | None = None, start: float = 0.0,
+                 charge_at_end: bool = True):
+        # priority_p_job_end runs (AccountingStorageEnforce=limits); see the module docstring
+        self.charge_at_end = charge_at_end
         self.decay_factor = 1.0 - 0.693 / half_life_s if half_life_s > 0 else 1.0
         self.shares = dict(shares or {})
         self.accounts: list[str] = []
@@ -129,9 +136,11 @@ class FairTree:
         self.fresh.append((job, cpus))
 
     def job_ended(self, job, cpus: int, end: float) -> None:  # noqa: ANN001
-        """``priority_p_job_end``: the usage since the last run, at once."""
+        """``priority_p_job_end``: the usage since the last run, at once (only with
+        ``charge_at_end``; without it that usage is lost)."""
         self.run_cpus[job.assoc] -= cpus
-        self._add(job.assoc, self._decayed_run(end - max(self.last_ran, job.start_time)) * cpus)
+        if self.charge_at_end:
+            self._add(job.assoc, self._decayed_run(end - max(self.last_ran, job.start_time)) * cpus)
 
     def run(self, now: float) -> None:
         """One pass of the decay thread at ``now``: decay, running jobs' new usage, factors."""

@@ -176,7 +176,8 @@ class Scheduler:
         self.fast_path = True  # tests switch it off to check the fast path changes nothing
         self.multifactor = Multifactor(config)
         # Fair-share associations and usage (None unless multifactor with a fair-share weight).
-        self.fairtree = (FairTree(config.decay_half_life_s, config.fairshare_shares, config.start_time)
+        self.fairtree = (FairTree(config.decay_half_life_s, config.fairshare_shares, config.start_time,
+                                  charge_at_end=config.accounting_enforce_limits)
                          if config.fairshare else None)
 
     # ---- queue membership ------------------------------------------------------------------
