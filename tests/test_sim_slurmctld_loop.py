@@ -149,3 +149,44 @@ def test_after_a_restart_a_submission_starts_at_the_pass_slurmctlds_loop_runs(or
     got = sim.poll(ids)
     for t, jid in zip(submits, ids):
         assert got[jid].start_time == pytest.approx(next(p for p in passes if p > t)), t
+
+
+def _cluster_with_one_waiting(share: float, epilog_s: float = 0.4):
+    """One 4-core node filled by a job ending at 10.3 s; a 4-core job waits behind it. No backfill,
+    full passes every 60 s: only the pass the end brings can start the waiting job."""
+    from asad.slurm.sim import PartitionSpec, SimConfig, Simulator
+
+    part = (PartitionSpec("main", nodes=1, cores_per_node=4, mem_per_node_mb=4000, max_time_s=None, default=True),)
+    sim = Simulator(SimConfig(partitions=part, start_time=0.0, backfill="none", priority="fifo",
+                              batch_sched_delay_s=3.0, warmup_s=0.0, sched_interval_s=60.0, timer_origin_s=0.0,
+                              epilog_s=epilog_s, already_complete_share=share))
+    first = sim.submit(JobRequest(name="first", command="true", cpus_per_task=4, mem_mb=100, time_limit_s=600,
+                                  truth=SimTruth(runtime_s=9.3)))
+    waiting = sim.submit(JobRequest(name="waiting", command="true", cpus_per_task=4, mem_mb=100,
+                                    time_limit_s=600, truth=SimTruth(runtime_s=5)))
+    sim.run_until(60.0)
+    return sim.poll([first, waiting])[first], sim.poll([first, waiting])[waiting]
+
+
+def test_an_end_by_slurmds_already_complete_reply_only_queues_the_pass():
+    # With no Epilog, slurmd answers REQUEST_TERMINATE_JOB with ESLURMD_KILL_JOB_ALREADY_COMPLETE
+    # once the batch step is gone (_rpc_terminate_job, slurmd/req.c); slurmctld's agent marks the
+    # nodes idle and calls queue_job_scheduler() (agent.c), not schedule(): the waiting job starts
+    # at the loop's batch pass (a tick, batch_sched_delay after the loop's last pass at 1 s), not
+    # at the end + epilog as after an epilog-complete message (_slurm_rpc_epilog_complete).
+    first, waiting = _cluster_with_one_waiting(share=0.0)
+    assert waiting.start_time == pytest.approx(first.end_time + 0.4)
+    first, waiting = _cluster_with_one_waiting(share=1.0)
+    assert waiting.start_time == pytest.approx(math.ceil(first.end_time + 0.03))  # the next tick
+    assert waiting.start_time > first.end_time + 0.4
+
+
+def test_the_share_of_replies_is_an_even_sequence_or_a_draw():
+    from asad.slurm.sim.job_end import takes_reply
+
+    assert [takes_reply(2 / 3, None, k) for k in range(6)] == [False, True, True, False, True, True]
+    assert not any(takes_reply(0.0, None, k) for k in range(10))
+    assert all(takes_reply(1.0, None, k) for k in range(10))
+    rng = np.random.default_rng(0)
+    draws = [takes_reply(0.25, rng, k) for k in range(4000)]
+    assert 0.22 < sum(draws) / len(draws) < 0.28

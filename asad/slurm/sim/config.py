@@ -123,6 +123,20 @@ class SimConfig:
     # epilog-complete message, which also triggers a main pass. Until then the nodes are
     # completing: nothing starts on them.
     epilog_s: float = 0.0
+    # The other way an ended job's nodes come back (issue 37). With no Epilog configured, slurmd
+    # answers slurmctld's REQUEST_TERMINATE_JOB with ESLURMD_KILL_JOB_ALREADY_COMPLETE when none of
+    # the job's steps is left (_rpc_terminate_job, slurmd/req.c: the batch step's slurmstepd
+    # already gone); slurmctld's agent then marks the nodes idle on that reply and only queues a
+    # main pass (queue_job_scheduler, agent.c): the background loop's next batch pass, not the
+    # immediate schedule() of an epilog-complete message (_slurm_rpc_epilog_complete). Which of
+    # the two happens is a race between slurmstepd's exit and slurmctld's kill request. The share
+    # of ends that take the reply: with per-job draws (epilog_dist_s) each end takes it with this
+    # probability; without them, the ends take it in an evenly spread sequence (end k when
+    # floor((k + 1) * share) > floor(k * share); 1.0 = every end). 0.0 = every end by the
+    # epilog message (the presets). ``reply_release_s``: end to reply (slurmctld.log: the
+    # backfill thread started jobs on such nodes 0.04 s after the "_job_complete" line).
+    already_complete_share: float = 0.0
+    reply_release_s: float = 0.03
     # Per-job latencies instead of the fixed values above (issue 37): each job's launch delay and
     # epilog drawn from (min, median, max): half the draws uniform in [min, median], half in
     # [median, max], so the measured range and median hold. A fixed latency makes the simulator
@@ -187,6 +201,8 @@ class SimConfig:
             dist = getattr(self, name)
             if dist is not None and (len(dist) != 3 or not 0 <= dist[0] <= dist[1] <= dist[2]):
                 raise ValueError(f"{name} must be (min, median, max) with 0 <= min <= median <= max, got {dist!r}")
+        if not 0.0 <= self.already_complete_share <= 1.0 or self.reply_release_s < 0:
+            raise ValueError("already_complete_share must be in [0, 1] and reply_release_s not negative")
         if not 0.0 < self.oom_time_fraction <= 1.0:
             raise ValueError("oom_time_fraction must be in (0, 1]")
         for spec in self.partitions:

@@ -60,6 +60,16 @@ def draw_latency(rng, dist: tuple[float, float, float]) -> float:  # noqa: ANN00
     return lo + 2 * u * (mid - lo) if u < 0.5 else mid + (2 * u - 1) * (hi - mid)
 
 
+def takes_reply(share: float, rng, k: int) -> bool:  # noqa: ANN001 -- numpy Generator or None
+    """Whether the k-th job end (from 0) brings its nodes back by slurmd's ALREADY_COMPLETE reply
+    rather than the epilog-complete message (config ``already_complete_share``): drawn with
+    probability ``share`` when ``rng`` is given, else end k of an evenly spread sequence, which
+    takes exactly ``share`` of the ends (floor((k + 1) * share) > floor(k * share))."""
+    if rng is not None:
+        return bool(rng.random() < share)
+    return math.floor((k + 1) * share) > math.floor(k * share)
+
+
 def status(job: SimJob, blockers: Collection[int]) -> JobStatus:
     """What squeue (or sacct, once it ended) shows of the job; ``blockers``: the jobs the last
     pass found waiting for resources (the rest of the eligible queue waits for priority)."""

@@ -25,7 +25,7 @@ from asad.slurm.sim.arrays import SimArrays
 from asad.slurm.sim.cluster import PartitionState
 from asad.slurm.sim.config import SimConfig
 from asad.slurm.sim.dependencies import BARRIER_KIND, DEP_KIND, NEVER, dep_status, offset_s
-from asad.slurm.sim.job_end import FAIL_SIGNAL, draw_latency, kill_time, work_end
+from asad.slurm.sim.job_end import FAIL_SIGNAL, draw_latency, kill_time, takes_reply, work_end
 from asad.slurm.sim.job_end import status as job_status
 from asad.slurm.sim.job_end import usage as job_usage
 from asad.slurm.sim.jobs import WAIT_BEGIN, WAIT_DEPENDENCY, WAIT_NEVER, SimJob
@@ -57,6 +57,7 @@ class Simulator(ControllerLoop):
         self.sched = Scheduler(config, self.parts, self._start_job)
         self.rng = np.random.default_rng(config.seed)
         self._latency_rng = np.random.default_rng(config.latency_seed)  # per-job latency draws
+        self._ends_seen = 0  # jobs ended so far (already_complete_share's sequence)
         self._heap: list[tuple] = []
         self._seq = 0
         self.jobs: dict[int, SimJob] = {}
@@ -457,12 +458,17 @@ class Simulator(ControllerLoop):
         part = job.part
         part.release(job.alloc_nodes, job.cpus_per_node, job.mem_per_node_mb, job.slots)
         dist = self.config.epilog_dist_s
-        epilog = self.config.epilog_s if dist is None else draw_latency(self._latency_rng, dist)
-        if epilog > 0:
+        # slurmd's ALREADY_COMPLETE reply (token 1: the pass is only queued) or the epilog message
+        reply = self._reply_release(dist is not None)
+        if reply:
+            epilog = self.config.reply_release_s
+        else:
+            epilog = self.config.epilog_s if dist is None else draw_latency(self._latency_rng, dist)
+        if epilog > 0 or reply:
             # completing: the cores are free, the nodes are not until the epilog is done (its
             # completion message also runs a main pass)
             part.start_completing(job.alloc_nodes)
-            self._push(t + epilog, EV_RELEASE, job, 0, (part, list(job.alloc_nodes)))
+            self._push(t + epilog, EV_RELEASE, job, int(reply), (part, list(job.alloc_nodes)))
         job.slots = []
         self._busy_done[part.index] += job.cpus * (t - job.start_time)
         del self._running[job.job_id]
@@ -470,6 +476,12 @@ class Simulator(ControllerLoop):
             self.fairtree.job_ended(job, job.cpus, t)
         job.token += 1
         self._record_end(job, state, t)
+
+    def _reply_release(self, drawn: bool) -> bool:
+        """Whether this end's nodes come back by slurmd's ALREADY_COMPLETE reply."""
+        share = self.config.already_complete_share
+        self._ends_seen += 1
+        return share > 0.0 and takes_reply(share, self._latency_rng if drawn else None, self._ends_seen - 1)
 
     def _record_end(self, job: SimJob, state: JobState, t: float) -> None:
         job.state = state
@@ -507,7 +519,10 @@ class Simulator(ControllerLoop):
                 part, nodes = extra
                 part.end_completing(nodes)
                 self._changed()
-                self._pass_wanted = True
+                if token:  # slurmd's ALREADY_COMPLETE reply: queue_job_scheduler()
+                    self._request_pass()
+                else:  # the epilog-complete message: schedule() at once
+                    self._pass_wanted = True
             elif kind == EV_ARRIVAL:
                 self._background_arrival(extra)
             elif kind == EV_BF:
