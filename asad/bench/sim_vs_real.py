@@ -347,6 +347,7 @@ ABLATIONS: dict[str, dict] = {
     "EASY backfill, best fit, main pass at submission": {"backfill": "easy", "node_select": "bestfit",
                                                           "batch_sched_delay_s": None},
     "no fair-share (PriorityWeightFairShare=0)": {"weight_fairshare": 0.0},
+    "every end by the epilog message (no ALREADY_COMPLETE reply)": {"already_complete_share": 0.0},
 }
 
 
