@@ -152,6 +152,11 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
     # their boundaries, sorted and distinct (plan_kernel._cap_sorted), kept as plans are added
     bnd = np.empty(max(2 * total_nodes, 1))
     n_bnd = 0
+    # and merged per node (plan_kernel._free_spans), kept as plans are added
+    sp_b = np.empty(max(total_nodes, 1))
+    sp_e = np.empty(max(total_nodes, 1))
+    sp_n = np.empty(max(total_nodes, 1), dtype=np.int64)
+    n_sp = 0
     # job shapes (cores, mem per node): each job's index into the fit-time cache
     j_shape = np.empty(n_jobs, dtype=np.int64)
     sh_c = np.empty(max(n_jobs, 1), dtype=np.int64)
@@ -306,10 +311,11 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
                     np_l[n_np] = lim
                     n_np += 1
                 continue
-            start, nodes = plan_kernel.planned_start(
+            start, nodes = plan_kernel.planned_start_spans(
                 s_times[si], s_order[si], free_c, free_m, k, c, m, float(lim), now, horizon, guess_s,
                 iv_node[:n_iv], iv_b[:n_iv], iv_e[:n_iv], pe[:n_p], pn[:n_p], pc[:n_p],
-                first_piece[:n_groups], job_ends[:n_groups], bnd[:n_bnd], res)
+                first_piece[:n_groups], job_ends[:n_groups], bnd[:n_bnd], res,
+                sp_b[:n_sp], sp_e[:n_sp], sp_n[:n_sp])
             if start == -INF:
                 if n_np < 64:
                     np_k[n_np] = k
@@ -339,6 +345,7 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
                 iv_b[n_iv] = b
                 iv_e[n_iv] = e
                 n_iv += 1
+                n_sp = plan_kernel.add_span(sp_b, sp_e, sp_n, n_sp, node, b, e)
                 if b < min_b[node]:
                     min_b[node] = b
             any_plan = True
@@ -408,6 +415,7 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
                 iv_b[n_iv] = b
                 iv_e[n_iv] = e
                 n_iv += 1
+                n_sp = plan_kernel.add_span(sp_b, sp_e, sp_n, n_sp, node, b, e)
                 if b < min_b[node]:
                     min_b[node] = b
             any_plan = True
