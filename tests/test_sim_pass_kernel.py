@@ -143,3 +143,40 @@ def test_bench_sim_reference_counts_a_differing_schedule(monkeypatch: pytest.Mon
     monkeypatch.setattr(sim_bench, "schedule_of", shifted)
     out = bench_sim(["--preset", "small", "--days", "1", "--load", "0.95", "--reference"])
     assert out["jobs_differing_from_reference"] == out["jobs_started"] > 0
+
+
+# running pieces: node, cores, mem (MB), end - now (overdue ones included), on a coarse grid
+piece_st = st.tuples(st.integers(0, 9), st.integers(1, 8), st.sampled_from([0, 500, 4000]),
+                     st.integers(-3, 6).map(lambda x: 60.0 * x))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(piece_st, max_size=30), st.integers(1, 8), st.sampled_from([100, 3000, 8000]))
+def test_fit_times_in_order_without_a_sort(pieces, cores, mem) -> None:  # noqa: ANN001
+    """_shape_times_sorted: every node's fit time as _shape_times gives it, and an order of the
+    nodes by those times (the sorted values _argsort's order gives), overdue pieces, nodes
+    free now and nodes that never fit included. It fails if the nodes free now go first."""
+    import numpy as np
+
+    from asad.slurm.sim import pass_kernel
+
+    n, now = 10, T0
+    free_c = np.full(n, 8, dtype=np.int64)
+    free_m = np.full(n, 8000, dtype=np.int64)
+    kept = []
+    for node, c, m, dt in pieces:
+        if free_c[node] >= c and free_m[node] >= m:
+            free_c[node] -= c
+            free_m[node] -= m
+            kept.append((now + dt, node, c, m))
+    kept.sort()
+    pe = np.array([p[0] for p in kept], dtype=np.float64)
+    pn, pc, pm = (np.array([p[i] for p in kept], dtype=np.int64) for i in (1, 2, 3))
+    want = np.empty(n)
+    pass_kernel._shape_times(want, free_c, free_m, pe, pn, pc, pm, len(kept), cores, mem, now)
+    times, order, ordered = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n)
+    pass_kernel._shape_times_sorted(times, order, ordered, free_c, free_m, pe, pn, pc, pm, len(kept),
+                                    cores, mem, now)
+    assert times.tolist() == want.tolist()
+    assert sorted(order.tolist()) == list(range(n))
+    assert ordered.tolist() == times[order].tolist() == want[pass_kernel._argsort(want)].tolist()
