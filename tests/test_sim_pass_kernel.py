@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -56,7 +57,10 @@ def run(compiled: bool, cfg: dict, jobs: list, monkeypatch: pytest.MonkeyPatch) 
     def recording_pass(now: float) -> int:
         got = inner(now)
         part = sim.parts[0]
-        passes.append((now, got, [(r.job_id, r.start, r.end, tuple(r.nodes)) for r in part.reservations]))
+        # the whole records (the compiled pass leaves them to be built when first read)
+        passes.append((now, got, [(r.job_id, r.start, r.end, tuple(r.nodes), r.cores, r.mem_mb,
+                                   sorted(r.slack_c.items()), sorted(r.slack_m.items()))
+                                  for r in part.reservations]))
         return got
 
     sim.sched.backfill_pass = recording_pass
@@ -180,3 +184,22 @@ def test_fit_times_in_order_without_a_sort(pieces, cores, mem) -> None:  # noqa:
     assert times.tolist() == want.tolist()
     assert sorted(order.tolist()) == list(range(n))
     assert ordered.tolist() == times[order].tolist() == want[pass_kernel._argsort(want)].tolist()
+
+
+def test_plans_left_to_be_recorded_read_as_the_records() -> None:
+    """The compiled pass hands its plans over unrecorded (PartitionState.set_plans); read, they
+    are the records backfill._record_plan makes, in start order (stable), built once; setting the
+    list drops the pending plans. (test_compiled_pass_equals_the_python_pass compares every
+    pass's whole records with the Python pass's.)"""
+    part = make_simulator("small", load=1.3, seed=3, warmup_s=0).parts[0]
+    job = SimpleNamespace(job_id=7, time_limit_s=60.0, cpus_per_node=2, mem_per_node_mb=10)
+    other = SimpleNamespace(job_id=8, time_limit_s=30.0, cpus_per_node=1, mem_per_node_mb=20)
+    part.set_plans([(job, [1, 0], 9.0), (other, [3], 5.0), (job, [2], 5.0)])
+    first = part.reservations
+    assert [(r.job_id, r.start, r.end, r.nodes, r.cores, r.mem_mb, r.slack_c, r.slack_m) for r in first] == [
+        (8, 5.0, 35.0, [3], 1, 20, {3: 0}, {3: 0}), (7, 5.0, 65.0, [2], 2, 10, {2: 0}, {2: 0}),
+        (7, 9.0, 69.0, [1, 0], 2, 10, {1: 0, 0: 0}, {1: 0, 0: 0})]
+    assert part.reservations is first
+    part.set_plans([(job, [0], 5.0)])
+    part.reservations = []
+    assert part.reservations == []
