@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -56,7 +57,10 @@ def run(compiled: bool, cfg: dict, jobs: list, monkeypatch: pytest.MonkeyPatch) 
     def recording_pass(now: float) -> int:
         got = inner(now)
         part = sim.parts[0]
-        passes.append((now, got, [(r.job_id, r.start, r.end, tuple(r.nodes)) for r in part.reservations]))
+        # the whole records (the compiled pass leaves them to be built when first read)
+        passes.append((now, got, [(r.job_id, r.start, r.end, tuple(r.nodes), r.cores, r.mem_mb,
+                                   sorted(r.slack_c.items()), sorted(r.slack_m.items()))
+                                  for r in part.reservations]))
         return got
 
     sim.sched.backfill_pass = recording_pass
@@ -143,3 +147,59 @@ def test_bench_sim_reference_counts_a_differing_schedule(monkeypatch: pytest.Mon
     monkeypatch.setattr(sim_bench, "schedule_of", shifted)
     out = bench_sim(["--preset", "small", "--days", "1", "--load", "0.95", "--reference"])
     assert out["jobs_differing_from_reference"] == out["jobs_started"] > 0
+
+
+# running pieces: node, cores, mem (MB), end - now (overdue ones included), on a coarse grid
+piece_st = st.tuples(st.integers(0, 9), st.integers(1, 8), st.sampled_from([0, 500, 4000]),
+                     st.integers(-3, 6).map(lambda x: 60.0 * x))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(piece_st, max_size=30), st.integers(1, 8), st.sampled_from([100, 3000, 8000]))
+def test_fit_times_in_order_without_a_sort(pieces, cores, mem) -> None:  # noqa: ANN001
+    """_shape_times_sorted: every node's fit time as _shape_times gives it, and an order of the
+    nodes by those times (the sorted values _argsort's order gives), overdue pieces, nodes
+    free now and nodes that never fit included. It fails if the nodes free now go first."""
+    import numpy as np
+
+    from asad.slurm.sim import pass_kernel
+
+    n, now = 10, T0
+    free_c = np.full(n, 8, dtype=np.int64)
+    free_m = np.full(n, 8000, dtype=np.int64)
+    kept = []
+    for node, c, m, dt in pieces:
+        if free_c[node] >= c and free_m[node] >= m:
+            free_c[node] -= c
+            free_m[node] -= m
+            kept.append((now + dt, node, c, m))
+    kept.sort()
+    pe = np.array([p[0] for p in kept], dtype=np.float64)
+    pn, pc, pm = (np.array([p[i] for p in kept], dtype=np.int64) for i in (1, 2, 3))
+    want = np.empty(n)
+    pass_kernel._shape_times(want, free_c, free_m, pe, pn, pc, pm, len(kept), cores, mem, now)
+    times, order, ordered = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n)
+    pass_kernel._shape_times_sorted(times, order, ordered, free_c, free_m, pe, pn, pc, pm, len(kept),
+                                    cores, mem, now)
+    assert times.tolist() == want.tolist()
+    assert sorted(order.tolist()) == list(range(n))
+    assert ordered.tolist() == times[order].tolist() == want[pass_kernel._argsort(want)].tolist()
+
+
+def test_plans_left_to_be_recorded_read_as_the_records() -> None:
+    """The compiled pass hands its plans over unrecorded (PartitionState.set_plans); read, they
+    are the records backfill._record_plan makes, in start order (stable), built once; setting the
+    list drops the pending plans. (test_compiled_pass_equals_the_python_pass compares every
+    pass's whole records with the Python pass's.)"""
+    part = make_simulator("small", load=1.3, seed=3, warmup_s=0).parts[0]
+    job = SimpleNamespace(job_id=7, time_limit_s=60.0, cpus_per_node=2, mem_per_node_mb=10)
+    other = SimpleNamespace(job_id=8, time_limit_s=30.0, cpus_per_node=1, mem_per_node_mb=20)
+    part.set_plans([(job, [1, 0], 9.0), (other, [3], 5.0), (job, [2], 5.0)])
+    first = part.reservations
+    assert [(r.job_id, r.start, r.end, r.nodes, r.cores, r.mem_mb, r.slack_c, r.slack_m) for r in first] == [
+        (8, 5.0, 35.0, [3], 1, 20, {3: 0}, {3: 0}), (7, 5.0, 65.0, [2], 2, 10, {2: 0}, {2: 0}),
+        (7, 9.0, 69.0, [1, 0], 2, 10, {1: 0, 0: 0}, {1: 0, 0: 0})]
+    assert part.reservations is first
+    part.set_plans([(job, [0], 5.0)])
+    part.reservations = []
+    assert part.reservations == []

@@ -147,3 +147,40 @@ def test_a_plan_may_end_as_a_reservation_begins(reference, res, begin, want) -> 
     start, _ = reference(try_later, plan, got[0], job, NOW, NOW + 86400, 0.0, res)
     assert start == NOW + want
     assert try_later_compiled(plan, got[0], job, NOW, NOW + 86400, 0.0, res)[0] == NOW + want
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), boundary, st.integers(0, 8)), max_size=40))
+def test_spans_kept_one_plan_at_a_time_equal_the_rebuilt_spans(plans) -> None:  # noqa: ANN001
+    """The pass kernel keeps the plans' merged spans with add_span as plans are added; after
+    every plan they are _free_spans's (the same spans, in another order), touching plans and
+    zero-length ones included (the grid makes shared boundaries common)."""
+    n_nodes = 6
+    iv_node = np.array([node for node, _, _ in plans], dtype=np.int64)
+    iv_b = np.array([b for _, b, _ in plans], dtype=np.float64)
+    iv_e = np.array([b + 60.0 * d for _, b, d in plans], dtype=np.float64)
+    span_b, span_e = np.empty(len(plans) + 1), np.empty(len(plans) + 1)
+    span_n = np.empty(len(plans) + 1, dtype=np.int64)
+    count = 0
+    for i in range(len(plans)):
+        count = plan_kernel.add_span(span_b, span_e, span_n, count, iv_node[i], iv_b[i], iv_e[i])
+        want_b, want_e, want_n = plan_kernel._free_spans(n_nodes, iv_node[:i + 1], iv_b[:i + 1], iv_e[:i + 1])
+        kept = sorted(zip(span_n[:count].tolist(), span_b[:count].tolist(), span_e[:count].tolist()))
+        assert kept == sorted(zip(want_n.tolist(), want_b.tolist(), want_e.tolist()))
+
+
+def test_a_will_run_start_at_later_start_is_taken_not_skipped(reference) -> None:  # noqa: ANN001
+    # The compiled search skips a try's will-run walk only when the k-th usable fit time is
+    # after later_start (the walk never starts a job before it). When they are equal the walk
+    # must run: node 0 is busy until +100, node 1 planned for another job until +100; a 60-s
+    # job fits on node 0 at +100 in the first try. Skipping to later_start (+100) would give it
+    # node 1 (free now, no longer held) instead.
+    part = PartitionState(PartitionSpec("p", nodes=2, cores_per_node=CORES, mem_per_node_mb=MEM), 0)
+    part.select = "consec"
+    part.allocate([0], CORES, 100, NOW + 100, owner=1)
+    plan = BackfillMap(part)
+    plan.reserve([1], NOW, NOW + 100)
+    job = SimJob(9999, "j", [part], 1, CORES, 100, 60, NOW, 10.0, background=False)
+    got = fit_times(plan, job, NOW, NOW + 86400)
+    assert reference(try_later, plan, got[0], job, NOW, NOW + 86400, 0.0) == (NOW + 100, [0])
+    assert try_later_compiled(plan, got[0], job, NOW, NOW + 86400, 0.0) == (NOW + 100, [0])

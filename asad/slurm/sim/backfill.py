@@ -195,6 +195,7 @@ def compiled_pass(sched: Scheduler, now: float) -> int:
         part.p_m[:hi][act][order], p_job[order], bool(cfg.bf_plan_all))
     flat_l = flat.tolist()
     started = 0
+    made = []  # the plans, recorded when read (PartitionState.reservations)
     for kind, w, t, off, n in zip(kinds.tolist(), which.tolist(), ts.tolist(), offs.tolist(), lens.tolist()):
         job = tested[w]
         nodes = flat_l[off: off + n]
@@ -202,8 +203,10 @@ def compiled_pass(sched: Scheduler, now: float) -> int:
             sched.start_fn(job, part, nodes)
             started += 1
         else:
-            _record_plan(job, part, nodes, t)
-    part.reservations.sort(key=lambda r: r.start)
+            made.append((job, nodes, t))
+            if job.res_time_min is None or t < job.res_time_min:
+                job.res_time_min = t
+    part.set_plans(made)
     return started
 
 

@@ -105,7 +105,7 @@ class PartitionState:
         self.p_active = np.zeros(cap, dtype=bool)
         self.p_hi = 0  # slots [0, p_hi) have been used at least once
         self.p_free: list[int] = []
-        self.reservations: list[Reservation] = []
+        self.reservations = []  # the property below
         # Per-node view of the pieces, for updating the first reservation's profile node by node.
         self.node_slots: list[list[int]] = [[] for _ in range(self.n)]
         self.piece_info: dict[int, tuple[float, int, int]] = {}
@@ -118,6 +118,37 @@ class PartitionState:
         self._fit_cache: dict[tuple[int, int], tuple[np.ndarray, int]] = {}
 
     # ---- capacity checks -------------------------------------------------------------------
+
+    @property
+    def reservations(self) -> list[Reservation]:
+        """The last backfill pass's plans, in start order. The compiled pass hands them over as
+        (job, nodes, start) (``set_plans``) and they become ``Reservation`` records when first
+        read: a saturated ``hpc2n`` pass makes ~250 plans, their records were ~10 % of its CPU,
+        and only ``estimate_start`` and the EASY backfill read them. (Kept in ``__dict__`` under
+        the same name, so simulators pickled before the property load unchanged.)"""
+        d = self.__dict__
+        pending = d.get("_plans_pending")
+        if pending is not None:
+            d["_plans_pending"] = None
+            made = [Reservation(job_id=job.job_id, start=t, end=t + job.time_limit_s, nodes=nodes,
+                                cores=job.cpus_per_node, mem_mb=job.mem_per_node_mb,
+                                slack_c=dict.fromkeys(nodes, 0), slack_m=dict.fromkeys(nodes, 0))
+                    for job, nodes, t in pending]
+            made.sort(key=lambda r: r.start)
+            d["reservations"] = made
+        return d["reservations"]
+
+    @reservations.setter
+    def reservations(self, value: list[Reservation]) -> None:
+        self.__dict__["_plans_pending"] = None
+        self.__dict__["reservations"] = value
+
+    def set_plans(self, plans: list[tuple]) -> None:
+        """The plans of a pass as (job, nodes, start) in the order made: ``reservations`` as
+        ``backfill._record_plan`` would have built them, built when first read."""
+        self.__dict__["reservations"] = []
+        self.__dict__["_plans_pending"] = plans
+
     def fits_empty(self, nodes: int, cores: int, mem_mb: int) -> bool:
         return nodes <= self.n and cores <= self.cores and mem_mb <= self.mem
 

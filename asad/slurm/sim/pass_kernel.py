@@ -77,6 +77,58 @@ def _shape_times(out, free_c, free_m, pe, pn, pc, pm, n_p, cores, mem, now):  # 
                 out[node] = pe[p]
 
 
+def _shape_times_sorted(out, order, sorted_out, free_c, free_m, pe, pn, pc, pm, n_p, cores, mem,
+                        now):  # noqa: ANN001, ANN202
+    """_shape_times, and the nodes in order of those times (``order``) with the times so ordered
+    (``sorted_out``), without a sort: the sweep over the pieces in end order gives each node its
+    time in non-decreasing order, so the order is that sweep's nodes merged with the nodes that
+    fit now (time ``now``; an overdue piece's end is before it), then those that never fit.
+    Ties come in another order than a stable sort's; the pass reads only the times' values in
+    order (the k-th smallest, and plan_kernel._kth_avail's count of usable nodes)."""
+    n = len(free_c)
+    fc = free_c.copy()
+    fm = free_m.copy()
+    now_nodes = np.empty(n, dtype=np.int64)
+    n_now = 0
+    for i in range(n):
+        if fc[i] >= cores and fm[i] >= mem:
+            out[i] = now
+            now_nodes[n_now] = i
+            n_now += 1
+        else:
+            out[i] = INF
+    swept = np.empty(n, dtype=np.int64)
+    n_swept = 0
+    for p in range(n_p):
+        node = pn[p]
+        if out[node] == INF:
+            fc[node] += pc[p]
+            fm[node] += pm[p]
+            if fc[node] >= cores and fm[node] >= mem:
+                out[node] = pe[p]
+                swept[n_swept] = node
+                n_swept += 1
+    at = 0
+    j = 0
+    while j < n_swept and out[swept[j]] < now:  # overdue pieces' nodes first
+        order[at] = swept[j]
+        at += 1
+        j += 1
+    for t in range(n_now):
+        order[at] = now_nodes[t]
+        at += 1
+    while j < n_swept:
+        order[at] = swept[j]
+        at += 1
+        j += 1
+    for i in range(n):  # never fit
+        if out[i] == INF:
+            order[at] = i
+            at += 1
+    for i in range(n):
+        sorted_out[i] = out[order[i]]
+
+
 def _job_groups(pe, pj, n_p, first, ends):  # noqa: ANN001, ANN202
     """BackfillMap.running_jobs: per running job (pieces grouped by end and job), its first
     piece and its end; returns how many."""
@@ -90,19 +142,13 @@ def _job_groups(pe, pj, n_p, first, ends):  # noqa: ANN001, ANN202
 
 
 
-def _ensure_sorted(si, s_ok, s_sorted, s_times, s_order, s_sort, sh_c, sh_m, free_c, free_m,
+def _ensure_sorted(si, s_ok, s_times, s_order, s_sort, sh_c, sh_m, free_c, free_m,
                    pe, pn, pc, pm, n_p, now):  # noqa: ANN001, ANN202
     """BackfillMap.node_times / time_order / sorted_times for shape ``si``."""
     if not s_ok[si]:
-        _shape_times(s_times[si], free_c, free_m, pe, pn, pc, pm, n_p, sh_c[si], sh_m[si], now)
+        _shape_times_sorted(s_times[si], s_order[si], s_sort[si], free_c, free_m, pe, pn, pc, pm,
+                            n_p, sh_c[si], sh_m[si], now)
         s_ok[si] = True
-        s_sorted[si] = False
-    if not s_sorted[si]:
-        order = _argsort(s_times[si])
-        for i in range(len(order)):
-            s_order[si, i] = order[i]
-            s_sort[si, i] = s_times[si, order[i]]
-        s_sorted[si] = True
 
 
 def _py_min(a, lo, hi):  # noqa: ANN001, ANN202
@@ -152,6 +198,11 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
     # their boundaries, sorted and distinct (plan_kernel._cap_sorted), kept as plans are added
     bnd = np.empty(max(2 * total_nodes, 1))
     n_bnd = 0
+    # and merged per node (plan_kernel._free_spans), kept as plans are added
+    sp_b = np.empty(max(total_nodes, 1))
+    sp_e = np.empty(max(total_nodes, 1))
+    sp_n = np.empty(max(total_nodes, 1), dtype=np.int64)
+    n_sp = 0
     # job shapes (cores, mem per node): each job's index into the fit-time cache
     j_shape = np.empty(n_jobs, dtype=np.int64)
     sh_c = np.empty(max(n_jobs, 1), dtype=np.int64)
@@ -171,7 +222,6 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
         j_shape[i] = s
     # fit times per shape; a start makes every shape's stale (recomputed when next needed)
     s_ok = np.zeros(max(n_sh, 1), dtype=np.bool_)
-    s_sorted = np.zeros(max(n_sh, 1), dtype=np.bool_)
     s_times = np.empty((max(n_sh, 1), n))
     s_order = np.empty((max(n_sh, 1), n), dtype=np.int64)
     s_sort = np.empty((max(n_sh, 1), n))
@@ -257,7 +307,7 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
                 best = INF
                 if nn <= part_n and cpn <= part_cores and mem <= part_mem:
                     si = j_shape[ji]
-                    _ensure_sorted(si, s_ok, s_sorted, s_times, s_order, s_sort, sh_c, sh_m,
+                    _ensure_sorted(si, s_ok, s_times, s_order, s_sort, sh_c, sh_m,
                                    free_c, free_m, pe, pn, pc, pm, n_p, now)
                     kth = s_sort[si, nn - 1]
                     if kth < INF:
@@ -295,7 +345,7 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
             if skip:
                 continue
             si = j_shape[pj_i]
-            _ensure_sorted(si, s_ok, s_sorted, s_times, s_order, s_sort, sh_c, sh_m,
+            _ensure_sorted(si, s_ok, s_times, s_order, s_sort, sh_c, sh_m,
                            free_c, free_m, pe, pn, pc, pm, n_p, now)
             t_min = max(now, s_sort[si, k - 1])
             if t_min > horizon:
@@ -306,10 +356,11 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
                     np_l[n_np] = lim
                     n_np += 1
                 continue
-            start, nodes = plan_kernel.planned_start(
+            start, nodes = plan_kernel.planned_start_spans(
                 s_times[si], s_order[si], free_c, free_m, k, c, m, float(lim), now, horizon, guess_s,
                 iv_node[:n_iv], iv_b[:n_iv], iv_e[:n_iv], pe[:n_p], pn[:n_p], pc[:n_p],
-                first_piece[:n_groups], job_ends[:n_groups], bnd[:n_bnd], res)
+                first_piece[:n_groups], job_ends[:n_groups], bnd[:n_bnd], res,
+                sp_b[:n_sp], sp_e[:n_sp], sp_n[:n_sp])
             if start == -INF:
                 if n_np < 64:
                     np_k[n_np] = k
@@ -339,6 +390,7 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
                 iv_b[n_iv] = b
                 iv_e[n_iv] = e
                 n_iv += 1
+                n_sp = plan_kernel.add_span(sp_b, sp_e, sp_n, n_sp, node, b, e)
                 if b < min_b[node]:
                     min_b[node] = b
             any_plan = True
@@ -408,6 +460,7 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
                 iv_b[n_iv] = b
                 iv_e[n_iv] = e
                 n_iv += 1
+                n_sp = plan_kernel.add_span(sp_b, sp_e, sp_n, n_sp, node, b, e)
                 if b < min_b[node]:
                     min_b[node] = b
             any_plan = True
@@ -452,6 +505,7 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
 if plan_kernel.njit is not None:
     _argsort = plan_kernel.njit(cache=True)(_argsort)
     _shape_times = plan_kernel.njit(cache=True)(_shape_times)
+    _shape_times_sorted = plan_kernel.njit(cache=True)(_shape_times_sorted)
     _job_groups = plan_kernel.njit(cache=True)(_job_groups)
     _ensure_sorted = plan_kernel.njit(cache=True)(_ensure_sorted)
     _py_min = plan_kernel.njit(cache=True)(_py_min)
