@@ -203,3 +203,25 @@ def test_plans_left_to_be_recorded_read_as_the_records() -> None:
     part.set_plans([(job, [0], 5.0)])
     part.reservations = []
     assert part.reservations == []
+
+
+def test_a_changed_plan_search_drops_the_cached_pass(tmp_path):
+    """numba keys a cached function on its own file: the cached pass kept calling the old plan
+    search after plan_kernel.py alone was edited. The stamp beside the cache drops it."""
+    from asad.slurm.sim.pass_kernel import drop_stale_cache
+
+    cache = tmp_path / "__pycache__"
+    cache.mkdir()
+    dep = tmp_path / "plan_kernel.py"
+    dep.write_text("def planned_start(): return 1\n")
+    assert drop_stale_cache(cache, "pass_kernel", dep) is False  # nothing cached yet: a stamp only
+    cached = [cache / "pass_kernel._pass-163.py311.nbi", cache / "pass_kernel._pass-163.py311.1.nbc"]
+    other = cache / "plan_kernel._cap-12.py311.nbi"
+    for path in (*cached, other):
+        path.write_bytes(b"x")
+    assert drop_stale_cache(cache, "pass_kernel", dep) is False  # the same plan search: kept
+    assert all(p.exists() for p in cached)
+    dep.write_text("def planned_start(): return 2\n")
+    assert drop_stale_cache(cache, "pass_kernel", dep) is True
+    assert not any(p.exists() for p in cached) and other.exists()
+    assert drop_stale_cache(cache, "pass_kernel", dep) is False
