@@ -30,7 +30,10 @@
   predecessor the instant is handed to Slurm with ``--begin``, so a slow or restarted daemon cannot
   delay it. When that lead is short (under ``MIN_LEAD_S``) or the predecessors' run time is not
   learned yet, the stage is submitted with ``afterok`` instead (once they run): it then starts the
-  moment they end, and nothing idles.
+  moment they end, and nothing idles. An allocation that still comes far ahead of the
+  predecessors' end is released and the next lead capped at the wait it took
+  (:mod:`asad.strategies.release`): the learned distribution mixes the queue's calm and
+  congested spells, the allocation says which one this is.
 """
 
 from __future__ import annotations
