@@ -19,6 +19,7 @@ from asad.sizing.retry import retry_memory_mb, retry_time_s
 from asad.slurm.backend import JobRequest, JobState
 from asad.strategies import STRATEGIES
 from asad.strategies.asa import too_early
+from asad.strategies.release import release_early
 from asad.strategies.base import SubmitAt, SubmitNow
 from asad.strategies.share import finished_stages, riders, shared_request
 
@@ -139,10 +140,15 @@ class Engine:
             elif run.start_time is None or run.start_time > now:
                 run.start_time = self._work_start(wf, name, job)
             if self.ctx.holds_at_barrier(wf) and not self._preds_done(wf, name):
-                if too_early(wf, name, now, self.ctx, self.ctx.barrier_lead(wf, name, now)):
+                if wf.strategy == "auto":  # the quantile rule: released on the wait it just took
+                    release, why = release_early(wf, name, job, now, self.ctx)
+                else:
+                    release = too_early(wf, name, now, self.ctx, self.ctx.barrier_lead(wf, name, now))
+                    why = "allocation arrived too early; cancelled and replanned"
+                if release:
                     out.cancel.append(job)
                     job.cancelled_by_asad = True
-                    run.wait_again("allocation arrived too early; cancelled and replanned")
+                    run.wait_again(why)
                     out.dirty_stages.append(run)
             return
         # final

@@ -30,7 +30,10 @@
   predecessor the instant is handed to Slurm with ``--begin``, so a slow or restarted daemon cannot
   delay it. When that lead is short (under ``MIN_LEAD_S``) or the predecessors' run time is not
   learned yet, the stage is submitted with ``afterok`` instead (once they run): it then starts the
-  moment they end, and nothing idles.
+  moment they end, and nothing idles. An allocation that still comes far ahead of the
+  predecessors' end is released and the next lead capped at the wait it took
+  (:mod:`asad.strategies.release`): the learned distribution mixes the queue's calm and
+  congested spells, the allocation says which one this is.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ import numpy as np
 from asad.core.model import StageState
 from asad.strategies.base import Plan, SubmitAt, SubmitNow
 from asad.strategies.chain import Chain
+from asad.strategies.release import lead_cap
 
 CHAIN = Chain()
 # Below this lead a submission without dependency wins no age worth an idle risk (about two of
@@ -116,6 +120,12 @@ class Auto:
         preds = running + pending
         expected_end = max(ctx.predicted_end(wf, p, now) for p in preds)
         at, tau, seen = ctx.quantile_begin(wf, stage, preds, now)
+        cap = lead_cap(wf, stage)
+        capped = cap is not None and expected_end - at > cap
+        if capped:
+            # an earlier allocation of this stage came early after this wait: the queue's current
+            # pace, fresher than the learned distribution (asad.strategies.release)
+            at = expected_end - cap
         lead = expected_end - at
         if not runtime_known or lead < MIN_LEAD_S:
             if pending:
@@ -124,6 +134,8 @@ class Auto:
             # predecessors end (no idle, no early or late --begin); without a learned run time the
             # predecessors' end is only their time limit.
             reason = ("a predecessor's run time is not learned yet" if not runtime_known else
+                      f"the lead is {lead:.0f} s (< {MIN_LEAD_S:.0f} s; at most the {cap:.0f}-s wait of its "
+                      "allocation released as too early): no age worth winning" if capped else
                       f"the lead is {lead:.0f} s (< {MIN_LEAD_S:.0f} s; the {1 - tau:.0%} quantile of the "
                       "predecessors' run time minus the wait): no age worth winning" if seen
                       else "no wait of this geometry seen yet")
@@ -131,6 +143,8 @@ class Auto:
                              why=f"rule quantile ({rules.describe()}): {reason}; submitted at once with afterok")
         since = (f"; {', '.join(pending)} still pending: its start is its learned wait still to come"
                  if pending else "")
+        if capped:
+            since += f"; lead capped at the {cap:.0f}-s wait of its allocation released as too early"
         why = (f"rule quantile ({rules.describe()}): eligible {lead:.0f} s before the predecessors' "
                f"expected end ({expected_end - now:+.0f} s): the {1 - tau:.0%} quantile of their start plus "
                f"run time minus the wait ({seen} waits seen; idle_price {ctx.idle_price(wf):g} per idle "
