@@ -7,6 +7,12 @@ and is scored in two 3-week windows, 2021-04-29 .. 05-20 and 05-20 .. 06-10::
         --rolling-step 3w --json --predictors median-backoff,median-k,median-all --add 'h-...=hedge:{...}' ...
     python scripts/tune_hedge.py graham:/tmp/tg.json cedar:/tmp/tc.json
 
+(A replay to 2021-06-10 ends its windows by the day 99.9 % of its jobs were eligible, 06-09, so
+it scores only the first window. The second is then scored apart in the frozen run's replay,
+``--rolling 4w --extra-window 2021-04-29..2021-05-20 --extra-window 2021-05-20..2021-06-10``:
+every estimate uses only waits known before its job was eligible, so the tuning windows'
+scores do not depend on later data; this script reads only the "extra" block.)
+
 The rule, written down (and committed) before any of these runs was read. Labels of hedge
 variants start with ``h-``. A *cell* is one cluster × one tuning window (4 cells). A variant
 passes a cell when, on the warm jobs, its median |log10 error| is no worse than
@@ -36,7 +42,9 @@ def cells(files: dict[str, str]) -> dict[tuple[str, str], dict]:
     for cluster, path in files.items():
         with open(path) as handle:
             data = json.load(handle)
-        for block in data["scored"][cluster]:
+        # a replay to 2021-06-10 scores its 3-week windows under "scored"; a full replay scores the
+        # tuning windows apart, under "extra" (--extra-window), and only those are read here
+        for block in (data["extra"] or data["scored"])[cluster]:
             out[(cluster, f"{block['start']}..{block['end']}")] = block["rows"]
     return out
 
