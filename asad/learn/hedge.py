@@ -17,9 +17,10 @@ them per fine key and lost 45 % to the back-off); a group sees thousands. When a
 every expert of the panel as it stood when the job was told (timed snapshots, so a batch's
 early starters do not favour short memories in hindsight) pays ``min(|error|, cap)``
 (``hedge_loss: abs``; cap ``hedge_cap``, else ``max_loss``), its square, or 1 past the cap
-(``miss``). The preset caps at 0.25 decades: uncapped, the loss bounds the *mean* error, where
+(``miss``). The preset caps at 0.2 decades: uncapped, the loss bounds the *mean* error, where
 the back-off ties with the short medians, while the score is the *median* error (issue 38's
-diagnosis, docs/results/learn.md). Then fixed share mixes ``hedge_share`` of the prior
+diagnosis, docs/results/learn.md). With batched feedback (``hedge_batch_s`` >= 0, the preset
+0) the waits of a group that start together are one round of mean losses. Then fixed share mixes ``hedge_share`` of the prior
 (``hedge_prior`` on the back-off, the rest equal; uniform at 0) back
 in (Herbster & Warmuth's tracking of the best expert: an expert that fell behind can win again
 after the queue changes). The answer is the weighted mean of the panel in log10 (``mean``) or
