@@ -193,7 +193,7 @@ def test_miss_loss_counts_waits_missed_by_more_than_the_cap():
     capped = make_pool("hedge", hedge_loss="abs", hedge_cap=0.5)
     assert capped.loss(2.0, 2.2) == pytest.approx(0.2) and capped.loss(2.0, 5.0) == pytest.approx(0.5)
     assert make_pool("hedge", hedge_cap=0.0).loss(2.0, 9.0) == pytest.approx(3.0)  # no cap: max_loss
-    assert make_pool("hedge").loss(2.0, 9.0) == pytest.approx(0.25)  # the preset's cap
+    assert make_pool("hedge").loss(2.0, 9.0) == pytest.approx(0.2)  # the preset's cap
     # one update: the experts within the cap keep their weight, the others lose eta
     panel = Panel(2.0, "0", "c#0", (2.0, 2.5, 2.1, None, 1.0, 2.0))
     pool._update(panel, 2.05)
@@ -255,7 +255,7 @@ def test_a_batch_starting_together_is_one_round_of_mean_losses():
     # five waits of one group start at the same instant: with batched feedback they move the
     # weights once, by each expert's mean loss, from where the weights stood before the batch
     batched = make_pool("hedge", hedge_eta=2.0, hedge_share=0.0, hedge_prior=0.0, hedge_cap=0.0, hedge_batch_s=0.0)
-    single = make_pool("hedge", hedge_eta=2.0, hedge_share=0.0, hedge_prior=0.0, hedge_cap=0.0)
+    single = make_pool("hedge", hedge_eta=2.0, hedge_share=0.0, hedge_prior=0.0, hedge_cap=0.0, hedge_batch_s=-1.0)
     panel = Panel(1.0, "0", "c#0", (1.0, 3.0, 2.0, 2.5, 1.5, 1.0))
     waits = [3.0, 3.0, 3.0, 3.0, 1.0]
     for y in waits:
