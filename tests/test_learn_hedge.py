@@ -193,7 +193,7 @@ def test_miss_loss_counts_waits_missed_by_more_than_the_cap():
     capped = make_pool("hedge", hedge_loss="abs", hedge_cap=0.5)
     assert capped.loss(2.0, 2.2) == pytest.approx(0.2) and capped.loss(2.0, 5.0) == pytest.approx(0.5)
     assert make_pool("hedge", hedge_cap=0.0).loss(2.0, 9.0) == pytest.approx(3.0)  # no cap: max_loss
-    assert make_pool("hedge").loss(2.0, 9.0) == pytest.approx(0.25)  # the preset's cap
+    assert make_pool("hedge").loss(2.0, 9.0) == pytest.approx(0.2)  # the preset's cap
     # one update: the experts within the cap keep their weight, the others lose eta
     panel = Panel(2.0, "0", "c#0", (2.0, 2.5, 2.1, None, 1.0, 2.0))
     pool._update(panel, 2.05)
@@ -249,3 +249,41 @@ def test_the_preset_stays_within_its_regret_of_the_back_off_in_mean_error():
     assert np.mean(uncapped) <= np.mean(backoff)
     last_round = stream(make_pool("hedge", hedge_eta=4.0, hedge_share=0.01, hedge_prior=0.0, hedge_cap=0.0), waits, keys)
     assert np.mean(last_round) > np.mean(backoff)
+
+
+def test_a_batch_starting_together_is_one_round_of_mean_losses():
+    # five waits of one group start at the same instant: with batched feedback they move the
+    # weights once, by each expert's mean loss, from where the weights stood before the batch
+    batched = make_pool("hedge", hedge_eta=2.0, hedge_share=0.0, hedge_prior=0.0, hedge_cap=0.0, hedge_batch_s=0.0)
+    single = make_pool("hedge", hedge_eta=2.0, hedge_share=0.0, hedge_prior=0.0, hedge_cap=0.0, hedge_batch_s=-1.0)
+    panel = Panel(1.0, "0", "c#0", (1.0, 3.0, 2.0, 2.5, 1.5, 1.0))
+    waits = [3.0, 3.0, 3.0, 3.0, 1.0]
+    for y in waits:
+        batched._update(panel, y, at_s=100.0)
+        single._update(panel, y, at_s=100.0)
+    mean_loss = {i: sum(abs(v - y) for y in waits) / len(waits) for i, v in enumerate(panel.values)}
+    raw = {i: math.exp(-2.0 * loss) for i, loss in mean_loss.items()}
+    total = sum(raw.values())
+    for i, share in batched.shares(panel):
+        assert share == pytest.approx(raw[i] / total)
+    # unbatched, every wait is a round: the losses add up, five times the batch's step
+    summed = {i: math.exp(-2.0 * len(waits) * loss) for i, loss in mean_loss.items()}
+    for i, share in single.shares(panel):
+        assert share == pytest.approx(summed[i] / sum(summed.values()))
+    assert dict(single.shares(panel))[1] > dict(batched.shares(panel))[1] + 0.1
+    # a wait starting later opens a new round from the batch's result
+    before = dict(batched.shares(panel))
+    batched._update(panel, 1.0, at_s=101.0)
+    assert dict(batched.shares(panel))[0] > before[0]
+
+
+def test_batch_window_in_seconds_and_the_config_check():
+    pool = make_pool("hedge", hedge_eta=1.0, hedge_share=0.0, hedge_prior=0.0, hedge_cap=0.0, hedge_batch_s=60.0)
+    panel = Panel(1.0, "0", "c#0", (1.0, 3.0, None, None, None, None))
+    pool._update(panel, 3.0, at_s=0.0)
+    pool._update(panel, 3.0, at_s=59.0)  # same round: the mean loss is still 2 for the back-off
+    assert dict(pool.shares(panel))[0] == pytest.approx(math.exp(-2.0) / (math.exp(-2.0) + 1.0))
+    pool._update(panel, 3.0, at_s=61.0)  # a new round
+    assert dict(pool.shares(panel))[0] == pytest.approx(math.exp(-4.0) / (math.exp(-4.0) + 1.0))
+    with pytest.raises(ValueError, match="hedge_batch_s"):
+        make_pool("hedge", hedge_batch_s=-2.0)

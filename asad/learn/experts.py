@@ -115,6 +115,11 @@ class ExpertsConfig:
     # a prior over the panel: the share the back-off's own answer gets of the weight every
     # expert starts with and of the mass fixed share gives back (0: uniform, 1/N each)
     hedge_prior: float = 0.0
+    # batched feedback: the waits of one weight group that start within ``hedge_batch_s`` of the
+    # first of them are one round of Hedge, each expert paying its mean loss over them (a batch of
+    # one key's jobs starting together is one piece of news about the queue, not n); -1: off,
+    # every wait is its own round
+    hedge_batch_s: float = -1.0
 
     @property
     def only_long(self) -> bool:
@@ -150,6 +155,8 @@ class ExpertsConfig:
                              "hedge_groups 'slot'|'slot-count'")
         if self.hedge_cap < 0 or not 0 <= self.hedge_prior < 1:
             raise ValueError("hedge_cap >= 0 and 0 <= hedge_prior < 1")
+        if self.hedge_batch_s < 0 and self.hedge_batch_s != -1:
+            raise ValueError("hedge_batch_s >= 0 (seconds), or -1 for no batching")
         if self.long_memory < 100 or self.residual_window < 1 or self.min_residuals < 1:
             raise ValueError("long_memory >= 100, residual_window >= 1, min_residuals >= 1")
 

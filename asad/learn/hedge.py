@@ -17,9 +17,10 @@ them per fine key and lost 45 % to the back-off); a group sees thousands. When a
 every expert of the panel as it stood when the job was told (timed snapshots, so a batch's
 early starters do not favour short memories in hindsight) pays ``min(|error|, cap)``
 (``hedge_loss: abs``; cap ``hedge_cap``, else ``max_loss``), its square, or 1 past the cap
-(``miss``). The preset caps at 0.25 decades: uncapped, the loss bounds the *mean* error, where
+(``miss``). The preset caps at 0.2 decades: uncapped, the loss bounds the *mean* error, where
 the back-off ties with the short medians, while the score is the *median* error (issue 38's
-diagnosis, docs/results/learn.md). Then fixed share mixes ``hedge_share`` of the prior
+diagnosis, docs/results/learn.md). With batched feedback (``hedge_batch_s`` >= 0, the preset
+0) the waits of a group that start together are one round of mean losses. Then fixed share mixes ``hedge_share`` of the prior
 (``hedge_prior`` on the back-off, the rest equal; uniform at 0) back
 in (Herbster & Warmuth's tracking of the best expert: an expert that fell behind can win again
 after the queue changes). The answer is the weighted mean of the panel in log10 (``mean``) or
@@ -69,8 +70,25 @@ class Dominant:
     answer_log10: float  # its answer, log10(1 + s)
 
 
+@dataclass
+class _Batch:
+    """One group's round of batched feedback: the waits that started within ``hedge_batch_s``
+    of ``start_s``, and the group's log weights before them."""
+
+    start_s: float
+    base: list[float]
+    loss_sum: dict[int, float]
+    count: dict[int, int]
+
+
 class HedgePool(ExpertsPool):
     """An :class:`ExpertsPool` in back-off mode whose answer is a Hedge mixture of its panel."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # the open batch per weight group (batched feedback); not persisted: after a restart the
+        # next wait opens a new batch, from the weights as saved
+        self._batches: dict[str, _Batch] = {}
 
     # -- the panel ------------------------------------------------------------------
     def panel(self, key: str, at_s: float | None = None) -> Panel | None:
@@ -153,20 +171,37 @@ class HedgePool(ExpertsPool):
         self._strata[key] = None if panel is None else panel.stratum
         return None if panel is None else self.mix(panel)
 
-    def _update(self, panel: Panel, y: float) -> None:
+    def _update(self, panel: Panel, y: float, at_s: float | None = None) -> None:
         """Hedge with fixed share: every expert that spoke pays its loss, then each keeps at least
-        ``hedge_share / N`` of the weight (normalised over those that spoke)."""
+        ``hedge_share / N`` of the weight (normalised over those that spoke). With batched
+        feedback (``hedge_batch_s`` >= 0) the waits of the group that start together are one
+        round: the weights are recomputed from where they stood before the batch, each expert
+        paying its mean loss over the batch so far."""
         cfg = self.config
         weights = self.group_weights(panel.group)
-        spoke = [i for i, v in enumerate(panel.values) if v is not None]
+        losses = {i: self.loss(float(v), y) for i, v in enumerate(panel.values) if v is not None}
+        if cfg.hedge_batch_s < 0 or at_s is None:
+            base, mean_loss = list(weights), losses
+        else:
+            batch = self._batches.get(panel.group)
+            if batch is None or not 0 <= at_s - batch.start_s <= cfg.hedge_batch_s:
+                batch = self._batches[panel.group] = _Batch(at_s, list(weights), {}, {})
+            for i, loss in losses.items():
+                batch.loss_sum[i] = batch.loss_sum.get(i, 0.0) + loss
+                batch.count[i] = batch.count.get(i, 0) + 1
+            base = batch.base
+            mean_loss = {i: batch.loss_sum[i] / batch.count[i] for i in batch.count}
+        new = list(base)
+        spoke = sorted(mean_loss)
         for i in spoke:
-            weights[i] -= cfg.hedge_eta * self.loss(float(panel.values[i]), y)  # type: ignore[arg-type]
-        top = max(weights[i] for i in spoke)
-        raw = {i: math.exp(weights[i] - top) for i in spoke}
+            new[i] -= cfg.hedge_eta * mean_loss[i]
+        top = max(new[i] for i in spoke)
+        raw = {i: math.exp(new[i] - top) for i in spoke}
         total = sum(raw.values())
         alpha, prior = cfg.hedge_share, self.prior(spoke)
         for i in spoke:
-            weights[i] = math.log((1.0 - alpha) * raw[i] / total + alpha * prior[i])
+            new[i] = math.log((1.0 - alpha) * raw[i] / total + alpha * prior[i])
+        weights[:] = new
 
     def loss(self, answer: float, y: float) -> float:
         """What an expert that answered ``answer`` pays when the wait was ``y`` (both log10(1 + s))."""
@@ -188,7 +223,7 @@ class HedgePool(ExpertsPool):
         if panel is not None:
             if told is None:  # rebuilt: the mixture as it stood (the weights since moved little)
                 told = (self.mix(panel), panel.stratum, None)
-            self._update(panel, math.log10(1.0 + wait))
+            self._update(panel, math.log10(1.0 + wait), None if at_s is None else float(at_s))
         super().observe(key, wait, at_s, told, fed)
 
     # -- persistence: the groups' weights live in the coarsest key's row --------------
