@@ -123,7 +123,7 @@ def test_a_large_stage_leads_a_pending_predecessor_once_enough_waits_are_seen(ct
 
 
 def test_a_small_stage_leads_a_pending_predecessor_after_few_waits(ctx):
-    """A 2-core b (tau 0.63): one wait seen leaves 1/2 unseen, under 0.63: it may lead."""
+    """A 2-core b (tau 0.63): two waits seen leave 1/3 unseen, under 0.63: it may lead."""
     now = 1_000_000.0
     assert unseen_share(2) < quantile_level(0.3, 2)
     wf = _pipeline(ctx, now, b_cpus=2, a_waits=[200.0, 205.0], b_waits=[200.0, 205.0])
