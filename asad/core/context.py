@@ -27,7 +27,7 @@ from asad.slurm.backend import Dependency, DependencyType, JobRequest, JobState,
 from asad.slurm.priority_rules import PriorityRules
 from asad.strategies.auto import quantile_level
 from asad.strategies.expected_start import GRID as WAIT_GRID
-from asad.strategies.expected_start import eligible_instant, end_of, later_of, pending_start
+from asad.strategies.expected_start import eligible_instant, end_of, later_of, pending_start, with_unseen_tails
 from asad.strategies.base import SubmitNow
 from asad.strategies.big_job import big_job_shape
 
@@ -124,10 +124,13 @@ class Context:
         running predecessor's start is known; a pending one's is its learned wait given the wait
         so far (:meth:`work_start_grid`; the caller checks it is not None)."""
         tau, key, seen = self._wait_level(wf, stage)
-        waits = self.learned.wait_quantiles(key, list(WAIT_GRID)) if seen else [0.0]
+        waits = ([0.0] if not seen else  # a wait below the fewest seen idles it: the bottom unseen
+                 with_unseen_tails(self.learned.wait_quantiles(key, list(WAIT_GRID)),
+                                   self.learned.wait_quantile_basis(key), top=False, bottom=True))
         instants = []
         for p in preds:
-            starts = self.work_start_grid(wf, p, now)
+            # a pending predecessor's start with what its waits leave unseen above them
+            starts = self.work_start_grid(wf, p, now, unseen=True)
             if starts is None:  # a caller that checked nothing: the start it knows, else none
                 starts = np.array([wf.stages[p].start_time or 0.0])
             runs = self.learned.runtime(self.runtime_key(wf, p)).recent
@@ -135,14 +138,16 @@ class Context:
             instants.append(eligible_instant(starts, runs, waits, tau))
         return max(instants), tau, seen
 
-    def work_start_grid(self, wf: WorkflowRun, stage: str, now: float) -> np.ndarray | None:
+    def work_start_grid(self, wf: WorkflowRun, stage: str, now: float, unseen: bool = False) -> np.ndarray | None:
         """When ``stage``'s work starts, as quantiles (``asad.strategies.expected_start``): a point
         once it began; its allocation (known, or a pending job's eligible instant plus the learned
         wait still to come) and, if it holds at a barrier, the later of that and its own
         predecessors' end. None where asad cannot say: a job not in Slurm yet, one held by
         ``afterok`` (no eligible time), an array job, a geometry or a predecessor's run time not
         learned yet. A stage that rides in a shared job starts when the stage before it in the job
-        ends."""
+        ends. ``unseen``: a pending job's wait carries the mass its few samples leave beyond the
+        largest (``expected_start.remaining_wait``), for pricing a barrier; else the learner's
+        grid as it is (for a median)."""
         run = wf.stages[stage]
         if run.state is StageState.COMPLETED:
             return np.array([run.start_time or 0.0])
@@ -151,7 +156,7 @@ class Context:
         job = wf.current_job(stage)
         if job is not None and stage in job.rides and run.state is StageState.SUBMITTED:
             # a rider of a shared (or merged) job starts its work the moment the stage before it ends
-            return self.work_end_grid(wf, job.stages[job.stages.index(stage) - 1], now)
+            return self.work_end_grid(wf, job.stages[job.stages.index(stage) - 1], now, unseen)
         if (job is None or job.job_id is None or job.request.array
                 or job.request.dependency is not None or run.state not in (StageState.SUBMITTED, StageState.RUNNING)):
             return None
@@ -161,26 +166,27 @@ class Context:
             eligible = job.eligible_time or job.request.begin or job.submitted_at
             if eligible is None or self.learned.wait_observations(job.geometry_key) == 0:
                 return None
-            alloc = pending_start(eligible, self.learned.wait_quantiles(job.geometry_key, list(WAIT_GRID)), now)
+            basis = self.learned.wait_quantile_basis(job.geometry_key) if unseen else None
+            alloc = pending_start(eligible, self.learned.wait_quantiles(job.geometry_key, list(WAIT_GRID)), now, basis)
         else:
             return None
         for p in wf.spec.predecessors(stage):  # held at its barrier until these end
             if wf.stages[p].state is StageState.COMPLETED:
                 continue
-            ends = self.work_end_grid(wf, p, now)
+            ends = self.work_end_grid(wf, p, now, unseen)
             if ends is None:
                 return None
             alloc = later_of(alloc, ends)
         return alloc
 
-    def work_end_grid(self, wf: WorkflowRun, stage: str, now: float) -> np.ndarray | None:
+    def work_end_grid(self, wf: WorkflowRun, stage: str, now: float, unseen: bool = False) -> np.ndarray | None:
         """When ``stage``'s work ends, as quantiles: its start's plus its recent run times; None
         when either is unknown."""
         run = wf.stages[stage]
         if run.state is StageState.COMPLETED:
             return np.array([run.end_time or now])
         runs = self.learned.runtime(self.runtime_key(wf, stage)).recent
-        starts = self.work_start_grid(wf, stage, now)
+        starts = self.work_start_grid(wf, stage, now, unseen)
         if starts is None or not runs:
             return None
         return np.maximum(end_of(starts, runs), now)

@@ -133,6 +133,18 @@ class Learned:
         return (f"{self.predictor_kind}: expert '{dominant.expert}' weighs {100 * dominant.weight:.0f} % "
                 f"(answers {max(0.0, 10 ** dominant.answer_log10 - 1):.0f} s; weights of {dominant.group})")
 
+    def wait_quantile_basis(self, key: str) -> int:
+        """How many samples the spread of :meth:`wait_quantiles` rests on: the waits or residuals
+        a pooled learner read it from, else the waits learned (at least 1 once one was: a point
+        rests on it). For pricing what the samples leave unseen (``asad.strategies.expected_start``)."""
+        if self.consulted is not None:
+            self.consulted.add((WAIT_KIND, key))
+            self.consulted.add((WAIT_COUNT, key))
+        pred = self.wait_predictor(key)
+        seen = int(pred.n_observations)
+        basis = getattr(pred, "quantile_basis", None)
+        return seen if basis is None else max(int(basis()), min(1, seen))
+
     def wait_observations(self, key: str) -> int:
         """How many waits of this geometry have been learned."""
         if self.consulted is not None:

@@ -35,7 +35,7 @@ per-geometry predictor.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -411,6 +411,19 @@ class ExpertsPool:
     def residual_quantiles(self, key: str, qs: Sequence[float], stratum: str | None = None) -> list[float] | None:
         """Quantiles of the residuals that answers like ``key``'s earned (``stratum``: the one
         :meth:`told` gave; by default the unfloored estimate's)."""
+        source = self._residual_source(key, stratum)
+        return None if source is None else source[1](qs)
+
+    def residual_basis(self, key: str, stratum: str | None = None) -> int:
+        """How many samples the shape of :meth:`residual_quantiles` rests on (0: it has none, the
+        answer is a point). A barrier priced from a few waits must know it is a few
+        (``asad.strategies.expected_start.with_unseen_tails``)."""
+        source = self._residual_source(key, stratum)
+        return 0 if source is None else source[0]
+
+    def _residual_source(self, key: str, stratum: str | None
+                         ) -> tuple[int, Callable[[Sequence[float]], list[float]]] | None:
+        """(sample count, quantile function) of the residuals :meth:`residual_quantiles` reads."""
         levels = self.levels(key)
         if self.config.residuals_from == "stratum" and self.config.mode == "backoff":
             self.estimate_log(key)
@@ -419,19 +432,20 @@ class ExpertsPool:
             if coarsest is not None and stratum is not None:
                 window = self._stratum_window(key, stratum)
                 if window is not None:
-                    return window.quantiles(qs)
+                    return len(window), window.quantiles
                 if len(coarsest.sorted_residuals) >= self.config.min_residuals:
-                    return [quantile_of_sorted(coarsest.sorted_residuals, float(q)) for q in qs]
+                    return len(coarsest.sorted_residuals), _sorted_quantiles(coarsest.sorted_residuals)
         for level_key in (levels if self.config.residuals_from == "finest" else levels[::-1]):
             stats = self.stats.get(level_key)
             if stats is not None and len(stats.sorted_residuals) >= self.config.min_residuals:
-                return [quantile_of_sorted(stats.sorted_residuals, float(q)) for q in qs]
+                return len(stats.sorted_residuals), _sorted_quantiles(stats.sorted_residuals)
         # too few residuals anywhere: the spread of the finest key's own waits around their median
         for level_key in self.levels(key):
             stats = self.stats.get(level_key)
             if stats is not None and stats.n >= 2:
                 mid = median_of_sorted(stats.sorted)
-                return [quantile_of_sorted(stats.sorted, float(q)) - mid for q in qs]
+                values = stats.sorted
+                return len(values), lambda qs: [quantile_of_sorted(values, float(q)) - mid for q in qs]
         return None
 
     # -- persistence ----------------------------------------------------------------
@@ -521,6 +535,12 @@ class ExpertsPredictor:
         shifts = self.pool.residual_quantiles(self.key, qs, stratum) or [0.0 for _ in qs]
         return [wait_at(y, shift) for shift in shifts]
 
+    def quantile_basis(self) -> int:
+        """How many samples the spread of :meth:`quantiles` rests on (0 before any wait, or while
+        the answer is a point)."""
+        told = self.pool.told(self.key, None, None, shifts=False)
+        return 0 if told is None else self.pool.residual_basis(self.key, told[1])
+
     def to_state(self) -> dict[str, Any]:
         """The whole pool (a standalone predictor); the engine stores keys one by one instead."""
         return {**self.pool.to_state(), "view_key": self.key}
@@ -528,3 +548,7 @@ class ExpertsPredictor:
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> "ExpertsPredictor":
         return cls(ExpertsPool.from_state(state), key=state.get("view_key", ""))
+
+
+def _sorted_quantiles(values: list[float]) -> Callable[[Sequence[float]], list[float]]:
+    return lambda qs: [quantile_of_sorted(values, float(q)) for q in qs]
