@@ -46,3 +46,19 @@ def shared_data(*parts: str) -> Path:
 
 
 os.environ.setdefault("HYPOTHESIS_PROFILE", "default")
+
+
+@pytest.fixture
+def limits_ctx(db_url):
+    """The engine's context over a small simulated cluster with multifactor priority and
+    AccountingStorageEnforce=limits: the quantile rule's site (issue 35's tests)."""
+    from asad.common.config import Settings
+    from asad.daemon.wiring import make_runner
+    from asad.slurm.sim import make_simulator
+    from asad.store.repo import Store
+
+    store = Store(db_url)
+    sim = make_simulator("small", load=0.0, seed=1, priority="multifactor", accounting_enforce_limits=True)
+    runner = make_runner(Settings(), store, sim)
+    yield runner.ctx
+    store.close()

@@ -38,17 +38,8 @@ def test_the_instant_is_the_cost_quantile_of_start_plus_run_minus_wait():
 
 
 @pytest.fixture
-def ctx(db_url):
-    from asad.daemon.wiring import make_runner
-    from asad.common.config import Settings
-    from asad.slurm.sim import make_simulator
-    from asad.store.repo import Store
-
-    store = Store(db_url)
-    sim = make_simulator("small", load=0.0, seed=1, priority="multifactor", accounting_enforce_limits=True)
-    runner = make_runner(Settings(), store, sim)
-    yield runner.ctx
-    store.close()
+def ctx(limits_ctx):
+    return limits_ctx
 
 
 def _pipeline(ctx, now: float, *, waited_s: float) -> WorkflowRun:

@@ -18,17 +18,8 @@ NOW = 1_000_000.0
 
 
 @pytest.fixture
-def ctx(db_url):
-    from asad.common.config import Settings
-    from asad.daemon.wiring import make_runner
-    from asad.slurm.sim import make_simulator
-    from asad.store.repo import Store
-
-    store = Store(db_url)
-    sim = make_simulator("small", load=0.0, seed=1, priority="multifactor", accounting_enforce_limits=True)
-    runner = make_runner(Settings(), store, sim)
-    yield runner.ctx
-    store.close()
+def ctx(limits_ctx):
+    return limits_ctx
 
 
 def _learn(ctx, wf: WorkflowRun, waits=(300.0, 320.0, 340.0, 360.0)) -> str:

@@ -52,17 +52,8 @@ PIPE = ("name: pipe\nstages:\n  - {name: a, cpus: 8, time: 10m, run: 'true'}\n"
 
 
 @pytest.fixture
-def ctx(db_url):
-    from asad.common.config import Settings
-    from asad.daemon.wiring import make_runner
-    from asad.slurm.sim import make_simulator
-    from asad.store.repo import Store
-
-    store = Store(db_url)
-    sim = make_simulator("small", load=0.0, seed=1, priority="multifactor", accounting_enforce_limits=True)
-    runner = make_runner(Settings(), store, sim)
-    yield runner.ctx
-    store.close()
+def ctx(limits_ctx):
+    return limits_ctx
 
 
 def _pipeline(ctx, now: float, *, b_cpus: int, a_waits: list[float], b_waits: list[float],
