@@ -309,18 +309,23 @@ NOISY_PANEL = {"hedge_eta": 4.0, "hedge_share": 0.01, "hedge_prior": 0.0, "hedge
 
 
 def test_the_top_level_converges_to_the_back_off_where_it_is_best():
+    # a panel that answers with its single heaviest expert, uniform prior: on a noisy stationary
+    # queue it jumps to short memories and is worse than the back-off it contains
     waits, keys = batched_stationary(5)
+    jumpy = {"hedge_combine": "leader", "hedge_prior": 0.0, "hedge_eta": 4.0}
     backoff = stream(make_pool("median-backoff"), waits, keys)
-    panel_only = stream(make_pool("hedge", **NOISY_PANEL), waits, keys)
-    top = make_pool("hedge", **NOISY_PANEL, hedge_top="learners")
+    panel_only = stream(make_pool("hedge", **jumpy), waits, keys)
+    top = make_pool("hedge", **jumpy, hedge_top="learners")
     learners = stream(top, waits, keys)
-    assert np.mean(panel_only) > np.mean(backoff) + 0.02  # without the top level: the panel's loss
-    # with it: the back-off's, up to a regret term (two experts: ln 2 / eta over the whole
-    # stream plus eta / 8 per round of losses in [0, cap], here well under 0.01 a wait)
-    assert np.mean(learners) <= np.mean(backoff) + 0.01
-    weights = top.log_weights["cluster=g#top"]
-    assert weights[0] > weights[1] + 2  # the back-off leads by far at the end
-    dominant = top.dominant(keys[-1])
+    assert np.mean(panel_only) > np.mean(backoff) + 0.005  # without the top level: the panel's loss
+    assert np.mean(learners) < np.mean(panel_only) - 0.005
+    assert np.median(learners) < np.median(panel_only)
+    # with it: the back-off's, up to a regret term; Hedge bounds the charged (capped) loss by
+    # the best learner's plus ln 2 / eta over the stream and eta cap^2 / 8 (0.02) a round
+    capped = lambda errors: np.mean(np.minimum(errors, 0.2))  # noqa: E731
+    assert capped(learners) <= capped(backoff) + 0.02
+    assert np.mean(learners) <= np.mean(backoff) + 0.005
+    dominant = top.dominant(keys[-1])  # the back-off leads the top level at the end
     assert dominant.expert == "backoff" and dominant.group == "cluster=g#top" and dominant.weight > 0.9
 
 
