@@ -28,6 +28,13 @@ the heaviest expert's (``leader``). Because ``backoff`` is in the panel, the mix
 most the back-off's plus the regret term ``ln N / eta + eta * T / 8``-like overheads; the
 measured gap is in docs/results/learn.md.
 
+A top level over whole learners (``hedge_top: learners``, issue 38's fourth round): Hedge,
+with the same loss, eta, fixed share, prior and batching, over two experts that are learners
+themselves, the back-off's answer and the panel's mixture, with weights per coarsest key
+(``<cluster>#top``); the answer is the leader (ties to the back-off) or the weighted mean
+(``hedge_top_combine``). Its charged loss is the better learner's up to the regret of two
+experts. On the rolling windows it still trails the back-off on Graham (docs/results/learn.md).
+
 The pending floor (the oldest job of the same class still pending, raising the answer), the
 strata of calibrated quantiles and ACI are the back-off's (:class:`ExpertsPool`, ``backoff``
 mode), applied to the mixture's answer: the floor after the mix, the residuals of the mixture.
