@@ -25,6 +25,16 @@ Graham and lost every rolling window there, so the rule asks for a margin that h
 worst cell, and two windows instead of one. None kept: ``median-backoff`` stays the default
 and the variant with the largest worst-cell margin is frozen as ``hedge``'s preset anyway, to
 be judged once on the rolling windows and reported.
+
+Fourth round (the top level over whole learners, ``hedge_top: learners``), fixed before its
+runs: the coverage leg of a cell passes within 5 points *or* no worse than ``median-backoff``'s
+own worst gap in that cell. In the first tuning window every learner's residual strata are
+still warming up (the file starts 04-24) and the reference itself misses by 6.6 / 7.7 points,
+so "within 5" alone failed every variant there whatever it did, and the rule could keep none.
+The judged rolling windows keep the issue's plain ±5 points.
+
+``--rolling LABEL`` (after the freeze): LABEL's targets in each rolling window ("scored"),
+the issue's three legs as ``asad bench predictors --rolling`` counts them.
 """
 
 from __future__ import annotations
@@ -54,11 +64,39 @@ def passes(rows: dict, label: str) -> tuple[bool, float]:
     me, ref = rows[label], rows[REFERENCE]
     best_x3 = max(rows[lb]["within_x3"] for lb in RUNNING if lb in rows)
     margin = ref["median_abs_log10"] - me["median_abs_log10"]
-    ok = margin >= 0 and me["within_x3"] >= best_x3 and me["worst_gap"] is not None and me["worst_gap"] <= GAP
+    gap_allowed = max(GAP, ref["worst_gap"] if ref["worst_gap"] is not None else GAP)
+    ok = margin >= 0 and me["within_x3"] >= best_x3 and me["worst_gap"] is not None and me["worst_gap"] <= gap_allowed
     return ok, margin
 
 
+def rolling(files: dict[str, str], label: str) -> int:
+    """The frozen LABEL's per-window targets on the rolling windows (read after the freeze)."""
+    for cluster, path in files.items():
+        with open(path) as handle:
+            blocks = json.load(handle)["scored"][cluster]
+        met = [0, 0, 0]
+        print(f"\n[{cluster}] {label}: median error vs {REFERENCE} / x3 vs best running median / worst gap")
+        for block in blocks:
+            rows = block["rows"]
+            me, ref = rows[label], rows[REFERENCE]
+            best_x3 = max(rows[lb]["within_x3"] for lb in RUNNING if lb in rows)
+            legs = (me["median_abs_log10"] <= ref["median_abs_log10"], me["within_x3"] >= best_x3,
+                    me["worst_gap"] is not None and me["worst_gap"] <= GAP)
+            met = [m + int(leg) for m, leg in zip(met, legs)]
+            gap = "-" if me["worst_gap"] is None else f"{100 * me['worst_gap']:.1f}"
+            ref_gap = "-" if ref["worst_gap"] is None else f"{100 * ref['worst_gap']:.1f}"
+            print(f"  {block['start']}..{block['end']}  {me['median_abs_log10']:.3f} vs {ref['median_abs_log10']:.3f}"
+                  f"  {100 * me['within_x3']:.1f} / {100 * best_x3:.1f}  {gap} ({ref_gap})  "
+                  + " ".join("met" if leg else "NOT" for leg in legs))
+        n = len(blocks)
+        print(f"  windows met: {met[0]} / {met[1]} / {met[2]} of {n}"
+              f" ({'holds' if n and min(met) / n >= 0.75 else 'does NOT hold'} at 75 %)")
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--rolling"]:
+        return rolling(dict(arg.split(":", 1) for arg in argv[2:]), argv[1])
     files = dict(arg.split(":", 1) for arg in argv)
     table = cells(files)
     variants = sorted({lb for rows in table.values() for lb in rows if lb.startswith("h-")})

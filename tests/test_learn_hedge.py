@@ -287,3 +287,86 @@ def test_batch_window_in_seconds_and_the_config_check():
     assert dict(pool.shares(panel))[0] == pytest.approx(math.exp(-4.0) / (math.exp(-4.0) + 1.0))
     with pytest.raises(ValueError, match="hedge_batch_s"):
         make_pool("hedge", hedge_batch_s=-2.0)
+
+
+# -- the top level over whole learners (hedge_top: learners; issue 38, fourth round) -----------
+def batched_stationary(seed):
+    """Batches of one key's jobs on a stationary queue with heavy noise: the back-off's long
+    median is the best learner, short memories chase the noise."""
+    rng = random.Random(seed)
+    keys, waits = [], []
+    for _ in range(300):
+        key, level = KEY.format(a=rng.randrange(20), c=rng.choice((1, 2, 4, 8))), rng.gauss(8, 0.3)
+        for _ in range(rng.randrange(1, 30)):
+            keys.append(key)
+            waits.append(rng.lognormvariate(level, 1.5))
+    return waits, keys
+
+
+# a panel that leans on its short memories (last round's eta 4, uniform prior): worse than the
+# back-off on a stationary queue, better on a drift
+NOISY_PANEL = {"hedge_eta": 4.0, "hedge_share": 0.01, "hedge_prior": 0.0, "hedge_cap": 0.0}
+
+
+def test_the_top_level_converges_to_the_back_off_where_it_is_best():
+    # a panel that answers with its single heaviest expert, uniform prior: on a noisy stationary
+    # queue it jumps to short memories and is worse than the back-off it contains
+    waits, keys = batched_stationary(5)
+    jumpy = {"hedge_combine": "leader", "hedge_prior": 0.0, "hedge_eta": 4.0}
+    backoff = stream(make_pool("median-backoff"), waits, keys)
+    panel_only = stream(make_pool("hedge", **jumpy), waits, keys)
+    top = make_pool("hedge", **jumpy, hedge_top="learners")
+    learners = stream(top, waits, keys)
+    assert np.mean(panel_only) > np.mean(backoff) + 0.005  # without the top level: the panel's loss
+    assert np.mean(learners) < np.mean(panel_only) - 0.005
+    assert np.median(learners) < np.median(panel_only)
+    # with it: the back-off's, up to a regret term; Hedge bounds the charged (capped) loss by
+    # the best learner's plus ln 2 / eta over the stream and eta cap^2 / 8 (0.02) a round
+    capped = lambda errors: np.mean(np.minimum(errors, 0.2))  # noqa: E731
+    assert capped(learners) <= capped(backoff) + 0.02
+    assert np.mean(learners) <= np.mean(backoff) + 0.005
+    dominant = top.dominant(keys[-1])  # the back-off leads the top level at the end
+    assert dominant.expert == "backoff" and dominant.group == "cluster=g#top" and dominant.weight > 0.9
+
+
+def test_the_top_level_follows_the_panel_where_it_is_best():
+    rng = random.Random(3)
+    keys = [KEY.format(a=i % 3, c=1 + i % 2) for i in range(3000)]
+    waits = [max(1.0, 100.0 * 1.002**i * rng.lognormvariate(0, 0.3)) for i in range(3000)]
+    backoff = stream(make_pool("median-backoff"), waits, keys)
+    panel_only = stream(make_pool("hedge", **NOISY_PANEL), waits, keys)
+    for combine in ("leader", "mean"):
+        top = make_pool("hedge", **NOISY_PANEL, hedge_top="learners", hedge_top_combine=combine)
+        learners = stream(top, waits, keys)
+        assert np.median(learners) < 0.7 * np.median(backoff)
+        assert np.mean(learners) <= np.mean(panel_only) + 0.01
+        weights = top.log_weights["cluster=g#top"]
+        assert weights[1] > weights[0]  # the panel leads
+
+
+def test_top_level_update_prior_combine_state_and_config():
+    pool = make_pool("hedge", hedge_eta=2.0, hedge_share=0.1, hedge_prior=0.5, hedge_cap=0.0,
+                     hedge_batch_s=-1, hedge_top="learners", hedge_top_combine="mean")
+    panel = Panel(1.0, "0", "c#0", (1.0, 3.0, 2.0, None, 1.5, 1.0))
+    # before any wait: equal weights (prior 0.5 on the back-off of two learners), the mean of the two
+    assert pool.top_mix(panel) == pytest.approx(0.5 * 1.0 + 0.5 * pool.mix(panel))
+    learners = pool.top_values(panel)
+    pool._step("c#top", pool.top_weights("c#top"), learners, 3.0, None, pool.prior)
+    shares = dict(pool.top_shares(panel))
+    raw = [math.exp(-2.0 * abs(v - 3.0)) for v in learners]
+    for i in (0, 1):
+        assert shares[i] == pytest.approx(0.9 * raw[i] / sum(raw) + 0.1 * 0.5)
+    leader = make_pool("hedge", hedge_top="learners")  # leader combine, ties to the back-off
+    assert leader.top_mix(panel) == pytest.approx(1.0)
+    # the top weights are saved in the coarsest key's row and restored
+    rng = random.Random(1)
+    keys = [KEY.format(a=i % 4, c=2) for i in range(300)]
+    top = make_pool("hedge", hedge_top="learners")
+    stream(top, [rng.lognormvariate(7, 1) for _ in keys], keys)
+    restored = predictor_from_state(top.view(keys[-1]).to_state())
+    assert restored.pool.log_weights["cluster=g#top"] == top.log_weights["cluster=g#top"]
+    assert restored.estimate() == pytest.approx(top.view(keys[-1]).estimate())
+    with pytest.raises(ValueError, match="hedge_top"):
+        make_pool("hedge", hedge_top="all")
+    with pytest.raises(ValueError, match="hedge_top"):
+        make_pool("hedge", hedge_top="learners", hedge_top_combine="median")

@@ -120,6 +120,12 @@ class ExpertsConfig:
     # one key's jobs starting together is one piece of news about the queue, not n); -1: off,
     # every wait is its own round
     hedge_batch_s: float = -1.0
+    # a top level over whole learners (issue 38, fourth round): "learners" weighs the back-off's
+    # answer against the panel's mixture with Hedge (same eta, share, loss, cap, prior and
+    # batching), per coarsest key, and answers with the "leader" (ties to the back-off) or the
+    # weighted "mean" in log10 (``hedge_top_combine``); "none": the panel's mixture is the answer
+    hedge_top: str = "none"
+    hedge_top_combine: str = "leader"
 
     @property
     def only_long(self) -> bool:
@@ -157,6 +163,8 @@ class ExpertsConfig:
             raise ValueError("hedge_cap >= 0 and 0 <= hedge_prior < 1")
         if self.hedge_batch_s < 0 and self.hedge_batch_s != -1:
             raise ValueError("hedge_batch_s >= 0 (seconds), or -1 for no batching")
+        if self.hedge_top not in ("none", "learners") or self.hedge_top_combine not in ("leader", "mean"):
+            raise ValueError("hedge_top 'none'|'learners', hedge_top_combine 'leader'|'mean'")
         if self.long_memory < 100 or self.residual_window < 1 or self.min_residuals < 1:
             raise ValueError("long_memory >= 100, residual_window >= 1, min_residuals >= 1")
 

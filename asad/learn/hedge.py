@@ -28,6 +28,13 @@ the heaviest expert's (``leader``). Because ``backoff`` is in the panel, the mix
 most the back-off's plus the regret term ``ln N / eta + eta * T / 8``-like overheads; the
 measured gap is in docs/results/learn.md.
 
+A top level over whole learners (``hedge_top: learners``, issue 38's fourth round): Hedge,
+with the same loss, eta, fixed share, prior and batching, over two experts that are learners
+themselves, the back-off's answer and the panel's mixture, with weights per coarsest key
+(``<cluster>#top``); the answer is the leader (ties to the back-off) or the weighted mean
+(``hedge_top_combine``). Its charged loss is the better learner's up to the regret of two
+experts. On the rolling windows it still trails the back-off on Graham (docs/results/learn.md).
+
 The pending floor (the oldest job of the same class still pending, raising the answer), the
 strata of calibrated quantiles and ACI are the back-off's (:class:`ExpertsPool`, ``backoff``
 mode), applied to the mixture's answer: the floor after the mix, the residuals of the mixture.
@@ -48,6 +55,9 @@ from asad.learn.experts import ExpertsPool
 from asad.learn.key_stats import count_bucket
 
 PANEL = ("backoff", "last", "median5", "median20", "median100", "parent")
+# the experts of the top level (``hedge_top: learners``): whole learners, the back-off's answer
+# and the panel's mixture
+TOP = ("backoff", "panel")
 
 
 @dataclass(frozen=True)
@@ -157,11 +167,58 @@ class HedgePool(ExpertsPool):
             return pairs[-1][0]
         return sum(share * float(panel.values[i]) for i, share in shares)  # type: ignore[arg-type]
 
+    # -- the top level over whole learners (hedge_top: learners) -----------------------
+    @property
+    def has_top(self) -> bool:
+        return self.config.hedge_top == "learners"
+
+    @staticmethod
+    def top_group(panel: Panel) -> str:
+        """The top level's weights are kept per coarsest key (the cluster): the two learners
+        answer every job, so one group sees every wait."""
+        return f"{panel.group.split('#', 1)[0]}#top"
+
+    def top_values(self, panel: Panel) -> tuple[float, float]:
+        """What the two learners say: the back-off's answer and the panel's mixture."""
+        return panel.backoff, self.mix(panel)
+
+    def top_weights(self, group: str) -> list[float]:
+        weights = self.log_weights.get(group)
+        if weights is None:
+            prior = self.prior(range(len(TOP)))
+            weights = self.log_weights[group] = [math.log(prior[i] * len(TOP)) for i in range(len(TOP))]
+        return weights
+
+    def top_shares(self, panel: Panel) -> list[tuple[int, float]]:
+        """(learner index, share of the weight) at the top level; shares sum to 1."""
+        weights = self.top_weights(self.top_group(panel))
+        top = max(weights)
+        raw = [math.exp(w - top) for w in weights]
+        total = sum(raw)
+        return [(i, w / total) for i, w in enumerate(raw)]
+
+    def top_mix(self, panel: Panel) -> float:
+        values, shares = self.top_values(panel), self.top_shares(panel)
+        if self.config.hedge_top_combine == "leader":
+            # ties go to the back-off (index 0)
+            return values[max(shares, key=lambda item: (item[1], -item[0]))[0]]
+        return sum(share * values[i] for i, share in shares)
+
+    def answer(self, panel: Panel) -> float:
+        """The pool's answer for a panel: the top level's, or the panel's mixture."""
+        return self.top_mix(panel) if self.has_top else self.mix(panel)
+
     def dominant(self, key: str) -> Dominant | None:
-        """The expert with the largest share in ``key``'s prediction now (None: nothing learned)."""
+        """The expert with the largest share in ``key``'s prediction now (None: nothing learned).
+        With the top level, the back-off when it leads there (its top-level share), else the
+        panel's heaviest expert."""
         panel = self.panel(key)
         if panel is None:
             return None
+        if self.has_top:
+            leader, share = max(self.top_shares(panel), key=lambda item: (item[1], -item[0]))
+            if leader == 0:
+                return Dominant("backoff", share, self.top_group(panel), panel.backoff)
         i, share = max(self.shares(panel), key=lambda item: (item[1], -item[0]))
         return Dominant(PANEL[i], share, panel.group, float(panel.values[i]))  # type: ignore[arg-type]
 
@@ -169,23 +226,28 @@ class HedgePool(ExpertsPool):
     def _estimate_log(self, key: str) -> float | None:
         panel = self.panel(key)
         self._strata[key] = None if panel is None else panel.stratum
-        return None if panel is None else self.mix(panel)
+        return None if panel is None else self.answer(panel)
 
     def _update(self, panel: Panel, y: float, at_s: float | None = None) -> None:
-        """Hedge with fixed share: every expert that spoke pays its loss, then each keeps at least
-        ``hedge_share / N`` of the weight (normalised over those that spoke). With batched
-        feedback (``hedge_batch_s`` >= 0) the waits of the group that start together are one
-        round: the weights are recomputed from where they stood before the batch, each expert
-        paying its mean loss over the batch so far."""
+        """Hedge with fixed share over the panel, in the panel's weight group."""
+        self._step(panel.group, self.group_weights(panel.group), panel.values, y, at_s, self.prior)
+
+    def _step(self, group: str, weights: list[float], values: Sequence[float | None], y: float,
+              at_s: float | None, prior_of: Any) -> None:
+        """One Hedge round with fixed share: every expert that spoke pays its loss, then each
+        keeps at least ``hedge_share / N`` of the weight (normalised over those that spoke;
+        ``prior_of(spoke)`` says how the shared mass is spread). With batched feedback
+        (``hedge_batch_s`` >= 0) the waits of the group that start together are one round: the
+        weights are recomputed from where they stood before the batch, each expert paying its
+        mean loss over the batch so far."""
         cfg = self.config
-        weights = self.group_weights(panel.group)
-        losses = {i: self.loss(float(v), y) for i, v in enumerate(panel.values) if v is not None}
+        losses = {i: self.loss(float(v), y) for i, v in enumerate(values) if v is not None}
         if cfg.hedge_batch_s < 0 or at_s is None:
             base, mean_loss = list(weights), losses
         else:
-            batch = self._batches.get(panel.group)
+            batch = self._batches.get(group)
             if batch is None or not 0 <= at_s - batch.start_s <= cfg.hedge_batch_s:
-                batch = self._batches[panel.group] = _Batch(at_s, list(weights), {}, {})
+                batch = self._batches[group] = _Batch(at_s, list(weights), {}, {})
             for i, loss in losses.items():
                 batch.loss_sum[i] = batch.loss_sum.get(i, 0.0) + loss
                 batch.count[i] = batch.count.get(i, 0) + 1
@@ -198,7 +260,7 @@ class HedgePool(ExpertsPool):
         top = max(new[i] for i in spoke)
         raw = {i: math.exp(new[i] - top) for i in spoke}
         total = sum(raw.values())
-        alpha, prior = cfg.hedge_share, self.prior(spoke)
+        alpha, prior = cfg.hedge_share, prior_of(spoke)
         for i in spoke:
             new[i] = math.log((1.0 - alpha) * raw[i] / total + alpha * prior[i])
         weights[:] = new
@@ -222,8 +284,14 @@ class HedgePool(ExpertsPool):
         panel = self.panel(key, decided_s)
         if panel is not None:
             if told is None:  # rebuilt: the mixture as it stood (the weights since moved little)
-                told = (self.mix(panel), panel.stratum, None)
-            self._update(panel, math.log10(1.0 + wait), None if at_s is None else float(at_s))
+                told = (self.answer(panel), panel.stratum, None)
+            y, at = math.log10(1.0 + wait), None if at_s is None else float(at_s)
+            # the learners' answers before this wait moves the panel's weights
+            learners = self.top_values(panel) if self.has_top else None
+            self._update(panel, y, at)
+            if learners is not None:
+                group = self.top_group(panel)
+                self._step(group, self.top_weights(group), learners, y, at, self.prior)
         super().observe(key, wait, at_s, told, fed)
 
     # -- persistence: the groups' weights live in the coarsest key's row --------------
@@ -238,7 +306,7 @@ class HedgePool(ExpertsPool):
     def load_key_state(self, key: str, state: dict[str, Any]) -> None:
         super().load_key_state(key, state)
         for group, weights in state.get("hedge_weights", {}).items():
-            if len(weights) == len(PANEL):
+            if len(weights) == (len(TOP) if group.endswith("#top") else len(PANEL)):
                 self.log_weights[group] = [float(w) for w in weights]
 
     def to_state(self) -> dict[str, Any]:

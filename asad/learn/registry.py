@@ -15,7 +15,9 @@ Names (``make_predictor(kind, seed, **params)``; params override the preset):
                     coarser keys, calibrated quantiles (asad.learn.experts)
     hedge           exponential weights (Hedge, fixed share) over median-backoff's panel: its own
                     answer, the answering level's last wait and running medians, the coarser
-                    level's median; weights per cluster and answering level (asad.learn.hedge)
+                    level's median; weights per cluster and answering level (asad.learn.hedge);
+                    {"hedge_top": "learners"} adds a top level weighing the back-off's answer
+                    against that mixture per cluster
     median-backoff  the same pool without weights: the median of the finest key that has seen a
                     wait, since its last detected change, the account's own coarser keys first;
                     quantiles from the residuals of answers by the same level (BACKOFF_DEFAULTS)
