@@ -233,13 +233,7 @@ def test_the_preset_stays_within_its_regret_of_the_back_off_in_mean_error():
     # is charged: the frozen preset (capped loss) and eta 0.25 uncapped are no worse than the
     # back-off they contain, while last round's eta 4 (regret term eta / 8 per wait, larger than
     # the loss) was worse than it
-    rng = random.Random(5)
-    keys, waits = [], []
-    for _ in range(300):
-        key, level = KEY.format(a=rng.randrange(20), c=rng.choice((1, 2, 4, 8))), rng.gauss(8, 0.3)
-        for _ in range(rng.randrange(1, 30)):
-            keys.append(key)
-            waits.append(rng.lognormvariate(level, 1.5))
+    waits, keys = batched_stationary(5)
     backoff = stream(make_pool("median-backoff"), waits, keys)
     preset = stream(make_pool("hedge"), waits, keys)
     # charged min(|error|, 0.25): its mean is what the bound covers; the median follows it
