@@ -104,8 +104,12 @@ def test_watch_refreshes_until_interrupted(tmp_path):
 
     db = f"sqlite:///{tmp_path / 'w.db'}"
     Store(db).add_workflow(parse_workflow((EXAMPLES / "blast.yaml").read_text()), 0.0)
+    # A pytest started in the background by a non-interactive shell (scripts/test.sh runs one that
+    # way) ignores SIGINT, and a child inherits that: Python then installs no KeyboardInterrupt
+    # handler and the watch never ends. Ctrl-C reaches a terminal's foreground process: give it that.
     proc = subprocess.Popen([sys.executable, "-m", "asad", "status", "--db", db, "--watch", "0.2"],
-                            stdout=subprocess.PIPE, text=True, cwd=ROOT, env=os.environ.copy())
+                            stdout=subprocess.PIPE, text=True, cwd=ROOT, env=os.environ.copy(),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     # Interrupt after the second screen, however slow the start-up (not after a fixed sleep: on a
     # loaded machine the first screen alone took more than 4 s).
     seen = ""
