@@ -93,6 +93,29 @@ def test_the_learner_says_how_many_samples_its_spread_rests_on(ctx):
     assert ctx.learned.wait_quantile_basis(akey) == 4  # a's own waits, 1 + 3
 
 
+def test_a_wait_of_another_key_that_changes_this_keys_basis_makes_its_decisions_stale(ctx):
+    """In the pool a key's spread may be read at a level it shares with its neighbours, so a
+    neighbour's wait can change the basis a decision priced without moving anything else it asked:
+    the runner redoes a decision only when a version of what it consulted grew."""
+    from asad.core.learned import WAIT_COUNT, WAIT_KIND
+
+    now = 1_000_000.0
+    wf = _pipeline(ctx, now, b_cpus=28, a_waits=[120.0], b_waits=[110.0])
+    akey, bkey = wf.jobs[0].geometry_key, ctx.geometry_key(ctx.request_for(wf, "b"))
+    learned = ctx.learned
+    learned.consulted = set()
+    before = learned.wait_quantile_basis(akey)
+    consulted, learned.consulted = learned.consulted, None
+    seen = {key: learned.versions.get(key, 0) for key in consulted}
+    assert (WAIT_KIND, akey) in seen and (WAIT_COUNT, akey) in seen
+    learned.estimate_wait(akey)  # a's own answer, which b's waits do not move
+    est = learned.estimate_wait(akey)
+    learned.observe_wait(bkey, 112.0, at_s=now - 10)
+    assert learned.estimate_wait(akey) == est
+    assert learned.wait_quantile_basis(akey) != before  # read from the level a shares with b
+    assert any(learned.versions.get(key, 0) != version for key, version in seen.items())
+
+
 def test_a_large_stage_waits_for_a_pending_predecessor_learned_from_few_waits(ctx):
     """A 28-core b (tau 0.11) behind a pending a whose geometry has 2 waits: a further wait beyond
     both has chance 1/3 > 0.11, so the rule cannot price the barrier and waits for a to start

@@ -49,6 +49,7 @@ class Learned:
                       if is_pooled(predictor_kind) else None)
         self._pool_loaded: set[str] = set()
         self._quantiles_asked: dict[str, dict[tuple, list[float]]] = {}  # key -> qs -> values given
+        self._basis_asked: dict[str, int] = {}  # key -> the quantile basis given
 
     def wait_predictor(self, key: str):  # noqa: ANN201
         if self._pool is not None:
@@ -140,6 +141,10 @@ class Learned:
         if self.consulted is not None:
             self.consulted.add((WAIT_KIND, key))
             self.consulted.add((WAIT_COUNT, key))
+        basis = self._basis_asked[key] = self._quantile_basis(key)
+        return basis
+
+    def _quantile_basis(self, key: str) -> int:
         pred = self.wait_predictor(key)
         seen = int(pred.n_observations)
         basis = getattr(pred, "quantile_basis", None)
@@ -223,6 +228,11 @@ class Learned:
             moved = self._quantiles_moved(other)
             if before is None or self._estimate_wait(other) != before or moved:
                 self._bump(WAIT_KIND, other)
+            # another key's wait can add to the level a key's spread is read from (its basis)
+            # without moving its quantiles; a barrier priced from that basis must be priced again
+            if other in self._basis_asked and self._quantile_basis(other) != self._basis_asked[other]:
+                self._basis_asked[other] = self._quantile_basis(other)
+                self._bump(WAIT_COUNT, other)
 
     def runtime(self, key: str) -> RuntimeEstimator:
         if self.consulted is not None:
