@@ -66,12 +66,24 @@ VARIANTS = {
 SHARE_JOBS_OF = {"auto-shared": "on", "auto-shared-learned": "learned", "auto-merged": "cost"}
 
 
+def pressure_of(name: str) -> int:
+    """``auto-qpK`` (and ``auto-qpK@PRICE``): ``auto`` with its wait conditioned on the queue's
+    pending load, the K waits met nearest the current pressure (asad/learn/pressure.py); else 0."""
+    base = name.partition("@")[0]
+    digits = base[len("auto-qp"):]
+    return int(digits) if base.startswith("auto-qp") and digits.isdigit() and int(digits) > 0 else 0
+
+
 def variant_setup(name: str) -> tuple[str, str, str, float | None]:
     """(strategy, mode, timing, idle price) of a variant name; ``auto@0.1`` is ``auto`` with an idle
-    price of 0.1 (several prices share one warm-up, for tuning the price on training seeds)."""
+    price of 0.1 (several prices share one warm-up, for tuning the price on training seeds);
+    ``auto-qpK[@PRICE]`` is ``auto`` with the pressure-conditioned wait (:func:`pressure_of`)."""
     base, _, price = name.partition("@")
+    if pressure_of(name):
+        base = "auto"
     if base not in VARIANTS or (price and base != "auto"):
-        raise SystemExit(f"asad bench strategies: unknown variant {name!r}; known: {', '.join(VARIANTS)}, auto@PRICE")
+        raise SystemExit(f"asad bench strategies: unknown variant {name!r}; known: {', '.join(VARIANTS)}, "
+                         "auto@PRICE, auto-qpK[@PRICE]")
     try:
         return (*VARIANTS[base], float(price) if price else None)
     except ValueError:
@@ -94,7 +106,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="simulated priority policies (asad.slurm.sim.PRIORITY_PRESETS)")
     p.add_argument("--workflows", default=",".join(SERIAL_FRACTION), type=word_list(SERIAL_FRACTION, "workflow"))
     p.add_argument("--variants", default=",".join(v for v in VARIANTS if v not in ("per-stage-user", "auto-shared", "auto-merged")),
-                   help="comma-separated; auto@PRICE is auto with that idle price (e.g. auto@0.02,auto@0.1)")
+                   help="comma-separated; auto@PRICE is auto with that idle price (e.g. auto@0.02,auto@0.1); "
+                        "auto-qpK[@PRICE] is auto with its wait conditioned on the queue's pending load (K waits)")
     p.add_argument("--load", type=non_negative_float, default=None, help="background load (default: the preset's)")
     p.add_argument("--warmup-days", type=non_negative_float, default=4.0, help="background warm-up before each seed")
     p.add_argument("--predictor", default="", help="wait learner (default: the recommended one)")
@@ -180,7 +193,8 @@ def _series(task: dict) -> list[dict]:
                     spec = user_spec if variant == "per-stage-user" else learned_spec
                     sim = pickle.loads(snapshot)
                     settings = Settings(predictor=task["predictor"], asa_timing=timing, seed=seed,
-                                        share_jobs=SHARE_JOBS_OF.get(variant, "off"))
+                                        share_jobs=SHARE_JOBS_OF.get(variant, "off"),
+                                        wait_pressure=pressure_of(variant))
                     if price is not None or task.get("idle_price") is not None:
                         settings.idle_price = price if price is not None else task["idle_price"]
                     (s,) = run_in_process(stores[variant], sim, [spec], settings=settings, strategy=strategy,
