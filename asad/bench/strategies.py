@@ -66,12 +66,15 @@ VARIANTS = {
 SHARE_JOBS_OF = {"auto-shared": "on", "auto-shared-learned": "learned", "auto-merged": "cost"}
 
 
-def pressure_of(name: str) -> int:
+def pressure_of(name: str) -> tuple[int, float]:
     """``auto-qpK`` (and ``auto-qpK@PRICE``): ``auto`` with its wait conditioned on the queue's
-    pending load, the K waits met nearest the current pressure (asad/learn/pressure.py); else 0."""
+    pending load, the K waits met nearest the current pressure (asad/learn/pressure.py), in levels
+    of half a log2 step; ``auto-qpK-S``: levels of S tenths. (0, 0.5) for any other name."""
     base = name.partition("@")[0]
-    digits = base[len("auto-qp"):]
-    return int(digits) if base.startswith("auto-qp") and digits.isdigit() and int(digits) > 0 else 0
+    k, _, tenths = base[len("auto-qp"):].partition("-")
+    if not (base.startswith("auto-qp") and k.isdigit() and int(k) > 0 and (not tenths or tenths.isdigit())):
+        return 0, 0.5
+    return int(k), int(tenths) / 10 if tenths and int(tenths) > 0 else 0.5
 
 
 def variant_setup(name: str) -> tuple[str, str, str, float | None]:
@@ -79,7 +82,7 @@ def variant_setup(name: str) -> tuple[str, str, str, float | None]:
     price of 0.1 (several prices share one warm-up, for tuning the price on training seeds);
     ``auto-qpK[@PRICE]`` is ``auto`` with the pressure-conditioned wait (:func:`pressure_of`)."""
     base, _, price = name.partition("@")
-    if pressure_of(name):
+    if pressure_of(name)[0]:
         base = "auto"
     if base not in VARIANTS or (price and base != "auto"):
         raise SystemExit(f"asad bench strategies: unknown variant {name!r}; known: {', '.join(VARIANTS)}, "
@@ -194,7 +197,8 @@ def _series(task: dict) -> list[dict]:
                     sim = pickle.loads(snapshot)
                     settings = Settings(predictor=task["predictor"], asa_timing=timing, seed=seed,
                                         share_jobs=SHARE_JOBS_OF.get(variant, "off"),
-                                        wait_pressure=pressure_of(variant))
+                                        wait_pressure=pressure_of(variant)[0],
+                                        wait_pressure_step=pressure_of(variant)[1])
                     if price is not None or task.get("idle_price") is not None:
                         settings.idle_price = price if price is not None else task["idle_price"]
                     (s,) = run_in_process(stores[variant], sim, [spec], settings=settings, strategy=strategy,

@@ -54,6 +54,7 @@ class Settings:
     # on, each poll adds one all-users squeue of pending jobs. Off by default: on the simulator's
     # multifactor-limits it did not meet issue 35's target on held-out seeds (docs/results/strategies.md).
     wait_pressure: int = 0
+    wait_pressure_step: float = 0.5  # ... its pressure levels' width in log2(1 + CPUs queued)
     seed: int = 0
     sim_preset: str = "small"
     sim_load: float | None = None
@@ -115,11 +116,12 @@ _ENV = {
     "ASAD_SIM_PRESET": "sim_preset", "ASAD_SIM_SPEED": "sim_speed", "ASAD_ASA_TIMING": "asa_timing",
     "ASAD_IDLE_PRICE": "idle_price", "ASAD_PLACEMENT": "placement", "ASAD_SHARE_JOBS": "share_jobs",
     "ASAD_WAIT_PRESSURE": "wait_pressure",
+    "ASAD_WAIT_PRESSURE_STEP": "wait_pressure_step",
 }
 
 
 # settings that are a pause or a timeout: 0 or less would spin or never wait
-POSITIVE = ("poll_interval_s", "max_poll_interval_s", "slurm_timeout_s")
+POSITIVE = ("poll_interval_s", "max_poll_interval_s", "slurm_timeout_s", "wait_pressure_step")
 
 
 def load_settings(overrides: dict | None = None, config_file: Path | None = None) -> Settings:

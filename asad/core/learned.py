@@ -9,7 +9,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from asad.learn.calibration import told_waits_s
-from asad.learn.pressure import PressureSamples, key_shape, pressure_level
+from asad.learn.pressure import STEP_LOG2, PressureSamples, key_shape, pressure_level
 from asad.learn.registry import is_pooled, make_pool, make_predictor, predictor_from_state
 from asad.learn.runtime import RuntimeEstimator
 from asad.core.share_choice import OpenTrials, ShareChoice, Trial
@@ -28,11 +28,13 @@ class Learned:
     """In-memory learners with write-back. ``load(kind, key) -> state | None`` reads the store."""
 
     def __init__(self, load: Callable[[str, str], dict | None], predictor_kind: str, seed: int = 0,
-                 predictor_params: dict | None = None, pressure_neighbours: int = 0):
+                 predictor_params: dict | None = None, pressure_neighbours: int = 0,
+                 pressure_step: float = STEP_LOG2):
         self._load = load
         # the wait conditioned on the queue's pending load (asad.learn.pressure): the waits nearest
         # the current pressure, this many; 0 = off (the learner's unconditioned quantiles)
         self.pressure_neighbours = max(0, int(pressure_neighbours))
+        self.pressure_step = float(pressure_step) if pressure_step > 0 else STEP_LOG2  # log2 levels
         self._pressure: dict[str, PressureSamples] = {}
         self._queue = None  # the last PendingLoad seen (asad.slurm.pending_load), None before any
         self.predictor_kind = predictor_kind
@@ -101,7 +103,8 @@ class Learned:
         that is on and enough waits were seen with one, else the learner's own."""
         now = self.pressure_now(key)
         if now is not None:
-            conditioned = self._pressure_samples(key).quantiles(qs, now, self.pressure_neighbours)
+            conditioned = self._pressure_samples(key).quantiles(qs, now, self.pressure_neighbours,
+                                                                self.pressure_step)
             if conditioned is not None:
                 return [self._seen(v) for v in conditioned]
         return [self._seen(v) for v in self.wait_predictor(key).quantiles(list(qs))]
@@ -120,7 +123,9 @@ class Learned:
         self._queue = load
         for key, was in before.items():
             now = self.pressure_now(key)
-            if (was is None) != (now is None) or (now is not None and pressure_level(now) != pressure_level(was)):
+            step = self.pressure_step
+            if (was is None) != (now is None) or (
+                    now is not None and pressure_level(now, step) != pressure_level(was, step)):
                 if self._quantiles_moved(key):
                     self._bump(WAIT_KIND, key)
 

@@ -82,7 +82,7 @@ class Runner:
     def create(cls, store: Store, backend: Backend, *, predictor: str, seed: int = 0, asa_timing: str = "daemon",
                predictor_params: dict | None = None, build_command=None, run_dir: str = "",
                idle_price: float | None = None, placement: str | None = None,
-               share_jobs: str = "off", wait_pressure: int = 0,
+               share_jobs: str = "off", wait_pressure: int = 0, wait_pressure_step: float = 0.5,
                only: frozenset[int] | None = None) -> Runner:  # noqa: ANN001
         from asad.common.config import DEFAULT_IDLE_PRICE, DEFAULT_PLACEMENT
         from asad.core.context import EngineConfig
@@ -97,7 +97,7 @@ class Runner:
                               max_array_size=getattr(backend, "max_array_size", DEFAULT_MAX_ARRAY_SIZE),
                               placement=placement or DEFAULT_PLACEMENT, share_jobs=share_jobs)
         learned = Learned(store.load_learner, predictor, seed=seed, predictor_params=predictor_params,
-                          pressure_neighbours=wait_pressure)
+                          pressure_neighbours=wait_pressure, pressure_step=wait_pressure_step)
         return cls(store, backend, Context(config, learned, parts, build_command, rules_of(backend)), only=only)
 
     # -- loading ------------------------------------------------------------------------------

@@ -60,7 +60,7 @@ def engine_learned(settings: Settings, store: Store):  # noqa: ANN201 - asad.cor
 
     kind, params = predictor_choice(settings)
     return Learned(store.load_learner, kind, seed=settings.seed, predictor_params=params,
-                   pressure_neighbours=settings.wait_pressure)
+                   pressure_neighbours=settings.wait_pressure, pressure_step=settings.wait_pressure_step)
 
 
 def make_runner(settings: Settings, store: Store, backend: Backend, *, only: frozenset[int] | None = None) -> Runner:
@@ -70,7 +70,8 @@ def make_runner(settings: Settings, store: Store, backend: Backend, *, only: fro
                          asa_timing=settings.asa_timing, build_command=builder, idle_price=settings.idle_price,
                          run_dir="" if backend.name == "sim" else str(settings.run_dir),
                          placement=settings.placement, share_jobs=settings.share_jobs,
-                         wait_pressure=settings.wait_pressure, only=only)
+                         wait_pressure=settings.wait_pressure, wait_pressure_step=settings.wait_pressure_step,
+                         only=only)
 
 
 @dataclass
