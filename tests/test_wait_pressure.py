@@ -196,3 +196,17 @@ def test_the_setting_is_a_count_of_waits_and_refuses_a_negative(monkeypatch, tmp
     monkeypatch.setenv("ASAD_WAIT_PRESSURE", "-1")
     with pytest.raises(ConfigError, match="wait_pressure.*0 \\(off\\)"):
         load_settings()
+    monkeypatch.setenv("ASAD_WAIT_PRESSURE", "5")
+    monkeypatch.setenv("ASAD_WAIT_PRESSURE_STEP", "0")
+    with pytest.raises(ConfigError, match="wait_pressure_step"):
+        load_settings()
+
+
+def test_bench_variant_names():
+    from asad.bench.strategies import pressure_of, variant_setup
+
+    assert pressure_of("auto-qp5") == (5, 0.5) and pressure_of("auto-qp5-1@0.03") == (5, 0.1)
+    assert pressure_of("auto") == (0, 0.5) and pressure_of("auto-qpx") == (0, 0.5)
+    assert variant_setup("auto-qp5@0.03")[0] == "auto" and variant_setup("auto-qp5@0.03")[3] == 0.03
+    with pytest.raises(SystemExit):
+        variant_setup("auto-qpx")

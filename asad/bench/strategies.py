@@ -110,7 +110,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--workflows", default=",".join(SERIAL_FRACTION), type=word_list(SERIAL_FRACTION, "workflow"))
     p.add_argument("--variants", default=",".join(v for v in VARIANTS if v not in ("per-stage-user", "auto-shared", "auto-merged")),
                    help="comma-separated; auto@PRICE is auto with that idle price (e.g. auto@0.02,auto@0.1); "
-                        "auto-qpK[@PRICE] is auto with its wait conditioned on the queue's pending load (K waits)")
+                        "auto-qpK[-S][@PRICE] is auto with its wait conditioned on the queue's pending load (K waits; "
+                        "levels of S tenths of log2, default 5)")
     p.add_argument("--load", type=non_negative_float, default=None, help="background load (default: the preset's)")
     p.add_argument("--warmup-days", type=non_negative_float, default=4.0, help="background warm-up before each seed")
     p.add_argument("--predictor", default="", help="wait learner (default: the recommended one)")
