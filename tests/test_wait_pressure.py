@@ -210,3 +210,21 @@ def test_bench_variant_names():
     assert variant_setup("auto-qp5@0.03")[0] == "auto" and variant_setup("auto-qp5@0.03")[3] == 0.03
     with pytest.raises(SystemExit):
         variant_setup("auto-qpx")
+
+
+def test_the_cli_backend_asks_one_all_users_squeue_and_reports_a_failure_as_unavailable():
+    from test_slurm_cli_parse import backend
+
+    from asad.slurm.backend import SlurmUnavailable
+    from asad.slurm.runner import CommandFailed, CommandResult
+
+    slurm, runner, _ = backend({"squeue": ["main|28|Resources\nmain|4|Dependency\n"]})
+    load = slurm.pending_load()
+    (argv,) = runner.argv_of("squeue")
+    assert "--states=PENDING" in argv and "--all" in argv and "--array" in argv
+    assert not any(a.startswith(("--user", "-u", "--me", "--jobs")) for a in argv)  # every user's jobs
+    assert load.pressure("main", 28) == 28 and load.pressure("main", 1) == 28
+    failed = CommandFailed(CommandResult(("squeue",), 1, "", "slurm_load_jobs error: Unable to contact"))
+    slurm, _, _ = backend({"squeue": [failed]}, retries=0)
+    with pytest.raises(SlurmUnavailable, match="squeue failed"):
+        slurm.pending_load()
