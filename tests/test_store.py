@@ -106,16 +106,18 @@ def test_a_store_of_schema_1_is_migrated_and_keeps_its_rows(tmp_path):
     store.close()
     with sqlite3.connect(path) as conn:  # as schema 1 wrote it
         for table, column in (("stages", "plan_why"), ("stages", "retry_from"), ("jobs", "array_tasks"),
-                              ("jobs", "wait_told"), ("jobs", "rides"), ("jobs", "account"), ("jobs", "qos")):
+                              ("jobs", "wait_told"), ("jobs", "rides"), ("jobs", "account"), ("jobs", "qos"),
+                              ("jobs", "queue_pressure"), ("wait_observations", "queue_pressure")):
             conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
         conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
     store = Store(url)
     (loaded,) = store.load_workflows([wf.id])
     (job,) = loaded.jobs
     assert job.tag == "t1" and job.wait_told is None and job.array_tasks is None and job.rides == ()
-    assert job.account == "" and job.qos == ""
+    assert job.account == "" and job.qos == "" and job.queue_pressure is None
     job.wait_told = [1.5, "0", [0.1] * 7]
     job.account = "proj1"
+    job.queue_pressure = 336.0
     store.save_job(job)
     store.commit()
     store.close()
@@ -124,4 +126,8 @@ def test_a_store_of_schema_1_is_migrated_and_keeps_its_rows(tmp_path):
     store = Store(url)
     assert store.load_workflows([wf.id])[0].jobs[0].wait_told == [1.5, "0", [0.1] * 7]
     assert store.load_workflows([wf.id])[0].jobs[0].account == "proj1"
+    assert store.load_workflows([wf.id])[0].jobs[0].queue_pressure == 336.0
+    store.add_observation("k", 30.0, None, 2000.0, 7, queue_pressure=336.0)
+    store.commit()
+    assert store.observations("k")[0].queue_pressure == 336.0
     store.close()

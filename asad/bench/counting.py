@@ -61,6 +61,10 @@ class CountingBackend:
         self._count("estimate_start")
         return self._inner.estimate_start(req)
 
+    def pending_load(self):  # noqa: ANN201
+        self._count("pending_load")
+        return self._inner.pending_load()
+
     def partitions(self):  # noqa: ANN201
         self._count("partitions")
         return self._inner.partitions()

@@ -66,12 +66,27 @@ VARIANTS = {
 SHARE_JOBS_OF = {"auto-shared": "on", "auto-shared-learned": "learned", "auto-merged": "cost"}
 
 
+def pressure_of(name: str) -> tuple[int, float]:
+    """``auto-qpK`` (and ``auto-qpK@PRICE``): ``auto`` with its wait conditioned on the queue's
+    pending load, the K waits met nearest the current pressure (asad/learn/pressure.py), in levels
+    of half a log2 step; ``auto-qpK-S``: levels of S tenths. (0, 0.5) for any other name."""
+    base = name.partition("@")[0]
+    k, _, tenths = base[len("auto-qp"):].partition("-")
+    if not (base.startswith("auto-qp") and k.isdigit() and int(k) > 0 and (not tenths or tenths.isdigit())):
+        return 0, 0.5
+    return int(k), int(tenths) / 10 if tenths and int(tenths) > 0 else 0.5
+
+
 def variant_setup(name: str) -> tuple[str, str, str, float | None]:
     """(strategy, mode, timing, idle price) of a variant name; ``auto@0.1`` is ``auto`` with an idle
-    price of 0.1 (several prices share one warm-up, for tuning the price on training seeds)."""
+    price of 0.1 (several prices share one warm-up, for tuning the price on training seeds);
+    ``auto-qpK[@PRICE]`` is ``auto`` with the pressure-conditioned wait (:func:`pressure_of`)."""
     base, _, price = name.partition("@")
+    if pressure_of(name)[0]:
+        base = "auto"
     if base not in VARIANTS or (price and base != "auto"):
-        raise SystemExit(f"asad bench strategies: unknown variant {name!r}; known: {', '.join(VARIANTS)}, auto@PRICE")
+        raise SystemExit(f"asad bench strategies: unknown variant {name!r}; known: {', '.join(VARIANTS)}, "
+                         "auto@PRICE, auto-qpK[@PRICE]")
     try:
         return (*VARIANTS[base], float(price) if price else None)
     except ValueError:
@@ -94,7 +109,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="simulated priority policies (asad.slurm.sim.PRIORITY_PRESETS)")
     p.add_argument("--workflows", default=",".join(SERIAL_FRACTION), type=word_list(SERIAL_FRACTION, "workflow"))
     p.add_argument("--variants", default=",".join(v for v in VARIANTS if v not in ("per-stage-user", "auto-shared", "auto-merged")),
-                   help="comma-separated; auto@PRICE is auto with that idle price (e.g. auto@0.02,auto@0.1)")
+                   help="comma-separated; auto@PRICE is auto with that idle price (e.g. auto@0.02,auto@0.1); "
+                        "auto-qpK[-S][@PRICE] is auto with its wait conditioned on the queue's pending load (K waits; "
+                        "levels of S tenths of log2, default 5)")
     p.add_argument("--load", type=non_negative_float, default=None, help="background load (default: the preset's)")
     p.add_argument("--warmup-days", type=non_negative_float, default=4.0, help="background warm-up before each seed")
     p.add_argument("--predictor", default="", help="wait learner (default: the recommended one)")
@@ -180,7 +197,9 @@ def _series(task: dict) -> list[dict]:
                     spec = user_spec if variant == "per-stage-user" else learned_spec
                     sim = pickle.loads(snapshot)
                     settings = Settings(predictor=task["predictor"], asa_timing=timing, seed=seed,
-                                        share_jobs=SHARE_JOBS_OF.get(variant, "off"))
+                                        share_jobs=SHARE_JOBS_OF.get(variant, "off"),
+                                        wait_pressure=pressure_of(variant)[0],
+                                        wait_pressure_step=pressure_of(variant)[1])
                     if price is not None or task.get("idle_price") is not None:
                         settings.idle_price = price if price is not None else task["idle_price"]
                     (s,) = run_in_process(stores[variant], sim, [spec], settings=settings, strategy=strategy,

@@ -49,6 +49,12 @@ class Settings:
     # rule (limits enforced included), where asad/strategies/merge_cost.py prices the merged job's
     # idle cores below a job of its own. true / false mean on / off.
     share_jobs: str = "off"
+    # the learned wait conditioned on the queue's pending load (asad/learn/pressure.py): the quantiles
+    # of the waits met at the pressure nearest the current one, this many of them; 0 = off. With it
+    # on, each poll adds one all-users squeue of pending jobs. Off by default: on the simulator's
+    # multifactor-limits it did not meet issue 35's target on held-out seeds (docs/results/strategies.md).
+    wait_pressure: int = 0
+    wait_pressure_step: float = 0.5  # ... its pressure levels' width in log2(1 + CPUs queued)
     seed: int = 0
     sim_preset: str = "small"
     sim_load: float | None = None
@@ -109,11 +115,13 @@ _ENV = {
     "ASAD_POLL_INTERVAL": "poll_interval_s", "ASAD_PREDICTOR": "predictor", "ASAD_SEED": "seed",
     "ASAD_SIM_PRESET": "sim_preset", "ASAD_SIM_SPEED": "sim_speed", "ASAD_ASA_TIMING": "asa_timing",
     "ASAD_IDLE_PRICE": "idle_price", "ASAD_PLACEMENT": "placement", "ASAD_SHARE_JOBS": "share_jobs",
+    "ASAD_WAIT_PRESSURE": "wait_pressure",
+    "ASAD_WAIT_PRESSURE_STEP": "wait_pressure_step",
 }
 
 
 # settings that are a pause or a timeout: 0 or less would spin or never wait
-POSITIVE = ("poll_interval_s", "max_poll_interval_s", "slurm_timeout_s")
+POSITIVE = ("poll_interval_s", "max_poll_interval_s", "slurm_timeout_s", "wait_pressure_step")
 
 
 def load_settings(overrides: dict | None = None, config_file: Path | None = None) -> Settings:
@@ -164,6 +172,9 @@ def _apply(settings: Settings, data: dict, origin: str) -> None:
         if key in CHOICES and value not in CHOICES[key]:
             raise ConfigError(f"{origin}: setting {key!r} = {value!r} is unknown; use one of "
                               f"{', '.join(CHOICES[key])}")
+        if key == "wait_pressure" and value < 0:
+            raise ConfigError(f"{origin}: setting 'wait_pressure' = {value!r} must be 0 (off) or a number of "
+                              "waits (e.g. 8)")
         if key in POSITIVE and not value > 0:
             raise ConfigError(f"{origin}: setting {key!r} = {value!r} must be more than 0 (seconds)")
         setattr(settings, key, value)

@@ -417,13 +417,36 @@ class Engine:
             return
         if job.start_time is None or job.start_time > now:
             self._hear_misses(job, now, out)
+            self._note_pressure(job, now, out)
             return
         if job.eligible_time is None:
             return
         job.wait_learned = True
-        self.ctx.learned.observe_wait(job.geometry_key, job.wait_s, at_s=job.start_time, told=job.wait_told)
+        if job.queue_pressure is None:  # started before a poll saw it eligible: the nearest poll's view
+            job.queue_pressure = self.ctx.learned.pressure_now(job.geometry_key)
+        self.ctx.learned.observe_wait(job.geometry_key, job.wait_s, at_s=job.start_time, told=job.wait_told,
+                                      pressure=job.queue_pressure)
         out.observed.append(job)
         out.dirty_jobs.append(job)
+
+    def _eligible_pressure(self, req: JobRequest, now: float) -> float | None:
+        """The pending load a job eligible at its submission meets (None for a later eligibility:
+        :meth:`_note_pressure` takes it then)."""
+        if req.dependency is not None or (req.begin is not None and req.begin > now):
+            return None
+        return self.ctx.learned.pressure_now(self.ctx.geometry_key(req))
+
+    def _note_pressure(self, job: JobRecord, now: float, out: Decisions) -> None:
+        """The queue's pending load a job met when it became eligible (asad.learn.pressure): taken
+        at the first poll that sees it pending and eligible, kept with the job until its wait is learned."""
+        if (job.queue_pressure is not None or job.state is not JobState.PENDING or job.eligible_time is None
+                or job.eligible_time > now):
+            return
+        pressure = self.ctx.learned.pressure_now(job.geometry_key)
+        if pressure is not None:
+            # the poll saw the job itself queued; a plan made before its submission did not
+            job.queue_pressure = max(0.0, pressure - job.request.cpus)
+            out.dirty_jobs.append(job)
 
     def _hear_misses(self, job: JobRecord, now: float, out: Decisions) -> None:
         """A pending job that has waited past a quantile it was told is not covered there: the
@@ -472,6 +495,7 @@ class Engine:
                             phase=JobPhase.SUBMITTING, request=creq, geometry_key=self.ctx.geometry_key(req),
                             est_wait_s=est, planned_start=plan.planned_start,
                             wait_told=self.ctx.learned.wait_told(self.ctx.geometry_key(req)), rides=rides,
+                            queue_pressure=self._eligible_pressure(creq, now),
                             partition=creq.partition or self.ctx.config.default_partition)  # until squeue says
             wf.jobs.append(job)
             out.submit.append(job)

@@ -9,6 +9,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from asad.learn.calibration import told_waits_s
+from asad.learn.pressure import STEP_LOG2, PressureSamples, key_shape, pressure_level
 from asad.learn.registry import is_pooled, make_pool, make_predictor, predictor_from_state
 from asad.learn.runtime import RuntimeEstimator
 from asad.core.share_choice import OpenTrials, ShareChoice, Trial
@@ -18,6 +19,7 @@ RUNTIME_KIND = "runtime"
 SIZING_KIND = "sizing"
 PLACEMENT_KIND = "placement"
 SHARE_KIND = "share"
+PRESSURE_KIND = "wait-pressure"  # a key's recent waits with the queue's pending load each met (asad.learn.pressure)
 WAIT_COUNT = "wait-count"  # versions only: how many waits a key has learned (its own version)
 WAIT_STEP_LOG10 = 0.005  # a pooled learner's waits as the engine sees them: steps of ~1.2 %
 
@@ -26,8 +28,15 @@ class Learned:
     """In-memory learners with write-back. ``load(kind, key) -> state | None`` reads the store."""
 
     def __init__(self, load: Callable[[str, str], dict | None], predictor_kind: str, seed: int = 0,
-                 predictor_params: dict | None = None):
+                 predictor_params: dict | None = None, pressure_neighbours: int = 0,
+                 pressure_step: float = STEP_LOG2):
         self._load = load
+        # the wait conditioned on the queue's pending load (asad.learn.pressure): the waits nearest
+        # the current pressure, this many; 0 = off (the learner's unconditioned quantiles)
+        self.pressure_neighbours = max(0, int(pressure_neighbours))
+        self.pressure_step = float(pressure_step) if pressure_step > 0 else STEP_LOG2  # log2 levels
+        self._pressure: dict[str, PressureSamples] = {}
+        self._queue = None  # the last PendingLoad seen (asad.slurm.pending_load), None before any
         self.predictor_kind = predictor_kind
         self.predictor_params = predictor_params or {}
         self.seed = seed
@@ -86,15 +95,58 @@ class Learned:
         """
         if self.consulted is not None:
             self.consulted.add((WAIT_KIND, key))
-        values = [self._seen(v) for v in self.wait_predictor(key).quantiles(list(qs))]
+        values = self._quantiles(key, qs)
         self._quantiles_asked.setdefault(key, {})[tuple(qs)] = values
         return values
+
+    def _quantiles(self, key: str, qs: Sequence[float]) -> list[float]:
+        """The wait's quantiles as the engine sees them: given the queue's current pressure where
+        that is on and enough waits were seen with one, else the learner's own."""
+        now = self.pressure_now(key)
+        if now is not None:
+            conditioned = self._pressure_samples(key).quantiles(qs, now, self.pressure_neighbours,
+                                                                self.pressure_step)
+            if conditioned is not None:
+                return [self._seen(v) for v in conditioned]
+        return [self._seen(v) for v in self.wait_predictor(key).quantiles(list(qs))]
+
+    # -- the queue's pending load (asad.learn.pressure) ------------------------------------
+    @property
+    def pressure_on(self) -> bool:
+        return self.pressure_neighbours > 0
+
+    def note_queue(self, load) -> None:  # noqa: ANN001 -- asad.slurm.pending_load.PendingLoad
+        """The queue's pending load from this poll: every key whose pressure level moved is
+        decided again (its version grows), the others not."""
+        if not self.pressure_on:
+            return
+        before = {key: self.pressure_now(key) for key in self._quantiles_asked}
+        self._queue = load
+        for key, was in before.items():
+            now = self.pressure_now(key)
+            step = self.pressure_step
+            if (was is None) != (now is None) or (
+                    now is not None and pressure_level(now, step) != pressure_level(was, step)):
+                if self._quantiles_moved(key):
+                    self._bump(WAIT_KIND, key)
+
+    def pressure_now(self, key: str) -> float | None:
+        """CPUs queued now in the key's partition in jobs at least one node's share as wide as its
+        jobs; None when off, before any poll, or for a key without CPUs."""
+        shape = key_shape(key) if self.pressure_on and self._queue is not None else None
+        return None if shape is None else float(self._queue.pressure(*shape))
+
+    def _pressure_samples(self, key: str) -> PressureSamples:
+        samples = self._pressure.get(key)
+        if samples is None:
+            samples = self._pressure[key] = PressureSamples.from_state(self._load(PRESSURE_KIND, key))
+        return samples
 
     def _quantiles_moved(self, key: str) -> bool:
         """Whether any quantiles asked of this key changed (then its version must grow)."""
         moved = False
         for qs, values in self._quantiles_asked.get(key, {}).items():
-            now = [self._seen(v) for v in self.wait_predictor(key).quantiles(list(qs))]
+            now = self._quantiles(key, qs)
             if now != values:
                 self._quantiles_asked[key][qs] = now
                 moved = True
@@ -166,10 +218,17 @@ class Learned:
         told = self._pool.told(key)
         return None if told is None else [told[0], told[1], None if told[2] is None else list(told[2])]
 
-    def observe_wait(self, key: str, wait_s: float, at_s: float | None = None, told: list | None = None) -> None:
+    def observe_wait(self, key: str, wait_s: float, at_s: float | None = None, told: list | None = None,
+                     pressure: float | None = None) -> None:
         """Learn a wait; ``at_s``: when the job started (a pooled learner scores its experts
         on what they said at submission, ``at_s - wait_s``); ``told``: the job's ``wait_told``
-        (:meth:`wait_told`, with the levels :meth:`hear_misses` fed already)."""
+        (:meth:`wait_told`, with the levels :meth:`hear_misses` fed already); ``pressure``: the
+        queue's pending load the job met when it became eligible (:meth:`pressure_now` then)."""
+        if self.pressure_on and pressure is not None:
+            self._pressure_samples(key).observe(pressure, wait_s)
+            self.dirty.add((PRESSURE_KIND, key))
+            if self._pool is None and self._quantiles_moved(key):
+                self._bump(WAIT_KIND, key)
         if self._pool is not None:
             core, fed = (None, []) if told is None else self._split_told(told)
             self._observe_pooled(key, wait_s, at_s, core, fed)
@@ -322,6 +381,9 @@ class Learned:
             elif kind == WAIT_KIND:
                 pred = self._waits[key]
                 out.append((kind, key, pred.to_state(), int(pred.n_observations)))
+            elif kind == PRESSURE_KIND:
+                samples = self._pressure[key]
+                out.append((kind, key, samples.to_state(), samples.n))
             elif kind == PLACEMENT_KIND:
                 out.append((kind, key, self._placers[key].to_state(), 0))
             elif kind == SHARE_KIND:

@@ -88,6 +88,9 @@ class JobRecord:
     # daemon's sbatch may still land it is judged from these (asad.daemon.intents)
     intent_at: float | None = None
     submit_host: str = ""
+    # the queue's pending load (CPUs queued in competing jobs, asad.learn.pressure) when this job
+    # became eligible, as the nearest poll saw it; learned with its wait
+    queue_pressure: float | None = None
 
     @property
     def stages(self) -> tuple[str, ...]:

@@ -82,7 +82,8 @@ class Runner:
     def create(cls, store: Store, backend: Backend, *, predictor: str, seed: int = 0, asa_timing: str = "daemon",
                predictor_params: dict | None = None, build_command=None, run_dir: str = "",
                idle_price: float | None = None, placement: str | None = None,
-               share_jobs: str = "off", only: frozenset[int] | None = None) -> Runner:  # noqa: ANN001
+               share_jobs: str = "off", wait_pressure: int = 0, wait_pressure_step: float = 0.5,
+               only: frozenset[int] | None = None) -> Runner:  # noqa: ANN001
         from asad.common.config import DEFAULT_IDLE_PRICE, DEFAULT_PLACEMENT
         from asad.core.context import EngineConfig
         from asad.slurm.priority_rules import rules_of
@@ -95,7 +96,8 @@ class Runner:
                               idle_price=DEFAULT_IDLE_PRICE if idle_price is None else idle_price,
                               max_array_size=getattr(backend, "max_array_size", DEFAULT_MAX_ARRAY_SIZE),
                               placement=placement or DEFAULT_PLACEMENT, share_jobs=share_jobs)
-        learned = Learned(store.load_learner, predictor, seed=seed, predictor_params=predictor_params)
+        learned = Learned(store.load_learner, predictor, seed=seed, predictor_params=predictor_params,
+                          pressure_neighbours=wait_pressure, pressure_step=wait_pressure_step)
         return cls(store, backend, Context(config, learned, parts, build_command, rules_of(backend)), only=only)
 
     # -- loading ------------------------------------------------------------------------------
@@ -335,6 +337,8 @@ class Runner:
                 if j.phase is JobPhase.LIVE and j.job_id is not None}
         self._settling = {jid: (job, until) for jid, (job, until) in self._settling.items()
                           if until > now and jid not in live}  # given up on; or resumed and live again
+        if self.active and self.ctx.learned.pressure_on:
+            self._note_queue()
         if not live and not self._settling:
             return 0
         statuses = self.backend.poll([*live, *self._settling])  # one batched call for both
@@ -361,6 +365,18 @@ class Runner:
                 self.store.save_job(job)
         self.store.commit()
         return changed
+
+    def _note_queue(self) -> None:
+        """The queue's pending load, once a poll (one all-users ``squeue`` on a real cluster), for
+        the wait conditioned on it (asad.learn.pressure). A backend that cannot tell, or a failed
+        call, leaves the last one seen (and with none the learner's unconditioned wait)."""
+        pending_load = getattr(self.backend, "pending_load", None)
+        if pending_load is None:
+            return
+        try:
+            self.ctx.learned.note_queue(pending_load())
+        except SlurmUnavailable as exc:
+            log.warning("the queue's pending load is unknown this poll", error=str(exc)[:300])
 
     def _apply(self, d: Decisions, now: float, report: TickReport) -> None:
         if d.cancel:
@@ -515,7 +531,8 @@ class Runner:
             if job.row_id is not None:
                 self.store.save_job(job)
         for job in d.observed:
-            self.store.add_observation(job.geometry_key, job.wait_s or 0.0, job.est_wait_s, now, job.job_id)
+            self.store.add_observation(job.geometry_key, job.wait_s or 0.0, job.est_wait_s, now, job.job_id,
+                                       job.queue_pressure)
         d.observed.clear()  # once
         for kind, key, state, n in self.ctx.learned.drain_dirty():
             self.store.save_learner(kind, key, state, n, now)

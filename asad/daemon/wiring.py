@@ -59,7 +59,8 @@ def engine_learned(settings: Settings, store: Store):  # noqa: ANN201 - asad.cor
     from asad.core.learned import Learned
 
     kind, params = predictor_choice(settings)
-    return Learned(store.load_learner, kind, seed=settings.seed, predictor_params=params)
+    return Learned(store.load_learner, kind, seed=settings.seed, predictor_params=params,
+                   pressure_neighbours=settings.wait_pressure, pressure_step=settings.wait_pressure_step)
 
 
 def make_runner(settings: Settings, store: Store, backend: Backend, *, only: frozenset[int] | None = None) -> Runner:
@@ -68,7 +69,9 @@ def make_runner(settings: Settings, store: Store, backend: Backend, *, only: fro
     return Runner.create(store, backend, predictor=kind, predictor_params=params, seed=settings.seed,
                          asa_timing=settings.asa_timing, build_command=builder, idle_price=settings.idle_price,
                          run_dir="" if backend.name == "sim" else str(settings.run_dir),
-                         placement=settings.placement, share_jobs=settings.share_jobs, only=only)
+                         placement=settings.placement, share_jobs=settings.share_jobs,
+                         wait_pressure=settings.wait_pressure, wait_pressure_step=settings.wait_pressure_step,
+                         only=only)
 
 
 @dataclass

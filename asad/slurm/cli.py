@@ -33,6 +33,8 @@ from asad.slurm.backend import (
     UnknownJob,
     Usage,
 )
+from asad.slurm.pending_load import SQUEUE_ARGS as PENDING_ARGS
+from asad.slurm.pending_load import PendingLoad, parse_pending_load
 from asad.slurm.priority_rules import PriorityRules, rules_from_scontrol
 from asad.slurm.runner import CommandFailed, CommandResult, RetryPolicy, Runner, SlurmCommands
 from asad.slurm.slurm_text import (
@@ -516,6 +518,15 @@ class SlurmCLI:
             out[jid] = Usage(job_id=jid, peak_rss_mb=None, total_cpu_s=None, elapsed_s=elapsed,
                              alloc_cpus=s.alloc_cpus or None)
         return out
+
+    def pending_load(self) -> PendingLoad:
+        """Every user's pending jobs that compete for resources, per partition (one ``squeue``;
+        asad asks once per poll interval, and only with ``wait_pressure`` on)."""
+        try:
+            result = self.cmd.run("squeue", PENDING_ARGS)
+        except CommandFailed as exc:
+            raise SlurmUnavailable(f"squeue failed: {exc.result.output}") from None
+        return parse_pending_load(result.stdout, self.clock(), "squeue " + " ".join(PENDING_ARGS))
 
     def estimate_start(self, req: JobRequest) -> float | None:
         """Slurm's own forecast: ``sbatch --test-only`` (nothing is submitted)."""

@@ -60,6 +60,8 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {
     6: _double_precision_times,
     7: _steps(_add_column("jobs", "intent_at", "DOUBLE PRECISION"),
               _add_column("jobs", "submit_host", "VARCHAR(255) DEFAULT ''")),
+    8: _steps(_add_column("jobs", "queue_pressure", "DOUBLE PRECISION"),
+              _add_column("wait_observations", "queue_pressure", "DOUBLE PRECISION")),
 }
 
 

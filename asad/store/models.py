@@ -8,7 +8,7 @@ from __future__ import annotations
 from sqlalchemy import JSON, Boolean, Double, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 
 class Base(DeclarativeBase):
@@ -98,6 +98,8 @@ class JobRow(Base):
     # when and on which host the intent was written (asad.daemon.intents judges a crash's sbatch by them)
     intent_at: Mapped[float | None] = mapped_column(Double, nullable=True)
     submit_host: Mapped[str] = mapped_column(String(255), default="")
+    # the queue's pending load the job met when it became eligible (asad.learn.pressure)
+    queue_pressure: Mapped[float | None] = mapped_column(Double, nullable=True)
 
 
 class WaitObservation(Base):
@@ -109,6 +111,7 @@ class WaitObservation(Base):
     estimate_s: Mapped[float | None] = mapped_column(Double, nullable=True)
     observed_at: Mapped[float] = mapped_column(Double)
     job_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    queue_pressure: Mapped[float | None] = mapped_column(Double, nullable=True)  # the feature the wait was learned with
 
 
 class LearnerRow(Base):

@@ -21,7 +21,7 @@ _STAGE_FIELDS = ("state", "attempt", "job_row", "planned_submit_at", "est_wait_s
 _JOB_FIELDS = ("job_id", "submitted_at", "reason", "eligible_time", "start_time", "end_time", "alloc_cpus",
                "alloc_nodes", "partition", "account", "qos", "nodelist", "exit_code", "peak_rss_mb", "cpu_s", "wait_learned",
                "est_wait_s", "planned_start", "cancelled_by_asad", "array_tasks", "wait_told", "intent_at",
-               "submit_host")
+               "submit_host", "queue_pressure")
 
 
 # Core statements built once: the runner writes thousands of rows per tick at 1,000 workflows, and
@@ -256,9 +256,9 @@ class Store:
         return list(self.session.scalars(q))
 
     def add_observation(self, key: str, wait_s: float, estimate_s: float | None, now: float,
-                        job_id: int | None) -> None:
+                        job_id: int | None, queue_pressure: float | None = None) -> None:
         self.session.add(WaitObservation(geometry_key=key, wait_s=wait_s, estimate_s=estimate_s,
-                                         observed_at=now, job_id=job_id))
+                                         observed_at=now, job_id=job_id, queue_pressure=queue_pressure))
 
     def observations(self, key: str) -> list[WaitObservation]:
         q = select(WaitObservation).where(WaitObservation.geometry_key == key).order_by(WaitObservation.id)

@@ -20,6 +20,7 @@ from asad.slurm.backend import (
     PartitionInfo,
     Usage,
 )
+from asad.slurm.pending_load import PendingLoad
 from asad.slurm.sim import errors
 from asad.slurm.sim.arrays import SimArrays
 from asad.slurm.sim.cluster import PartitionState
@@ -234,6 +235,16 @@ class Simulator(ControllerLoop):
                 continue
             out[job.job_id] = job_usage(job)
         return out
+
+    def pending_load(self) -> PendingLoad:
+        """What every user's ``squeue`` shows of the jobs competing for resources: the scheduling
+        queue as it stands now (eligible pending jobs only; held, dependent and future-``--begin``
+        jobs are not in it, as squeue's reason tells them apart on a real cluster)."""
+        out = {}
+        for part, queue in zip(self.parts, self.sched.queues):
+            n = len(queue.jobs)
+            out[part.name] = tuple(int(c) for c in queue.a_cpus[:n][queue.a_live[:n]])
+        return PendingLoad(out, self._now)
 
     def estimate_start(self, req: JobRequest) -> float | None:
         """What ``sbatch --test-only`` answers: the earliest start given the running jobs (to

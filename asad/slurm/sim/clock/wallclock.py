@@ -61,3 +61,7 @@ class WallClockSimulator:
 
     def partitions(self) -> list[PartitionInfo]:
         return self.sim.partitions()
+
+    def pending_load(self):  # noqa: ANN201 -- asad.slurm.pending_load.PendingLoad
+        self._sync()
+        return self.sim.pending_load()
