@@ -34,6 +34,10 @@ themselves, the back-off's answer and the panel's mixture, with weights per coar
 (``<cluster>#top``); the answer is the leader (ties to the back-off) or the weighted mean
 (``hedge_top_combine``). Its charged loss is the better learner's up to the regret of two
 experts. On the rolling windows it still trails the back-off on Graham (docs/results/learn.md).
+The fifth round gives the top level its own loss (``hedge_top_loss``: ``win``, 1 for the
+learner farther from the wait; ``over``, 1 past a threshold such as the back-off's running
+median error), rate and share, and a seeded ``draw`` of the learner to follow: the score is a
+median error and a share within x3, which a 0/1 loss counts and a capped |error| does not.
 
 The pending floor (the oldest job of the same class still pending, raising the answer), the
 strata of calibrated quantiles and ACI are the back-off's (:class:`ExpertsPool`, ``backoff``
