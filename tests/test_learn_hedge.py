@@ -421,3 +421,10 @@ def test_top_level_draw_follows_a_seeded_draw_from_the_weights():
     assert runs[0] == runs[1]  # seeded: the same stream draws the same learners
     # both are drawn, and the drawn one is not always the leader (share 0.1 keeps both in play)
     assert 0 < sum(runs[0]) < len(runs[0])
+    # asad explain names the learner the draw follows: the back-off, or the panel's heaviest expert
+    key = keys[-1]
+    group = pool.top_group(pool.panel(key))
+    pool._drawn[group] = 0
+    assert pool.dominant(key).expert == "backoff" and pool.dominant(key).group == group
+    pool._drawn[group] = 1
+    assert pool.dominant(key).group != group and pool.dominant(key).expert in PANEL
