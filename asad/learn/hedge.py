@@ -305,9 +305,10 @@ class HedgePool(ExpertsPool):
 
     def _step(self, group: str, weights: list[float], losses: dict[int, float],
               at_s: float | None, prior_of: Any, eta: float, alpha: float) -> None:
-        """One Hedge round with fixed share: every expert that spoke pays its loss, then each
-        keeps at least ``hedge_share / N`` of the weight (normalised over those that spoke;
-        ``prior_of(spoke)`` says how the shared mass is spread). With batched feedback
+        """One Hedge round with fixed share: every expert that spoke pays its loss (times
+        ``eta``), then each keeps at least ``alpha / N`` of the weight (``hedge_share``, or the
+        top level's own; normalised over those that spoke; ``prior_of(spoke)`` says how the
+        shared mass is spread). With batched feedback
         (``hedge_batch_s`` >= 0) the waits of the group that start together are one round: the
         weights are recomputed from where they stood before the batch, each expert paying its
         mean loss over the batch so far."""
