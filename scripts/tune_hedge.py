@@ -33,6 +33,24 @@ still warming up (the file starts 04-24) and the reference itself misses by 6.6 
 so "within 5" alone failed every variant there whatever it did, and the rule could keep none.
 The judged rolling windows keep the issue's plain ±5 points.
 
+Fifth round (the top level's own loss, rate and share; ``hedge_top_loss``, ``hedge_top_eta``,
+``hedge_top_share``, ``hedge_top_combine: draw``), fixed and committed before its runs: the
+fourth round's rule unchanged, over these six variants, all ``hedge`` (the third round's
+panel preset) with ``hedge_top: learners``; one full replay per cluster with the tuning
+windows as ``--extra-window``, this script reading only the "extra" block before the freeze::
+
+    --add 'h-win-lead=hedge:{"hedge_top":"learners","hedge_top_combine":"leader","hedge_top_loss":"win","hedge_top_eta":1}'
+    --add 'h-win-fast=hedge:{"hedge_top":"learners","hedge_top_combine":"leader","hedge_top_loss":"win","hedge_top_eta":4,"hedge_top_share":0.01}'
+    --add 'h-win-slow=hedge:{"hedge_top":"learners","hedge_top_combine":"leader","hedge_top_loss":"win","hedge_top_eta":0.25,"hedge_top_share":0.0001}'
+    --add 'h-win-draw=hedge:{"hedge_top":"learners","hedge_top_combine":"draw","hedge_top_loss":"win","hedge_top_eta":1}'
+    --add 'h-med-lead=hedge:{"hedge_top":"learners","hedge_top_combine":"leader","hedge_top_loss":"over","hedge_top_eta":1}'
+    --add 'h-x3-lead=hedge:{"hedge_top":"learners","hedge_top_combine":"leader","hedge_top_loss":"over","hedge_top_tau":0.4771,"hedge_top_eta":1}'
+
+(``win``: a learner pays 1 when it is farther from the wait than the other; ``over``: 1 past
+the back-off's running median error, or past x3; the judged score is a median and a share
+within x3, so these count what it counts, where the capped |error| of rounds three and four
+rewarded a smaller mean.)
+
 ``--rolling LABEL`` (after the freeze): LABEL's targets in each rolling window ("scored"),
 the issue's three legs as ``asad bench predictors --rolling`` counts them.
 """

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from asad.bench.rolling import data_end_s, parse_span, score_windows, summarise, windows
-from asad.learn.hedge import PANEL, HedgePool, Panel
+from asad.learn.hedge import PANEL, TOP_TAU_WINDOW, HedgePool, Panel
 from asad.learn.registry import make_pool, predictor_from_state
 from asad.core.learned import Learned
 
@@ -345,7 +345,7 @@ def test_top_level_update_prior_combine_state_and_config():
     # before any wait: equal weights (prior 0.5 on the back-off of two learners), the mean of the two
     assert pool.top_mix(panel) == pytest.approx(0.5 * 1.0 + 0.5 * pool.mix(panel))
     learners = pool.top_values(panel)
-    pool._step("c#top", pool.top_weights("c#top"), learners, 3.0, None, pool.prior)
+    pool._update_top(panel, learners, 3.0, None)
     shares = dict(pool.top_shares(panel))
     raw = [math.exp(-2.0 * abs(v - 3.0)) for v in learners]
     for i in (0, 1):
@@ -364,3 +364,67 @@ def test_top_level_update_prior_combine_state_and_config():
         make_pool("hedge", hedge_top="all")
     with pytest.raises(ValueError, match="hedge_top"):
         make_pool("hedge", hedge_top="learners", hedge_top_combine="median")
+
+
+def test_top_level_own_losses_rate_and_share():
+    # "win": the learner farther from the wait pays 1, a tie pays nothing; the top level's own
+    # eta and share, not the panel's
+    pool = make_pool("hedge", hedge_eta=2.0, hedge_share=0.1, hedge_batch_s=-1, hedge_top="learners",
+                     hedge_top_loss="win", hedge_top_eta=0.5, hedge_top_share=0.2)
+    assert pool.top_losses("c#top", (1.0, 2.2), 2.0) == {0: 1.0, 1: 0.0}
+    assert pool.top_losses("c#top", (1.0, 3.0), 2.0) == {0: 0.0, 1: 0.0}
+    panel = Panel(1.0, "0", "c#0", (1.0, 3.0, 2.0, None, 1.5, 1.0))
+    learners = pool.top_values(panel)
+    pool._update_top(panel, learners, 3.0, None)  # the mixture is nearer 3 than the back-off's 1
+    shares = dict(pool.top_shares(panel))
+    raw = [math.exp(-0.5), 1.0]
+    for i in (0, 1):
+        assert shares[i] == pytest.approx(0.8 * raw[i] / sum(raw) + 0.2 * 0.5)
+    # "over" with a fixed threshold: 1 past it
+    fixed = make_pool("hedge", hedge_top="learners", hedge_top_loss="over", hedge_top_tau=0.477)
+    assert fixed.top_losses("c#top", (1.0, 1.8), 1.2) == {0: 0.0, 1: 1.0}
+    # "over" with tau 0: the running median of the back-off's errors before this wait (log10 3
+    # before any), over the last TOP_TAU_WINDOW waits
+    running = make_pool("hedge", hedge_top="learners", hedge_top_loss="over")
+    assert running.top_losses("c#top", (1.0, 1.4), 1.0) == {0: 0.0, 1: 0.0}  # tau log10 3
+    for error in (0.1, 0.2, 0.3, 0.4):
+        running.top_losses("c#top", (1.0 + error, 1.0), 1.0)
+    assert running.running_tau("c#other", 0.0) == pytest.approx(math.log10(3.0))
+    assert running.running_tau("c#top", 0.0) == pytest.approx(0.2)  # median of 0, .1 .. .4 so far: ordered[2]
+    for _ in range(TOP_TAU_WINDOW):
+        running.running_tau("c#top", 0.05)
+    assert running.running_tau("c#top", 0.05) == pytest.approx(0.05)
+    assert len(running._tau_sorted["c#top"]) == TOP_TAU_WINDOW
+    for bad in ({"hedge_top_loss": "mean"}, {"hedge_top_tau": -1}, {"hedge_top_eta": -1}, {"hedge_top_share": 1}):
+        with pytest.raises(ValueError, match="hedge_top"):
+            make_pool("hedge", hedge_top="learners", **bad)
+
+
+def test_top_level_draw_follows_a_seeded_draw_from_the_weights():
+    rng = random.Random(2)
+    keys = [KEY.format(a=i % 4, c=2) for i in range(400)]
+    waits = [rng.lognormvariate(7, 1) for _ in keys]
+    runs = []
+    for _ in range(2):
+        pool = make_pool("hedge", hedge_top="learners", hedge_top_combine="draw", hedge_top_loss="win",
+                         hedge_top_eta=0.5, hedge_top_share=0.1)
+        followed = []
+        for key, wait in zip(keys, waits):
+            view = pool.view(key)
+            view.estimate()
+            panel = pool.panel(key)
+            if panel is not None:
+                followed.append(pool.top_followed(panel))
+                assert pool.top_mix(panel) == pool.top_values(panel)[followed[-1]]
+            view.observe(wait)
+        runs.append(followed)
+    assert runs[0] == runs[1]  # seeded: the same stream draws the same learners
+    # both are drawn, and the drawn one is not always the leader (share 0.1 keeps both in play)
+    assert 0 < sum(runs[0]) < len(runs[0])
+    # asad explain names the learner the draw follows: the back-off, or the panel's heaviest expert
+    key = keys[-1]
+    group = pool.top_group(pool.panel(key))
+    pool._drawn[group] = 0
+    assert pool.dominant(key).expert == "backoff" and pool.dominant(key).group == group
+    pool._drawn[group] = 1
+    assert pool.dominant(key).group != group and pool.dominant(key).expert in PANEL

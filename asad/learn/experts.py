@@ -126,6 +126,18 @@ class ExpertsConfig:
     # weighted "mean" in log10 (``hedge_top_combine``); "none": the panel's mixture is the answer
     hedge_top: str = "none"
     hedge_top_combine: str = "leader"
+    # the top level's own loss, rate and share (issue 38, fifth round). "charged": the panel's
+    # loss; "win": a learner pays 1 when its |error| exceeds the other's (0 on a tie), so the
+    # weights move to the learner that is nearer more often, which is what a *median* error
+    # scores; "over": pays 1 when its |error| exceeds ``hedge_top_tau`` (0: the running median
+    # of the back-off's own errors in the group over its last ``asad.learn.hedge.TOP_TAU_WINDOW`` waits).
+    # ``hedge_top_eta`` 0 and ``hedge_top_share`` -1: the panel's. "draw" (combine): follow the
+    # learner drawn from the weights after each round (seeded; Hedge's bound then holds in
+    # expectation for a 0/1 loss, which is not convex)
+    hedge_top_loss: str = "charged"
+    hedge_top_tau: float = 0.0
+    hedge_top_eta: float = 0.0
+    hedge_top_share: float = -1.0
 
     @property
     def only_long(self) -> bool:
@@ -163,8 +175,12 @@ class ExpertsConfig:
             raise ValueError("hedge_cap >= 0 and 0 <= hedge_prior < 1")
         if self.hedge_batch_s < 0 and self.hedge_batch_s != -1:
             raise ValueError("hedge_batch_s >= 0 (seconds), or -1 for no batching")
-        if self.hedge_top not in ("none", "learners") or self.hedge_top_combine not in ("leader", "mean"):
-            raise ValueError("hedge_top 'none'|'learners', hedge_top_combine 'leader'|'mean'")
+        if self.hedge_top not in ("none", "learners") or self.hedge_top_combine not in ("leader", "mean", "draw"):
+            raise ValueError("hedge_top 'none'|'learners', hedge_top_combine 'leader'|'mean'|'draw'")
+        if (self.hedge_top_loss not in ("charged", "win", "over") or self.hedge_top_tau < 0
+                or self.hedge_top_eta < 0 or not (self.hedge_top_share == -1 or 0 <= self.hedge_top_share < 1)):
+            raise ValueError("hedge_top_loss 'charged'|'win'|'over', hedge_top_tau >= 0, hedge_top_eta >= 0 "
+                             "(0: hedge_eta), 0 <= hedge_top_share < 1 (-1: hedge_share)")
         if self.long_memory < 100 or self.residual_window < 1 or self.min_residuals < 1:
             raise ValueError("long_memory >= 100, residual_window >= 1, min_residuals >= 1")
 

@@ -34,6 +34,10 @@ themselves, the back-off's answer and the panel's mixture, with weights per coar
 (``<cluster>#top``); the answer is the leader (ties to the back-off) or the weighted mean
 (``hedge_top_combine``). Its charged loss is the better learner's up to the regret of two
 experts. On the rolling windows it still trails the back-off on Graham (docs/results/learn.md).
+The fifth round gives the top level its own loss (``hedge_top_loss``: ``win``, 1 for the
+learner farther from the wait; ``over``, 1 past a threshold such as the back-off's running
+median error), rate and share, and a seeded ``draw`` of the learner to follow: the score is a
+median error and a share within x3, which a 0/1 loss counts and a capped |error| does not.
 
 The pending floor (the oldest job of the same class still pending, raising the answer), the
 strata of calibrated quantiles and ACI are the back-off's (:class:`ExpertsPool`, ``backoff``
@@ -44,7 +48,10 @@ the pool; the replay of the Cedar/Graham jobs has no Slurm to ask either).
 
 from __future__ import annotations
 
+import bisect
 import math
+import random
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -58,6 +65,9 @@ PANEL = ("backoff", "last", "median5", "median20", "median100", "parent")
 # the experts of the top level (``hedge_top: learners``): whole learners, the back-off's answer
 # and the panel's mixture
 TOP = ("backoff", "panel")
+# ``hedge_top_loss: over`` with ``hedge_top_tau`` 0: the threshold is the running median of the
+# back-off's |error| over this many of the group's last waits (not saved: rebuilt after a restart)
+TOP_TAU_WINDOW = 1000
 
 
 @dataclass(frozen=True)
@@ -99,6 +109,15 @@ class HedgePool(ExpertsPool):
         # the open batch per weight group (batched feedback); not persisted: after a restart the
         # next wait opens a new batch, from the weights as saved
         self._batches: dict[str, _Batch] = {}
+        # the top level's running threshold (``over``, tau 0): the back-off's last errors per group,
+        # in arrival order and sorted
+        self._tau_recent: dict[str, deque[float]] = {}
+        self._tau_sorted: dict[str, list[float]] = {}
+        # ``hedge_top_combine: draw``: the learner followed per top group until its next round,
+        # drawn from the weights by a seeded generator (not saved: after a restart the leader
+        # answers until the next wait)
+        self._rng = random.Random(self.seed)
+        self._drawn: dict[str, int] = {}
 
     # -- the panel ------------------------------------------------------------------
     def panel(self, key: str, at_s: float | None = None) -> Panel | None:
@@ -197,12 +216,19 @@ class HedgePool(ExpertsPool):
         total = sum(raw)
         return [(i, w / total) for i, w in enumerate(raw)]
 
+    def top_followed(self, panel: Panel) -> int:
+        """The learner a ``leader``/``draw`` top level follows now: the drawn one (``draw``, once
+        a round has drawn), else the heaviest (ties to the back-off, index 0)."""
+        drawn = self._drawn.get(self.top_group(panel))
+        if self.config.hedge_top_combine == "draw" and drawn is not None:
+            return drawn
+        return max(self.top_shares(panel), key=lambda item: (item[1], -item[0]))[0]
+
     def top_mix(self, panel: Panel) -> float:
-        values, shares = self.top_values(panel), self.top_shares(panel)
-        if self.config.hedge_top_combine == "leader":
-            # ties go to the back-off (index 0)
-            return values[max(shares, key=lambda item: (item[1], -item[0]))[0]]
-        return sum(share * values[i] for i, share in shares)
+        values = self.top_values(panel)
+        if self.config.hedge_top_combine in ("leader", "draw"):
+            return values[self.top_followed(panel)]
+        return sum(share * values[i] for i, share in self.top_shares(panel))
 
     def answer(self, panel: Panel) -> float:
         """The pool's answer for a panel: the top level's, or the panel's mixture."""
@@ -216,9 +242,13 @@ class HedgePool(ExpertsPool):
         if panel is None:
             return None
         if self.has_top:
-            leader, share = max(self.top_shares(panel), key=lambda item: (item[1], -item[0]))
-            if leader == 0:
-                return Dominant("backoff", share, self.top_group(panel), panel.backoff)
+            shares = dict(self.top_shares(panel))
+            if self.config.hedge_top_combine == "mean":
+                followed = max(shares, key=lambda i: (shares[i], -i))
+            else:
+                followed = self.top_followed(panel)
+            if followed == 0:
+                return Dominant("backoff", shares[0], self.top_group(panel), panel.backoff)
         i, share = max(self.shares(panel), key=lambda item: (item[1], -item[0]))
         return Dominant(PANEL[i], share, panel.group, float(panel.values[i]))  # type: ignore[arg-type]
 
@@ -230,18 +260,59 @@ class HedgePool(ExpertsPool):
 
     def _update(self, panel: Panel, y: float, at_s: float | None = None) -> None:
         """Hedge with fixed share over the panel, in the panel's weight group."""
-        self._step(panel.group, self.group_weights(panel.group), panel.values, y, at_s, self.prior)
+        losses = {i: self.loss(float(v), y) for i, v in enumerate(panel.values) if v is not None}
+        cfg = self.config
+        self._step(panel.group, self.group_weights(panel.group), losses, at_s, self.prior, cfg.hedge_eta, cfg.hedge_share)
 
-    def _step(self, group: str, weights: list[float], values: Sequence[float | None], y: float,
-              at_s: float | None, prior_of: Any) -> None:
-        """One Hedge round with fixed share: every expert that spoke pays its loss, then each
-        keeps at least ``hedge_share / N`` of the weight (normalised over those that spoke;
-        ``prior_of(spoke)`` says how the shared mass is spread). With batched feedback
+    def _update_top(self, panel: Panel, learners: tuple[float, float], y: float, at_s: float | None) -> None:
+        """Hedge with fixed share over the two learners, in the cluster's top group, with the top
+        level's own loss, rate and share; then ``draw`` draws the learner it follows next."""
+        cfg = self.config
+        group = self.top_group(panel)
+        losses = self.top_losses(group, learners, y)
+        eta = cfg.hedge_top_eta or cfg.hedge_eta
+        share = cfg.hedge_share if cfg.hedge_top_share < 0 else cfg.hedge_top_share
+        weights = self.top_weights(group)
+        self._step(group, weights, losses, at_s, self.prior, eta, share)
+        if cfg.hedge_top_combine == "draw":
+            top = max(weights)
+            raw = [math.exp(w - top) for w in weights]
+            self._drawn[group] = 0 if self._rng.random() * sum(raw) < raw[0] else 1
+
+    def top_losses(self, group: str, learners: Sequence[float], y: float) -> dict[int, float]:
+        """What each learner pays at the top level for the wait ``y`` (see ``hedge_top_loss``)."""
+        cfg = self.config
+        if cfg.hedge_top_loss == "charged":
+            return {i: self.loss(float(v), y) for i, v in enumerate(learners)}
+        errors = [abs(float(v) - y) for v in learners]
+        if cfg.hedge_top_loss == "win":
+            best = min(errors)
+            return {i: 1.0 if e > best else 0.0 for i, e in enumerate(errors)}
+        tau = cfg.hedge_top_tau or self.running_tau(group, errors[0])
+        return {i: 1.0 if e > tau else 0.0 for i, e in enumerate(errors)}
+
+    def running_tau(self, group: str, backoff_error: float) -> float:
+        """The median of the back-off's |error| over the group's last waits before this one
+        (log10 3, the score's factor, before any), then this wait's error joins the window."""
+        recent = self._tau_recent.setdefault(group, deque())
+        ordered = self._tau_sorted.setdefault(group, [])
+        tau = ordered[len(ordered) // 2] if ordered else math.log10(3.0)
+        recent.append(backoff_error)
+        bisect.insort(ordered, backoff_error)
+        if len(recent) > TOP_TAU_WINDOW:
+            del ordered[bisect.bisect_left(ordered, recent.popleft())]
+        return tau
+
+    def _step(self, group: str, weights: list[float], losses: dict[int, float],
+              at_s: float | None, prior_of: Any, eta: float, alpha: float) -> None:
+        """One Hedge round with fixed share: every expert that spoke pays its loss (times
+        ``eta``), then each keeps at least ``alpha / N`` of the weight (``hedge_share``, or the
+        top level's own; normalised over those that spoke; ``prior_of(spoke)`` says how the
+        shared mass is spread). With batched feedback
         (``hedge_batch_s`` >= 0) the waits of the group that start together are one round: the
         weights are recomputed from where they stood before the batch, each expert paying its
         mean loss over the batch so far."""
         cfg = self.config
-        losses = {i: self.loss(float(v), y) for i, v in enumerate(values) if v is not None}
         if cfg.hedge_batch_s < 0 or at_s is None:
             base, mean_loss = list(weights), losses
         else:
@@ -256,11 +327,11 @@ class HedgePool(ExpertsPool):
         new = list(base)
         spoke = sorted(mean_loss)
         for i in spoke:
-            new[i] -= cfg.hedge_eta * mean_loss[i]
+            new[i] -= eta * mean_loss[i]
         top = max(new[i] for i in spoke)
         raw = {i: math.exp(new[i] - top) for i in spoke}
         total = sum(raw.values())
-        alpha, prior = cfg.hedge_share, prior_of(spoke)
+        prior = prior_of(spoke)
         for i in spoke:
             new[i] = math.log((1.0 - alpha) * raw[i] / total + alpha * prior[i])
         weights[:] = new
@@ -290,8 +361,7 @@ class HedgePool(ExpertsPool):
             learners = self.top_values(panel) if self.has_top else None
             self._update(panel, y, at)
             if learners is not None:
-                group = self.top_group(panel)
-                self._step(group, self.top_weights(group), learners, y, at, self.prior)
+                self._update_top(panel, learners, y, at)
         super().observe(key, wait, at_s, told, fed)
 
     # -- persistence: the groups' weights live in the coarsest key's row --------------

@@ -17,7 +17,8 @@ Names (``make_predictor(kind, seed, **params)``; params override the preset):
                     answer, the answering level's last wait and running medians, the coarser
                     level's median; weights per cluster and answering level (asad.learn.hedge);
                     {"hedge_top": "learners"} adds a top level weighing the back-off's answer
-                    against that mixture per cluster
+                    against that mixture per cluster (its own loss, rate, share and a seeded
+                    draw: hedge_top_loss/_tau/_eta/_share, hedge_top_combine "draw")
     median-backoff  the same pool without weights: the median of the finest key that has seen a
                     wait, since its last detected change, the account's own coarser keys first;
                     quantiles from the residuals of answers by the same level (BACKOFF_DEFAULTS)
