@@ -229,7 +229,7 @@ def test_will_run_batches_pass_over_jobs_on_unusable_nodes_as_the_c_loop_does():
     job = SimJob(99, "c25", [part], 1, 16, 16000, 60, now, 19.0, background=False)
     times = plan.node_times(16, 16000, now)
     avail = np.array([True, True, False, True, True])
-    start, fits = will_run(plan, times, avail, job, now, guess_s=5.0)
+    start, fits, _ = will_run(plan, times, avail, job, now, guess_s=5.0)
     assert start - base == 134 and fits.tolist() == [True, False, False, False, False]
     # the earliest instant node 1 is free is 124: that is the exact rule's answer, not Slurm's
     assert float(times[0]) - base == 124
@@ -252,3 +252,63 @@ def test_bf_poll_backfill_thread_looks_every_second_after_a_quiet_spell():
         got[poll] = sim.poll([x])[x].start_time - T0
     assert got[False] == 120.0  # the fixed grid: every 30 s
     assert got[True] == 101.0  # the first look after the submission
+
+
+def _deps_fifo_at_70_s():
+    """deps-fifo run 4 (local Slurm) 70 s in, as the replay has it: the running jobs' pieces
+    (node, cores, memory, end) by owner, and the plan of b12 (3 whole nodes) on nodes 0, 1 and
+    3 from 234 s, the only plan above b14 (1 node, 12 cores, 300 s)."""
+    from asad.slurm.sim.backfill_map import BackfillMap
+    from asad.slurm.sim.cluster import PartitionState
+    from asad.slurm.sim.config import PartitionSpec
+    from asad.slurm.sim.jobs import SimJob
+
+    part = PartitionState(PartitionSpec("main", nodes=5, cores_per_node=16, mem_per_node_mb=24000), 0)
+    part.select = "consec"
+    base = 1795781316.0  # the run's first submission (= 6 mod 30, as recorded)
+    running = {4: [(3, 12, 8000, 96)], 8: [(4, 2, 2000, 167)], 9: [(0, 8, 2000, 234), (1, 8, 2000, 234)],
+               13: [(4, 2, 2000, 288)], 14: [(4, 12, 8000, 288)], 15: [(2, 8, 8000, 294)],
+               17: [(0, 8, 2000, 184)]}
+    for owner, pieces in running.items():
+        for node, cores, mem, end in pieces:
+            part.allocate([node], cores, mem, base + end, owner=owner)
+    now = base + 70.58
+    plan = BackfillMap(part)
+    plan.reserve([0, 1, 3], base + 234, base + 354)
+    b14 = SimJob(12, "b14", [part], 1, 12, 8000, 300, base + 7, 68.0, background=False)
+    return base, now, plan, b14
+
+
+def test_will_run_leaves_a_job_ending_with_the_batchs_last_for_the_next_batch():
+    # b14 may use nodes 2 and 4 (b12's plan holds the others). The first usable end (167, on
+    # node 4) sets the first batch to 180 + 30 s; the jobs on nodes 0, 1 and 3 are passed over
+    # unchecked, so the batch takes the job ending at 288 on node 4 past its window and stops:
+    # the next job, also ending at 288 on node 4, is past the window and is left for the next
+    # batch (_will_run_test's list_peek_next test). Node 4 holds 12 cores only once both have
+    # gone, so the job fits after the second batch (294 s), on nodes 2 and 4 alike; counting
+    # every job that ends by 288 would report 288 on node 4 alone.
+    from asad.slurm.sim.planner import will_run
+
+    base, now, plan, b14 = _deps_fifo_at_70_s()
+    times = plan.node_times(12, 8000, now)
+    avail = np.array([False, False, True, False, True])
+    start, fits, gone = will_run(plan, times, avail, b14, now, guess_s=30.0)
+    assert start - base == 294 and fits.tolist() == [False, False, True, False, True]
+    assert gone == 8  # every running piece
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_the_plan_on_a_tie_at_a_batch_edge_is_where_slurm_kept_b10_off(compiled, monkeypatch):
+    # The whole plan of b14 (deps-fifo run 4 at 70 s), by the reference and the compiled
+    # planner: 294 s on node 2 (both nodes have 16 free then; the first on a tie). In Slurm that
+    # plan kept b10 (8 cores for 600 s, next in the queue) off node 2 at 70 s, where h3 and b04
+    # started instead; with b14 planned on node 4 at 288 s b10 took node 2 and h3 waited 26 s.
+    from asad.slurm.sim import plan_kernel
+    from asad.slurm.sim.planner import planned_start_slurm
+
+    if compiled and plan_kernel.njit is None:
+        pytest.skip("numba not installed")
+    monkeypatch.setattr(plan_kernel, "_ENABLED", compiled)
+    base, now, plan, b14 = _deps_fifo_at_70_s()
+    start, nodes = planned_start_slurm(plan, b14, now, now + 86400, guess_s=30.0, res=1.0)
+    assert (start - base, nodes) == (294, [2])

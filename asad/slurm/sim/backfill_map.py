@@ -15,7 +15,8 @@ class BackfillMap:
     """The backfill map of one partition during one pass: reservations as whole-node intervals."""
 
     __slots__ = ("part", "n_iv", "_iv_node", "_iv_b", "_iv_e", "min_b", "times", "max_free", "failed",
-                 "failed_free", "_sorted", "_order", "_merged", "no_plan", "_ends", "_frees", "_jobs", "_ends_l")
+                 "failed_free", "_sorted", "_order", "_merged", "no_plan", "_ends", "_frees", "_jobs", "_ends_l",
+                 "_mem")
 
     def __init__(self, part: PartitionState):
         self.part = part
@@ -32,6 +33,7 @@ class BackfillMap:
         self._ends: tuple[np.ndarray, ...] | None = None  # running pieces by end: running_ends()
         self._jobs: tuple[np.ndarray, np.ndarray] | None = None  # running_jobs()
         self._ends_l: list[float] | None = None
+        self._mem: np.ndarray | None = None  # running_mem()
         self._frees: tuple[np.ndarray, ...] | None = None  # see free_instants()
         self.max_free = part.max_free_cores()
         self.failed: list[tuple[int, int, int, float]] = []  # (shape, end) that could not start now
@@ -73,7 +75,21 @@ class BackfillMap:
             jobs = part.p_job[:hi][act]
             order = np.lexsort((jobs, ends))
             self._ends = (ends[order], nodes[order], cores[order], jobs[order])
+            self._mem = part.p_m[:hi][act][order]
         return self._ends
+
+    def running_mem(self) -> np.ndarray:
+        """The memory of each of running_ends()'s pieces, in its order."""
+        self.running_ends()
+        return self._mem
+
+    def free_after(self, gone: int) -> tuple[np.ndarray, np.ndarray]:
+        """Free cores and memory per node once running_ends()'s first ``gone`` pieces have gone
+        (the will-run test's state after the running jobs it took away)."""
+        _, nodes, cores, _ = self.running_ends()
+        n = self.part.n
+        return (self.part.np_free_c + np.bincount(nodes[:gone], weights=cores[:gone], minlength=n).astype(np.int64),
+                self.part.np_free_m + np.bincount(nodes[:gone], weights=self._mem[:gone], minlength=n).astype(np.int64))
 
     def running_jobs(self) -> tuple[np.ndarray, np.ndarray]:
         """Per running job, in end order: the index of its first piece in running_ends(), and
@@ -89,13 +105,6 @@ class BackfillMap:
         if self._ends_l is None:
             self._ends_l = self.running_jobs()[1].tolist()
         return self._ends_l
-
-    def free_cores_at(self, t: float) -> np.ndarray:
-        """Free cores per node once every running job ending by ``t`` (its limit) has gone."""
-        ends, nodes, cores, _ = self.running_ends()
-        gone = int(np.searchsorted(ends, t, side="right"))
-        return self.part.np_free_c + np.bincount(nodes[:gone], weights=cores[:gone],
-                                                 minlength=self.part.n).astype(np.int64)
 
     def free_instants(self) -> tuple[np.ndarray, ...]:
         """The plans as merged spans per node, (node, begin, end), and every instant at which a
@@ -145,7 +154,7 @@ class BackfillMap:
                 t[node] = part._node_time(node, cores, mem, now)
         self._sorted.clear()
         self._order.clear()
-        self._ends = self._jobs = self._ends_l = None
+        self._ends = self._jobs = self._ends_l = self._mem = None
         self.max_free = part.max_free_cores()
 
     def reserve(self, nodes: list[int], begin: float, end: float) -> None:

@@ -361,7 +361,7 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
                 continue
             start, nodes = plan_kernel.planned_start_spans(
                 s_times[si], s_order[si], free_c, free_m, k, c, m, float(lim), now, horizon, guess_s,
-                iv_node[:n_iv], iv_b[:n_iv], iv_e[:n_iv], pe[:n_p], pn[:n_p], pc[:n_p],
+                iv_node[:n_iv], iv_b[:n_iv], iv_e[:n_iv], pe[:n_p], pn[:n_p], pc[:n_p], pm[:n_p],
                 first_piece[:n_groups], job_ends[:n_groups], bnd[:n_bnd], res,
                 sp_b[:n_sp], sp_e[:n_sp], sp_n[:n_sp])
             if start == -INF:

@@ -113,15 +113,16 @@ def _find_consec(free_c, free_m, blocked, nodes, cores, mem):  # noqa: ANN001, A
 
 
 def _will_run(times, by_time, avail, free_now, k, now, guess_s, p_node, first_piece,
-              job_ends):  # noqa: ANN001, ANN202
-    """planner.will_run: (start, fit-by instant), start -inf for none. The nodes that fit
-    are those in ``avail`` free now (fit-by instant -inf, start = now) or fitting by the
-    fit-by instant. ``by_time``: the nodes in order of ``times``; ``free_now``: how many
+              job_ends, free_c, free_m, p_c, p_m, cpn, mem):  # noqa: ANN001, ANN202
+    """planner.will_run: (start, fit-by instant, pieces gone, counted), start -inf for none.
+    The nodes that fit are those in ``avail`` free now (fit-by instant -inf, start = now) or
+    fitting by the fit-by instant, or where ``counted``, fitting once the first ``gone``
+    pieces have gone. ``by_time``: the nodes in order of ``times``; ``free_now``: how many
     nodes in ``avail`` the job fits on now."""
     if free_now >= k:
-        return now, -INF
+        return now, -INF, 0, False
     return _will_run_kth(_kth_avail(times, by_time, avail, k), avail, k, now, guess_s, p_node,
-                         first_piece, job_ends)
+                         first_piece, job_ends, free_c, free_m, p_c, p_m, cpn, mem)
 
 
 def _kth_avail(times, by_time, avail, k):  # noqa: ANN001, ANN202
@@ -135,15 +136,18 @@ def _kth_avail(times, by_time, avail, k):  # noqa: ANN001, ANN202
     return INF
 
 
-def _will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece, job_ends):  # noqa: ANN001, ANN202
+def _will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece, job_ends, free_c, free_m,
+                  p_c, p_m, cpn, mem):  # noqa: ANN001, ANN202
     """_will_run's walk once the job does not fit now, given ``kth`` (``_kth_avail``). The start
     it returns is never before ``kth``: a batch ends at ``last`` with ``kth <= max(last, now)``,
-    and when ``last <= now`` the start is after ``now``."""
+    and when ``last <= now`` the start is after ``now``. Also how many pieces (in end order) the
+    batches took away, and whether the nodes were counted on them: when a job left for the next
+    batch ends by the fit-by instant too (planner.will_run)."""
     n_jobs = len(job_ends)
     if n_jobs == 0:
-        return -INF, 0.0
+        return -INF, 0.0, 0, False
     if kth == INF:
-        return -INF, 0.0
+        return -INF, 0.0, 0, False
     # Per running job (in end order) the walk needs to know only whether it has a piece on a
     # usable node, and only at its batches' edges: asked job by job, not for all ~1,500.
     n_pieces = len(p_node)
@@ -151,7 +155,7 @@ def _will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece, job_ends):  
     while first_use < n_jobs and not _usable(first_use, avail, p_node, first_piece, n_jobs, n_pieces):
         first_use += 1
     if first_use == n_jobs:
-        return -INF, 0.0
+        return -INF, 0.0, 0, False
     none_from = n_jobs  # no job from this index on is usable (learned by a forward search)
     first = job_ends[first_use]
     anchor = first + (WILL_RUN_WINDOW_S - first % WILL_RUN_WINDOW_S)
@@ -178,7 +182,7 @@ def _will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece, job_ends):  
                 if j >= pos:
                     last_i = j
         if last_i < 0:
-            return -INF, 0.0
+            return -INF, 0.0, 0, False
         pos = last_i + 1
         if pos < n_jobs:
             window *= 2
@@ -187,11 +191,28 @@ def _will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece, job_ends):  
         last = job_ends[last_i]
         by = max(last, now)
         if kth <= by:
+            gone = first_piece[pos] if pos < n_jobs else n_pieces
+            counted = pos < n_jobs and job_ends[pos] <= by
+            if counted:  # a job not taken away yet ends by then: count what the batch freed
+                fc = free_c.copy()
+                fm = free_m.copy()
+                for p in range(gone):
+                    fc[p_node[p]] += p_c[p]
+                    fm[p_node[p]] += p_m[p]
+                fit = 0
+                for i in range(len(fc)):
+                    if avail[i] and fc[i] >= cpn and fm[i] >= mem:
+                        fit += 1
+                counted = fit >= k
+                if not counted:
+                    if pos >= n_jobs:
+                        return -INF, 0.0, 0, False
+                    continue
             if last <= now:  # the batch's last job is past its limit: still being killed
                 last = max(last + guess_s, now + 1.0)
-            return last, by
+            return last, by, gone, counted
         if pos >= n_jobs:
-            return -INF, 0.0
+            return -INF, 0.0, 0, False
 
 
 def _usable(j, avail, p_node, first_piece, n_jobs, n_pieces):  # noqa: ANN001, ANN202
@@ -339,17 +360,17 @@ def _add_span(span_b, span_e, span_n, ns, node, b, e):  # noqa: ANN001, ANN202
 
 
 def _planned_start(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
-                   iv_node, iv_b, iv_e, p_end, p_node, p_c, first_piece, job_ends, bounds, res):  # noqa: ANN001, ANN202
+                   iv_node, iv_b, iv_e, p_end, p_node, p_c, p_m, first_piece, job_ends, bounds, res):  # noqa: ANN001, ANN202
     """planner.planned_start_slurm's loop: (start, nodes), start -inf for no plan. ``bounds``:
     ``_distinct_bounds(iv_b, iv_e)``; ``res``: bf_resolution."""
     span_b, span_e, span_n = _free_spans(len(times), iv_node, iv_b, iv_e)
     return _planned_start_spans(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon,
-                                guess_s, iv_node, iv_b, iv_e, p_end, p_node, p_c, first_piece,
+                                guess_s, iv_node, iv_b, iv_e, p_end, p_node, p_c, p_m, first_piece,
                                 job_ends, bounds, res, span_b, span_e, span_n)
 
 
 def _planned_start_spans(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
-                         iv_node, iv_b, iv_e, p_end, p_node, p_c, first_piece, job_ends, bounds, res,
+                         iv_node, iv_b, iv_e, p_end, p_node, p_c, p_m, first_piece, job_ends, bounds, res,
                          span_b, span_e, span_n):  # noqa: ANN001, ANN202
     """``_planned_start`` given the plans' merged spans (``_free_spans``, or kept by the pass
     kernel with ``add_span`` as it adds plans instead of rebuilt per plan: ~a fifth of a plan's
@@ -392,7 +413,7 @@ def _planned_start_spans(times, by_time, free_c, free_m, k, cpn, mem, limit, now
                 if e <= cap and e < later:
                     later = e
         if n_fits_now - held_fit >= k:
-            at, by = now, -INF
+            at, by, gone, counted = now, -INF, 0, False
         else:
             kth = _kth_avail(times, by_time, avail, k)
             if kth > later:
@@ -400,7 +421,8 @@ def _planned_start_spans(times, by_time, free_c, free_m, k, cpn, mem, limit, now
                 # none): either way this try ends in start_res = later, without the walk.
                 start_res = later
                 continue
-            at, by = _will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece, job_ends)
+            at, by, gone, counted = _will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece,
+                                                  job_ends, free_c, free_m, p_c, p_m, cpn, mem)
         if at == -INF:
             if later == INF:
                 break
@@ -410,18 +432,19 @@ def _planned_start_spans(times, by_time, free_c, free_m, k, cpn, mem, limit, now
         if start > later:
             start_res = later
             continue
-        # the nodes that fit at the will-run test's instant, and their free cores then
+        # the nodes that fit in the will-run test's state (the running jobs it took away gone),
+        # and their free cores then
         free_then = free_c.copy()
-        for p in range(len(p_end)):
-            if p_end[p] <= at:
-                free_then[p_node[p]] += p_c[p]
-            else:
-                break
+        free_m_then = free_m.copy()
+        for p in range(gone):
+            free_then[p_node[p]] += p_c[p]
+            free_m_then[p_node[p]] += p_m[p]
         idx = np.empty(n, dtype=np.int64)
         m = 0
         for i in range(n):
             if avail[i] and ((by == -INF and free_c[i] >= cpn and free_m[i] >= mem)
-                             or (by != -INF and times[i] <= by)):
+                             or (counted and free_then[i] >= cpn and free_m_then[i] >= mem)
+                             or (by != -INF and not counted and times[i] <= by)):
                 idx[m] = i
                 m += 1
         free_idx = np.empty(m, dtype=np.int64)

@@ -72,19 +72,25 @@ WILL_RUN_WINDOW_S = 30.0  # cons_common/job_test.c: _will_run_test's first time_
 
 
 def will_run(plan: BackfillMap, times: np.ndarray, avail: np.ndarray, job: SimJob, now: float,
-              guess_s: float) -> tuple[float, np.ndarray] | None:
-    """cons_tres's will-run test on the nodes ``avail``: the start it reports and the nodes
-    that fit then, or None. First the job is tried on the nodes as they are now. Then running
-    jobs are taken away in order of their end (the time limit), in batches: the first batch
-    ends 30 s past the first end rounded up to 30 s, each next one doubles that window
-    (``_will_run_test``). After each batch the job is tried again; the start is the end of the
-    batch's last job, not the first instant the job would fit, and for a job already past its
-    limit a guess (``_guess_job_end``: its limit plus ``guess_s``, at least a second ahead)."""
+              guess_s: float) -> tuple[float, np.ndarray, int] | None:
+    """cons_tres's will-run test on the nodes ``avail``: the start it reports, the nodes that
+    fit then and how many of ``plan.running_ends()``'s pieces it took away to get there (their
+    cores are free for the node pick), or None. First the job is tried on the nodes as they are
+    now. Then running jobs are taken away in order of their end (the time limit), in batches:
+    the first batch ends 30 s past the first end rounded up to 30 s, each next one doubles that
+    window (``_will_run_test``). After each batch the job is tried again; the start is the end
+    of the batch's last job, not the first instant the job would fit, and for a job already past
+    its limit a guess (``_guess_job_end``: its limit plus ``guess_s``, at least a second ahead).
+
+    A batch holds exactly the jobs it took away: when one reaches past the window (jobs on no
+    usable node are passed over unchecked), the next job is left for the next batch even if it
+    ends at the same instant, so a node that fits only once that job has gone does not fit yet
+    (issue 37: deps-fifo's plan of b14 at 70 s)."""
     k = job.nodes
     part = plan.part
     fits = avail & (part.np_free_c >= job.cpus_per_node) & (part.np_free_m >= job.mem_per_node_mb)
     if np.count_nonzero(fits) >= k:
-        return now, fits
+        return now, fits, 0
     p_end, p_node, _, _ = plan.running_ends()
     if not len(p_end):
         return None
@@ -129,11 +135,19 @@ def will_run(plan: BackfillMap, times: np.ndarray, avail: np.ndarray, job: SimJo
             while ends_l[pos] > anchor + window:
                 window *= 2
         last = ends_l[last_i]
-        if kth <= max(last, now):  # a fit time <= now means free already
-            fits = avail & (times <= max(last, now))
-            if last <= now:  # the batch's last job is past its limit: still being killed
-                last = max(last + guess_s, now + 1.0)
-            return last, fits
+        by = max(last, now)  # a fit time <= now means free already
+        if kth <= by:
+            gone = int(first_piece[pos]) if pos < n else len(p_end)
+            if pos < n and ends_l[pos] <= by:
+                # a job not taken away yet ends by then: count only what the batch freed
+                free_c, free_m = plan.free_after(gone)
+                fits = avail & (free_c >= job.cpus_per_node) & (free_m >= job.mem_per_node_mb)
+            else:
+                fits = avail & (times <= by)
+            if np.count_nonzero(fits) >= k:
+                if last <= now:  # the batch's last job is past its limit: still being killed
+                    last = max(last + guess_s, now + 1.0)
+                return last, fits, gone
         if pos >= n:
             return None
 
@@ -169,7 +183,7 @@ def try_later_compiled(plan: BackfillMap, times: np.ndarray, job: SimJob, now: f
     start, nodes = plan_kernel.planned_start(
         times, by_time, part.np_free_c, part.np_free_m, int(job.nodes), int(job.cpus_per_node),
         int(job.mem_per_node_mb), float(job.time_limit_s), float(now), float(horizon), float(guess_s),
-        iv_node, iv_b, iv_e, p_end, p_node, p_c, first_piece, job_ends,
+        iv_node, iv_b, iv_e, p_end, p_node, p_c, plan.running_mem(), first_piece, job_ends,
         plan_kernel.distinct_bounds(iv_b, iv_e), float(res))
     return None if start == -np.inf else (float(start), nodes.tolist())
 
@@ -200,13 +214,13 @@ def try_later(plan: BackfillMap, times: np.ndarray, job: SimJob, now: float, hor
                 break
             start_res = later
             continue
-        at, fits = got  # the will-run test's own instant: the nodes' free cores are those then
+        at, fits, gone = got  # the will-run test's own state: the nodes' free cores are those then
         start = max(at, start_res)
         if start > later:
             start_res = later
             continue
         idx = np.flatnonzero(fits)
-        nodes = consec_pick(idx, plan.free_cores_at(at)[idx], k, cpn)
+        nodes = consec_pick(idx, plan.free_after(gone)[0][idx], k, cpn)
         chosen = np.zeros(part.n, dtype=bool)
         chosen[nodes] = True
         # _test_resv_overlap (backfill.c): end > start_time and begin < end_reserve, both of the
