@@ -103,7 +103,10 @@ def test_the_successor_of_a_successor_plans_through_the_barrier(ctx):
     assert isinstance(Auto().plan(wf, "c", now, ctx), SubmitAt | SubmitNow)
 
 
-def test_a_predecessor_held_by_afterok_or_not_in_slurm_gives_no_plan(ctx):
+def test_a_predecessor_held_by_afterok_on_an_unknown_job_or_not_in_slurm_gives_no_plan(ctx):
+    """A job held by afterok on a job asad does not know has no eligible instant to plan from
+    until Slurm says it became eligible (issue 35, fourth stop: then it is a pending job like any
+    other; a dependency asad knows is tests/test_held_start.py's)."""
     from dataclasses import replace
 
     from asad.slurm.backend import Dependency, DependencyType
@@ -112,7 +115,10 @@ def test_a_predecessor_held_by_afterok_or_not_in_slurm_gives_no_plan(ctx):
     wf = _pipeline(ctx, now, waited_s=10.0)
     job = wf.jobs[0]
     job.request = replace(job.request, dependency=Dependency(DependencyType.AFTEROK, (7,)))
+    eligible, job.eligible_time = job.eligible_time, None
     assert ctx.work_start_grid(wf, "a", now) is None and Auto().plan(wf, "b", now, ctx) is None
+    job.eligible_time = eligible  # Slurm says it is eligible: its dependency ended
+    assert ctx.work_start_grid(wf, "a", now) is not None
     job.request, job.job_id = replace(job.request, dependency=None), None
     assert Auto().plan(wf, "b", now, ctx) is None
 

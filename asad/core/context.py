@@ -27,7 +27,8 @@ from asad.slurm.backend import Dependency, DependencyType, JobRequest, JobState,
 from asad.slurm.priority_rules import PriorityRules
 from asad.strategies.auto import quantile_level
 from asad.strategies.expected_start import GRID as WAIT_GRID
-from asad.strategies.expected_start import eligible_instant, end_of, later_of, pending_start, with_unseen_tails
+from asad.strategies.expected_start import (eligible_instant, end_of, held_start, later_of, pending_start,
+                                            with_unseen_tails)
 from asad.strategies.base import SubmitNow
 from asad.strategies.big_job import big_job_shape
 
@@ -142,9 +143,10 @@ class Context:
         """When ``stage``'s work starts, as quantiles (``asad.strategies.expected_start``): a point
         once it began; its allocation (known, or a pending job's eligible instant plus the learned
         wait still to come) and, if it holds at a barrier, the later of that and its own
-        predecessors' end. None where asad cannot say: a job not in Slurm yet, one held by
-        ``afterok`` (no eligible time), an array job, a geometry or a predecessor's run time not
-        learned yet. A stage that rides in a shared job starts when the stage before it in the job
+        predecessors' end. A job held by ``afterok`` becomes eligible when the jobs it depends on
+        end (:meth:`_dependency_end_grid`), and its allocation comes its learned wait after that
+        (``expected_start.held_start``). None where asad cannot say: a job not in Slurm yet, an
+        array job, a geometry or a predecessor's run time not learned yet. A stage that rides in a shared job starts when the stage before it in the job
         ends. ``unseen``: a pending job's wait carries the mass its few samples leave beyond the
         largest (``expected_start.remaining_wait``), for pricing a barrier; else the learner's
         grid as it is (for a median)."""
@@ -158,16 +160,26 @@ class Context:
             # a rider of a shared (or merged) job starts its work the moment the stage before it ends
             return self.work_end_grid(wf, job.stages[job.stages.index(stage) - 1], now, unseen)
         if (job is None or job.job_id is None or job.request.array
-                or job.request.dependency is not None or run.state not in (StageState.SUBMITTED, StageState.RUNNING)):
+                or run.state not in (StageState.SUBMITTED, StageState.RUNNING)):
             return None
         if job.start_time is not None and job.start_time <= now:
             alloc = np.array([job.start_time])
         elif job.state is JobState.PENDING:
-            eligible = job.eligible_time or job.request.begin or job.submitted_at
-            if eligible is None or self.learned.wait_observations(job.geometry_key) == 0:
+            if self.learned.wait_observations(job.geometry_key) == 0:
                 return None
             basis = self.learned.wait_quantile_basis(job.geometry_key) if unseen else None
-            alloc = pending_start(eligible, self.learned.wait_quantiles(job.geometry_key, list(WAIT_GRID)), now, basis)
+            waits = self.learned.wait_quantiles(job.geometry_key, list(WAIT_GRID))
+            if job.request.dependency is not None and job.eligible_time is None:
+                # held by afterok: eligible when its dependencies end (Slurm says when, once they did)
+                deps_end = self._dependency_end_grid(wf, job, now, unseen)
+                if deps_end is None:
+                    return None
+                alloc = held_start(np.maximum(deps_end, job.request.begin or 0.0), waits, now, basis)
+            else:
+                eligible = job.eligible_time or job.request.begin or job.submitted_at
+                if eligible is None:
+                    return None
+                alloc = pending_start(eligible, waits, now, basis)
         else:
             return None
         for p in wf.spec.predecessors(stage):  # held at its barrier until these end
@@ -178,6 +190,26 @@ class Context:
                 return None
             alloc = later_of(alloc, ends)
         return alloc
+
+    def _dependency_end_grid(self, wf: WorkflowRun, job, now: float, unseen: bool) -> np.ndarray | None:  # noqa: ANN001
+        """When the last of the jobs ``job`` depends on (``afterok``) ends, as quantiles: a point
+        for one that ended, its last stage's :meth:`work_end_grid` for one still to end. None when
+        one is not this workflow's, failed (``afterok`` never comes), or its end is not known."""
+        if job.request.dependency.type not in (DependencyType.AFTEROK, DependencyType.AFTERANY):
+            return None  # eligible at their start, not their end: not a rule asad submits with
+        ends = None
+        for dep_id in job.request.dependency.job_ids:
+            dep = next((j for j in reversed(wf.jobs) if j.job_id == dep_id), None)
+            if dep is None or (dep.state.is_final and dep.state is not JobState.COMPLETED):
+                return None
+            if dep.state is JobState.COMPLETED:
+                end = np.array([dep.end_time or wf.stages[dep.stages[-1]].end_time or now])
+            else:
+                end = self.work_end_grid(wf, dep.stages[-1], now, unseen)
+                if end is None:
+                    return None
+            ends = end if ends is None else later_of(ends, end)
+        return ends
 
     def work_end_grid(self, wf: WorkflowRun, stage: str, now: float, unseen: bool = False) -> np.ndarray | None:
         """When ``stage``'s work ends, as quantiles: its start's plus its recent run times; None

@@ -108,6 +108,22 @@ def pending_start(eligible_at: float, wait_grid: Sequence[float], now: float,
     return np.maximum(now, eligible_at + remaining_wait(wait_grid, waited, basis))
 
 
+def held_start(eligible: np.ndarray, wait_grid: Sequence[float], now: float,
+               basis: int | None = None) -> np.ndarray:
+    """Where the allocation of a job held by a dependency (``afterok``) is expected: its eligible
+    instant (``eligible``: quantiles of its predecessors' end, issue 35's fourth stop) plus its
+    learned wait, never before now. Once every point of ``eligible`` has passed, the latest is when
+    it became eligible and it is a pending job like any other (:func:`pending_start`); while they
+    are ahead, it has waited nothing yet and its whole learned wait is still to come (``basis``:
+    see :func:`remaining_wait`)."""
+    eligible = np.asarray(eligible, dtype=float)
+    if float(eligible.max()) <= now:
+        return pending_start(float(eligible.max()), wait_grid, now, basis)
+    grid = np.asarray(wait_grid, dtype=float)
+    rest = grid if basis is None else _reweighted(grid, 0.0, unseen_share(basis))  # all of it to come
+    return np.maximum(now, on_grid(eligible[:, None] + rest[None, :]))
+
+
 def end_of(starts: np.ndarray, runtimes_s: Sequence[float]) -> np.ndarray:
     """The end distribution of a stage whose start and run time (recent runs, equally likely)
     are independent."""
