@@ -153,7 +153,7 @@ def test_a_plan_may_end_as_a_reservation_begins(reference, res, begin, want) -> 
 @given(st.lists(st.tuples(st.integers(0, 5), boundary, st.integers(0, 8)), max_size=40))
 def test_spans_kept_one_plan_at_a_time_equal_the_rebuilt_spans(plans) -> None:  # noqa: ANN001
     """The pass kernel keeps the plans' merged spans with add_span as plans are added; after
-    every plan they are _free_spans's (the same spans, in another order), touching plans and
+    every plan they are _free_spans's (the same spans, in begin order), touching plans and
     zero-length ones included (the grid makes shared boundaries common)."""
     n_nodes = 6
     iv_node = np.array([node for node, _, _ in plans], dtype=np.int64)
@@ -167,6 +167,159 @@ def test_spans_kept_one_plan_at_a_time_equal_the_rebuilt_spans(plans) -> None:  
         want_b, want_e, want_n = plan_kernel._free_spans(n_nodes, iv_node[:i + 1], iv_b[:i + 1], iv_e[:i + 1])
         kept = sorted(zip(span_n[:count].tolist(), span_b[:count].tolist(), span_e[:count].tolist()))
         assert kept == sorted(zip(want_n.tolist(), want_b.tolist(), want_e.tolist()))
+        assert span_b[:count].tolist() == sorted(span_b[:count].tolist())  # the search reads them so
+
+
+# The third session's try loop, each try looking at every span and walking the nodes in fit-time
+# order past the held ones: the reference of the window kept from try to try (plan_kernel).
+_cap_sorted, _kth_avail, _will_run_kth = plan_kernel._cap_sorted, plan_kernel._kth_avail, plan_kernel._will_run_kth
+_consec_pick = plan_kernel._consec_pick
+INF = np.inf
+
+
+def _planned_start_scan(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
+                         iv_node, iv_b, iv_e, p_end, p_node, p_c, first_piece, job_ends, bounds, res,
+                         span_b, span_e, span_n):  # noqa: ANN001, ANN202
+    """``_planned_start_spans`` with every try looking at every span and walking the nodes in
+    fit-time order past the held ones (the third session's version): the reference of the kept
+    window in the tests."""
+    n = len(times)
+    n_iv = len(iv_node)
+    # the nodes the job fits on now; each try counts those a plan holds, not every node
+    fits_now = np.empty(n, dtype=np.bool_)
+    n_fits_now = 0
+    for i in range(n):
+        fits_now[i] = free_c[i] >= cpn and free_m[i] >= mem
+        n_fits_now += fits_now[i]
+    avail = np.ones(n, dtype=np.bool_)
+    held = np.empty(n, dtype=np.int64)  # the nodes a plan holds in this try (to reset avail)
+    n_held = 0
+    start_res = now
+    for _ in range(1000):
+        if start_res > horizon:
+            break
+        end_time = start_res + limit
+        for j in range(n_held):
+            avail[held[j]] = True
+        n_held = 0
+        held_fit = 0
+        cap = _cap_sorted(bounds, start_res, end_time)
+        later = INF
+        # One look at each span gives both the held nodes and later_start: a node is held
+        # while a plan of it overlaps [start_res, end_time], which is exactly while one of its
+        # spans does (a span overlapping the window has a plan that begins by the window's end
+        # and, the spans being merged plans, one of those ends inside or after it).
+        for i in range(len(span_e)):
+            e = span_e[i]
+            if e > start_res and span_b[i] <= end_time:
+                node = span_n[i]
+                if avail[node]:
+                    avail[node] = False
+                    held[n_held] = node
+                    n_held += 1
+                    held_fit += fits_now[node]
+                if e <= cap and e < later:
+                    later = e
+        if n_fits_now - held_fit >= k:
+            at, by = now, -INF
+        else:
+            kth = _kth_avail(times, by_time, avail, k)
+            if kth > later:
+                # The will-run start would be at kth or after, past later_start (or there is
+                # none): either way this try ends in start_res = later, without the walk.
+                start_res = later
+                continue
+            at, by = _will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece, job_ends)
+        if at == -INF:
+            if later == INF:
+                break
+            start_res = later
+            continue
+        start = max(at, start_res)
+        if start > later:
+            start_res = later
+            continue
+        # the nodes that fit at the will-run test's instant, and their free cores then
+        free_then = free_c.copy()
+        for p in range(len(p_end)):
+            if p_end[p] <= at:
+                free_then[p_node[p]] += p_c[p]
+            else:
+                break
+        idx = np.empty(n, dtype=np.int64)
+        m = 0
+        for i in range(n):
+            if avail[i] and ((by == -INF and free_c[i] >= cpn and free_m[i] >= mem)
+                             or (by != -INF and times[i] <= by)):
+                idx[m] = i
+                m += 1
+        free_idx = np.empty(m, dtype=np.int64)
+        for j in range(m):
+            free_idx[j] = free_then[idx[j]]
+        nodes = _consec_pick(idx[:m], free_idx, k, cpn)
+        chosen = np.zeros(n, dtype=np.bool_)
+        for node in nodes:
+            chosen[node] = True
+        clash_end = INF
+        clash = False
+        # _test_resv_overlap (backfill.c): the plan [start, start + limit], both rounded down to
+        # bf_resolution, meets a reservation when end > start_time and begin < end_reserve: a
+        # reservation that begins as this plan ends does not clash (issue 37)
+        b_res = (start // res) * res
+        e_res = ((start + limit) // res) * res
+        for i in range(n_iv):
+            if chosen[iv_node[i]] and iv_e[i] > b_res and iv_b[i] < e_res:
+                clash = True
+                clash_end = min(clash_end, iv_e[i])
+        if clash:
+            start_res = start if start > start_res else clash_end
+            continue
+        return start, nodes
+    return -INF, np.empty(0, dtype=np.int64)
+
+
+_planned_start_scan = plan_kernel.njit(_planned_start_scan) if plan_kernel.njit is not None else None
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(1, 12), st.lists(running_job, max_size=25), st.lists(reservation, max_size=8), job_shape,
+       st.sampled_from([0.0, 35.0]), st.sampled_from([1.0, 60.0]))
+def test_the_kept_window_equals_the_per_try_scan(monkeypatch, n_nodes, running, reservations, shape, guess_s,
+                                                 res) -> None:  # noqa: ANN001
+    """planned_start_spans (spans entering in begin order, leaving from a heap of ends, the k-th
+    usable fit time from a Fenwick tree) plans as the per-try scan does, on random partitions
+    and plans (their ends off the bf_resolution grid too)."""
+    part = PartitionState(PartitionSpec("p", nodes=n_nodes, cores_per_node=CORES, mem_per_node_mb=MEM), 0)
+    part.select = "consec"
+    for owner, (nodes, cores, end) in enumerate(running, start=1):
+        nodes = [n for n in nodes if n < n_nodes and part.free_c[n] >= cores]
+        if nodes:
+            part.allocate(nodes, cores, 100, NOW + end, owner=owner)
+    plan = BackfillMap(part)
+    for nodes, begin, length in reservations:
+        nodes = [n for n in nodes if n < n_nodes]
+        if nodes:
+            plan.reserve(nodes, NOW + begin - begin % 60, NOW + begin + length)
+    k, cpn, limit = shape
+    job = SimJob(9999, "j", [part], min(k, n_nodes), cpn * min(k, n_nodes), 100, limit, NOW, 10.0,
+                 background=False)
+    horizon = NOW + 86400
+    got = fit_times(plan, job, NOW, horizon)
+    if got is None:
+        return
+    calls = []
+    kernel = plan_kernel.planned_start
+    monkeypatch.setattr(plan_kernel, "planned_start", lambda *a: calls.append(a) or kernel(*a))
+    try_later_compiled(plan, got[0], job, NOW, horizon, guess_s)
+    assert len(calls) == 1
+    args = list(calls[0][:-1]) + [res]  # the same search at both resolutions
+    times, iv_node, iv_b, iv_e = args[0], args[11], args[12], args[13]
+    span_b, span_e, span_n = plan_kernel._free_spans(len(times), iv_node, iv_b, iv_e)
+    order = np.argsort(span_b, kind="stable")
+    spans = (span_b[order], span_e[order], span_n[order])
+    want = _planned_start_scan(*args, *spans)
+    new = plan_kernel.planned_start_spans(*args, *spans)
+    assert (new[0], new[1].tolist()) == (want[0], want[1].tolist())
 
 
 def test_a_will_run_start_at_later_start_is_taken_not_skipped(reference) -> None:  # noqa: ANN001

@@ -336,27 +336,33 @@ def _cap_sorted(bnd, start_res, end_time):  # noqa: ANN001, ANN202
 
 
 def _add_span(span_b, span_e, span_n, ns, node, b, e):  # noqa: ANN001, ANN202
-    """Add the plan interval [b, e] of ``node`` to the merged spans ``[:ns]`` (room for one more
-    behind); the new count. A node's spans are the union of its plans, those that meet or touch
-    joined (what ``_free_spans`` makes by merging in begin order), so the interval absorbs every
-    span of the node it meets. The spans' order differs from ``_free_spans``'s; the plan search
-    reads them in no particular order (held nodes, a minimum)."""
+    """Add the plan interval [b, e] of ``node`` to the merged spans ``[:ns]``, kept in order of
+    their begins (room for one more behind); the new count. A node's spans are the union of its
+    plans, those that meet or touch joined (what ``_free_spans`` makes by merging in begin
+    order), so the interval absorbs every span of the node it meets. The plan search reads the
+    spans in begin order (they enter its window in that order)."""
     lo, hi = b, e
-    i = 0
-    while i < ns:
+    kept = 0
+    for i in range(ns):
         if span_n[i] == node and span_b[i] <= e and b <= span_e[i]:
             lo = min(lo, span_b[i])
             hi = max(hi, span_e[i])
-            ns -= 1  # swap-remove: the last span takes its place and is looked at next
-            span_b[i] = span_b[ns]
-            span_e[i] = span_e[ns]
-            span_n[i] = span_n[ns]
-        else:
-            i += 1
-    span_b[ns] = lo
-    span_e[ns] = hi
-    span_n[ns] = node
-    return ns + 1
+        else:  # kept, moved down over the absorbed ones
+            span_b[kept] = span_b[i]
+            span_e[kept] = span_e[i]
+            span_n[kept] = span_n[i]
+            kept += 1
+    at = kept  # after every span that begins by lo
+    while at > 0 and span_b[at - 1] > lo:
+        at -= 1
+    for i in range(kept, at, -1):
+        span_b[i] = span_b[i - 1]
+        span_e[i] = span_e[i - 1]
+        span_n[i] = span_n[i - 1]
+    span_b[at] = lo
+    span_e[at] = hi
+    span_n[at] = node
+    return kept + 1
 
 
 def _planned_start(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
@@ -364,9 +370,70 @@ def _planned_start(times, by_time, free_c, free_m, k, cpn, mem, limit, now, hori
     """planner.planned_start_slurm's loop: (start, nodes), start -inf for no plan. ``bounds``:
     ``_distinct_bounds(iv_b, iv_e)``; ``res``: bf_resolution."""
     span_b, span_e, span_n = _free_spans(len(times), iv_node, iv_b, iv_e)
+    order = np.argsort(span_b, kind="mergesort")
+    span_b, span_e, span_n = span_b[order], span_e[order], span_n[order]
     return _planned_start_spans(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon,
                                 guess_s, iv_node, iv_b, iv_e, p_end, p_node, p_c, p_m, first_piece,
                                 job_ends, bounds, res, span_b, span_e, span_n)
+
+
+def _tree_add(tree, i, d):  # noqa: ANN001, ANN202
+    """Fenwick tree: add ``d`` at 1-based position ``i``."""
+    n = len(tree) - 1
+    while i <= n:
+        tree[i] += d
+        i += i & -i
+
+
+def _tree_select(tree, n, top, k):  # noqa: ANN001, ANN202
+    """Fenwick tree: the 0-based position of the k-th 1 (there are at least k); ``top``: the
+    largest power of two <= n."""
+    pos = 0
+    step = top
+    while step > 0:
+        if pos + step <= n and tree[pos + step] < k:
+            pos += step
+            k -= tree[pos]
+        step //= 2
+    return pos
+
+
+def _heap_push(heap_e, heap_n, size, e, node):  # noqa: ANN001, ANN202
+    """Min-heap on ``heap_e`` (``heap_n`` alongside): push; the new size."""
+    i = size
+    while i > 0:
+        up = (i - 1) // 2
+        if heap_e[up] <= e:
+            break
+        heap_e[i] = heap_e[up]
+        heap_n[i] = heap_n[up]
+        i = up
+    heap_e[i] = e
+    heap_n[i] = node
+    return size + 1
+
+
+def _heap_pop(heap_e, heap_n, size):  # noqa: ANN001, ANN202
+    """Min-heap: drop the top; the new size."""
+    size -= 1
+    e = heap_e[size]
+    node = heap_n[size]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and heap_e[c + 1] < heap_e[c]:
+            c += 1
+        if heap_e[c] >= e:
+            break
+        heap_e[i] = heap_e[c]
+        heap_n[i] = heap_n[c]
+        i = c
+    if size > 0:
+        heap_e[i] = e
+        heap_n[i] = node
+    return size
 
 
 def _planned_start_spans(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
@@ -374,48 +441,96 @@ def _planned_start_spans(times, by_time, free_c, free_m, k, cpn, mem, limit, now
                          span_b, span_e, span_n):  # noqa: ANN001, ANN202
     """``_planned_start`` given the plans' merged spans (``_free_spans``, or kept by the pass
     kernel with ``add_span`` as it adds plans instead of rebuilt per plan: ~a fifth of a plan's
-    cost on a saturated queue)."""
+    cost on a saturated queue).
+
+    The spans must come in order of their begins (``add_span`` keeps them so). The tries'
+    window [start_res, start_res + limit] only moves forward (each try ends at a later
+    ``start_res``: a span's end past it, a will-run start past it, or a clashing plan's end, a
+    multiple of ``res`` past ``start_res``'s own multiple), so the held nodes are kept from try
+    to try instead of found again: spans enter in begin order as the window's end passes their
+    begin, onto a min-heap of their ends, and leave from its top as the window's start passes
+    their end (a count per node of the spans that overlap the window). ``later_start`` is then
+    the heap's top, and the k-th fit time of the usable nodes a Fenwick tree's select over the
+    nodes in fit-time order (a saturated queue's ~200 held nodes came first in that order and
+    were walked past on every try, ~10 tries a plan). The per-try version (each try looking at
+    every span) is this one's reference in ``tests/test_sim_plan_kernel.py``."""
     n = len(times)
     n_iv = len(iv_node)
+    ns = len(span_e)
     # the nodes the job fits on now; each try counts those a plan holds, not every node
     fits_now = np.empty(n, dtype=np.bool_)
     n_fits_now = 0
     for i in range(n):
         fits_now[i] = free_c[i] >= cpn and free_m[i] >= mem
         n_fits_now += fits_now[i]
+    rank = np.empty(n, dtype=np.int64)  # each node's position in fit-time order
+    for p in range(n):
+        rank[by_time[p]] = p
+    # the spans that entered the window and have not left it, as a min-heap of their ends
+    heap_e = np.empty(ns)
+    heap_n = np.empty(ns, dtype=np.int64)
+    n_heap = 0
+    n_over = np.zeros(n, dtype=np.int64)  # spans of the node overlapping the window
     avail = np.ones(n, dtype=np.bool_)
-    held = np.empty(n, dtype=np.int64)  # the nodes a plan holds in this try (to reset avail)
-    n_held = 0
+    n_avail = n
+    tree = np.zeros(n + 1, dtype=np.int64)  # Fenwick tree over fit-time positions: 1 = usable
+    top = 1
+    while top * 2 <= n:
+        top *= 2
+    built = False
+    nb = 0
+    held_fit = 0
     start_res = now
+    last_start = now
     for _ in range(1000):
         if start_res > horizon:
             break
+        if start_res < last_start:  # not expected (see above); if ever, begin again exactly
+            n_over[:] = 0
+            avail[:] = True
+            n_avail = n
+            built = False
+            nb = n_heap = held_fit = 0
+        last_start = start_res
         end_time = start_res + limit
-        for j in range(n_held):
-            avail[held[j]] = True
-        n_held = 0
-        held_fit = 0
+        while nb < ns and span_b[nb] <= end_time:  # spans that begin by the window's end enter
+            node = span_n[nb]
+            n_heap = _heap_push(heap_e, heap_n, n_heap, span_e[nb], node)
+            nb += 1
+            n_over[node] += 1
+            if n_over[node] == 1:
+                avail[node] = False
+                n_avail -= 1
+                held_fit += fits_now[node]
+                if built:
+                    _tree_add(tree, rank[node] + 1, -1)
+        while n_heap > 0 and heap_e[0] <= start_res:  # those that end by its start leave
+            node = heap_n[0]
+            n_heap = _heap_pop(heap_e, heap_n, n_heap)
+            n_over[node] -= 1
+            if n_over[node] == 0:
+                avail[node] = True
+                n_avail += 1
+                held_fit -= fits_now[node]
+                if built:
+                    _tree_add(tree, rank[node] + 1, 1)
         cap = _cap_sorted(bounds, start_res, end_time)
-        later = INF
-        # One look at each span gives both the held nodes and later_start: a node is held
-        # while a plan of it overlaps [start_res, end_time], which is exactly while one of its
-        # spans does (a span overlapping the window has a plan that begins by the window's end
-        # and, the spans being merged plans, one of those ends inside or after it).
-        for i in range(len(span_e)):
-            e = span_e[i]
-            if e > start_res and span_b[i] <= end_time:
-                node = span_n[i]
-                if avail[node]:
-                    avail[node] = False
-                    held[n_held] = node
-                    n_held += 1
-                    held_fit += fits_now[node]
-                if e <= cap and e < later:
-                    later = e
+        # later_start: the first end among the spans overlapping the window, if by the cap
+        later = heap_e[0] if n_heap > 0 and heap_e[0] <= cap else INF
         if n_fits_now - held_fit >= k:
             at, by, gone, counted = now, -INF, 0, False
         else:
-            kth = _kth_avail(times, by_time, avail, k)
+            if not built:  # the first try that needs it: built at once from the usable nodes
+                for p in range(n):
+                    tree[p + 1] = avail[by_time[p]]
+                for i in range(1, n + 1):
+                    up = i + (i & -i)
+                    if up <= n:
+                        tree[up] += tree[i]
+                built = True
+            kth = INF
+            if n_avail >= k:
+                kth = times[by_time[_tree_select(tree, n, top, k)]]
             if kth > later:
                 # The will-run start would be at kth or after, past later_start (or there is
                 # none): either way this try ends in start_res = later, without the walk.
@@ -472,6 +587,8 @@ def _planned_start_spans(times, by_time, free_c, free_m, k, cpn, mem, limit, now
     return -INF, np.empty(0, dtype=np.int64)
 
 
+
+
 if njit is not None:
     _consec_pick = consec_pick = njit(cache=True)(_consec_pick)
     find_consec = njit(cache=True)(_find_consec)
@@ -486,6 +603,10 @@ if njit is not None:
     _will_run_kth = njit(cache=True)(_will_run_kth)
     _will_run = njit(cache=True)(_will_run)
     add_span = njit(cache=True)(_add_span)
+    _tree_add = njit(cache=True)(_tree_add)
+    _tree_select = njit(cache=True)(_tree_select)
+    _heap_push = njit(cache=True)(_heap_push)
+    _heap_pop = njit(cache=True)(_heap_pop)
     planned_start_spans = njit(cache=True)(_planned_start_spans)
     _planned_start_spans = planned_start_spans
     planned_start = njit(cache=True)(_planned_start)

@@ -1,0 +1,112 @@
+"""Time the compiled backfill pass alone, on recorded inputs: ``capture`` plays a span of a snapshot
+(written by ``sim_schedule_equal.py run --snapshot``) and records the arguments of every
+``pass_kernel.backfill_pass`` call; ``bench`` replays them through this tree's kernel (or an
+older tree's, given with PYTHONPATH) and prints the CPU ms per pass and a digest of everything the
+passes returned (every start and plan, in order), and whether it is the digest of what the
+kernel returned in the recorded run (exit 1 if not).
+
+    python scripts/sim_pass_replay.py capture SNAPSHOT --days 0.02 --out passes.pkl
+    python scripts/sim_pass_replay.py bench passes.pkl --reps 3
+    PYTHONPATH=/tmp/old python scripts/sim_pass_replay.py bench passes.pkl --reps 3
+
+Why: a kernel change is measured in seconds instead of a whole simulated span, without the rest
+of the simulator's noise, and two kernels that print the same digest made the same decisions on
+every recorded pass (a quick check before ``sim_schedule_equal.py``, which stays the judge: a
+changed pass would change the following passes' inputs, which a replay does not see). Timings
+alternate old and new trees at the same machine load; numba's cache must be warm (the first run
+of a changed kernel compiles it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import pickle
+import time
+
+import numpy as np
+
+
+def _copies(args: tuple) -> tuple:
+    """The kernel writes into the free-resource arrays it gets: each call gets its own."""
+    return tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+
+
+def cmd_capture(args: argparse.Namespace) -> int:
+    from asad.slurm.sim import backfill, pass_kernel
+
+    calls = []
+    live = hashlib.sha256()
+    kernel = pass_kernel.backfill_pass
+
+    def recording(*a):  # noqa: ANN002, ANN202
+        calls.append(_copies(a))
+        out = kernel(*a)
+        _add(live, out)
+        return out
+
+    backfill.pass_kernel.backfill_pass = recording
+    try:
+        with open(args.snapshot, "rb") as fh:
+            sim = pickle.load(fh)
+        sim.run_until(sim.now() + args.days * 86400)
+    finally:
+        backfill.pass_kernel.backfill_pass = kernel
+    with open(args.out, "wb") as fh:
+        pickle.dump({"calls": calls, "digest": live.hexdigest()[:16]}, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    print(f"{len(calls)} passes recorded in {args.out}; digest {live.hexdigest()[:16]}")
+    return 0
+
+
+def _add(digest, out: tuple) -> None:  # noqa: ANN001
+    for arr in out:
+        digest.update(np.ascontiguousarray(arr).tobytes())
+
+
+def replay(calls: list[tuple], reps: int) -> tuple[str, list[float]]:
+    """The digest of every pass's output, and the CPU ms per pass of each repetition."""
+    from asad.slurm.sim import pass_kernel
+
+    digest = hashlib.sha256()
+    for a in calls:
+        _add(digest, pass_kernel.backfill_pass(*_copies(a)))
+    per_pass = []
+    for _ in range(reps):
+        inputs = [_copies(a) for a in calls]  # copied outside the clock
+        t0 = time.process_time()
+        for a in inputs:
+            pass_kernel.backfill_pass(*a)
+        per_pass.append((time.process_time() - t0) / max(len(calls), 1) * 1e3)
+    return digest.hexdigest()[:16], per_pass
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    with open(args.calls, "rb") as fh:
+        recorded = pickle.load(fh)
+    calls = recorded["calls"]
+    digest, per_pass = replay(calls, args.reps)
+    ordered = sorted(per_pass)
+    same = "the recorded run's" if digest == recorded["digest"] else f"NOT the recorded run's {recorded['digest']}"
+    print(f"{len(calls)} passes; CPU ms a pass: min {ordered[0]:.3f}, median {ordered[len(ordered) // 2]:.3f}"
+          f" ({', '.join(f'{x:.3f}' for x in per_pass)}); digest {digest} ({same})")
+    return 0 if digest == recorded["digest"] else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    cap = sub.add_parser("capture")
+    cap.add_argument("snapshot")
+    cap.add_argument("--days", type=float, default=0.02)
+    cap.add_argument("--out", required=True)
+    cap.set_defaults(fn=cmd_capture)
+    bench = sub.add_parser("bench")
+    bench.add_argument("calls")
+    bench.add_argument("--reps", type=int, default=3)
+    bench.set_defaults(fn=cmd_bench)
+    args = parser.parse_args()
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
