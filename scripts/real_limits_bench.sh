@@ -22,6 +22,9 @@ case $mode in
     *) echo "real_limits_bench: the mode must be limits or nolimits, got '$mode'" >&2; exit 2 ;;
 esac
 "$cluster" down >/dev/null 2>&1 || true
+# `up` starts from the folder's saved settings and applies only the flags given, so a `nolimits` run
+# on a folder that last ran `limits` kept AccountingStorageEnforce=limits: start from none.
+rm -f "${ASAD_CLUSTER_DIR:-/tmp/asad-cluster}/settings"
 "$cluster" up --accounting --priority multifactor --age-weight 10000 --max-age 10:00 \
     --priority-calc-period 1 "${enforce[@]}"
 eval "$("$cluster" env)"
