@@ -178,7 +178,7 @@ INF = np.inf
 
 
 def _planned_start_scan(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
-                         iv_node, iv_b, iv_e, p_end, p_node, p_c, first_piece, job_ends, bounds, res,
+                         iv_node, iv_b, iv_e, p_end, p_node, p_c, p_m, first_piece, job_ends, bounds, res,
                          span_b, span_e, span_n):  # noqa: ANN001, ANN202
     """``_planned_start_spans`` with every try looking at every span and walking the nodes in
     fit-time order past the held ones (the third session's version): the reference of the kept
@@ -221,7 +221,7 @@ def _planned_start_scan(times, by_time, free_c, free_m, k, cpn, mem, limit, now,
                 if e <= cap and e < later:
                     later = e
         if n_fits_now - held_fit >= k:
-            at, by = now, -INF
+            at, by, gone, counted = now, -INF, 0, False
         else:
             kth = _kth_avail(times, by_time, avail, k)
             if kth > later:
@@ -229,7 +229,8 @@ def _planned_start_scan(times, by_time, free_c, free_m, k, cpn, mem, limit, now,
                 # none): either way this try ends in start_res = later, without the walk.
                 start_res = later
                 continue
-            at, by = _will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece, job_ends)
+            at, by, gone, counted = _will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece,
+                                                  job_ends, free_c, free_m, p_c, p_m, cpn, mem)
         if at == -INF:
             if later == INF:
                 break
@@ -239,18 +240,19 @@ def _planned_start_scan(times, by_time, free_c, free_m, k, cpn, mem, limit, now,
         if start > later:
             start_res = later
             continue
-        # the nodes that fit at the will-run test's instant, and their free cores then
+        # the nodes that fit in the will-run test's state (the running jobs it took away gone),
+        # and their free cores then
         free_then = free_c.copy()
-        for p in range(len(p_end)):
-            if p_end[p] <= at:
-                free_then[p_node[p]] += p_c[p]
-            else:
-                break
+        free_m_then = free_m.copy()
+        for p in range(gone):
+            free_then[p_node[p]] += p_c[p]
+            free_m_then[p_node[p]] += p_m[p]
         idx = np.empty(n, dtype=np.int64)
         m = 0
         for i in range(n):
             if avail[i] and ((by == -INF and free_c[i] >= cpn and free_m[i] >= mem)
-                             or (by != -INF and times[i] <= by)):
+                             or (counted and free_then[i] >= cpn and free_m_then[i] >= mem)
+                             or (by != -INF and not counted and times[i] <= by)):
                 idx[m] = i
                 m += 1
         free_idx = np.empty(m, dtype=np.int64)
