@@ -77,7 +77,7 @@ def keep_log(recording: Path) -> None:
 
 def _add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record", action="store_true",
-                   help="record the scenarios on the local cluster first (needs root; ~50 min for all eight)")
+                   help="record the scenarios on the local cluster first (needs root; ~6 min a scenario, about an hour for all)")
     p.add_argument("--scenario", action="append", help="only this scenario (repeatable)")
     p.add_argument("--debug-flags", help="with --record: slurmctld DebugFlags for the run (e.g. Backfill: "
                                          "its log then shows every planned start)")
