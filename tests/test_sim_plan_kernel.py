@@ -40,10 +40,9 @@ def reference(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201
     return run
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.integers(1, 12), st.lists(running_job, max_size=25), st.lists(reservation, max_size=6), job_shape,
-       st.sampled_from([0.0, 35.0]))
-def test_compiled_plan_equals_the_reference(reference, n_nodes, running, reservations, shape, guess_s) -> None:  # noqa: ANN001
+def _random_search(n_nodes, running, reservations, shape):  # noqa: ANN001, ANN202
+    """A random partition with running jobs and plans, a job to plan on it, and its fit times
+    (None when it fits nowhere)."""
     part = PartitionState(PartitionSpec("p", nodes=n_nodes, cores_per_node=CORES, mem_per_node_mb=MEM), 0)
     part.select = "consec"
     for owner, (nodes, cores, end) in enumerate(running, start=1):
@@ -59,7 +58,14 @@ def test_compiled_plan_equals_the_reference(reference, n_nodes, running, reserva
     job = SimJob(9999, "j", [part], min(k, n_nodes), cpn * min(k, n_nodes), 100, limit, NOW, 10.0,
                  background=False)
     horizon = NOW + 86400
-    got = fit_times(plan, job, NOW, horizon)
+    return plan, job, horizon, fit_times(plan, job, NOW, horizon)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(1, 12), st.lists(running_job, max_size=25), st.lists(reservation, max_size=6), job_shape,
+       st.sampled_from([0.0, 35.0]))
+def test_compiled_plan_equals_the_reference(reference, n_nodes, running, reservations, shape, guess_s) -> None:  # noqa: ANN001
+    plan, job, horizon, got = _random_search(n_nodes, running, reservations, shape)
     if got is None:
         return
     want = reference(try_later, plan, got[0], job, NOW, horizon, guess_s)
@@ -291,22 +297,7 @@ def test_the_kept_window_equals_the_per_try_scan(monkeypatch, n_nodes, running, 
     """planned_start_spans (spans entering in begin order, leaving from a heap of ends, the k-th
     usable fit time from a Fenwick tree) plans as the per-try scan does, on random partitions
     and plans (their ends off the bf_resolution grid too)."""
-    part = PartitionState(PartitionSpec("p", nodes=n_nodes, cores_per_node=CORES, mem_per_node_mb=MEM), 0)
-    part.select = "consec"
-    for owner, (nodes, cores, end) in enumerate(running, start=1):
-        nodes = [n for n in nodes if n < n_nodes and part.free_c[n] >= cores]
-        if nodes:
-            part.allocate(nodes, cores, 100, NOW + end, owner=owner)
-    plan = BackfillMap(part)
-    for nodes, begin, length in reservations:
-        nodes = [n for n in nodes if n < n_nodes]
-        if nodes:
-            plan.reserve(nodes, NOW + begin - begin % 60, NOW + begin + length)
-    k, cpn, limit = shape
-    job = SimJob(9999, "j", [part], min(k, n_nodes), cpn * min(k, n_nodes), 100, limit, NOW, 10.0,
-                 background=False)
-    horizon = NOW + 86400
-    got = fit_times(plan, job, NOW, horizon)
+    plan, job, horizon, got = _random_search(n_nodes, running, reservations, shape)
     if got is None:
         return
     calls = []
