@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from asad.slurm.backend import Dependency, DependencyType, JobRequest
+from asad.slurm.backend import Dependency, DependencyType, JobRequest, JobState
 
-from slurm_helpers import unique_tag
+from slurm_helpers import unique_tag, wait_until
 
 pytestmark = [pytest.mark.slurm, pytest.mark.timeout(180)]
 
@@ -24,6 +24,9 @@ def test_pending_load_counts_only_jobs_that_compete(slurm, cluster):
     tag = unique_tag("load")
     cpn = cluster.cpus_per_node
     blockers = [slurm.submit(_req(f"{tag}-full{i}", cpn)) for i in range(cluster.nodes)]
+    # Running before the rest go in: nodes an earlier test's cancelled jobs still held kept them
+    # pending once (CI, 2026-11-27), and then they counted as competing load.
+    wait_until(slurm, blockers, lambda st: all(j in st and st[j].state is JobState.RUNNING for j in blockers))
     waiting = [slurm.submit(_req(f"{tag}-wait{i}", cpn)) for i in range(2)]
     slurm.submit(_req(f"{tag}-dep", cpn, dependency=Dependency(DependencyType.AFTEROK, (blockers[0],))))
     slurm.submit(_req(f"{tag}-begin", cpn, begin=time.time() + 3600))
