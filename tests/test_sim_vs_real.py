@@ -174,6 +174,22 @@ def test_fair_share_holds_back_the_account_with_usage_as_on_slurm(name):
     assert compare(rec, replay(rec))["kendall_tau"] > without["kendall_tau"]
 
 
+@pytest.mark.skipif("fairshare-shares.run4" not in RECORDINGS, reason="no fairshare-shares run 4")
+def test_the_decay_run_on_whole_seconds_ranks_fsb_above_fsa_as_slurm_did():
+    """fairshare-shares run 4 (its slurmctld.log in logs/): after the decay run at 115 s Slurm
+    started fsb's g44 (1 x 16 cores) at 122 s and g25 at 134 s, before fsa's g10 (146 s), which
+    fits where g25 does. fsa's and fsb's level_fs are then within 1 %: on slurmctld's whole
+    seconds (time_t: the run's time(NULL), g_last_ran, the jobs' start_time) fsb ranks above fsa,
+    on exact instants below, and the replay started g10 at 122 s and g44 at 188 s."""
+    rec = RECORDINGS["fairshare-shares.run4"]
+    t0 = min(j["submit"] for j in rec["jobs"])
+    got = {k: v["start"] - t0 for k, v in replay(rec).items()}
+    real = {j["label"]: j["start"] - t0 for j in rec["jobs"]}
+    assert (real["g44"], real["g25"], real["g10"]) == (122, 134, 146)
+    assert got["g44"] == 122
+    assert got["g44"] < got["g10"] and got["g25"] < got["g10"]
+
+
 @pytest.mark.skipif(not any(n.startswith("fairshare-shares") for n in RECORDINGS), reason="no fairshare-shares run")
 def test_the_recorded_shares_bring_the_order_closer_to_slurms():
     """fairshare-shares: fsa holds 4 raw shares to fsb's and fsc's 1. Replayed with those shares,

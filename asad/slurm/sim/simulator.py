@@ -100,7 +100,7 @@ class Simulator(ControllerLoop):
             if self.fairtree is not None:
                 users = self.workload.users
                 self._bg_assoc = self.fairtree.add_population(users.user_names, users.user_accounts)
-                self.fairtree.last_ran = self._now
+                self.fairtree.last_ran = math.floor(self._now)  # time_t (fairshare.py)
             self._push(self._now, EV_GEN, None, 0)
             self.run_until(config.start_time)
         self._now = config.start_time
