@@ -98,6 +98,40 @@ def test_usage_decay_and_accrual_follow_the_decay_thread():
 
 
 
+def test_the_decay_thread_counts_whole_seconds_as_slurmctlds_time_t():
+    """_decay_thread runs at start_time = time(NULL) and keeps g_last_ran; _apply_new_usage takes
+    difftime of time_t instants and a job's start_time is the second it started: a job started at
+    40.6 s, charged by a run woken at 100.7 s, has run 60 s (100 - 40), not 60.1 s; the next run,
+    woken at 160.2 s, decays the usage by 60 s (160 - 100) and adds 60 s more."""
+    hl = 1000.0
+    df = 1 - 0.693 / hl
+    ft = FairTree(hl, start=0.0)
+    a = ft.assoc("u1", "acct")
+    job = _Job(a, 40.6)
+    ft.job_started(job, 2)
+    ft.run(100.7)
+    u1 = 60 * df ** 60 * 2
+    assert ft.user_usage[a] == pytest.approx(u1, rel=1e-12)
+    ft.run(160.2)
+    assert ft.user_usage[a] == pytest.approx(u1 * df ** 60 + 60 * df ** 60 * 2, rel=1e-12)
+    job.end_time = 170.9
+    ft.job_ended(job, 2, 170.9)  # priority_p_job_end: time(NULL) = 170, g_last_ran = 160
+    assert ft.user_usage[a] == pytest.approx(u1 * df ** 60 + 60 * df ** 60 * 2 + 10 * df ** 10 * 2, rel=1e-12)
+
+
+def test_whole_seconds_can_reorder_two_close_accounts():
+    """Two accounts of equal shares: "late" started 0.8 s after "early" but in the same second.
+    On exact instants "early" has used more and ranks below "late"; on slurmctld's whole seconds
+    both have used the same and tie."""
+    ft = FairTree(1000.0, start=0.0)
+    early, late = ft.assoc("u", "early"), ft.assoc("u", "late")
+    ft.job_started(_Job(early, 10.1), 4)
+    ft.job_started(_Job(late, 10.9), 4)
+    ft.run(70.5)
+    assert ft.user_usage[early] == ft.user_usage[late]
+    assert ft.factor[early] == ft.factor[late]
+
+
 def test_a_job_end_charges_usage_only_where_limits_are_enforced():
     """priority_p_job_end runs from _adjust_limit_usage (acct_policy.c), which returns first unless
     AccountingStorageEnforce includes limits: without it the time a job ran after the decay
@@ -198,7 +232,7 @@ def test_decayed_usage_order_gives_factor_order_through_the_decay_thread(jobs):
                 live.remove(ending)
                 job.end_time = end
                 ft.job_ended(job, cpus, end)
-                d = end - max(last, job.start_time)
+                d = math.floor(end) - max(last, math.floor(job.start_time))  # time_t instants
                 expected[job.assoc] += d * df ** d * cpus
             else:
                 start, _, who, run, cpus = events[ei]
@@ -208,7 +242,7 @@ def test_decayed_usage_order_gives_factor_order_through_the_decay_thread(jobs):
                 live.append((job, cpus, start + run))
         expected *= df ** (tick - last)
         for job, cpus, _ in live:
-            d = tick - max(last, job.start_time)
+            d = tick - max(last, math.floor(job.start_time))
             expected[job.assoc] += d * df ** d * cpus
         ft.run(float(tick))
         last = float(tick)

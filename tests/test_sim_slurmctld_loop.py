@@ -181,6 +181,28 @@ def test_an_end_by_slurmds_already_complete_reply_only_queues_the_pass():
     assert waiting.start_time > first.end_time + 0.4
 
 
+def test_a_job_end_runs_no_pass_of_its_own_while_its_nodes_complete():
+    # _slurm_rpc_complete_batch_script and job_complete() queue no pass (proc_req.c, job_mgr.c):
+    # a job submitted at 10.1 s onto an idle node waits for the ended job's epilog message
+    # (its schedule() at end + 0.4 s) or the loop's batch pass, not for the end itself (10.3 s).
+    from asad.slurm.sim import PartitionSpec, SimConfig, Simulator
+
+    part = (PartitionSpec("main", nodes=2, cores_per_node=4, mem_per_node_mb=4000, max_time_s=None, default=True),)
+    for epilog_s, lag in ((0.4, 0.4), (0.0, 0.0)):  # no completing phase: the release is the end
+        sim = Simulator(SimConfig(partitions=part, start_time=0.0, backfill="none", priority="fifo",
+                                  batch_sched_delay_s=3.0, warmup_s=0.0, sched_interval_s=60.0, timer_origin_s=0.0,
+                                  epilog_s=epilog_s, already_complete_share=0.0))
+        first = sim.submit(JobRequest(name="first", command="true", cpus_per_task=4, mem_mb=100, time_limit_s=600,
+                                      truth=SimTruth(runtime_s=9.3)))  # starts at tick 1
+        sim.run_until(10.1)
+        late = sim.submit(JobRequest(name="late", command="true", cpus_per_task=4, mem_mb=100, time_limit_s=600,
+                                     truth=SimTruth(runtime_s=5)))
+        sim.run_until(60.0)
+        got = sim.poll([first, late])
+        assert got[first].end_time == pytest.approx(10.3)
+        assert got[late].start_time == pytest.approx(got[first].end_time + lag), epilog_s
+
+
 def test_the_share_of_replies_is_an_even_sequence_or_a_draw():
     from asad.slurm.sim.job_end import takes_reply
 

@@ -11,7 +11,7 @@ closely the simulator must too; where two real runs part ways (timer phases, lau
 simulator need only be as close as Slurm is to itself.
 
 The distributional figure: the launch delay and epilog drawn per job from their measured ranges
-(``LATENCY_DRAWS``) over N seeds; per real run, the median over seeds of tau(sim, run) against the
+(``LATENCY_DRAWS``; the launch delay's from the recording's own log where it has one) over N seeds; per real run, the median over seeds of tau(sim, run) against the
 median tau of that run against the scenario's other real runs.
 """
 
@@ -21,6 +21,7 @@ import statistics
 from dataclasses import dataclass
 
 from asad.bench.sim_vs_real import compare, compare_runs, replay
+from asad.bench.sim_vs_real_logs import launch_latencies
 
 TAU_CAP = 0.95
 TAU_MARGIN = 0.02
@@ -29,6 +30,13 @@ MEDIAN_MARGIN_S = 1.0
 # Measured in slurmctld's log of the recorded runs (sim_settings): (min, median, max) seconds from
 # "sched: Allocate" to the program running, and from "_job_complete" to the nodes' return.
 LATENCY_DRAWS = {"launch_delay_dist_s": (0.03, 0.05, 0.13), "epilog_dist_s": (0.08, 0.4, 0.54)}
+
+
+def latency_draws(rec: dict) -> dict:
+    """``LATENCY_DRAWS``, with the launch latency's range measured in the recording's own
+    slurmctld.log where it has one (sim_vs_real_logs.py)."""
+    own = launch_latencies(rec)
+    return LATENCY_DRAWS if own is None else {**LATENCY_DRAWS, "launch_delay_dist_s": own}
 
 
 @dataclass(frozen=True)
@@ -114,7 +122,7 @@ def latency_spread(recs: list[dict], seeds: int, **overrides) -> list[dict]:
         for run in runs:
             starts, taus = [], []
             for seed in range(seeds):
-                sim = replay(run, **LATENCY_DRAWS, latency_seed=seed, **overrides)
+                sim = replay(run, **latency_draws(run), latency_seed=seed, **overrides)
                 taus.append(compare(run, sim)["kendall_tau"])
                 starts.append(sim)
             self_taus = [compare_runs(_as_rec(run, starts[k]), _as_rec(run, starts[k + 1]))["kendall_tau"]

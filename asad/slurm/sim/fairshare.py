@@ -37,6 +37,15 @@ Fair Tree (``fair_tree.c``), after the usage update of each run:
   stops at the first account that follows (``if (!next_assoc->user) break;``, unchanged up to
   25.11), so each tied account is walked in turn.
 
+Times are whole seconds, as slurmctld keeps them (``time_t``): the decay thread's run instant is
+``start_time = time(NULL)`` after its wake-up, ``g_last_ran`` is the previous run's, a job's
+``start_time`` is the second it started and ``priority_p_job_end`` reads ``time(NULL)``;
+``run_delta = difftime(end_period, start_period)`` (``_apply_new_usage``) and the decay's
+``run_delta = difftime(start_time, g_last_ran)`` (``_decay_thread``) are therefore whole seconds.
+The fraction of a second matters where two accounts' level_fs are close: fairshare-shares run 4's
+decay run at 115 s ranks fsb above fsa on whole seconds (as Slurm then started fsb's g44 and g25
+before fsa's g10) and fsa above fsb on exact instants.
+
 A job's fair-share factor is its user association's ``fs_factor`` at the time its priority is
 computed (``_get_fairshare_priority``): set at submission from the last run, recomputed for every
 pending job at each run.
@@ -46,6 +55,8 @@ Not modelled: sub-accounts (the tree is root -> accounts -> users), ``FairShare=
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -69,7 +80,7 @@ class FairTree:
         self.root_usage = 0.0
         self.run_cpus = np.zeros(0)  # CPUs of the running jobs of each user association
         self.fresh: list = []  # jobs started since the last run (their delta starts at start)
-        self.last_ran = start
+        self.last_ran = math.floor(start)
         self.factor = np.zeros(0)
         self.runs = 0
 
@@ -140,11 +151,13 @@ class FairTree:
         ``charge_at_end``; without it that usage is lost)."""
         self.run_cpus[job.assoc] -= cpus
         if self.charge_at_end:
-            self._add(job.assoc, self._decayed_run(end - max(self.last_ran, job.start_time)) * cpus)
+            self._add(job.assoc, self._decayed_run(math.floor(end) - max(self.last_ran, math.floor(job.start_time)))
+                      * cpus)
 
     def run(self, now: float) -> None:
         """One pass of the decay thread at ``now``: decay, running jobs' new usage, factors."""
         self.runs += 1
+        now = math.floor(now)  # time(NULL): whole seconds, as every instant below
         delta = now - self.last_ran
         if delta > 0:
             real_decay = max(self.decay_factor ** delta, np.finfo(float).tiny)
@@ -158,7 +171,8 @@ class FairTree:
             for job, cpus in self.fresh:
                 if job.end_time is None and job.start_time is not None:  # still running
                     steady[job.assoc] -= cpus
-                    fresh_add.append((job.assoc, self._decayed_run(now - max(self.last_ran, job.start_time)) * cpus))
+                    fresh_add.append((job.assoc, self._decayed_run(now - max(self.last_ran, math.floor(job.start_time)))
+                                      * cpus))
             add = steady * self._decayed_run(delta)
             for assoc, amount in fresh_add:
                 add[assoc] += amount

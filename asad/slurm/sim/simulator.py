@@ -100,7 +100,7 @@ class Simulator(ControllerLoop):
             if self.fairtree is not None:
                 users = self.workload.users
                 self._bg_assoc = self.fairtree.add_population(users.user_names, users.user_accounts)
-                self.fairtree.last_ran = self._now
+                self.fairtree.last_ran = math.floor(self._now)  # time_t (fairshare.py)
             self._push(self._now, EV_GEN, None, 0)
             self.run_until(config.start_time)
         self._now = config.start_time
@@ -475,7 +475,8 @@ class Simulator(ControllerLoop):
             epilog = self.config.reply_release_s
         else:
             epilog = self.config.epilog_s if dist is None else draw_latency(self._latency_rng, dist)
-        if epilog > 0 or reply:
+        completing = epilog > 0 or reply
+        if completing:
             # completing: the cores are free, the nodes are not until the epilog is done (its
             # completion message also runs a main pass)
             part.start_completing(job.alloc_nodes)
@@ -486,7 +487,9 @@ class Simulator(ControllerLoop):
         if self.fairtree is not None:
             self.fairtree.job_ended(job, job.cpus, t)
         job.token += 1
-        self._record_end(job, state, t)
+        # No pass at the end itself (none in _slurm_rpc_complete_batch_script, job_complete()):
+        # the nodes' return brings it, at once where nothing completes
+        self._record_end(job, state, t, pass_now=not completing)
 
     def _reply_release(self, drawn: bool) -> bool:
         """Whether this end's nodes come back by slurmd's ALREADY_COMPLETE reply."""
@@ -494,7 +497,7 @@ class Simulator(ControllerLoop):
         self._ends_seen += 1
         return share > 0.0 and takes_reply(share, self._latency_rng if drawn else None, self._ends_seen - 1)
 
-    def _record_end(self, job: SimJob, state: JobState, t: float) -> None:
+    def _record_end(self, job: SimJob, state: JobState, t: float, pass_now: bool = True) -> None:
         job.state = state
         job.end_time = t
         job.exit_code = 0 if state is JobState.COMPLETED else (
@@ -503,7 +506,8 @@ class Simulator(ControllerLoop):
         self.counters["finished"] += 1
         self.final_states[state.value] = self.final_states.get(state.value, 0) + 1
         self._changed()
-        self._pass_wanted = True
+        if pass_now:
+            self._pass_wanted = True
         if job.job_id in self._watch:
             self._hit = True
         if job.dependents:
