@@ -56,23 +56,24 @@ Sixth round (the top level judged on what the score counts; ``hedge_top_loss: wi
 ``hedge_top_told``), fixed and committed before its runs: the fourth round's rule unchanged
 (the same cells, legs, coverage allowance, "kept" and "chosen"; none kept: the largest
 worst-cell margin is still frozen and judged, and median-backoff stays the default), over these
-five variants, all ``hedge`` with ``hedge_top_told`` (the learners judged after the pending
+three variants, all ``hedge`` with ``hedge_top_told`` (the learners judged after the pending
 floor, as the job was told: scripts/hedge_followed.py found the floor binding on 12-14 % of
 Graham's tuning jobs, where the pre-floor answers named a different learner nearer); one full
 replay per cluster with the tuning windows as ``--extra-window``, this script reading only the
 "extra" block before the freeze::
 
     --add 'h-wmed-lead=hedge:{"hedge_top":"learners","hedge_top_combine":"leader","hedge_top_loss":"window","hedge_top_eta":1,"hedge_top_told":true}'
-    --add 'h-wmed-long=hedge:{"hedge_top":"learners","hedge_top_combine":"leader","hedge_top_loss":"window","hedge_top_window":5000,"hedge_top_eta":1,"hedge_top_told":true}'
     --add 'h-wmed-acct=hedge:{"hedge_top":"learners","hedge_top_combine":"leader","hedge_top_loss":"window","hedge_top_groups":"account","hedge_top_eta":1,"hedge_top_told":true}'
     --add 'h-win-told=hedge:{"hedge_top":"learners","hedge_top_combine":"draw","hedge_top_loss":"win","hedge_top_eta":1,"hedge_top_told":true}'
-    --add 'h-win3-told=hedge:{"hedge_top":"learners-median20","hedge_top_combine":"draw","hedge_top_loss":"win","hedge_top_eta":1,"hedge_top_told":true}'
 
-(``window``: a learner pays its own median |log10 error| over the top group's last 1,000 (5,000)
+(``window``: a learner pays its own median |log10 error| over the top group's last 1,000
 waits, the score itself, so the leader is the learner whose running median error is lower and
 converges to the back-off where the back-off is best; ``h-wmed-acct`` keeps those weights per
-account; ``h-win-told`` is the fifth round's frozen ``h-win-draw`` with the floor fix alone;
-``h-win3-told`` adds a third learner, the answering level's running median of 20 waits.)
+account; ``h-win-told`` is the fifth round's frozen ``h-win-draw`` with the floor fix alone.
+Two more were committed first, ``h-wmed-long`` (``"hedge_top_window":5000``) and
+``h-win3-told`` (``"hedge_top":"learners-median20"``, a third learner), and dropped before any
+of their rows existed: the two replays ran at a fifth of a core each on the shared machine,
+too slow for the session's deadline with five variants.)
 
 ``--rolling LABEL`` (after the freeze): LABEL's targets in each rolling window ("scored"),
 the issue's three legs as ``asad bench predictors --rolling`` counts them.
