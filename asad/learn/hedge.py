@@ -38,6 +38,11 @@ The fifth round gives the top level its own loss (``hedge_top_loss``: ``win``, 1
 learner farther from the wait; ``over``, 1 past a threshold such as the back-off's running
 median error), rate and share, and a seeded ``draw`` of the learner to follow: the score is a
 median error and a share within x3, which a 0/1 loss counts and a capped |error| does not.
+The sixth round: ``hedge_top_loss: window`` charges each learner its own median |error| over
+the top group's last ``hedge_top_window`` waits (the score itself); ``hedge_top_groups:
+account`` keeps the top weights per account; ``hedge_top: learners-median20`` adds the
+answering level's running median of 20 as a third learner; ``hedge_top_told`` judges the
+learners after the pending floor, as the job was told (when the floor bound the told answer).
 
 The pending floor (the oldest job of the same class still pending, raising the answer), the
 strata of calibrated quantiles and ACI are the back-off's (:class:`ExpertsPool`, ``backoff``
