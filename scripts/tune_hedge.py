@@ -73,7 +73,10 @@ account; ``h-win-told`` is the fifth round's frozen ``h-win-draw`` with the floo
 Two more were committed first, ``h-wmed-long`` (``"hedge_top_window":5000``) and
 ``h-win3-told`` (``"hedge_top":"learners-median20"``, a third learner), and dropped before any
 of their rows existed: the two replays ran at a fifth of a core each on the shared machine,
-too slow for the session's deadline with five variants.)
+too slow for the session's deadline with five variants.) Frozen by the rule on the tuning
+cells alone: ``h-win-told``, the only one of the three to pass all four cells (worst-cell
+margin +0.000; ``h-wmed-lead`` misses coverage in both first windows, ``h-wmed-acct`` trails
+Cedar's first by 0.008).
 
 ``--rolling LABEL`` (after the freeze): LABEL's targets in each rolling window ("scored"),
 the issue's three legs as ``asad bench predictors --rolling`` counts them.
