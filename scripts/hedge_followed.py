@@ -3,11 +3,13 @@ tuning window, and why a draw between the back-off and the panel scores between 
 
 Replays one cluster to 2021-06-10 (nothing later is read) with the fifth round's frozen
 ``h-win-draw`` and records, for every job as it is told, the two learners' answers (the
-back-off's and the panel mixture's, log10(1 + s), before the pending floor) and the learner the
-top level follows then. Per tuning window, on the warm jobs (the protocol's set): the share of
-jobs that followed the panel, the share the panel was nearer the wait (what ``win`` counts), and
-the median |log10 error| of the back-off's answer, the panel's, the answer followed, and of
-each learner on the jobs where the other was followed::
+back-off's and the panel mixture's, log10(1 + s)), the learner the top level follows then and
+the pending floor. Per tuning window, on the warm jobs (the protocol's set), with the answers
+before the floor (what the fifth round's ``win`` loss compared) and after it (what the job was
+told, what the score sees): the share of jobs that followed the panel, the share the panel was
+nearer the wait, the median |log10 error| of the back-off's answer, the panel's and the answer
+followed, both learners' on the jobs where the panel was followed, and how often the floor
+binds (results: docs/results/learn.md, "Issue 38, sixth round")::
 
     python scripts/hedge_followed.py graham    # and cedar
 """
