@@ -138,6 +138,20 @@ class ExpertsConfig:
     hedge_top_tau: float = 0.0
     hedge_top_eta: float = 0.0
     hedge_top_share: float = -1.0
+    # issue 38, sixth round. "window" (loss): a learner pays its own median |error| over the top
+    # group's last ``hedge_top_window`` waits, this one included: the score itself (a median
+    # error), where "win" and "over" count proxies of it. ``hedge_top_groups``: the top level's
+    # weights per "cluster" (one group sees every wait) or per "account" (the key's cluster and
+    # account; a key without an account, as in real use, is its cluster). ``hedge_top``
+    # "learners-median20" adds a third learner, the answering level's running median of its last
+    # 20 waits (the panel's nearest to the ``median-k`` baseline)
+    hedge_top_window: int = 1000
+    hedge_top_groups: str = "cluster"
+    # judge the top level's learners on what the job would have been told: when the pending floor
+    # raised the answer the job was told (its stratum ends ":p"), every learner's answer is raised
+    # to that floor too before it pays (the score is taken after the floor; a learner's answer
+    # below it was never told). Without it, the learners pay on their answers before the floor
+    hedge_top_told: bool = False
 
     @property
     def only_long(self) -> bool:
@@ -175,12 +189,15 @@ class ExpertsConfig:
             raise ValueError("hedge_cap >= 0 and 0 <= hedge_prior < 1")
         if self.hedge_batch_s < 0 and self.hedge_batch_s != -1:
             raise ValueError("hedge_batch_s >= 0 (seconds), or -1 for no batching")
-        if self.hedge_top not in ("none", "learners") or self.hedge_top_combine not in ("leader", "mean", "draw"):
-            raise ValueError("hedge_top 'none'|'learners', hedge_top_combine 'leader'|'mean'|'draw'")
-        if (self.hedge_top_loss not in ("charged", "win", "over") or self.hedge_top_tau < 0
+        if (self.hedge_top not in ("none", "learners", "learners-median20")
+                or self.hedge_top_combine not in ("leader", "mean", "draw")):
+            raise ValueError("hedge_top 'none'|'learners'|'learners-median20', hedge_top_combine 'leader'|'mean'|'draw'")
+        if (self.hedge_top_loss not in ("charged", "win", "over", "window") or self.hedge_top_tau < 0
                 or self.hedge_top_eta < 0 or not (self.hedge_top_share == -1 or 0 <= self.hedge_top_share < 1)):
-            raise ValueError("hedge_top_loss 'charged'|'win'|'over', hedge_top_tau >= 0, hedge_top_eta >= 0 "
+            raise ValueError("hedge_top_loss 'charged'|'win'|'over'|'window', hedge_top_tau >= 0, hedge_top_eta >= 0 "
                              "(0: hedge_eta), 0 <= hedge_top_share < 1 (-1: hedge_share)")
+        if self.hedge_top_window < 1 or self.hedge_top_groups not in ("cluster", "account"):
+            raise ValueError("hedge_top_window >= 1 (waits) and hedge_top_groups 'cluster'|'account'")
         if self.long_memory < 100 or self.residual_window < 1 or self.min_residuals < 1:
             raise ValueError("long_memory >= 100, residual_window >= 1, min_residuals >= 1")
 

@@ -38,6 +38,11 @@ The fifth round gives the top level its own loss (``hedge_top_loss``: ``win``, 1
 learner farther from the wait; ``over``, 1 past a threshold such as the back-off's running
 median error), rate and share, and a seeded ``draw`` of the learner to follow: the score is a
 median error and a share within x3, which a 0/1 loss counts and a capped |error| does not.
+The sixth round: ``hedge_top_loss: window`` charges each learner its own median |error| over
+the top group's last ``hedge_top_window`` waits (the score itself); ``hedge_top_groups:
+account`` keeps the top weights per account; ``hedge_top: learners-median20`` adds the
+answering level's running median of 20 as a third learner; ``hedge_top_told`` judges the
+learners after the pending floor, as the job was told (when the floor bound the told answer).
 
 The pending floor (the oldest job of the same class still pending, raising the answer), the
 strata of calibrated quantiles and ACI are the back-off's (:class:`ExpertsPool`, ``backoff``
@@ -59,12 +64,17 @@ from typing import Any
 from asad.learn.base import clean_wait
 from asad.learn.calibration import Told
 from asad.learn.experts import ExpertsPool
+from asad.learn.key_levels import key_levels_by_slot
 from asad.learn.key_stats import count_bucket
+
+# ``hedge_top_groups: account``: the level whose key names an account's top-level weights
+ACCOUNT_LEVEL = (("cluster", "account"),)
 
 PANEL = ("backoff", "last", "median5", "median20", "median100", "parent")
 # the experts of the top level (``hedge_top: learners``): whole learners, the back-off's answer
-# and the panel's mixture
+# and the panel's mixture; ``learners-median20`` adds the answering level's running median of 20
 TOP = ("backoff", "panel")
+TOP_MEDIAN20 = (*TOP, "median20")
 # ``hedge_top_loss: over`` with ``hedge_top_tau`` 0: the threshold is the running median of the
 # back-off's |error| over this many of the group's last waits (not saved: rebuilt after a restart)
 TOP_TAU_WINDOW = 1000
@@ -78,6 +88,7 @@ class Panel:
     stratum: str  # the back-off's residual stratum (which level answered)
     group: str  # whose weights: "<coarsest key>#<slot>[:<count bucket>]"
     values: tuple[float | None, ...]  # in PANEL order; None: that expert has nothing to say
+    top: str = ""  # the top level's weight group ("": the cluster's, "<coarsest key>#top")
 
 
 @dataclass(frozen=True)
@@ -88,6 +99,24 @@ class Dominant:
     weight: float  # its share of the weight among the experts that spoke, 0..1
     group: str
     answer_log10: float  # its answer, log10(1 + s)
+
+
+class _RunningMedian:
+    """The median of the last ``size`` values added (kept in arrival order and sorted)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.recent: deque[float] = deque()
+        self.ordered: list[float] = []
+
+    def add(self, value: float) -> None:
+        self.recent.append(value)
+        bisect.insort(self.ordered, value)
+        if len(self.recent) > self.size:
+            del self.ordered[bisect.bisect_left(self.ordered, self.recent.popleft())]
+
+    def median(self) -> float:
+        return self.ordered[len(self.ordered) // 2]
 
 
 @dataclass
@@ -113,6 +142,9 @@ class HedgePool(ExpertsPool):
         # in arrival order and sorted
         self._tau_recent: dict[str, deque[float]] = {}
         self._tau_sorted: dict[str, list[float]] = {}
+        # ``hedge_top_loss: window``: each learner's last |errors| per top group (not saved: after
+        # a restart the window refills)
+        self._window: dict[tuple[str, int], _RunningMedian] = {}
         # ``hedge_top_combine: draw``: the learner followed per top group until its next round,
         # drawn from the weights by a seeded generator (not saved: after a restart the leader
         # answers until the next wait)
@@ -139,7 +171,10 @@ class HedgePool(ExpertsPool):
         group = f"{self.levels(key)[-1]}#{slot}"
         if self.config.hedge_groups == "slot-count":
             group += f":{count_bucket(count)}"
-        return Panel(backoff, stratum, group, (backoff, experts[0], experts[1], experts[2], experts[3], parent))
+        top = f"{self.levels(key)[-1]}#top"
+        if self.config.hedge_top_groups == "account":
+            top = f"{key_levels_by_slot(key, ACCOUNT_LEVEL)[0]}#top"
+        return Panel(backoff, stratum, group, (backoff, experts[0], experts[1], experts[2], experts[3], parent), top)
 
     def prior(self, spoke: Sequence[int]) -> dict[int, float]:
         """The prior over the experts that spoke (sums to 1): ``hedge_prior`` on the back-off,
@@ -189,23 +224,31 @@ class HedgePool(ExpertsPool):
     # -- the top level over whole learners (hedge_top: learners) -----------------------
     @property
     def has_top(self) -> bool:
-        return self.config.hedge_top == "learners"
+        return self.config.hedge_top != "none"
+
+    @property
+    def top_names(self) -> tuple[str, ...]:
+        return TOP_MEDIAN20 if self.config.hedge_top == "learners-median20" else TOP
 
     @staticmethod
     def top_group(panel: Panel) -> str:
-        """The top level's weights are kept per coarsest key (the cluster): the two learners
-        answer every job, so one group sees every wait."""
-        return f"{panel.group.split('#', 1)[0]}#top"
+        """The top level's weights are kept per coarsest key (the cluster; the learners answer
+        every job, so one group sees every wait), or per account (``hedge_top_groups``)."""
+        return panel.top or f"{panel.group.split('#', 1)[0]}#top"
 
-    def top_values(self, panel: Panel) -> tuple[float, float]:
-        """What the two learners say: the back-off's answer and the panel's mixture."""
+    def top_values(self, panel: Panel) -> tuple[float, ...]:
+        """What the learners say: the back-off's answer and the panel's mixture (and with
+        ``learners-median20`` the answering level's running median of 20)."""
+        if self.config.hedge_top == "learners-median20":
+            return panel.backoff, self.mix(panel), float(panel.values[PANEL.index("median20")])  # type: ignore[arg-type]
         return panel.backoff, self.mix(panel)
 
     def top_weights(self, group: str) -> list[float]:
         weights = self.log_weights.get(group)
         if weights is None:
-            prior = self.prior(range(len(TOP)))
-            weights = self.log_weights[group] = [math.log(prior[i] * len(TOP)) for i in range(len(TOP))]
+            n = len(self.top_names)
+            prior = self.prior(range(n))
+            weights = self.log_weights[group] = [math.log(prior[i] * n) for i in range(n)]
         return weights
 
     def top_shares(self, panel: Panel) -> list[tuple[int, float]]:
@@ -249,6 +292,8 @@ class HedgePool(ExpertsPool):
                 followed = self.top_followed(panel)
             if followed == 0:
                 return Dominant("backoff", shares[0], self.top_group(panel), panel.backoff)
+            if followed == 2:
+                return Dominant("median20", shares[2], self.top_group(panel), self.top_values(panel)[2])
         i, share = max(self.shares(panel), key=lambda item: (item[1], -item[0]))
         return Dominant(PANEL[i], share, panel.group, float(panel.values[i]))  # type: ignore[arg-type]
 
@@ -264,8 +309,8 @@ class HedgePool(ExpertsPool):
         cfg = self.config
         self._step(panel.group, self.group_weights(panel.group), losses, at_s, self.prior, cfg.hedge_eta, cfg.hedge_share)
 
-    def _update_top(self, panel: Panel, learners: tuple[float, float], y: float, at_s: float | None) -> None:
-        """Hedge with fixed share over the two learners, in the cluster's top group, with the top
+    def _update_top(self, panel: Panel, learners: tuple[float, ...], y: float, at_s: float | None) -> None:
+        """Hedge with fixed share over the learners, in the panel's top group, with the top
         level's own loss, rate and share; then ``draw`` draws the learner it follows next."""
         cfg = self.config
         group = self.top_group(panel)
@@ -277,7 +322,11 @@ class HedgePool(ExpertsPool):
         if cfg.hedge_top_combine == "draw":
             top = max(weights)
             raw = [math.exp(w - top) for w in weights]
-            self._drawn[group] = 0 if self._rng.random() * sum(raw) < raw[0] else 1
+            u, drawn = self._rng.random() * sum(raw), 0
+            while drawn < len(raw) - 1 and u >= raw[drawn]:
+                u -= raw[drawn]
+                drawn += 1
+            self._drawn[group] = drawn
 
     def top_losses(self, group: str, learners: Sequence[float], y: float) -> dict[int, float]:
         """What each learner pays at the top level for the wait ``y`` (see ``hedge_top_loss``)."""
@@ -288,6 +337,16 @@ class HedgePool(ExpertsPool):
         if cfg.hedge_top_loss == "win":
             best = min(errors)
             return {i: 1.0 if e > best else 0.0 for i, e in enumerate(errors)}
+        if cfg.hedge_top_loss == "window":
+            # the score itself: each learner's median |error| over the group's last waits
+            out = {}
+            for i, e in enumerate(errors):
+                window = self._window.get((group, i))
+                if window is None:
+                    window = self._window[(group, i)] = _RunningMedian(cfg.hedge_top_window)
+                window.add(e)
+                out[i] = window.median()
+            return out
         tau = cfg.hedge_top_tau or self.running_tau(group, errors[0])
         return {i: 1.0 if e > tau else 0.0 for i, e in enumerate(errors)}
 
@@ -359,6 +418,8 @@ class HedgePool(ExpertsPool):
             y, at = math.log10(1.0 + wait), None if at_s is None else float(at_s)
             # the learners' answers before this wait moves the panel's weights
             learners = self.top_values(panel) if self.has_top else None
+            if learners is not None and self.config.hedge_top_told and told[1] is not None and told[1].endswith(":p"):
+                learners = tuple(max(v, float(told[0])) for v in learners)  # the floor bound: told[0] is it
             self._update(panel, y, at)
             if learners is not None:
                 self._update_top(panel, learners, y, at)
@@ -376,7 +437,7 @@ class HedgePool(ExpertsPool):
     def load_key_state(self, key: str, state: dict[str, Any]) -> None:
         super().load_key_state(key, state)
         for group, weights in state.get("hedge_weights", {}).items():
-            if len(weights) == (len(TOP) if group.endswith("#top") else len(PANEL)):
+            if len(weights) == (len(self.top_names) if group.endswith("#top") else len(PANEL)):
                 self.log_weights[group] = [float(w) for w in weights]
 
     def to_state(self) -> dict[str, Any]:

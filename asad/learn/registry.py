@@ -18,7 +18,9 @@ Names (``make_predictor(kind, seed, **params)``; params override the preset):
                     level's median; weights per cluster and answering level (asad.learn.hedge);
                     {"hedge_top": "learners"} adds a top level weighing the back-off's answer
                     against that mixture per cluster (its own loss, rate, share and a seeded
-                    draw: hedge_top_loss/_tau/_eta/_share, hedge_top_combine "draw")
+                    draw: hedge_top_loss/_tau/_eta/_share, hedge_top_combine "draw"; sixth
+                    round: hedge_top_loss "window", hedge_top_window, hedge_top_groups,
+                    hedge_top "learners-median20", hedge_top_told)
     median-backoff  the same pool without weights: the median of the finest key that has seen a
                     wait, since its last detected change, the account's own coarser keys first;
                     quantiles from the residuals of answers by the same level (BACKOFF_DEFAULTS)
