@@ -84,6 +84,45 @@ def choose(per_b: dict, group, leads: list[float], lam: float) -> tuple[dict, fl
     return choice, wait, idle
 
 
+def choose_within(per_b: dict, group, leads: list[float], budget_core_s: float, unit: float = 60.0
+                  ) -> tuple[dict, float, float]:  # noqa: ANN001
+    """Per group, the lead that leaves the least wait summed over all groups with their idle
+    core-seconds (rounded up to ``unit``) within ``budget_core_s``: the exact multiple-choice
+    knapsack over the grid, by dynamic programming on the idle spent. (choice, wait, idle)."""
+    groups: dict[str, list[tuple]] = defaultdict(list)
+    for b in per_b:
+        groups[group(b)].append(b)
+    cap = int(budget_core_s // unit)
+    inf = float("inf")
+    best = [0.0] + [inf] * cap  # least wait with exactly this many idle units spent
+    picks: list[list[tuple[int, float]]] = []  # per group, per units spent: (units before, lead)
+    names = sorted(groups)
+    for g in names:
+        options = []
+        for lead in leads:
+            wait = sum(per_b[b][lead][0] for b in groups[g])
+            idle = sum(per_b[b][lead][1] for b in groups[g])
+            options.append((int(-(-idle // unit)), wait, lead))
+        new, pick = [inf] * (cap + 1), [(-1, 0.0)] * (cap + 1)
+        for used in range(cap + 1):
+            if best[used] == inf:
+                continue
+            for units, wait, lead in options:
+                if used + units <= cap and best[used] + wait < new[used + units]:
+                    new[used + units], pick[used + units] = best[used] + wait, (used, lead)
+        best = new
+        picks.append(pick)
+    used = min(range(cap + 1), key=lambda u: (best[u], u))
+    choice = {}
+    for g, pick in zip(reversed(names), reversed(picks)):
+        before, lead = pick[used]
+        choice[g] = lead
+        used = before
+    wait = sum(per_b[b][choice[g]][0] for g in names for b in groups[g])
+    idle = sum(per_b[b][choice[g]][1] for g in names for b in groups[g])
+    return choice, wait, idle
+
+
 def short(group: str) -> str:
     """'...|nodes=2|cpus=56|walltime<=1h|narrow-pred' -> '56c/1h/narrow-pred'."""
     parts = dict(p.split("=", 1) for p in group.split("|") if "=" in p)
@@ -154,9 +193,14 @@ def main() -> None:
             print(f"| {lam:g} | {hidden:.1%} | {extra:+.2%} | {shown} |")
             if extra <= args.budget and (best is None or hidden > best[0]):
                 best = (hidden, extra, lam, choice)
-        if best is None:
-            continue
-        print(f"best within budget: lam {best[2]:g}, hides {best[0]:.1%} (est.) at {best[1]:+.2%}")
+        budget_core_s = max(0.0, (args.budget + 1) * ps_core - lead0_core) * 3600
+        choice, wait, idle = choose_within(per_b, lambda b: group_of(specs, b, kind), leads, budget_core_s)
+        hidden, extra = 1 - (wait + base_wait) / ps_wait, (lead0_core + idle / 3600) / ps_core - 1
+        best = (hidden, extra, "knapsack", choice)
+        led = sum(1 for v in choice.values() if v)
+        print(f"best within budget (exact over the grid): hides {hidden:.1%} (est.) at {extra:+.2%}; "
+              f"{led} of {len(choice)} groups led"
+              + ("" if kind == "boundary" else ": " + ", ".join(f"{short(g)}={x:g}" for g, x in sorted(choice.items()) if x)))
         if args.write_tables:
             table = {}
             for b in per_b:
