@@ -27,6 +27,7 @@ only from the training seed, so runs are independent and can go in parallel.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import pickle
 import shutil
@@ -36,6 +37,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import asad.core.context as context_mod
+import asad.slurm.priority_rules as rules_mod
 import asad.core.engine as engine_mod
 import asad.strategies.auto as auto_mod
 from asad.bench.strategies import CORES_PER_NODE, EXAMPLES, SERIAL_FRACTION, scale_spec
@@ -45,7 +47,7 @@ from asad.slurm.sim import make_simulator
 from asad.spec.load import load_workflow
 from asad.store.repo import Store
 
-PRESET, PRIORITY = "hpc2n", "multifactor-limits"
+PRESET = "hpc2n"
 # the 7 cells of the third and fourth stops (BLAST at 56 and 112 cores wait under one backfill
 # interval per stage under per-stage, and are left out)
 CELLS = (("montage", 28), ("montage", 56), ("montage", 112), ("blast", 28),
@@ -72,20 +74,36 @@ def _fixed_lead_begin(self, wf, stage, preds, now=0.0):  # noqa: ANN001
     return expected_end - _lead_for(wf, stage), tau, max(seen, 1)
 
 
-context_mod.Context.quantile_begin = _fixed_lead_begin
-engine_mod.release_early = lambda *a, **k: (False, "")  # the family fixes the lead: no release
-auto_mod.lead_cap = lambda *a, **k: None
+_ORIGINALS = (context_mod.Context.quantile_begin, engine_mod.release_early, auto_mod.lead_cap, rules_mod.rules_of)
+
+
+def _quantile_rules(backend):  # noqa: ANN001
+    """The backend's priority rules, read as if limits were enforced: auto takes its quantile rule
+    (the family) on ``multifactor`` too, where it would take aged-chain."""
+    return dataclasses.replace(_ORIGINALS[3](backend), enforce_limits=True)
+
+
+def fixed_leads(on: bool) -> None:
+    """Switch auto to the fixed-lead family (on) or back to asad's own rule (off)."""
+    if on:
+        context_mod.Context.quantile_begin = _fixed_lead_begin
+        engine_mod.release_early = lambda *a, **k: (False, "")  # the family fixes the lead: no release
+        auto_mod.lead_cap = lambda *a, **k: None
+        rules_mod.rules_of = _quantile_rules
+    else:
+        (context_mod.Context.quantile_begin, engine_mod.release_early, auto_mod.lead_cap,
+         rules_mod.rules_of) = _ORIGINALS
 
 
 def snapshot_path(out: Path, seed: int) -> Path:
     return out / f"snapshot-{seed}.pkl"
 
 
-def warm(out: Path, seed: int, warmup_days: float) -> None:
+def warm(out: Path, seed: int, warmup_days: float, priority: str) -> None:
     path = snapshot_path(out, seed)
     if path.exists():
         return
-    sim = make_simulator(PRESET, seed=seed, priority=PRIORITY, backfill="easy")
+    sim = make_simulator(PRESET, seed=seed, priority=priority, backfill="easy")
     sim.run_until(sim.now() + warmup_days * 86400)
     tmp = path.with_suffix(".tmp")
     tmp.write_bytes(pickle.dumps(sim))
@@ -99,7 +117,8 @@ def specs():
 
 def run_seed(task: dict) -> list[dict]:
     """One (seed, variant): the 7 cells in the bench's order from copies of the seed's snapshot,
-    with a copy of the training store."""
+    with a copy of the training store. ``strategy`` auto with no ``lead`` given is asad's default
+    itself (its learned quantile, or whatever rule the priority preset gives it)."""
     out, seed, variant = Path(task["out"]), task["seed"], task["variant"]
     t0, c0 = time.time(), time.process_time()
     db = Path(task["db"]) if task.get("db") else out / f"store-{seed}-{variant}.db"
@@ -108,6 +127,7 @@ def run_seed(task: dict) -> list[dict]:
     store = Store(f"sqlite:///{db}")
     snapshot = snapshot_path(out, seed).read_bytes()
     strategy = task["strategy"]
+    fixed_leads("lead" in task or "table" in task)
     _LEAD["uniform"] = float(task.get("lead", 0.0))
     _LEAD["table"] = task.get("table")
     rows = []
@@ -142,28 +162,33 @@ def main() -> None:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--warmup-days", type=float, default=1.0)
     p.add_argument("--leads", default="0,60,120,300,600,900,1200,1800,2700,3600,5400,7200,10800")
-    p.add_argument("--baselines", default="per-stage,chain", help="strategies run beside the leads")
+    p.add_argument("--baselines", default="per-stage,chain",
+                   help="strategies run beside the leads (auto: asad's default, its own rule)")
     p.add_argument("--boundary-leads", type=Path, default=None,
                    help="JSON {'SEED@CELL/STAGE': lead}: re-simulate that table (variant 'table')")
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--priority", default="multifactor-limits", choices=("multifactor-limits", "multifactor"),
+                   help="the simulator's priority preset (one output folder per preset: its snapshots)")
     args = p.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     seeds = [args.first_seed + 1 + i for i in range(args.seeds)]
     t0, c0 = time.time(), time.process_time()
     with ProcessPoolExecutor(args.jobs) as pool:
         list(pool.map(warm, [args.out] * (len(seeds) + 1), [args.first_seed, *seeds],
-                      [args.warmup_days] * (len(seeds) + 1)))
+                      [args.warmup_days] * (len(seeds) + 1), [args.priority] * (len(seeds) + 1)))
         train_db = args.out / f"train-{args.first_seed}.db"
         if not train_db.exists():
             # the training seed: auto with lead 0 (afterok everywhere) teaches the run times and waits
             tmp_db = args.out / f"train-{args.first_seed}.tmp.db"
             tmp_db.unlink(missing_ok=True)
             pool.submit(run_seed, {"out": str(args.out), "seed": args.first_seed, "seed_index": 0,
+                                   "priority": args.priority,
                                    "variant": "train", "strategy": "auto", "lead": 0.0, "db": str(tmp_db)}).result()
             tmp_db.rename(train_db)
         tasks = []
         for i, seed in enumerate(seeds, start=1):
-            base = {"out": str(args.out), "seed": seed, "seed_index": i, "train_db": str(train_db)}
+            base = {"out": str(args.out), "seed": seed, "seed_index": i, "train_db": str(train_db),
+                    "priority": args.priority}
             if args.boundary_leads:
                 tasks.append({**base, "variant": args.boundary_leads.stem, "strategy": "auto",
                               "table": json.loads(args.boundary_leads.read_text())})
