@@ -162,9 +162,12 @@ def main() -> None:
     leads = sorted({float(r["variant"][5:]) for r in rows if r["variant"].startswith("lead-")})
     print("\nuniform lead for every wide successor (narrow successors afterok):")
     print("| variant | hides | core-h vs per-stage |\n|---|---:|---:|")
-    for v in ["chain", *[f"lead-{lead:g}" for lead in leads]]:
+    for v in ["chain", "auto", *[f"lead-{lead:g}" for lead in leads]]:
         w, c, _ = totals(rows, v)
-        if c:
+        failed = sorted({(r["seed"], r["cell"]) for r in rows if r["variant"] == v and r["state"] != "COMPLETED"})
+        if failed:
+            print(f"| {v} | workflows failed: {failed} | {c / ps_core - 1:+.2%} |")
+        elif c:
             print(f"| {v} | {1 - w / ps_wait:.1%} | {c / ps_core - 1:+.2%} |")
     # per boundary: (wait, idle core-s) under each lead; the narrow and first stages' rows of the
     # lead-0 run stand for them (they are afterok in every run)
@@ -178,7 +181,9 @@ def main() -> None:
             if lead == 0.0 and r["after"]:
                 base_wait += r["perceived_wait_s"] or 0.0
             continue
-        per_b[(r["seed"], r["cell"], r["stage"])][lead] = (r["perceived_wait_s"] or 0.0, r["idle_core_s"])
+        # a workflow that failed under this lead: no choice of it is allowed
+        wait = (r["perceived_wait_s"] or 0.0) if r["state"] == "COMPLETED" else float("inf")
+        per_b[(r["seed"], r["cell"], r["stage"])][lead] = (wait, r["idle_core_s"])
     _, lead0_core, _ = totals(rows, "lead-0")
     for kind in ("key", "key+wide-pred", "boundary"):
         print(f"\nhindsight choice per {kind} (estimated from the uniform runs, budget {args.budget:+.0%}):")
