@@ -165,7 +165,10 @@ def main() -> None:
     for v in ["chain", "auto", *[f"lead-{lead:g}" for lead in leads]]:
         w, c, _ = totals(rows, v)
         failed = sorted({(r["seed"], r["cell"]) for r in rows if r["variant"] == v and r["state"] != "COMPLETED"})
-        if failed:
+        ran = sorted({r["seed"] for r in rows if r["variant"] == v})
+        if ran and ran != seeds:
+            print(f"| {v} | run on seeds {ran} only: not comparable | |")
+        elif failed:
             print(f"| {v} | workflows failed: {failed} | {c / ps_core - 1:+.2%} |")
         elif c:
             print(f"| {v} | {1 - w / ps_wait:.1%} | {c / ps_core - 1:+.2%} |")
@@ -184,6 +187,12 @@ def main() -> None:
         # a workflow that failed under this lead: no choice of it is allowed
         wait = (r["perceived_wait_s"] or 0.0) if r["state"] == "COMPLETED" else float("inf")
         per_b[(r["seed"], r["cell"], r["stage"])][lead] = (wait, r["idle_core_s"])
+    # a run stopped part way (some seeds lack some leads) is read on the leads every boundary has
+    complete = [lead for lead in leads if all(lead in by_lead for by_lead in per_b.values())]
+    if complete != leads:
+        print(f"\nleads not run at every boundary, left out of the hindsight choices: "
+              f"{', '.join(f'{lead:g}' for lead in leads if lead not in complete)}")
+        leads = complete
     _, lead0_core, _ = totals(rows, "lead-0")
     for kind in ("key", "key+wide-pred", "boundary"):
         print(f"\nhindsight choice per {kind} (estimated from the uniform runs, budget {args.budget:+.0%}):")
