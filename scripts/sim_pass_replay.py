@@ -8,6 +8,17 @@ kernel returned in the recorded run (exit 1 if not).
     python scripts/sim_pass_replay.py capture SNAPSHOT --days 0.02 --out passes.pkl
     python scripts/sim_pass_replay.py bench passes.pkl --reps 3
     PYTHONPATH=/tmp/old python scripts/sim_pass_replay.py bench passes.pkl --reps 3
+    python scripts/sim_pass_replay.py ab OLD_TREE NEW_TREE passes.pkl --rounds 7
+
+``ab`` loads the pass kernel of two trees (each a directory holding ``asad/slurm/sim/plan_kernel.py``
+and ``pass_kernel.py``, e.g. ``git archive COMMIT asad | tar -x -C OLD_TREE``) into one process,
+compiles both (uncached, ~50 CPU s) and times them pass by pass, alternating which goes first:
+the machine's load then weighs on both alike (separate processes a minute apart differed by
+±15 % on a loaded machine, more than the cuts measured). It prints each kernel's CPU ms a pass
+(the sum over the passes of each pass's minimum and median over the rounds) and checks that both
+return the recorded run's starts and plans. (An editable install's import hook outranks
+PYTHONPATH, so ``bench`` with PYTHONPATH may time this tree twice; ``ab`` does not import them
+as packages.)
 
 Why: a kernel change is measured in seconds instead of a whole simulated span, without the rest
 of the simulator's noise, and two kernels that print the same digest made the same decisions on
@@ -92,6 +103,52 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0 if digest == recorded["digest"] else 1
 
 
+def _load_kernel(tree: str, tag: str):  # noqa: ANN202
+    """The tree's ``pass_kernel.backfill_pass`` on its own ``plan_kernel``, compiled uncached."""
+    import types
+
+    mods = {}
+    for name in ("plan_kernel", "pass_kernel"):
+        path = f"{tree}/asad/slurm/sim/{name}.py"
+        src = open(path).read().replace("cache=True", "cache=False")
+        src = src.replace("from asad.slurm.sim import plan_kernel", "")
+        src = src.replace("    drop_stale_cache(", "    (lambda *a: None)(")
+        mod = types.ModuleType(f"{name}_{tag}")
+        mod.__file__ = path
+        mod.__dict__.update({"plan_kernel": mods.get("plan_kernel")} if name == "pass_kernel" else {})
+        exec(compile(src, path, "exec"), mod.__dict__)  # noqa: S102 - our own source, to time it
+        mods[name] = mod
+    return mods["pass_kernel"].backfill_pass
+
+
+def cmd_ab(args: argparse.Namespace) -> int:
+    with open(args.calls, "rb") as fh:
+        recorded = pickle.load(fh)
+    calls = recorded["calls"]
+    kernels = [_load_kernel(args.old, "a"), _load_kernel(args.new, "b")]
+    ok = True
+    for kernel in kernels:
+        digest = hashlib.sha256()
+        for a in calls:
+            _add(digest, kernel(*_copies(a)))
+        ok = ok and digest.hexdigest()[:16] == recorded["digest"]
+    times = [[[] for _ in calls] for _ in kernels]
+    for r in range(args.rounds):
+        for i, a in enumerate(calls):
+            inputs = [_copies(a), _copies(a)]
+            for k in ((0, 1) if (r + i) % 2 else (1, 0)):
+                t0 = time.process_time()
+                kernels[k](*inputs[k])
+                times[k][i].append(time.process_time() - t0)
+    n = max(len(calls), 1)
+    mins = [sum(min(v) for v in t) / n * 1e3 for t in times]
+    meds = [sum(sorted(v)[len(v) // 2] for v in t) / n * 1e3 for t in times]
+    print(f"{len(calls)} passes x {args.rounds} rounds, CPU ms a pass: old {mins[0]:.3f} (medians {meds[0]:.3f}),"
+          f" new {mins[1]:.3f} (medians {meds[1]:.3f}); old/new {mins[0] / mins[1]:.3f} (medians"
+          f" {meds[0] / meds[1]:.3f}); both the recorded run's digest: {ok}")
+    return 0 if ok else 1
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -104,6 +161,12 @@ def main() -> int:
     bench.add_argument("calls")
     bench.add_argument("--reps", type=int, default=3)
     bench.set_defaults(fn=cmd_bench)
+    ab = sub.add_parser("ab")
+    ab.add_argument("old")
+    ab.add_argument("new")
+    ab.add_argument("calls")
+    ab.add_argument("--rounds", type=int, default=7)
+    ab.set_defaults(fn=cmd_ab)
     args = parser.parse_args()
     return args.fn(args)
 

@@ -225,3 +225,54 @@ def test_a_changed_plan_search_drops_the_cached_pass(tmp_path):
     assert drop_stale_cache(cache, "pass_kernel", dep) is True
     assert not any(p.exists() for p in cached) and other.exists()
     assert drop_stale_cache(cache, "pass_kernel", dep) is False
+
+
+free_st = st.lists(st.tuples(st.integers(0, 8), st.integers(0, 8000)), min_size=1, max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(free_st, st.integers(1, 12), st.integers(1, 8), st.sampled_from([100, 3000, 8000]),
+       st.lists(st.booleans(), min_size=12, max_size=12))
+def test_the_fitting_count_says_what_the_node_pick_says(free, nodes, cores, mem, held) -> None:  # noqa: ANN001
+    """What the pass's shortcut relies on: find_consec picks nodes exactly when at least the
+    job's node count of nodes (not blocked) hold it now. With a plan made the pass asks only
+    whether a job fits ignoring plans: count_fitting's count (fails with ``>`` for ``>=`` in
+    either of its comparisons)."""
+    import numpy as np
+
+    from asad.slurm.sim import pass_kernel
+
+    free_c = np.array([c for c, _ in free], dtype=np.int64)
+    free_m = np.array([m for _, m in free], dtype=np.int64)
+    picked = plan_kernel.find_consec(free_c, free_m, np.empty(0, dtype=np.int64), nodes, cores, mem)
+    assert (pass_kernel.count_fitting(free_c, free_m, cores, mem) >= nodes) == (len(picked) > 0)
+    blocked = np.array([i for i in range(len(free)) if held[i]], dtype=np.int64)
+    open_fit = sum(1 for i in range(len(free)) if not held[i] and free[i][0] >= cores and free[i][1] >= mem)
+    picked = plan_kernel.find_consec(free_c, free_m, blocked, nodes, cores, mem)
+    assert (open_fit >= nodes) == (len(picked) > 0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(piece_st, max_size=30), st.lists(st.integers(0, 30), min_size=1, max_size=8))
+def test_the_cursor_of_free_resources_equals_a_fresh_sum(pieces, gones) -> None:  # noqa: ANN001
+    """plan_kernel._free_after moved from one count of pieces gone to another (forward, back,
+    or again from the free arrays) gives the free cores and memory of adding those pieces to
+    the free arrays from scratch (fails when the walk back takes away one piece too many)."""
+    import numpy as np
+
+    n = 6
+    free_c = np.arange(n, dtype=np.int64)
+    free_m = np.arange(n, dtype=np.int64) * 100
+    p_node = np.array([p[0] % n for p in pieces], dtype=np.int64)
+    p_c = np.array([p[1] for p in pieces], dtype=np.int64)
+    p_m = np.array([p[2] for p in pieces], dtype=np.int64)
+    cur_c, cur_m, cur_g = plan_kernel.new_cursor(n)
+    for gone in gones:
+        gone = min(gone, len(pieces))
+        plan_kernel._free_after(cur_c, cur_m, cur_g, gone, free_c, free_m, p_node, p_c, p_m)
+        want_c, want_m = free_c.copy(), free_m.copy()
+        for p in range(gone):
+            want_c[p_node[p]] += p_c[p]
+            want_m[p_node[p]] += p_m[p]
+        assert cur_g[0] == gone
+        assert cur_c.tolist() == want_c.tolist() and cur_m.tolist() == want_m.tolist()

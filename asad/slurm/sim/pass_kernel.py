@@ -132,6 +132,17 @@ def _shape_times_sorted(out, order, sorted_out, free_c, free_m, pe, pn, pc, pm, 
         sorted_out[i] = out[order[i]]
 
 
+def count_fitting(free_c, free_m, cores, mem):  # noqa: ANN001, ANN202
+    """How many nodes hold (cores, mem) now: plan_kernel.find_consec picks nodes (a non-empty
+    pick) exactly when at least the job's node count do, so this answers "does it fit ignoring
+    plans" without the pick, its O(nodes) arrays and runs (~200 such tests a saturated pass)."""
+    got = 0
+    for i in range(len(free_c)):
+        if free_c[i] >= cores and free_m[i] >= mem:
+            got += 1
+    return got
+
+
 def _job_groups(pe, pj, n_p, first, ends):  # noqa: ANN001, ANN202
     """BackfillMap.running_jobs: per running job (pieces grouped by end and job), its first
     piece and its end; returns how many."""
@@ -228,6 +239,9 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
     s_times = np.empty((max(n_sh, 1), n))
     s_order = np.empty((max(n_sh, 1), n), dtype=np.int64)
     s_sort = np.empty((max(n_sh, 1), n))
+    # per shape, how many nodes hold it now (count_fitting); a start makes them stale too
+    n_fit = np.zeros(max(n_sh, 1), dtype=np.int64)
+    n_fit_ok = np.zeros(max(n_sh, 1), dtype=np.bool_)
     # shapes known to fail: BackfillMap.failed (start now, with plans), failed_free (start now,
     # ignoring plans), no_plan
     f_n = np.empty(n_jobs + 1, dtype=np.int64)
@@ -261,6 +275,10 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
     unplanned_min = INF
     any_plan = False
     no_block = np.empty(0, dtype=np.int64)
+    yes_block = np.zeros(1, dtype=np.int64)  # "it fits", where the nodes themselves go unused
+    # free cores and memory once some running pieces have gone, kept by the plan searches
+    # (plan_kernel._free_after) from plan to plan; a start moves both, so it resets the cursor
+    cur_c, cur_m, cur_g = plan_kernel.new_cursor(n)
     floor_now = np.floor(now)
     held = np.empty(n, dtype=np.int64)
 
@@ -295,7 +313,19 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
                         break
                 if not hit:
                     got = no_block
-                    if nn * cpn <= free_total:
+                    if nn * cpn > free_total:
+                        pass
+                    elif any_plan:
+                        # Its nodes would go unused (with a plan made, the start-now test picks
+                        # again past the held nodes): only whether it fits, which find_consec
+                        # says by a non-empty pick exactly when nn nodes hold the shape now.
+                        si = j_shape[ji]
+                        if not n_fit_ok[si]:
+                            n_fit[si] = count_fitting(free_c, free_m, cpn, mem)
+                            n_fit_ok[si] = True
+                        if n_fit[si] >= nn:
+                            got = yes_block
+                    else:
                         got = plan_kernel.find_consec(free_c, free_m, no_block, nn, cpn, mem)
                     if len(got):
                         free_nodes = got
@@ -359,11 +389,11 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
                     np_l[n_np] = lim
                     n_np += 1
                 continue
-            start, nodes = plan_kernel.planned_start_spans(
+            start, nodes = plan_kernel.planned_start_cursor(
                 s_times[si], s_order[si], free_c, free_m, k, c, m, float(lim), now, horizon, guess_s,
                 iv_node[:n_iv], iv_b[:n_iv], iv_e[:n_iv], pe[:n_p], pn[:n_p], pc[:n_p], pm[:n_p],
                 first_piece[:n_groups], job_ends[:n_groups], bnd[:n_bnd], res,
-                sp_b[:n_sp], sp_e[:n_sp], sp_n[:n_sp])
+                sp_b[:n_sp], sp_e[:n_sp], sp_n[:n_sp], cur_c, cur_m, cur_g)
             if start == -INF:
                 if n_np < 64:
                     np_k[n_np] = k
@@ -502,6 +532,8 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
         n_groups = _job_groups(pe, pj, n_p, first_piece, job_ends)
         for s in range(n_sh):
             s_ok[s] = False
+            n_fit_ok[s] = False
+        cur_g[0] = -1
     return ev_kind[:n_ev], ev_job[:n_ev], ev_t[:n_ev], ev_off[:n_ev], ev_len[:n_ev], ev_nodes[:n_evn]
 
 
@@ -533,6 +565,7 @@ if plan_kernel.njit is not None:
     _shape_times = plan_kernel.njit(cache=True)(_shape_times)
     _shape_times_sorted = plan_kernel.njit(cache=True)(_shape_times_sorted)
     _job_groups = plan_kernel.njit(cache=True)(_job_groups)
+    count_fitting = plan_kernel.njit(cache=True)(count_fitting)
     _ensure_sorted = plan_kernel.njit(cache=True)(_ensure_sorted)
     _py_min = plan_kernel.njit(cache=True)(_py_min)
     backfill_pass = plan_kernel.njit(cache=True)(_pass)
