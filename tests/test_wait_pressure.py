@@ -228,3 +228,36 @@ def test_the_cli_backend_asks_one_all_users_squeue_and_reports_a_failure_as_unav
     slurm, _, _ = backend({"squeue": [failed]}, retries=0)
     with pytest.raises(SlurmUnavailable, match="squeue failed"):
         slurm.pending_load()
+
+
+class _NoPendingLoad:
+    """A backend that cannot tell the queue's pending load (as the pyslurm one cannot)."""
+
+    def __init__(self, inner) -> None:  # noqa: ANN001
+        self._inner = inner
+
+    def __getattr__(self, name: str):  # noqa: ANN204
+        if name == "pending_load":
+            raise AttributeError(name)
+        return getattr(self._inner, name)
+
+
+@pytest.mark.parametrize("neighbours", [0, 5])
+def test_a_backend_without_the_pending_load_is_named_when_the_setting_asks_for_it(db_url, neighbours):
+    from structlog.testing import capture_logs
+
+    from asad.common.config import Settings
+    from asad.daemon.wiring import make_runner
+    from asad.slurm.sim import make_simulator
+    from asad.store.repo import Store
+
+    store = Store(db_url)
+    try:
+        with capture_logs() as logs:
+            make_runner(Settings(wait_pressure=neighbours), store, _NoPendingLoad(make_simulator("small", seed=1)))
+        said = [e for e in logs if "pending load" in e["event"]]
+        assert len(said) == (1 if neighbours else 0)
+        if neighbours:
+            assert said[0]["log_level"] == "warning" and "wait_pressure = 0" in said[0]["fix"]
+    finally:
+        store.close()

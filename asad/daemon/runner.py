@@ -98,6 +98,11 @@ class Runner:
                               placement=placement or DEFAULT_PLACEMENT, share_jobs=share_jobs)
         learned = Learned(store.load_learner, predictor, seed=seed, predictor_params=predictor_params,
                           pressure_neighbours=wait_pressure, pressure_step=wait_pressure_step)
+        if wait_pressure and getattr(backend, "pending_load", None) is None:
+            # said once here, not per poll: the setting cannot take effect on this backend at all
+            log.warning("wait_pressure is set but this backend cannot tell the queue's pending load, so "
+                        "learned waits are not conditioned on it", backend=backend.name,
+                        fix="use Slurm's commands (ASAD_SLURM_API=cli) or set wait_pressure = 0")
         return cls(store, backend, Context(config, learned, parts, build_command, rules_of(backend)), only=only)
 
     # -- loading ------------------------------------------------------------------------------
