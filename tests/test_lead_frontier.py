@@ -54,3 +54,53 @@ def test_groups_by_key_and_by_predecessor_width() -> None:
     assert rep.boundary_group(specs, "statistics-56", "load", "key") is None  # a first stage
     assert rep.boundary_group(specs, "statistics-56", "reduce", "key") is None  # narrow: afterok
     assert "cpus=56" in rep.boundary_group(specs, "statistics-56", "statistics", "key")
+
+
+def test_the_knapsack_within_a_budget_is_the_brute_force_optimum() -> None:
+    """The bound's figure is choose_within's: on small random cases it must equal the best of every
+    assignment of a lead per group whose idle (rounded up to the unit per group) fits the budget."""
+    import itertools
+    import random
+
+    rep = _report()
+    leads = [0.0, 300.0, 900.0]
+    rng = random.Random(7)
+    for case in range(40):
+        per_b = {}
+        for b in range(rng.randint(1, 5)):
+            per_b[("s", "c", f"st{b}")] = {L: (rng.choice([0.0, 30.0, 500.0, 2000.0]) if L else 2000.0,
+                                              0.0 if not L else float(rng.randint(0, 20) * 60))
+                                           for L in leads}
+        group = (lambda b: b[2]) if case % 2 else (lambda b: "g" + str(int(b[2][2:]) % 2))
+        budget = float(rng.randint(0, 30) * 60)
+        choice, wait, idle = rep.choose_within(per_b, group, leads, budget)
+        groups = sorted({group(b) for b in per_b})
+        best = min(
+            sum(per_b[b][pick[groups.index(group(b))]][0] for b in per_b)
+            for pick in itertools.product(leads, repeat=len(groups))
+            if sum(-(-sum(per_b[b][pick[i]][1] for b in per_b if group(b) == g) // 60)
+                   for i, g in enumerate(groups)) * 60 <= budget)
+        assert wait == best and idle <= budget
+        assert wait == sum(per_b[b][choice[group(b)]][0] for b in per_b)
+
+
+def test_the_frontier_script_patches_the_engine_and_puts_it_back() -> None:
+    """scripts/lead_frontier.py replaces four engine functions by name: a rename breaks its import,
+    and switching the family off must restore asad's own rule."""
+    import asad.core.context as context_mod
+    import asad.core.engine as engine_mod
+    import asad.slurm.priority_rules as rules_mod
+    import asad.strategies.auto as auto_mod
+
+    spec = importlib.util.spec_from_file_location("lead_frontier", SCRIPT.with_name("lead_frontier.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    own = (context_mod.Context.quantile_begin, engine_mod.release_early, auto_mod.lead_cap, rules_mod.rules_of)
+    try:
+        mod.fixed_leads(True)
+        assert context_mod.Context.quantile_begin is mod._fixed_lead_begin
+        assert engine_mod.release_early() == (False, "") and auto_mod.lead_cap() is None
+    finally:
+        mod.fixed_leads(False)
+    assert (context_mod.Context.quantile_begin, engine_mod.release_early, auto_mod.lead_cap,
+            rules_mod.rules_of) == own
