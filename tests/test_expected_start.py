@@ -6,11 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from asad.core.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun
+from asad.core.model import WorkflowRun
 from asad.slurm.backend import JobState
 from asad.strategies.auto import Auto
 from asad.strategies.base import SubmitAt, SubmitNow
 from asad.strategies.expected_start import eligible_instant, pending_start, remaining_wait
+from tests.pipelines import learn_runtimes, learn_waits, live_job, mark_submitted, new_run
 
 PIPE = ("name: pipe\nstages:\n  - {name: a, cpus: 8, time: 10m, run: 'true'}\n"
         "  - {name: b, cpus: 8, time: 10m, run: 'true', after: [a]}\n"
@@ -45,22 +46,13 @@ def ctx(limits_ctx):
 def _pipeline(ctx, now: float, *, waited_s: float) -> WorkflowRun:
     """Stage a pending in Slurm for ``waited_s``; b and c not submitted. Every geometry has learned
     waits of about 200 s, and each stage a run time of 30 s."""
-    from asad.spec.load import parse_workflow
-
-    wf = WorkflowRun(id=1, spec=parse_workflow(PIPE), strategy="auto", mode="dependency")
-    wf.stages = {n: StageRun(1, n) for n in ("a", "b", "c")}
-    req = ctx.request_for(wf, "a")
-    key = ctx.geometry_key(req)
-    for i in range(12):
-        ctx.learned.observe_wait(key, 180.0 + 4 * i, at_s=now - 10_000 + i)
-    for n in ("a", "b", "c"):
-        for _ in range(3):
-            ctx.learned.observe_runtime(ctx.runtime_key(wf, n), 30.0)
-    job = JobRecord(row_id=1, workflow_id=1, stage="a", attempt=1, tag="t", phase=JobPhase.LIVE, request=req,
-                    geometry_key=key, job_id=41, state=JobState.PENDING, submitted_at=now - waited_s,
-                    eligible_time=now - waited_s)
-    wf.jobs.append(job)
-    wf.stages["a"].state, wf.stages["a"].job_row, wf.stages["a"].attempt = StageState.SUBMITTED, 1, 1
+    wf = new_run(PIPE)
+    key = ctx.geometry_key(ctx.request_for(wf, "a"))
+    learn_waits(ctx, [(key, [180.0 + 4 * i for i in range(12)])], first_s=now - 10_000)
+    learn_runtimes(ctx, wf, {"a": 30.0, "b": 30.0, "c": 30.0}, times=3)
+    a = live_job(ctx, wf, "a", row=1, job_id=41, state=JobState.PENDING, submitted_at=now - waited_s,
+                 eligible_time=now - waited_s)
+    mark_submitted(wf, a)
     return wf
 
 
@@ -92,11 +84,8 @@ def test_the_successor_of_a_successor_plans_through_the_barrier(ctx):
     wf = _pipeline(ctx, now, waited_s=10.0)
     # b was submitted early without a dependency and is pending too: c plans from b's work start,
     # the later of b's allocation and a's end
-    breq = ctx.request_for(wf, "b")
-    wf.jobs.append(JobRecord(row_id=2, workflow_id=1, stage="b", attempt=1, tag="t2", phase=JobPhase.LIVE,
-                             request=breq, geometry_key=ctx.geometry_key(breq), job_id=42, state=JobState.PENDING,
-                             submitted_at=now, eligible_time=now))
-    wf.stages["b"].state, wf.stages["b"].job_row, wf.stages["b"].attempt = StageState.SUBMITTED, 2, 1
+    mark_submitted(wf, live_job(ctx, wf, "b", row=2, job_id=42, state=JobState.PENDING, submitted_at=now,
+                                eligible_time=now))
     a_end = ctx.work_end_grid(wf, "a", now)
     b_start = ctx.work_start_grid(wf, "b", now)
     assert b_start is not None and np.median(b_start) >= np.median(a_end) - 1e-6

@@ -9,11 +9,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from asad.core.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun
+from asad.core.model import StageState, WorkflowRun
 from asad.slurm.backend import Dependency, DependencyType, JobState
 from asad.strategies.auto import Auto, quantile_level
 from asad.strategies.base import SubmitAt, SubmitNow
 from asad.strategies.expected_start import GRID, UNSEEN, held_start, pending_start, unseen_share
+from tests.pipelines import learn_runtimes, learn_waits, live_job, mark_submitted, new_run
 
 PIPE = ("name: pipe\nstages:\n  - {name: a, cpus: 8, time: 10m, run: 'true'}\n"
         "  - {name: b, cpus: 28, time: 10m, run: 'true', after: [a]}\n"
@@ -50,35 +51,19 @@ def _pipeline(ctx, now: float, *, c_cpus: int, b_waits: list[float], c_waits: li
     """a (8 CPUs) ended 10 s ago or runs since 10 s ago; b (28 CPUs) pending in Slurm, submitted
     100 s ago with afterok on a; c not submitted. b's and c's geometries have learned the waits
     given, each stage a run time of 30 s."""
-    from asad.spec.load import parse_workflow
-
-    wf = WorkflowRun(id=1, spec=parse_workflow(PIPE.replace("CPUS", str(c_cpus))), strategy="auto",
-                     mode="dependency")
-    wf.stages = {n: StageRun(1, n) for n in ("a", "b", "c")}
-    areq, breq, creq = (ctx.request_for(wf, n) for n in ("a", "b", "c"))
-    bkey, ckey = ctx.geometry_key(breq), ctx.geometry_key(creq)
+    wf = new_run(PIPE.replace("CPUS", str(c_cpus)))
+    bkey, ckey = (ctx.geometry_key(ctx.request_for(wf, n)) for n in ("b", "c"))
     assert bkey != ckey
-    t = now - 50_000
-    for wb, wc in zip(b_waits, c_waits, strict=True):
-        ctx.learned.observe_wait(bkey, wb, at_s=t)
-        ctx.learned.observe_wait(ckey, wc, at_s=t + 1)
-        t += 1000
-    for n in ("a", "b", "c"):
-        ctx.learned.observe_runtime(ctx.runtime_key(wf, n), 30.0)
+    learn_waits(ctx, [(bkey, b_waits), (ckey, c_waits)], first_s=now - 50_000, step_s=1000)
+    learn_runtimes(ctx, wf, {"a": 30.0, "b": 30.0, "c": 30.0})
     ended = a_state is StageState.COMPLETED
-    a = JobRecord(row_id=1, workflow_id=1, stage="a", attempt=1, tag="ta", phase=JobPhase.LIVE, request=areq,
-                  geometry_key=ctx.geometry_key(areq), job_id=41,
-                  state=JobState.COMPLETED if ended else JobState.RUNNING, submitted_at=now - 300,
-                  eligible_time=now - 300, start_time=now - 40 if ended else now - 10,
-                  end_time=now - 10 if ended else None)
-    b = JobRecord(row_id=2, workflow_id=1, stage="b", attempt=1, tag="tb", phase=JobPhase.LIVE,
-                  request=ctx.request_for(wf, "b", dep_ids=(41,)), geometry_key=bkey, job_id=42,
-                  state=JobState.PENDING, submitted_at=now - 100)
+    a = live_job(ctx, wf, "a", row=1, job_id=41, state=JobState.COMPLETED if ended else JobState.RUNNING,
+                 submitted_at=now - 300, eligible_time=now - 300, start_time=now - 40 if ended else now - 10,
+                 end_time=now - 10 if ended else None)
+    b = live_job(ctx, wf, "b", row=2, job_id=42, state=JobState.PENDING, dep_ids=(41,), submitted_at=now - 100)
     assert b.request.dependency == Dependency(DependencyType.AFTEROK, (41,)) and b.eligible_time is None
-    wf.jobs += [a, b]
-    wf.stages["a"].state, wf.stages["a"].job_row, wf.stages["a"].attempt = a_state, 1, 1
-    wf.stages["a"].start_time, wf.stages["a"].end_time = a.start_time, a.end_time
-    wf.stages["b"].state, wf.stages["b"].job_row, wf.stages["b"].attempt = StageState.SUBMITTED, 2, 1
+    mark_submitted(wf, a, a_state)
+    mark_submitted(wf, b)
     return wf
 
 

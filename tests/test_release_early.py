@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from asad.core.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun
+from asad.core.model import JobRecord, StageState, WorkflowRun
 from asad.slurm.backend import JobState
 from asad.strategies.auto import Auto
 from asad.strategies.base import SubmitNow
 from asad.strategies.release import MAX_RELEASES, lead_cap, release_early
+from tests.pipelines import learn_runtimes, learn_waits, live_job, new_run
 
 PIPE = ("name: pipe\nstages:\n  - {name: a, cpus: 8, time: 30m, run: 'true', simulate: {runtime: 600s}}\n"
         "  - {name: b, cpus: 8, time: 10m, run: 'true', after: [a], simulate: {runtime: 60s}}\n")
@@ -25,32 +26,23 @@ def ctx(limits_ctx):
 def _learn(ctx, wf: WorkflowRun, waits=(300.0, 320.0, 340.0, 360.0)) -> str:
     """b's geometry (a's too) has learned waits of 300-360 s; a runs 600 s, b 60 s."""
     key = ctx.geometry_key(ctx.request_for(wf, "b"))
-    for i, w in enumerate(waits * 3):
-        ctx.learned.observe_wait(key, w, at_s=NOW - 10_000 + i)
-    for n, r in (("a", 600.0), ("b", 60.0)):
-        for _ in range(3):
-            ctx.learned.observe_runtime(ctx.runtime_key(wf, n), r)
+    learn_waits(ctx, [(key, waits * 3)], first_s=NOW - 10_000)
+    learn_runtimes(ctx, wf, {"a": 600.0, "b": 60.0}, times=3)
     return key
 
 
 def _wf(ctx, *, a_started_ago: float) -> WorkflowRun:
-    from asad.spec.load import parse_workflow
-
-    wf = WorkflowRun(id=1, spec=parse_workflow(PIPE), strategy="auto", mode="dependency")
-    wf.stages = {"a": StageRun(1, "a", state=StageState.RUNNING, start_time=NOW - a_started_ago, attempt=1),
-                 "b": StageRun(1, "b")}
+    wf = new_run(PIPE)
+    a = wf.stages["a"]
+    a.state, a.start_time, a.attempt = StageState.RUNNING, NOW - a_started_ago, 1
     return wf
 
 
 def _b_job(ctx, wf: WorkflowRun, row: int, *, eligible: float, start: float | None,
            released: bool = False) -> JobRecord:
-    req = ctx.request_for(wf, "b")
-    job = JobRecord(row_id=row, workflow_id=1, stage="b", attempt=row, tag=f"t{row}", phase=JobPhase.LIVE,
-                    request=req, geometry_key=ctx.geometry_key(req), job_id=40 + row,
+    return live_job(ctx, wf, "b", row=row, job_id=40 + row, attempt=row,
                     state=JobState.CANCELLED if released else JobState.RUNNING, submitted_at=eligible,
                     eligible_time=eligible, start_time=start, cancelled_by_asad=released)
-    wf.jobs.append(job)
-    return job
 
 
 def test_an_allocation_after_a_short_wait_far_ahead_of_the_end_is_released(ctx):

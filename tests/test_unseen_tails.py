@@ -8,11 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from asad.core.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun
+from asad.core.model import WorkflowRun
 from asad.slurm.backend import JobState
 from asad.strategies.auto import Auto, quantile_level
 from asad.strategies.base import SubmitAt, SubmitNow
 from asad.strategies.expected_start import GRID, UNSEEN, remaining_wait, unseen_share, with_unseen_tails
+from tests.pipelines import learn_runtimes, learn_waits, live_job, mark_submitted, new_run
 
 
 def test_a_further_wait_passes_every_one_of_n_seen_with_chance_one_in_n_plus_one():
@@ -60,26 +61,14 @@ def _pipeline(ctx, now: float, *, b_cpus: int, a_waits: list[float], b_waits: li
               waited_s: float = 10.0) -> WorkflowRun:
     """Stage a (8 CPUs) pending in Slurm for ``waited_s``, b not submitted; each geometry has learned
     the waits given (the default learner, median-backoff), each stage a run time of 30 s."""
-    from asad.spec.load import parse_workflow
-
-    wf = WorkflowRun(id=1, spec=parse_workflow(PIPE.replace("CPUS", str(b_cpus))), strategy="auto",
-                     mode="dependency")
-    wf.stages = {n: StageRun(1, n) for n in ("a", "b")}
-    areq, breq = ctx.request_for(wf, "a"), ctx.request_for(wf, "b")
-    akey, bkey = ctx.geometry_key(areq), ctx.geometry_key(breq)
+    wf = new_run(PIPE.replace("CPUS", str(b_cpus)))
+    akey, bkey = (ctx.geometry_key(ctx.request_for(wf, n)) for n in ("a", "b"))
     assert akey != bkey
-    t = now - 50_000
-    for wa, wb in zip(a_waits, b_waits, strict=True):
-        ctx.learned.observe_wait(akey, wa, at_s=t)
-        ctx.learned.observe_wait(bkey, wb, at_s=t + 1)
-        t += 1000
-    for n in ("a", "b"):
-        ctx.learned.observe_runtime(ctx.runtime_key(wf, n), 30.0)
-    job = JobRecord(row_id=1, workflow_id=1, stage="a", attempt=1, tag="t", phase=JobPhase.LIVE, request=areq,
-                    geometry_key=akey, job_id=41, state=JobState.PENDING, submitted_at=now - waited_s,
-                    eligible_time=now - waited_s)
-    wf.jobs.append(job)
-    wf.stages["a"].state, wf.stages["a"].job_row, wf.stages["a"].attempt = StageState.SUBMITTED, 1, 1
+    learn_waits(ctx, [(akey, a_waits), (bkey, b_waits)], first_s=now - 50_000, step_s=1000)
+    learn_runtimes(ctx, wf, {"a": 30.0, "b": 30.0})
+    a = live_job(ctx, wf, "a", row=1, job_id=41, state=JobState.PENDING, submitted_at=now - waited_s,
+                 eligible_time=now - waited_s)
+    mark_submitted(wf, a)
     return wf
 
 
