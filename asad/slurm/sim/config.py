@@ -86,6 +86,13 @@ class SimConfig:
     # after a pass, which takes time too. None: the nominal 1 s and bf_interval.
     loop_tick_s: float = 1.0
     bf_tick_s: float | None = None
+    # The backfill pass's own length, (base, per pending job) seconds. backfill_agent sleeps
+    # bf_interval after a pass *ends* (last_backfill_time = time(NULL) after _attempt_backfill,
+    # backfill.c), so a pass's length moves every later pass: with this set, the thread's next
+    # pass comes bf_tick_s (or bf_interval) + base + per_job x the jobs eligible at this pass after
+    # it, instead of on the fixed grid bf_origin_s + k x bf_tick_s. A pass skipped because nothing
+    # changed stands for one that would find the same answer and costs the same. None: the grid.
+    bf_pass_cost_s: tuple[float, float] | None = None
     # The backfill thread as slurmctld runs it (_backfill_agent): after a pass it sleeps
     # bf_interval, then runs a pass if anything changed in or after the second the last pass
     # ended (_more_work), else looks again a second later: the passes' phase moves by a second
