@@ -96,8 +96,13 @@ def bf_drift_spans(rec: dict, bf_interval: float = 2.0) -> list[tuple[float, int
     path = log_path(rec)
     if path is None:
         return []
-    jobs = rec["jobs"]
-    t0 = min(j["submit"] for j in jobs)
+    jobs = tuple(((j.get("eligible") or j["submit"]), j.get("start")) for j in rec["jobs"])
+    return list(_bf_drift_spans(str(path), jobs, min(j["submit"] for j in rec["jobs"]), bf_interval))
+
+
+@lru_cache(maxsize=64)
+def _bf_drift_spans(path: str, jobs: tuple[tuple[float, float | None], ...], t0: float,
+                    bf_interval: float) -> tuple[tuple[float, int, float, float], ...]:
     passes: list[float] = []
     last = -math.inf
     with gzip.open(path, "rt", errors="replace") as fh:
@@ -113,8 +118,7 @@ def bf_drift_spans(rec: dict, bf_interval: float = 2.0) -> list[tuple[float, int
             last = t
 
     def pending(t: float) -> int:
-        return sum(1 for j in jobs if (j.get("eligible") or j["submit"]) <= t
-                   and (j.get("start") is None or j["start"] > t))
+        return sum(1 for eligible, start in jobs if eligible <= t and (start is None or start > t))
 
     out = []
     for a, b in zip(passes, passes[1:]):
@@ -123,7 +127,7 @@ def bf_drift_spans(rec: dict, bf_interval: float = 2.0) -> list[tuple[float, int
         if 1 <= n <= 15 and abs(drift) <= 0.3:
             pend = statistics.mean(pending(a + bf_interval * k) for k in range(n + 1))
             out.append((a - t0, n, 1000.0 * drift / n, pend))
-    return out
+    return tuple(out)
 
 
 def fit_bf_pass_cost(recs: list[dict]) -> tuple[float, float, int, int]:
@@ -149,3 +153,4 @@ def fit_bf_pass_cost(recs: list[dict]) -> tuple[float, float, int, int]:
     sxy = sum(wi * (x - mx) * (y - my) for wi, x, y in zip(ws, xs, ys))
     slope = sxy / sxx
     return my - slope * mx, slope, len(xs), int(w)
+
