@@ -57,11 +57,12 @@ def _sched_param(params: str, key: str, default: float) -> float:
 
 # The backfill pass's own length, (base, per eligible pending job) seconds: backfill_agent sleeps
 # bf_interval after a pass ends, so the passes' phase moves by each pass's length. Fitted to the
-# six slurmctld.logs kept (tests/data/sim_vs_real/logs, no DebugFlags): between two backfill
-# passes that start a job, the phase moved by n x bf_interval + drift over n passes; 134 such
-# spans (674 passes), least squares of the drift per pass on the mean eligible pending count
-# (scripts/sim_bf_drift.py): 0.567 ms + 0.158 ms a pending job (4-13 ms at ~30 pending).
-BF_PASS_COST_S = (0.000567, 0.000158)
+# ten slurmctld.logs kept (tests/data/sim_vs_real/logs, no DebugFlags): between two backfill
+# passes that start a job, the phase moved by n x bf_interval + drift over n passes; 222 such
+# spans (1,037 passes), least squares of the drift per pass on the mean eligible pending count
+# (scripts/sim_bf_drift.py): 0.793 ms + 0.137 ms a pending job (the six logs before the four
+# recorded on 2026-11-28: 0.567 + 0.158).
+BF_PASS_COST_S = (0.000793, 0.000137)
 
 
 def bf_thread_timing(params: str, conf: dict) -> dict:
