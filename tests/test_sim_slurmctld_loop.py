@@ -255,3 +255,11 @@ def test_the_backfill_thread_sleeps_bf_interval_after_its_pass_ends():
         assert t1 - t0 == pytest.approx(2.0 + cost[0] + cost[1] * n0, abs=1e-9), (t0, n0)
     grid = [(t, n) for t, n in _bf_pass_instants(None) if t > 3.0]
     assert {round(t1 - t0, 9) for (t0, _), (t1, _) in zip(grid, grid[1:])} == {2.0}
+
+
+def test_a_negative_backfill_pass_length_is_refused():
+    from asad.slurm.sim import PartitionSpec, SimConfig
+
+    part = (PartitionSpec("main", nodes=1, cores_per_node=4, mem_per_node_mb=4000, default=True),)
+    with pytest.raises(ValueError, match="bf_pass_cost_s"):
+        SimConfig(partitions=part, bf_pass_cost_s=(0.001, -0.0001)).validate()

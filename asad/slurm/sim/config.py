@@ -194,6 +194,9 @@ class SimConfig:
             raise ValueError(f"node_select must be 'consec' or 'bestfit', got {self.node_select!r}")
         if self.bf_resolution_s <= 0 or self.bf_interval_s <= 0 or self.sched_interval_s <= 0:
             raise ValueError("bf_resolution_s, bf_interval_s and sched_interval_s must be positive")
+        if self.bf_pass_cost_s is not None and (len(self.bf_pass_cost_s) != 2 or min(self.bf_pass_cost_s) < 0):
+            raise ValueError(f"bf_pass_cost_s must be (base seconds, seconds per pending job), neither negative; "
+                             f"got {self.bf_pass_cost_s!r}")
         unknown_flags = set(self.priority_flags) - {"ACCRUE_ALWAYS", "SMALL_RELATIVE_TO_TIME"}
         if unknown_flags:
             raise ValueError(f"unknown priority_flags {sorted(unknown_flags)}; known: ACCRUE_ALWAYS, "

@@ -38,12 +38,11 @@ class ControllerLoop:
                 # _more_work: an update in or after the second the last pass ended
                 if self._last_change_t > -math.inf and (self._last_bf_end == -math.inf or math.floor(
                         self._last_change_t) >= math.floor(self._last_bf_end)):
+                    length = 0.0 if cfg.bf_pass_cost_s is None else self._bf_pass_length(cfg.bf_pass_cost_s)
                     sched.backfill_pass(now)
                     self._bf_changes_seen = self._changes
                     self._last_bf_end = now
-                    self._bf_next = now + (cfg.bf_interval_s if cfg.bf_tick_s is None else cfg.bf_tick_s)
-                    if cfg.bf_pass_cost_s is not None:
-                        self._bf_next += self._bf_pass_length(cfg.bf_pass_cost_s)
+                    self._bf_next = now + (cfg.bf_interval_s if cfg.bf_tick_s is None else cfg.bf_tick_s) + length
                 else:
                     self.counters["backfill_skipped_unchanged"] += 1
                     self._bf_next = now + 1.0
