@@ -212,3 +212,54 @@ def test_the_share_of_replies_is_an_even_sequence_or_a_draw():
     rng = np.random.default_rng(0)
     draws = [takes_reply(0.25, rng, k) for k in range(4000)]
     assert 0.22 < sum(draws) / len(draws) < 0.28
+
+
+def _bf_pass_instants(cost: tuple[float, float] | None) -> list[tuple[float, int]]:
+    """(instant, eligible pending jobs) of every backfill look while one long job holds the only
+    node and ten wait behind it, arriving one by one so the pending count grows."""
+    from asad.slurm.sim import PartitionSpec, SimConfig, Simulator
+
+    part = (PartitionSpec("main", nodes=1, cores_per_node=4, mem_per_node_mb=4000, max_time_s=None, default=True),)
+    sim = Simulator(SimConfig(partitions=part, start_time=0.0, backfill="slurm", priority="fifo",
+                              bf_interval_s=2.0, bf_pass_cost_s=cost, batch_sched_delay_s=3.0, warmup_s=0.0,
+                              sched_interval_s=60.0, timer_origin_s=0.25))
+    sim.submit(JobRequest(name="long", command="true", cpus_per_task=4, mem_mb=100, time_limit_s=600,
+                          truth=SimTruth(runtime_s=300)))
+    seen: list[tuple[float, int]] = []
+    run_passes = sim._run_passes
+
+    def spy(now: float) -> None:
+        if sim._bf_wanted:
+            seen.append((now, sim.sched.eligible_count))
+        run_passes(now)
+
+    sim._run_passes = spy
+    for k in range(10):
+        sim.run_until(3.0 + 2.5 * k)
+        sim.submit(JobRequest(name=f"w{k}", command="true", cpus_per_task=4, mem_mb=100, time_limit_s=600,
+                              truth=SimTruth(runtime_s=5)))
+    sim.run_until(60.0)
+    return seen
+
+
+def test_the_backfill_thread_sleeps_bf_interval_after_its_pass_ends():
+    # backfill_agent: _my_sleep(bf_interval) comes after _attempt_backfill() returns and
+    # last_backfill_time = time(NULL) is taken at its end (backfill.c): each pass's length
+    # (base + per tested job) pushes every later pass. On the fixed grid (None) the looks stay
+    # bf_interval apart whatever the queue.
+    cost = (0.01, 0.002)
+    seen = [(t, n) for t, n in _bf_pass_instants(cost) if t > 3.0]  # from w0 on something pends
+    assert len(seen) >= 20
+    assert any(n >= 5 for _, n in seen)
+    for (t0, n0), (t1, _) in zip(seen, seen[1:]):
+        assert t1 - t0 == pytest.approx(2.0 + cost[0] + cost[1] * n0, abs=1e-9), (t0, n0)
+    grid = [(t, n) for t, n in _bf_pass_instants(None) if t > 3.0]
+    assert {round(t1 - t0, 9) for (t0, _), (t1, _) in zip(grid, grid[1:])} == {2.0}
+
+
+def test_a_negative_backfill_pass_length_is_refused():
+    from asad.slurm.sim import PartitionSpec, SimConfig
+
+    part = (PartitionSpec("main", nodes=1, cores_per_node=4, mem_per_node_mb=4000, default=True),)
+    with pytest.raises(ValueError, match="bf_pass_cost_s"):
+        SimConfig(partitions=part, bf_pass_cost_s=(0.001, -0.0001)).validate()

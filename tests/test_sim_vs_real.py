@@ -42,6 +42,12 @@ TAU_FLOOR.update({"ties-fifo": 0.96, "ties-fifo.run2": 0.91, "ties-fifo.run3": 0
 # branch n37f: the decay thread on whole seconds raised fairshare-shares run 4, 0.867 -> 0.887; no
 # pass at a job's end itself raised fairshare's runs, 0.916 -> 0.929 and 0.930 (less 0.03, floored)
 TAU_FLOOR.update({"fairshare-shares.run4": 0.85, "fairshare": 0.89, "fairshare.run2": 0.89})
+# branch o37f: the backfill thread sleeps bf_interval after its pass ends, each pass as long as
+# its queue (BF_PASS_COST_S): fairshare 0.929 / 0.930 -> 0.995 / 0.997, multifactor 0.950 ->
+# 0.974, fairshare-users 0.869 -> 0.893 (less 0.03); deps-fifo run 4 falls 0.996 -> 0.959 (its
+# pair rows still met)
+TAU_FLOOR.update({"fairshare": 0.96, "fairshare.run2": 0.96, "multifactor": 0.94, "fairshare-users": 0.86,
+                  "deps-fifo.run4": 0.93})
 # deps-fifo runs 2-4: 1.000, 0.986, 0.996 since a will-run batch takes away only its own jobs
 # (branch m37f; 0.934, 0.946, 0.944 before); ties-fifo (recorded by m37f) 0.994, 0.940 (0.905
 # without that rule), 0.998. The floors are those less 0.03.

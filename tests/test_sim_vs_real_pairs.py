@@ -156,3 +156,22 @@ def test_runs_recorded_with_debug_flags_are_left_out_of_the_pairs():
     rows = pair_rows(observed)
     assert len(rows) == (n - 1) * (n - 2)
     assert all(str(observed[-1]["run"]) not in r["pair"].split("-") for r in rows)
+
+
+def test_the_backfill_pass_length_is_the_fit_over_the_kept_logs():
+    """BF_PASS_COST_S is measured, not tuned: the least-squares drift per pass on the pending
+    queue over every kept slurmctld.log (backfill_agent sleeps bf_interval after a pass ends).
+    The drift grows with the queue (a pass tests every pending job), and a recording without
+    DebugFlags replays with it; one with DebugFlags=Backfill keeps its own fixed drift."""
+    from asad.bench.sim_vs_real import BF_PASS_COST_S, bf_thread_timing
+    from asad.bench.sim_vs_real_logs import bf_drift_spans, fit_bf_pass_cost
+
+    recs = list(RECORDINGS.values())
+    if not any(bf_drift_spans(r) for r in recs):
+        pytest.skip("no kept slurmctld.logs")
+    base, per_job, spans, passes = fit_bf_pass_cost(recs)
+    assert spans >= 100 and passes >= 500
+    assert BF_PASS_COST_S == pytest.approx((base, per_job), abs=2e-6)
+    assert per_job > 0 and base + 30 * per_job > 0.004  # 4-13 ms a pass at ~30 pending (n37f)
+    assert bf_thread_timing("bf_interval=2", {}) == {"bf_tick_s": 2.0, "bf_pass_cost_s": BF_PASS_COST_S}
+    assert "bf_pass_cost_s" not in bf_thread_timing("bf_interval=2", {"DebugFlags": "Backfill"})

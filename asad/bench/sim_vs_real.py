@@ -55,6 +55,26 @@ def _sched_param(params: str, key: str, default: float) -> float:
     return default
 
 
+# The backfill pass's own length, (base, per eligible pending job) seconds: backfill_agent sleeps
+# bf_interval after a pass ends, so the passes' phase moves by each pass's length. Fitted to the
+# ten slurmctld.logs kept (tests/data/sim_vs_real/logs, no DebugFlags): between two backfill
+# passes that start a job, the phase moved by n x bf_interval + drift over n passes; 222 such
+# spans (1,037 passes), least squares of the drift per pass on the mean eligible pending count
+# (scripts/sim_bf_drift.py): 0.793 ms + 0.137 ms a pending job (the six logs before the four
+# recorded on 2026-11-28: 0.567 + 0.158).
+BF_PASS_COST_S = (0.000793, 0.000137)
+
+
+def bf_thread_timing(params: str, conf: dict) -> dict:
+    """The backfill thread's timing for a recording's slurm.conf: bf_interval plus each pass's
+    length (BF_PASS_COST_S). Runs with DebugFlags=Backfill (perturbed: logging every plan
+    lengthens each pass, set no target) keep the mean drift fitted over their "beginning" lines."""
+    interval = _sched_param(params, "bf_interval", 30)
+    if "Backfill" in (conf.get("DebugFlags") or ""):
+        return {"bf_tick_s": interval + 0.0069}
+    return {"bf_tick_s": float(interval), "bf_pass_cost_s": BF_PASS_COST_S}
+
+
 def scheduler_settings(params: str) -> dict:
     """The simulator's backfill and main-pass settings from a ``SchedulerParameters`` string
     (Slurm's defaults for what it does not name)."""
@@ -99,8 +119,7 @@ def sim_settings(rec: dict) -> dict:
         # the backfill thread's passes 2.2 ms a pass (bf_interval=2, no DebugFlags; 7 ms with
         # DebugFlags=Backfill, whose logging lengthens each pass: a fit over its "beginning" lines).
         loop_tick_s=LOOP_TICK_S,
-        bf_tick_s=_sched_param(params, "bf_interval", 30) + (0.0069 if "Backfill" in (conf.get("DebugFlags") or "")
-                                                              else 0.0022),
+        **bf_thread_timing(params, conf),
         oom_time_fraction=0.5,
         timer_origin_s=rec["timers"]["loop_start"],
         bf_origin_s=rec["timers"]["backfill_start"],
@@ -346,7 +365,7 @@ ABLATIONS: dict[str, dict] = {
     "will_run=exact (earliest instant, no batches)": {"will_run": "exact"},
     "no completing phase (epilog_s=0)": {"epilog_s": 0.0},
     "launch_delay_s=0.5 (the earlier guess)": {"launch_delay_s": 0.5},
-    "no timer drift (1 s loop, bf_interval)": {"loop_tick_s": 1.0, "bf_tick_s": None},
+    "no timer drift (1 s loop, bf_interval)": {"loop_tick_s": 1.0, "bf_tick_s": None, "bf_pass_cost_s": None},
     "bf_poll (one-second looks when nothing changed)": {"bf_poll": True},
     "submissions at the recorded whole second": {"_stamps": True},
     "EASY backfill, best fit, main pass at submission": {"backfill": "easy", "node_select": "bestfit",

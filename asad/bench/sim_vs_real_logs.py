@@ -13,6 +13,7 @@ log is replayed with its own. Recordings without a log keep the default.
 from __future__ import annotations
 
 import gzip
+import math
 import re
 import statistics
 from datetime import datetime, timezone
@@ -76,3 +77,80 @@ def _latencies(path: str, runtime: tuple[tuple[int, float], ...], t0: float) -> 
     if len(out) < MIN_JOBS:
         return None
     return (round(min(out), 3), round(statistics.median(out), 3), round(max(out), 3))
+
+
+# ------------------------------------------------------------ the backfill thread's drift ======
+_BF_START = re.compile(r"^\[(\S+)\] sched/backfill: _start_job: Started JobId=\d+")
+
+
+def bf_drift_spans(rec: dict, bf_interval: float = 2.0) -> list[tuple[float, int, float, float]]:
+    """The backfill thread's drift between its logged passes: (offset of the first pass from the
+    first submission, passes n, drift per pass in ms, mean eligible pending jobs at the n + 1
+    passes). backfill_agent sleeps bf_interval after a pass *ends* (backfill.c), so each pass's
+    length moves the next. The logs (info level) print no pass lengths, but every job the thread
+    starts ("sched/backfill: _start_job: Started JobId=N") stamps its pass to the millisecond
+    (starts within 0.15 s: one pass). Between two such passes ``g`` s apart lie
+    ``n = round(g / bf_interval)`` passes and a drift of ``g - n * bf_interval``; spans with an
+    idle look of ``_more_work`` (a whole-second shift: |drift| > 0.3 s) or more than 15 passes
+    are left out. Empty without a log."""
+    path = log_path(rec)
+    if path is None:
+        return []
+    jobs = tuple(((j.get("eligible") or j["submit"]), j.get("start")) for j in rec["jobs"])
+    return list(_bf_drift_spans(str(path), jobs, min(j["submit"] for j in rec["jobs"]), bf_interval))
+
+
+@lru_cache(maxsize=64)
+def _bf_drift_spans(path: str, jobs: tuple[tuple[float, float | None], ...], t0: float,
+                    bf_interval: float) -> tuple[tuple[float, int, float, float], ...]:
+    passes: list[float] = []
+    last = -math.inf
+    with gzip.open(path, "rt", errors="replace") as fh:
+        for line in fh:
+            m = _BF_START.match(line)
+            if not m:
+                continue
+            t = datetime.fromisoformat(m.group(1)).replace(tzinfo=timezone.utc).timestamp()
+            if not t0 - 5 <= t <= t0 + 4 * 3600:
+                continue
+            if t - last >= 0.15:
+                passes.append(t)
+            last = t
+
+    def pending(t: float) -> int:
+        return sum(1 for eligible, start in jobs if eligible <= t and (start is None or start > t))
+
+    out = []
+    for a, b in zip(passes, passes[1:]):
+        n = round((b - a) / bf_interval)
+        drift = b - a - n * bf_interval
+        if 1 <= n <= 15 and abs(drift) <= 0.3:
+            pend = statistics.mean(pending(a + bf_interval * k) for k in range(n + 1))
+            out.append((a - t0, n, 1000.0 * drift / n, pend))
+    return tuple(out)
+
+
+def fit_bf_pass_cost(recs: list[dict]) -> tuple[float, float, int, int]:
+    """(base s, s per pending job, spans, passes): the least-squares line of the drift per pass
+    on the pending count over every span of the recordings' logs (weighted by its passes).
+    Recordings with DebugFlags=Backfill (a perturbed, slower pass) are left out."""
+    xs: list[float] = []
+    ys: list[float] = []
+    ws: list[float] = []
+    for rec in recs:
+        if "Backfill" in (rec.get("slurm_config", {}).get("DebugFlags") or ""):
+            continue
+        for _, n, drift_ms, pend in bf_drift_spans(rec):
+            xs.append(pend)
+            ys.append(drift_ms / 1000.0)
+            ws.append(float(n))
+    if len(xs) < 2:
+        raise ValueError("fewer than two spans of backfill passes in the kept slurmctld.logs")
+    w = sum(ws)
+    mx = sum(wi * x for wi, x in zip(ws, xs)) / w
+    my = sum(wi * y for wi, y in zip(ws, ys)) / w
+    sxx = sum(wi * (x - mx) ** 2 for wi, x in zip(ws, xs))
+    sxy = sum(wi * (x - mx) * (y - my) for wi, x, y in zip(ws, xs, ys))
+    slope = sxy / sxx
+    return my - slope * mx, slope, len(xs), int(w)
+

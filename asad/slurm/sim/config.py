@@ -86,6 +86,13 @@ class SimConfig:
     # after a pass, which takes time too. None: the nominal 1 s and bf_interval.
     loop_tick_s: float = 1.0
     bf_tick_s: float | None = None
+    # The backfill pass's own length, (base, per pending job) seconds. backfill_agent sleeps
+    # bf_interval after a pass *ends* (last_backfill_time = time(NULL) after _attempt_backfill,
+    # backfill.c), so a pass's length moves every later pass: with this set, the thread's next
+    # pass comes bf_tick_s (or bf_interval) + base + per_job x the jobs eligible at this pass after
+    # it, instead of on the fixed grid bf_origin_s + k x bf_tick_s. A pass skipped because nothing
+    # changed stands for one that would find the same answer and costs the same. None: the grid.
+    bf_pass_cost_s: tuple[float, float] | None = None
     # The backfill thread as slurmctld runs it (_backfill_agent): after a pass it sleeps
     # bf_interval, then runs a pass if anything changed in or after the second the last pass
     # ended (_more_work), else looks again a second later: the passes' phase moves by a second
@@ -187,6 +194,9 @@ class SimConfig:
             raise ValueError(f"node_select must be 'consec' or 'bestfit', got {self.node_select!r}")
         if self.bf_resolution_s <= 0 or self.bf_interval_s <= 0 or self.sched_interval_s <= 0:
             raise ValueError("bf_resolution_s, bf_interval_s and sched_interval_s must be positive")
+        if self.bf_pass_cost_s is not None and (len(self.bf_pass_cost_s) != 2 or min(self.bf_pass_cost_s) < 0):
+            raise ValueError(f"bf_pass_cost_s must be (base seconds, seconds per pending job), neither negative; "
+                             f"got {self.bf_pass_cost_s!r}")
         unknown_flags = set(self.priority_flags) - {"ACCRUE_ALWAYS", "SMALL_RELATIVE_TO_TIME"}
         if unknown_flags:
             raise ValueError(f"unknown priority_flags {sorted(unknown_flags)}; known: ACCRUE_ALWAYS, "

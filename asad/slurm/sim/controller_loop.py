@@ -38,14 +38,19 @@ class ControllerLoop:
                 # _more_work: an update in or after the second the last pass ended
                 if self._last_change_t > -math.inf and (self._last_bf_end == -math.inf or math.floor(
                         self._last_change_t) >= math.floor(self._last_bf_end)):
+                    length = 0.0 if cfg.bf_pass_cost_s is None else self._bf_pass_length(cfg.bf_pass_cost_s)
                     sched.backfill_pass(now)
                     self._bf_changes_seen = self._changes
                     self._last_bf_end = now
-                    self._bf_next = now + (cfg.bf_interval_s if cfg.bf_tick_s is None else cfg.bf_tick_s)
+                    self._bf_next = now + (cfg.bf_interval_s if cfg.bf_tick_s is None else cfg.bf_tick_s) + length
                 else:
                     self.counters["backfill_skipped_unchanged"] += 1
                     self._bf_next = now + 1.0
             elif cfg.backfill != "none":
+                if cfg.bf_pass_cost_s is not None:
+                    # measured before the pass: the jobs it tests
+                    tick = cfg.bf_interval_s if cfg.bf_tick_s is None else cfg.bf_tick_s
+                    self._bf_next = now + tick + self._bf_pass_length(cfg.bf_pass_cost_s)
                 if self._changes == self._bf_changes_seen:
                     # Nothing started, ended or arrived since the last pass: it would find
                     # exactly the same answer, so keep its reservations.
@@ -54,6 +59,11 @@ class ControllerLoop:
                     sched.backfill_pass(now)
                     self._bf_changes_seen = self._changes
         self._arm_timers(now)
+
+    def _bf_pass_length(self, cost: tuple[float, float]) -> float:
+        """How long the backfill pass at hand takes (config.bf_pass_cost_s): its base plus a share
+        per job it tests, the eligible pending ones."""
+        return cost[0] + cost[1] * self.sched.eligible_count
 
     def _changed(self) -> None:
         self._changes += 1
@@ -96,7 +106,15 @@ class ControllerLoop:
                 self._armed[1] = True
                 bf_origin = origin if cfg.bf_origin_s is None else cfg.bf_origin_s
                 bf_tick = cfg.bf_interval_s if cfg.bf_tick_s is None else cfg.bf_tick_s
-                self._push(next_tick(now, bf_tick, bf_origin), EV_BF, None, 0)
+                if cfg.bf_pass_cost_s is None or self._bf_next is None:
+                    t = next_tick(now, bf_tick, bf_origin)
+                else:
+                    # the thread went on while nothing was eligible: passes of no jobs (base only)
+                    t = self._bf_next
+                    if t <= now:
+                        step = bf_tick + cfg.bf_pass_cost_s[0]
+                        t += (math.floor((now - t) / step) + 1) * step
+                self._push(t, EV_BF, None, 0)
 
     def _full_passes(self) -> LimitChecks:
         """The full main passes' ticks after slurmctld's start (config.first_sched_tick)."""
