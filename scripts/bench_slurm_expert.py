@@ -81,11 +81,16 @@ def run(preset: str, seed: int, jobs: int, gap_s: float, warmup_s: float, priori
     return errors
 
 
-def summary(errs: list[float]) -> str:
+def summary(errs: list[float], against: list[float] | None = None) -> str:
     if not errs:
         return "n=0"
-    return (f"median |log10 err| {statistics.median(errs):.3f}, within x3 "
-            f"{100 * sum(e <= LOG3 for e in errs) / len(errs):.1f} % (n={len(errs)})")
+    out = (f"median |log10 err| {statistics.median(errs):.3f}, mean {statistics.fmean(errs):.3f}, within x3 "
+           f"{100 * sum(e <= LOG3 for e in errs) / len(errs):.1f} % (n={len(errs)})")
+    if against is not None:  # job by job against hedge without Slurm's estimate
+        nearer = sum(e < a - 1e-9 for e, a in zip(errs, against))
+        farther = sum(e > a + 1e-9 for e, a in zip(errs, against))
+        out += f"; nearer than hedge on {100 * nearer / len(errs):.1f} %, farther on {100 * farther / len(errs):.1f} %"
+    return out
 
 
 def main() -> None:
@@ -104,12 +109,12 @@ def main() -> None:
         errors = run(args.preset, seed, args.jobs, args.gap, args.warmup_days * 86400, args.priority)
         print(f"seed {seed} ({time.process_time() - cpu0:.0f} s CPU)")
         for name in SCORED:
-            print(f"  {name:15s} {summary(errors[name])}")
+            print(f"  {name:15s} {summary(errors[name], errors['hedge'] if name == 'hedge+slurm' else None)}")
             pooled[name] += errors[name]
     print(f"pooled over {args.seeds} seeds ({args.preset}, {args.priority}, {args.jobs} probe jobs each, "
           f"one every {args.gap:.0f} s)")
     for name in SCORED:
-        print(f"  {name:15s} {summary(pooled[name])}")
+        print(f"  {name:15s} {summary(pooled[name], pooled['hedge'] if name == 'hedge+slurm' else None)}")
 
 
 if __name__ == "__main__":

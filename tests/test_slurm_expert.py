@@ -123,6 +123,19 @@ def test_learned_takes_probes_only_with_the_expert_and_decides_the_key_again():
     assert learned.versions[("wait", key)] == version + 1 and learned.estimate_wait(key) > 60.0
 
 
+def test_explain_names_slurm_when_it_weighs_most():
+    key = KEY.format(a=1, c=4)
+    learned = hedge_learned()
+    t = 0.0
+    for wait in noisy_waits(200, 4):
+        learned.note_slurm_estimate(key, wait, t)  # an exact Slurm
+        told = learned.wait_told(key)
+        learned.observe_wait(key, wait, at_s=t + wait, told=told)
+        t += 2e4
+    source = learned.wait_source(key)
+    assert source.startswith("hedge: expert 'slurm' weighs ") and "weights of cluster=g#0" in source, source
+
+
 class FakeSlurm:
     """A backend stand-in that answers ``estimate_start`` (and counts the probes)."""
 
