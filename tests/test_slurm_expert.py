@@ -86,6 +86,23 @@ def test_an_exact_slurm_wins_the_weight_and_explain_names_it():
     assert dict(pool.shares(pool.panel(key)))[SLURM] < 0.01
 
 
+def test_weights_saved_before_the_expert_load_with_it_at_a_fresh_experts_share():
+    pool = make_pool("hedge", hedge_slurm=True)
+    key = KEY.format(a=1, c=4)
+    stream(pool, noisy_waits(40, 5), [key] * 40)
+    state = pool.to_state()
+    coarsest = pool.levels(key)[-1]
+    saved = state["keys"][coarsest]["hedge_weights"]
+    old = {g: w[:SLURM] for g, w in saved.items()}  # as a version before the seventh expert saved them
+    reloaded = make_pool("hedge", hedge_slurm=True)
+    reloaded.load_key_state(coarsest, {**state["keys"][coarsest], "hedge_weights": old})
+    for group, weights in old.items():
+        got = reloaded.log_weights[group]
+        assert got[:SLURM] == pytest.approx(weights)
+        total = sum(math.exp(w) for w in weights)
+        assert math.exp(got[SLURM]) / total == pytest.approx(0.1)  # the preset's prior: 0.5 / 5 others
+
+
 def test_slurm_pays_only_for_waits_it_answered_and_as_it_stood_when_told():
     pool = make_pool("hedge", hedge_slurm=True, hedge_batch_s=-1.0)
     key = KEY.format(a=1, c=4)

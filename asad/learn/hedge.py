@@ -356,7 +356,11 @@ class HedgePool(ExpertsPool):
         weights = self.group_weights(panel.group)
         before = list(weights)
         self._step(panel.group, weights, losses, at_s, self.prior, cfg.hedge_eta, cfg.hedge_share)
-        if SLURM not in losses:
+        took_part = SLURM in losses
+        if not took_part and cfg.hedge_batch_s >= 0 and at_s is not None:
+            batch = self._batches.get(panel.group)  # it answered an earlier wait of this round
+            took_part = batch is not None and SLURM in batch.count
+        if not took_part:
             # ``slurm`` sat this round out: keep its standing against the others' total, which
             # the round renormalised (else it would come back with the initial scale's weight)
             others = [i for i in losses]
@@ -491,8 +495,10 @@ class HedgePool(ExpertsPool):
         super().load_key_state(key, state)
         for group, weights in state.get("hedge_weights", {}).items():
             if not group.endswith("#top") and len(weights) == len(PANEL) - 1:
-                # saved before the ``slurm`` expert: it starts as the other non-back-off experts
-                weights = [*weights, self.initial_weights()[SLURM]]
+                # saved before the ``slurm`` expert: it joins with a non-back-off expert's prior
+                # share of the saved weights' total (on their scale, which rounds renormalised)
+                share = self.prior(range(len(PANEL) - 1))[1]
+                weights = [*weights, _logsumexp(weights, range(len(weights))) + math.log(share)]
             if len(weights) == (len(self.top_names) if group.endswith("#top") else len(PANEL)):
                 self.log_weights[group] = [float(w) for w in weights]
 
