@@ -55,6 +55,11 @@ class Settings:
     # multifactor-limits it did not meet issue 35's target on held-out seeds (docs/results/strategies.md).
     wait_pressure: int = 0
     wait_pressure_step: float = 0.5  # ... its pressure levels' width in log2(1 + CPUs queued)
+    # Slurm's own start estimate as one more expert of the ``hedge`` learner (issue 38): each poll,
+    # one ``sbatch --test-only`` per geometry the engine is predicting a wait for (at most one per
+    # geometry per poll_interval_s; nothing is submitted). Off by default: it did not beat the
+    # panel without it on the simulator (docs/results/learn.md)
+    slurm_expert: bool = False
     seed: int = 0
     sim_preset: str = "small"
     sim_load: float | None = None
@@ -117,6 +122,7 @@ _ENV = {
     "ASAD_IDLE_PRICE": "idle_price", "ASAD_PLACEMENT": "placement", "ASAD_SHARE_JOBS": "share_jobs",
     "ASAD_WAIT_PRESSURE": "wait_pressure",
     "ASAD_WAIT_PRESSURE_STEP": "wait_pressure_step",
+    "ASAD_SLURM_EXPERT": "slurm_expert",
 }
 
 

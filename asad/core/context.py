@@ -90,7 +90,9 @@ class Context:
     def geometry_key(self, req: JobRequest) -> str:
         if not req.partition and self.config.default_partition:
             req = replace(req, partition=self.config.default_partition)
-        return request_key(req, self.config.cluster, self.config.geometry)
+        key = request_key(req, self.config.cluster, self.config.geometry)
+        self.learned.want_probe(key, req)  # Slurm's estimate of it, when the learner takes one
+        return key
 
     def estimate_wait(self, wf: WorkflowRun, stage: str) -> float:
         req = self.request_for(wf, stage)

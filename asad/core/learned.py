@@ -59,6 +59,10 @@ class Learned:
         self._pool_loaded: set[str] = set()
         self._quantiles_asked: dict[str, dict[tuple, list[float]]] = {}  # key -> qs -> values given
         self._basis_asked: dict[str, int] = {}  # key -> the quantile basis given
+        # Slurm's estimate as an expert (``hedge`` with ``hedge_slurm``): the geometries whose wait
+        # the engine asked since the runner last looked, with a request of each to probe
+        # (asad.daemon.slurm_probe takes them; the engine itself asks Slurm nothing)
+        self.probe_wanted: dict[str, object] = {}
 
     def wait_predictor(self, key: str):  # noqa: ANN201
         if self._pool is not None:
@@ -151,6 +155,29 @@ class Learned:
                 self._quantiles_asked[key][qs] = now
                 moved = True
         return moved
+
+    # -- Slurm's estimate as an expert (asad.learn.hedge, hedge_slurm) -----------------------
+    @property
+    def takes_slurm_estimate(self) -> bool:
+        """Whether the wait learner in use has an expert for Slurm's own start estimate."""
+        return self._pool is not None and bool(getattr(self._pool, "takes_slurm", False))
+
+    def want_probe(self, key: str, req) -> None:  # noqa: ANN001 -- asad.slurm.backend.JobRequest
+        """The engine is about to predict ``key``'s wait for ``req``: worth a probe (when taken)."""
+        if self.takes_slurm_estimate:
+            self.probe_wanted[key] = req
+
+    def note_slurm_estimate(self, key: str, wait_s: float | None, at_s: float) -> None:
+        """Slurm's estimate of ``key``'s wait from a probe at ``at_s`` (None: withdrawn, e.g. no
+        longer current); the key is decided again when what the engine sees of it moved."""
+        if not self.takes_slurm_estimate:
+            return
+        self._pooled_predictor(key)
+        self._pool.note_slurm(key, at_s, wait_s)
+        before = self._wait_estimates.pop(key, None)
+        moved = self._quantiles_moved(key)
+        if before is None or self._estimate_wait(key) != before or moved:
+            self._bump(WAIT_KIND, key)
 
     def estimate_wait(self, key: str) -> float:
         if self.consulted is not None:

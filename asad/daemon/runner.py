@@ -21,6 +21,7 @@ from asad.core.context import BIG_JOB_STAGE, Context
 from asad.core.engine import Decisions, Engine
 from asad.slurm.refusals import refusal_text
 from asad.daemon.intents import HOST, Intents
+from asad.daemon.slurm_probe import SlurmProbes, make_probes
 from asad.core.learned import Learned
 from asad.core.metrics import summarize
 from asad.core.model import JobPhase, JobRecord, StageState, WorkflowRun, WorkflowState
@@ -75,6 +76,9 @@ class Runner:
         self._settling: dict[int, tuple[JobRecord, float]] = {}  # an ended workflow's job -> poll until
         self.lease = None  # asad.daemon.lease.Lease: renewed every tick when this runner drives a store
         self.intents = Intents(store, backend, store.store_id)
+        # Slurm's start estimates for the wait learner's ``slurm`` expert (asad.daemon.slurm_probe;
+        # None: off, or the learner or backend cannot take them)
+        self.probes: SlurmProbes | None = None
         self._rules_read_at = time.monotonic()  # the Context was given the site's rules just now
         self.load()
 
@@ -83,6 +87,7 @@ class Runner:
                predictor_params: dict | None = None, build_command=None, run_dir: str = "",
                idle_price: float | None = None, placement: str | None = None,
                share_jobs: str = "off", wait_pressure: int = 0, wait_pressure_step: float = 0.5,
+               slurm_expert: bool = False, probe_interval_s: float = 30.0,
                only: frozenset[int] | None = None) -> Runner:  # noqa: ANN001
         from asad.common.config import DEFAULT_IDLE_PRICE, DEFAULT_PLACEMENT
         from asad.core.context import EngineConfig
@@ -103,7 +108,9 @@ class Runner:
             log.warning("wait_pressure is set but this backend cannot tell the queue's pending load, so "
                         "learned waits are not conditioned on it", backend=backend.name,
                         fix="use Slurm's commands (ASAD_SLURM_API=cli) or set wait_pressure = 0")
-        return cls(store, backend, Context(config, learned, parts, build_command, rules_of(backend)), only=only)
+        runner = cls(store, backend, Context(config, learned, parts, build_command, rules_of(backend)), only=only)
+        runner.probes = make_probes(backend, learned, on=slurm_expert, interval_s=probe_interval_s)
+        return runner
 
     # -- loading ------------------------------------------------------------------------------
     def load(self) -> None:
@@ -227,6 +234,8 @@ class Runner:
             self._backend_down(str(exc), now)
             report.backend_error = str(exc)
             return report
+        if self.probes is not None:
+            self.probes.refresh(now)  # before the engine decides: it sees the answers it may use
         workflows = list(self.active.values())
         for _ in range(MAX_WAVES):
             decisions = self.engine.decide(workflows, now) if self.decide_all else self._decide(workflows, now)

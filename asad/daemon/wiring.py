@@ -48,9 +48,10 @@ def make_backend(settings: Settings, *, name: str | None = None, preset: str | N
 
 
 def predictor_choice(settings: Settings) -> tuple[str, dict]:
-    if settings.predictor:
-        return settings.predictor, {}
-    return recommended_predictor()
+    kind, params = (settings.predictor, {}) if settings.predictor else recommended_predictor()
+    if settings.slurm_expert and kind == "hedge":  # Slurm's estimate as one more expert (issue 38)
+        params = {**params, "hedge_slurm": True}
+    return kind, params
 
 
 def engine_learned(settings: Settings, store: Store):  # noqa: ANN201 - asad.core.learned.Learned
@@ -71,6 +72,7 @@ def make_runner(settings: Settings, store: Store, backend: Backend, *, only: fro
                          run_dir="" if backend.name == "sim" else str(settings.run_dir),
                          placement=settings.placement, share_jobs=settings.share_jobs,
                          wait_pressure=settings.wait_pressure, wait_pressure_step=settings.wait_pressure_step,
+                         slurm_expert=settings.slurm_expert, probe_interval_s=settings.poll_interval_s,
                          only=only)
 
 

@@ -152,6 +152,11 @@ class ExpertsConfig:
     # to that floor too before it pays (the score is taken after the floor; a learner's answer
     # below it was never told). Without it, the learners pay on their answers before the floor
     hedge_top_told: bool = False
+    # Slurm's own start estimate as one more expert of the panel (issue 38's missing expert,
+    # ``slurm`` in asad/learn/hedge.py): it speaks where the daemon noted a ``sbatch --test-only``
+    # probe of the geometry (asad/daemon/slurm_probe.py; setting ``slurm_expert``). Off: the
+    # panel of the replay, which has no Slurm to ask
+    hedge_slurm: bool = False
 
     @property
     def only_long(self) -> bool:

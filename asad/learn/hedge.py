@@ -47,8 +47,14 @@ learners after the pending floor, as the job was told (when the floor bound the 
 The pending floor (the oldest job of the same class still pending, raising the answer), the
 strata of calibrated quantiles and ACI are the back-off's (:class:`ExpertsPool`, ``backoff``
 mode), applied to the mixture's answer: the floor after the mix, the residuals of the mixture.
-Slurm's own start estimate (``sbatch --test-only``) is not in the panel yet (no probe reaches
-the pool; the replay of the Cedar/Graham jobs has no Slurm to ask either).
+Slurm's own start estimate (issue 38's missing expert, ``hedge_slurm``): ``slurm`` answers
+``log10(1 + start - probe time)`` of an ``sbatch --test-only`` probe of the job's geometry, which the
+daemon takes at most once per geometry per poll interval (asad.daemon.slurm_probe) and notes here
+with :meth:`HedgePool.note_slurm`. It speaks only for the predictions that had a probe (the shares
+are renormalised over the experts that spoke) and pays only for the waits it answered; a job told
+while no probe was current is judged on the panel without it. Its weight starts as any
+non-back-off expert's. The replay of the Cedar/Graham jobs has no Slurm to ask: no probe is
+noted there, so its panel and figures are the six experts' above.
 """
 
 from __future__ import annotations
@@ -70,7 +76,11 @@ from asad.learn.key_stats import count_bucket
 # ``hedge_top_groups: account``: the level whose key names an account's top-level weights
 ACCOUNT_LEVEL = (("cluster", "account"),)
 
-PANEL = ("backoff", "last", "median5", "median20", "median100", "parent")
+PANEL = ("backoff", "last", "median5", "median20", "median100", "parent", "slurm")
+SLURM = PANEL.index("slurm")  # Slurm's estimate: speaks only where a probe was noted (hedge_slurm)
+# probes kept per key for judging the panel as it stood when a job was told (bounded; not saved:
+# after a restart a wait told before it is judged without the probe)
+SLURM_PROBES_KEPT = 64
 # the experts of the top level (``hedge_top: learners``): whole learners, the back-off's answer
 # and the panel's mixture; ``learners-median20`` adds the answering level's running median of 20
 TOP = ("backoff", "panel")
@@ -150,6 +160,36 @@ class HedgePool(ExpertsPool):
         # answers until the next wait)
         self._rng = random.Random(self.seed)
         self._drawn: dict[str, int] = {}
+        # Slurm's estimate per key (hedge_slurm): (noted at, log10(1 + wait) or None: withdrawn)
+        self._slurm: dict[str, deque[tuple[float, float | None]]] = {}
+
+    # -- Slurm's estimate (hedge_slurm) -----------------------------------------------
+    @property
+    def takes_slurm(self) -> bool:
+        return bool(self.config.hedge_slurm)
+
+    def note_slurm(self, key: str, at_s: float, wait_s: float | None) -> None:
+        """Slurm's estimate of ``key``'s wait from a probe at ``at_s`` (None: no current probe)."""
+        if not self.takes_slurm:
+            return
+        value = None if wait_s is None else math.log10(1.0 + clean_wait(wait_s))
+        probes = self._slurm.setdefault(key, deque(maxlen=SLURM_PROBES_KEPT))
+        if probes and probes[-1][0] > at_s:
+            probes.clear()  # a clock that went back: keep the timeline ordered
+        probes.append((float(at_s), value))
+        self._estimates.pop(key, None)
+
+    def slurm_answer(self, key: str, at_s: float | None = None) -> float | None:
+        """``slurm``'s answer (log10(1 + s)) now or as it stood at ``at_s``; None: no probe then."""
+        probes = self._slurm.get(key)
+        if not probes:
+            return None
+        if at_s is None:
+            return probes[-1][1]
+        for noted, value in reversed(probes):
+            if noted <= at_s:
+                return value
+        return None
 
     # -- the panel ------------------------------------------------------------------
     def panel(self, key: str, at_s: float | None = None) -> Panel | None:
@@ -174,7 +214,9 @@ class HedgePool(ExpertsPool):
         top = f"{self.levels(key)[-1]}#top"
         if self.config.hedge_top_groups == "account":
             top = f"{key_levels_by_slot(key, ACCOUNT_LEVEL)[0]}#top"
-        return Panel(backoff, stratum, group, (backoff, experts[0], experts[1], experts[2], experts[3], parent), top)
+        slurm = self.slurm_answer(key, at_s) if self._slurm else None
+        return Panel(backoff, stratum, group,
+                     (backoff, experts[0], experts[1], experts[2], experts[3], parent, slurm), top)
 
     def prior(self, spoke: Sequence[int]) -> dict[int, float]:
         """The prior over the experts that spoke (sums to 1): ``hedge_prior`` on the back-off,
@@ -186,8 +228,12 @@ class HedgePool(ExpertsPool):
         return {i: p if i == 0 else rest for i in spoke}
 
     def initial_weights(self) -> list[float]:
-        prior = self.prior(range(len(PANEL)))
-        return [math.log(prior[i] * len(PANEL)) for i in range(len(PANEL))]
+        """The prior over the panel without ``slurm`` (so a panel without probes starts as it did
+        before that expert existed), and ``slurm`` starting as the other non-back-off experts."""
+        n = len(PANEL) - 1
+        prior = self.prior(range(n))
+        weights = [math.log(prior[i] * n) for i in range(n)]
+        return [*weights, weights[-1]]
 
     def group_weights(self, group: str) -> list[float]:
         weights = self.log_weights.get(group)
@@ -307,7 +353,18 @@ class HedgePool(ExpertsPool):
         """Hedge with fixed share over the panel, in the panel's weight group."""
         losses = {i: self.loss(float(v), y) for i, v in enumerate(panel.values) if v is not None}
         cfg = self.config
-        self._step(panel.group, self.group_weights(panel.group), losses, at_s, self.prior, cfg.hedge_eta, cfg.hedge_share)
+        weights = self.group_weights(panel.group)
+        before = list(weights)
+        self._step(panel.group, weights, losses, at_s, self.prior, cfg.hedge_eta, cfg.hedge_share)
+        took_part = SLURM in losses
+        if not took_part and cfg.hedge_batch_s >= 0 and at_s is not None:
+            batch = self._batches.get(panel.group)  # it answered an earlier wait of this round
+            took_part = batch is not None and SLURM in batch.count
+        if not took_part:
+            # ``slurm`` sat this round out: keep its standing against the others' total, which
+            # the round renormalised (else it would come back with the initial scale's weight)
+            others = [i for i in losses]
+            weights[SLURM] = before[SLURM] + _logsumexp(weights, others) - _logsumexp(before, others)
 
     def _update_top(self, panel: Panel, learners: tuple[float, ...], y: float, at_s: float | None) -> None:
         """Hedge with fixed share over the learners, in the panel's top group, with the top
@@ -437,6 +494,11 @@ class HedgePool(ExpertsPool):
     def load_key_state(self, key: str, state: dict[str, Any]) -> None:
         super().load_key_state(key, state)
         for group, weights in state.get("hedge_weights", {}).items():
+            if not group.endswith("#top") and len(weights) == len(PANEL) - 1:
+                # saved before the ``slurm`` expert: it joins with a non-back-off expert's prior
+                # share of the saved weights' total (on their scale, which rounds renormalised)
+                share = self.prior(range(len(PANEL) - 1))[1]
+                weights = [*weights, _logsumexp(weights, range(len(weights))) + math.log(share)]
             if len(weights) == (len(self.top_names) if group.endswith("#top") else len(PANEL)):
                 self.log_weights[group] = [float(w) for w in weights]
 
@@ -444,3 +506,8 @@ class HedgePool(ExpertsPool):
         state = super().to_state()
         state["keys"] = {key: self.key_state(key) for key in sorted(self.stats)}
         return state
+
+
+def _logsumexp(weights: Sequence[float], indices: Sequence[int]) -> float:
+    top = max(weights[i] for i in indices)
+    return top + math.log(sum(math.exp(weights[i] - top) for i in indices))
