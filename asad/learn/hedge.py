@@ -150,6 +150,9 @@ class HedgePool(ExpertsPool):
         # answers until the next wait)
         self._rng = random.Random(self.seed)
         self._drawn: dict[str, int] = {}
+        # ``hedge_top_margin``: the learner followed per top group, kept until another's running
+        # median error is lower by the margin (not saved: after a restart the back-off leads)
+        self._kept: dict[str, int] = {}
 
     # -- the panel ------------------------------------------------------------------
     def panel(self, key: str, at_s: float | None = None) -> Panel | None:
@@ -265,6 +268,8 @@ class HedgePool(ExpertsPool):
         drawn = self._drawn.get(self.top_group(panel))
         if self.config.hedge_top_combine == "draw" and drawn is not None:
             return drawn
+        if self.config.hedge_top_margin:
+            return self._kept.get(self.top_group(panel), 0)
         return max(self.top_shares(panel), key=lambda item: (item[1], -item[0]))[0]
 
     def top_mix(self, panel: Panel) -> float:
@@ -319,6 +324,14 @@ class HedgePool(ExpertsPool):
         share = cfg.hedge_share if cfg.hedge_top_share < 0 else cfg.hedge_top_share
         weights = self.top_weights(group)
         self._step(group, weights, losses, at_s, self.prior, eta, share)
+        if cfg.hedge_top_margin:
+            # hysteresis: a switch of the learner followed moves every told answer (and the
+            # residuals that calibrate the quantiles), so a learner is followed only once its
+            # running median error beats the followed one's by the margin, not on every lead
+            kept = self._kept.get(group, 0)
+            best = min(losses, key=lambda i: (losses[i], i))
+            if losses[best] < losses[kept] - cfg.hedge_top_margin:
+                self._kept[group] = best
         if cfg.hedge_top_combine == "draw":
             top = max(weights)
             raw = [math.exp(w - top) for w in weights]
