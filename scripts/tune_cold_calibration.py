@@ -77,8 +77,15 @@ def cell_gaps(cluster: str) -> dict[str, dict[str, tuple[float, float, list[floa
 
 
 def main(argv: list[str]) -> int:
-    clusters = argv or ["cedar", "graham"]
-    gaps = {cluster: cell_gaps(cluster) for cluster in clusters}
+    if argv[:1] == ["--from-json"]:  # the rule again over saved runs' JSON lines (one per cluster)
+        gaps = {}
+        for path in argv[1:]:
+            with open(path) as handle:
+                gaps.update(json.load(handle))
+        clusters = list(gaps)
+    else:
+        clusters = argv or ["cedar", "graham"]
+        gaps = {cluster: cell_gaps(cluster) for cluster in clusters}
     print("\ncell: worst coverage gap, every job answered (cold jobs alone) in points")
     cells = [(c, w) for c in clusters for w in WINDOWS]
     for label in [REFERENCE, *VARIANTS]:
@@ -94,8 +101,7 @@ def main(argv: list[str]) -> int:
     chosen = min(kept, key=lambda lb: summary[lb]) if kept else None
     print(f"\nchosen: {chosen or 'none kept: no calibration change'}"
           + (f" {json.dumps(VARIANTS[chosen])}" if chosen else ""))
-    with open("/dev/stdout", "w") as handle:
-        handle.write(json.dumps({c: gaps[c] for c in clusters}) + "\n")
+    print(json.dumps({c: gaps[c] for c in clusters}))
     return 0
 
 
