@@ -102,3 +102,24 @@ def test_the_window_leader_switches_only_past_the_margin():
     assert pool.top_followed(panel) == 0
     with pytest.raises(ValueError, match="hedge_top_margin"):
         make_pool("hedge", hedge_top="learners", hedge_top_loss="win", hedge_top_margin=0.1)
+
+
+def test_top_level_strata_keep_each_followed_learners_residuals_apart():
+    pool = make_pool("hedge", hedge_batch_s=-1, hedge_top="learners", hedge_top_loss="window", hedge_top_window=1,
+                     hedge_top_eta=1, hedge_top_margin=0.1, hedge_top_strata=True)
+    t = warm_then_cold(pool, n_cold=4)
+    key = KEY.format(a=0, n=1)
+    panel = pool.panel(key)
+    group = pool.top_group(panel)
+    strata = pool.stats[COARSEST].strata
+    before = {i: len(strata.get(f"{panel.stratum}:L{i}", ())) for i in (0, 1)}
+    for followed in (0, 1):
+        pool._kept[group] = followed
+        told = pool.told(key, t, None)
+        assert told[1] == f"{panel.stratum}:L{followed}"
+        pool.observe(key, 100.0, at_s=t + 5.0, told=told)
+        t += 50.0
+    assert [len(strata[f"{panel.stratum}:L{i}"]) - before[i] for i in (0, 1)] == [1, 1]
+    plain = make_pool("hedge", hedge_top="learners", hedge_top_loss="window", hedge_top_eta=1)
+    warm_then_cold(plain, n_cold=4)
+    assert plain.told(key, t, None)[1] == panel.stratum  # off: the answering level alone

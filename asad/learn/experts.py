@@ -156,6 +156,8 @@ class ExpertsConfig:
     # issue 38, seventh round: with the window loss and the leader, follow a learner only once its
     # running median error beats the followed one's by this margin (log10; 0: the heaviest)
     hedge_top_margin: float = 0.0
+    # residual strata per learner the top level follows (leader or draw), not per level alone
+    hedge_top_strata: bool = False
     # issue 38, seventh round: cold answers (a stratum whose answering level is coarser than the
     # key, the key had no wait of its own) step ACI at their own rate (0: ``aci_gamma``), and
     # while their stratum is short of residuals read the pooled residuals of cold answers

@@ -302,10 +302,18 @@ class HedgePool(ExpertsPool):
         i, share = max(self.shares(panel), key=lambda item: (item[1], -item[0]))
         return Dominant(PANEL[i], share, panel.group, float(panel.values[i]))  # type: ignore[arg-type]
 
+    def stratum(self, panel: Panel) -> str:
+        """The residual stratum of the panel's answer: the back-off's (its answering level), and
+        with ``hedge_top_strata`` the learner the top level follows too (``:L<i>``), so each
+        learner's answers are calibrated by the residuals its own answers earned."""
+        if self.config.hedge_top_strata and self.has_top and self.config.hedge_top_combine != "mean":
+            return f"{panel.stratum}:L{self.top_followed(panel)}"
+        return panel.stratum
+
     # -- learning -------------------------------------------------------------------
     def _estimate_log(self, key: str) -> float | None:
         panel = self.panel(key)
-        self._strata[key] = None if panel is None else panel.stratum
+        self._strata[key] = None if panel is None else self.stratum(panel)
         return None if panel is None else self.answer(panel)
 
     def _update(self, panel: Panel, y: float, at_s: float | None = None) -> None:
@@ -427,7 +435,7 @@ class HedgePool(ExpertsPool):
         panel = self.panel(key, decided_s)
         if panel is not None:
             if told is None:  # rebuilt: the mixture as it stood (the weights since moved little)
-                told = (self.answer(panel), panel.stratum, None)
+                told = (self.answer(panel), self.stratum(panel), None)
             y, at = math.log10(1.0 + wait), None if at_s is None else float(at_s)
             # the learners' answers before this wait moves the panel's weights
             learners = self.top_values(panel) if self.has_top else None
