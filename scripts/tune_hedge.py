@@ -78,6 +78,26 @@ cells alone: ``h-win-told``, the only one of the three to pass all four cells (w
 margin +0.000; ``h-wmed-lead`` misses coverage in both first windows, ``h-wmed-acct`` trails
 Cedar's first by 0.008).
 
+Seventh round (cold answers' calibration and the leader's hysteresis). Stage 1
+(scripts/tune_cold_calibration.py, its rule committed in 88f2334 before its run) kept no
+calibration variant: a faster ACI for cold strata helped Cedar's tuning cells and hurt
+Graham's first window (8.0-9.7 points against the back-off's 6.6), so CAL is the default's
+calibration and the three variants committed with it above collapse: ``h-wmed-cal`` is the
+sixth round's ``h-wmed-lead`` and ``h-win-cal`` its ``h-win-told``, both with the same code path
+(the new settings off) on the same data, deterministic, so their tuning cells are the sixth
+round's (learn.md) and are not replayed again (the machine is shared). Fixed and committed
+before the stage 2 run, the fourth round's rule unchanged over ``h-wmed-lead``, ``h-win-told``
+(their sixth-round cells) and two hysteresis variants, in one full replay per cluster with the
+tuning windows as ``--extra-window``, this script reading only the "extra" block::
+
+    --add 'h-wmed-m5=hedge:{"hedge_top":"learners","hedge_top_combine":"leader","hedge_top_loss":"window","hedge_top_eta":1,"hedge_top_told":true,"hedge_top_margin":0.005}'
+    --add 'h-wmed-m10=hedge:{"hedge_top":"learners","hedge_top_combine":"leader","hedge_top_loss":"window","hedge_top_eta":1,"hedge_top_told":true,"hedge_top_margin":0.01}'
+
+(the sixth round's ``h-wmed-lead`` switching only once the other learner's running median error
+over 1,000 waits is 0.005 / 0.01 lower, so the told answers, and the residuals behind the
+quantiles, do not flip with every lead: the sixth round's leader had the largest median-error
+margins and failed the first windows' coverage). Chosen on a tie: ``h-win-told``, already judged.
+
 ``--rolling LABEL`` (after the freeze): LABEL's targets in each rolling window ("scored"),
 the issue's three legs as ``asad bench predictors --rolling`` counts them.
 """

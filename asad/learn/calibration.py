@@ -51,6 +51,15 @@ MAP_LEVELS = (0.01, 0.02, 0.05, 0.1, 0.15, 0.25, 0.35, 0.5, 0.65, 0.75, 0.85, 0.
 MAP_MIN_WEIGHT = 100.0  # waits counted before a map is read
 
 
+COLD_POOL = "cold"  # the coarsest key's window of every cold answer's residual (``cold_pool``)
+
+
+def is_cold_stratum(stratum: str | None) -> bool:
+    """Whether a residual stratum is a cold answer's: its answering level (the stratum's slot) is
+    coarser than the key itself (slot 0); "all" strata tell no level."""
+    return stratum is not None and stratum.split(":", 1)[0] not in ("0", "all")
+
+
 def told_waits_s(told: Told) -> list[float]:
     """The waits (s) a job told ``told`` was given at every tracked level: past one while still
     pending, the job is not covered there (a miss, heard before the job starts)."""

@@ -40,7 +40,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from asad.learn.base import clean_wait
-from asad.learn.calibration import ACI_SPACES, ResidualWindow, Told, quantile_of_sorted, wait_at
+from asad.learn.calibration import (ACI_SPACES, COLD_POOL, ResidualWindow, Told, is_cold_stratum, quantile_of_sorted,
+                                   wait_at)
 from asad.learn.key_levels import DEFAULT_LEVELS, key_levels, key_levels_by_slot
 from asad.learn.key_stats import STATS, KeyStats, count_bucket, median_of_sorted
 
@@ -157,6 +158,17 @@ class ExpertsConfig:
     # probe of the geometry (asad/daemon/slurm_probe.py; setting ``slurm_expert``). Off: the
     # panel of the replay, which has no Slurm to ask
     hedge_slurm: bool = False
+    # issue 38, seventh round: with the window loss and the leader, follow a learner only once its
+    # running median error beats the followed one's by this margin (log10; 0: the heaviest)
+    hedge_top_margin: float = 0.0
+    # residual strata per learner the top level follows (leader or draw), not per level alone
+    hedge_top_strata: bool = False
+    # issue 38, seventh round: cold answers (a stratum whose answering level is coarser than the
+    # key, the key had no wait of its own) step ACI at their own rate (0: ``aci_gamma``), and
+    # while their stratum is short of residuals read the pooled residuals of cold answers
+    # (``cold_pool``) rather than of every answer, mostly warm and narrower (asad/learn/calibration.py)
+    aci_gamma_cold: float = 0.0
+    cold_pool: bool = False
 
     @property
     def only_long(self) -> bool:
@@ -174,8 +186,8 @@ class ExpertsConfig:
         if self.change_scope not in ("all", "key"):
             raise ValueError(f"change_scope must be 'all' or 'key', not {self.change_scope!r}")
         object.__setattr__(self, "pending_floor", tuple(self.pending_floor))
-        if self.prior_n < 0 or not 0 <= self.aci_gamma < 1:
-            raise ValueError("prior_n >= 0 and 0 <= aci_gamma < 1")
+        if self.prior_n < 0 or not 0 <= self.aci_gamma < 1 or not 0 <= self.aci_gamma_cold < 1:
+            raise ValueError("prior_n >= 0, 0 <= aci_gamma < 1 and 0 <= aci_gamma_cold < 1")
         if self.recalibrate_halflife < 0 or (self.recalibrate_halflife and self.aci_gamma):
             raise ValueError("recalibrate_halflife >= 0, and not together with aci_gamma")
         if self.aci_space not in ACI_SPACES:
@@ -203,6 +215,9 @@ class ExpertsConfig:
                              "(0: hedge_eta), 0 <= hedge_top_share < 1 (-1: hedge_share)")
         if self.hedge_top_window < 1 or self.hedge_top_groups not in ("cluster", "account"):
             raise ValueError("hedge_top_window >= 1 (waits) and hedge_top_groups 'cluster'|'account'")
+        if self.hedge_top_margin < 0 or (self.hedge_top_margin and (self.hedge_top_loss, self.hedge_top_combine)
+                                         != ("window", "leader")):
+            raise ValueError("hedge_top_margin >= 0 (log10), with hedge_top_loss 'window' and the 'leader' only")
         if self.long_memory < 100 or self.residual_window < 1 or self.min_residuals < 1:
             raise ValueError("long_memory >= 100, residual_window >= 1, min_residuals >= 1")
 
@@ -396,7 +411,12 @@ class ExpertsPool:
             return
         window = self._stratum_window(key, stratum, min_residuals=0)  # it was in use when told
         if window is not None:
-            window.aci_step(level, False, self.config.aci_gamma)
+            window.aci_step(level, False, self._aci_gamma(stratum))
+
+    def _aci_gamma(self, stratum: str | None) -> float:
+        """ACI's step for ``stratum``: ``aci_gamma_cold`` for a cold answer's when set."""
+        cfg = self.config
+        return cfg.aci_gamma_cold if cfg.aci_gamma_cold and is_cold_stratum(stratum) else cfg.aci_gamma
 
     def observe(self, key: str, wait_s: float, at_s: float | None = None,
                 told: Told | None = None, fed: Sequence[int] = ()) -> None:
@@ -448,7 +468,9 @@ class ExpertsPool:
             window = coarsest.stratum(stratum, "map" if cfg.recalibrate_halflife else cfg.aci_space)
             if cfg.recalibrate_halflife and told_shifts is not None:
                 window.count(y - before, told_shifts, cfg.recalibrate_halflife)
-            window.add(y - before, cfg.aci_gamma, told_shifts, fed)
+            window.add(y - before, self._aci_gamma(stratum), told_shifts, fed)
+            if cfg.cold_pool and is_cold_stratum(stratum):
+                coarsest.stratum(COLD_POOL, cfg.aci_space).add(y - before)
 
     def borrowed(self, key: str) -> bool:
         """("backoff") Whether the key's estimate comes from a coarser key (it has no wait of its own)."""
@@ -479,6 +501,9 @@ class ExpertsPool:
                 window = self._stratum_window(key, stratum)
                 if window is not None:
                     return len(window), window.quantiles
+                pooled = coarsest.strata.get(COLD_POOL) if self.config.cold_pool and is_cold_stratum(stratum) else None
+                if pooled is not None and len(pooled) >= self.config.min_residuals:
+                    return len(pooled), pooled.quantiles
                 if len(coarsest.sorted_residuals) >= self.config.min_residuals:
                     return len(coarsest.sorted_residuals), _sorted_quantiles(coarsest.sorted_residuals)
         for level_key in (levels if self.config.residuals_from == "finest" else levels[::-1]):

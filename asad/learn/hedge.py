@@ -162,6 +162,9 @@ class HedgePool(ExpertsPool):
         self._drawn: dict[str, int] = {}
         # Slurm's estimate per key (hedge_slurm): (noted at, log10(1 + wait) or None: withdrawn)
         self._slurm: dict[str, deque[tuple[float, float | None]]] = {}
+        # ``hedge_top_margin``: the learner followed per top group, kept until another's running
+        # median error is lower by the margin (not saved: after a restart the back-off leads)
+        self._kept: dict[str, int] = {}
 
     # -- Slurm's estimate (hedge_slurm) -----------------------------------------------
     @property
@@ -311,6 +314,8 @@ class HedgePool(ExpertsPool):
         drawn = self._drawn.get(self.top_group(panel))
         if self.config.hedge_top_combine == "draw" and drawn is not None:
             return drawn
+        if self.config.hedge_top_margin:
+            return self._kept.get(self.top_group(panel), 0)
         return max(self.top_shares(panel), key=lambda item: (item[1], -item[0]))[0]
 
     def top_mix(self, panel: Panel) -> float:
@@ -343,10 +348,18 @@ class HedgePool(ExpertsPool):
         i, share = max(self.shares(panel), key=lambda item: (item[1], -item[0]))
         return Dominant(PANEL[i], share, panel.group, float(panel.values[i]))  # type: ignore[arg-type]
 
+    def stratum(self, panel: Panel) -> str:
+        """The residual stratum of the panel's answer: the back-off's (its answering level), and
+        with ``hedge_top_strata`` the learner the top level follows too (``:L<i>``), so each
+        learner's answers are calibrated by the residuals its own answers earned."""
+        if self.config.hedge_top_strata and self.has_top and self.config.hedge_top_combine != "mean":
+            return f"{panel.stratum}:L{self.top_followed(panel)}"
+        return panel.stratum
+
     # -- learning -------------------------------------------------------------------
     def _estimate_log(self, key: str) -> float | None:
         panel = self.panel(key)
-        self._strata[key] = None if panel is None else panel.stratum
+        self._strata[key] = None if panel is None else self.stratum(panel)
         return None if panel is None else self.answer(panel)
 
     def _update(self, panel: Panel, y: float, at_s: float | None = None) -> None:
@@ -376,6 +389,14 @@ class HedgePool(ExpertsPool):
         share = cfg.hedge_share if cfg.hedge_top_share < 0 else cfg.hedge_top_share
         weights = self.top_weights(group)
         self._step(group, weights, losses, at_s, self.prior, eta, share)
+        if cfg.hedge_top_margin:
+            # hysteresis: a switch of the learner followed moves every told answer (and the
+            # residuals that calibrate the quantiles), so a learner is followed only once its
+            # running median error beats the followed one's by the margin, not on every lead
+            kept = self._kept.get(group, 0)
+            best = min(losses, key=lambda i: (losses[i], i))
+            if losses[best] < losses[kept] - cfg.hedge_top_margin:
+                self._kept[group] = best
         if cfg.hedge_top_combine == "draw":
             top = max(weights)
             raw = [math.exp(w - top) for w in weights]
@@ -471,7 +492,7 @@ class HedgePool(ExpertsPool):
         panel = self.panel(key, decided_s)
         if panel is not None:
             if told is None:  # rebuilt: the mixture as it stood (the weights since moved little)
-                told = (self.answer(panel), panel.stratum, None)
+                told = (self.answer(panel), self.stratum(panel), None)
             y, at = math.log10(1.0 + wait), None if at_s is None else float(at_s)
             # the learners' answers before this wait moves the panel's weights
             learners = self.top_values(panel) if self.has_top else None
