@@ -102,12 +102,7 @@ def _shape_times_sorted(out, order, sorted_out, free_c, free_m, pe, pn, pc, pm, 
             out[i] = INF
     swept = np.empty(n, dtype=np.int64)
     n_swept = 0
-    # Once every node has its time the rest of the sweep changes nothing (it only adds to nodes
-    # still without one): stop there. A small shape on a saturated queue gets a time on every
-    # node well before the last of the ~1,700 pieces.
-    left = n - n_now
-    p = 0
-    while left > 0 and p < n_p:
+    for p in range(n_p):
         node = pn[p]
         if out[node] == INF:
             fc[node] += pc[p]
@@ -116,8 +111,6 @@ def _shape_times_sorted(out, order, sorted_out, free_c, free_m, pe, pn, pc, pm, 
                 out[node] = pe[p]
                 swept[n_swept] = node
                 n_swept += 1
-                left -= 1
-        p += 1
     at = 0
     j = 0
     while j < n_swept and out[swept[j]] < now:  # overdue pieces' nodes first
