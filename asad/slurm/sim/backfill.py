@@ -173,29 +173,26 @@ def compiled_pass(sched: Scheduler, now: float) -> int:
                 break
     if not tested:
         return 0
-    # The running pieces in BackfillMap.running_ends' order (end, job): the live slots' indices
-    # sorted once and each column gathered once by them (not masked, then sorted, per column).
     hi = part.p_hi
-    live = np.flatnonzero(part.p_active[:hi])
-    live = live[np.lexsort((part.p_job[live], part.p_end[live]))]
+    act = part.p_active[:hi]
+    p_end, p_job = part.p_end[:hi][act], part.p_job[:hi][act]
+    order = np.lexsort((p_job, p_end))  # BackfillMap.running_ends' order
     completing = np.zeros(part.n, dtype=np.bool_)
     if part.completing:
         completing[list(part.completing)] = True
-    # The tested jobs' numbers, read off each job once (one row per job) rather than once per
-    # column; each column copied out contiguous (the kernel is compiled for contiguous arrays).
-    ints = np.array([(j.nodes, j.cpus_per_node, j.cpus, j.mem_per_node_mb, j.job_id) for j in tested],
-                    dtype=np.int64)
-    limits = np.array([j.time_limit_s for j in tested], dtype=np.float64)
     kinds, which, ts, offs, lens, flat = pass_kernel.backfill_pass(
         float(now), float(now + cfg.bf_window_s), float(cfg.bf_resolution_s),
         float(cfg.kill_wait_s + cfg.over_time_limit_s), part.n, part.cores, part.mem,
         part.max_free_cores(), part.free_cores_total, part.np_free_c.copy(), part.np_free_m.copy(),
         completing,
-        np.ascontiguousarray(ints[:, 0]), np.ascontiguousarray(ints[:, 1]),
-        np.ascontiguousarray(ints[:, 2]), np.ascontiguousarray(ints[:, 3]), limits,
-        np.ascontiguousarray(ints[:, 4]),
-        part.p_end[live], part.p_node[live], part.p_c[live], part.p_m[live], part.p_job[live],
-        bool(cfg.bf_plan_all))
+        np.array([j.nodes for j in tested], dtype=np.int64),
+        np.array([j.cpus_per_node for j in tested], dtype=np.int64),
+        np.array([j.cpus for j in tested], dtype=np.int64),
+        np.array([j.mem_per_node_mb for j in tested], dtype=np.int64),
+        np.array([j.time_limit_s for j in tested], dtype=np.float64),
+        np.array([j.job_id for j in tested], dtype=np.int64),
+        p_end[order], part.p_node[:hi][act][order], part.p_c[:hi][act][order],
+        part.p_m[:hi][act][order], p_job[order], bool(cfg.bf_plan_all))
     flat_l = flat.tolist()
     started = 0
     made = []  # the plans, recorded when read (PartitionState.reservations)
