@@ -276,3 +276,46 @@ def test_the_cursor_of_free_resources_equals_a_fresh_sum(pieces, gones) -> None:
             want_m[p_node[p]] += p_m[p]
         assert cur_g[0] == gone
         assert cur_c.tolist() == want_c.tolist() and cur_m.tolist() == want_m.tolist()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(piece_st, max_size=30), st.integers(1, 8), st.sampled_from([100, 3000, 8000]),
+       st.lists(st.booleans(), min_size=10, max_size=10), st.integers(-4, 7), st.booleans())
+def test_the_usable_nodes_by_an_instant_from_the_fit_order_equal_the_scan(pieces, cores, mem, avail,
+                                                                         by_step, now_only) -> None:  # noqa: ANN001
+    """plan_kernel._usable_by, the final node pick's usable nodes read off the prefix of the fit
+    order (``_shape_times_sorted``) instead of a scan of every node: the same nodes, in node
+    order, as the scan it replaces (usable and fit by the instant; or usable and fitting now).
+    What it relies on, checked here too: the order's times never decrease, and a node that fits
+    now has its fit time by now. Fails with ``<`` for ``<=`` or without the insertion in node order."""
+    import numpy as np
+
+    from asad.slurm.sim import pass_kernel
+
+    n, now = 10, T0
+    free_c = np.full(n, 8, dtype=np.int64)
+    free_m = np.full(n, 8000, dtype=np.int64)
+    kept = []
+    for node, c, m, dt in pieces:
+        if free_c[node] >= c and free_m[node] >= m:
+            free_c[node] -= c
+            free_m[node] -= m
+            kept.append((now + dt, node, c, m))
+    kept.sort()
+    pe = np.array([p[0] for p in kept], dtype=np.float64)
+    pn, pc, pm = (np.array([p[i] for p in kept], dtype=np.int64) for i in (1, 2, 3))
+    times, order, ordered = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n)
+    pass_kernel._shape_times_sorted(times, order, ordered, free_c, free_m, pe, pn, pc, pm, len(kept),
+                                    cores, mem, now)
+    fits_now = (free_c >= cores) & (free_m >= mem)
+    assert all(ordered[i] <= ordered[i + 1] for i in range(n - 1))
+    assert all(times[i] <= now for i in range(n) if fits_now[i])
+    by = now + 60.0 * by_step
+    usable = np.array(avail, dtype=np.bool_)
+    idx = np.empty(n, dtype=np.int64)
+    m = plan_kernel._usable_by(times, order, usable, fits_now, now if now_only else by, now_only, idx)
+    if now_only:
+        want = [i for i in range(n) if usable[i] and fits_now[i]]
+    else:
+        want = [i for i in range(n) if usable[i] and times[i] <= by]
+    assert m == len(want) and idx[:m].tolist() == want
