@@ -436,36 +436,6 @@ def _heap_pop(heap_e, heap_n, size):  # noqa: ANN001, ANN202
     return size
 
 
-USABLE_MAX = 64  # more usable nodes than this are left to the O(nodes) scan (the sort is quadratic)
-
-
-def _usable_by(times, by_time, avail, fits_now, by, now_only, idx):  # noqa: ANN001, ANN202
-    """The final node pick's usable nodes without a scan of every node: those in ``avail`` with
-    a fit time ``<= by`` (``now_only``: those that fit now, ``fits_now``), into ``idx`` in node
-    order; how many, or -1 if more than ``USABLE_MAX`` of them are usable (then the caller
-    scans). Exact because ``by_time`` lists the nodes in non-decreasing ``times``, so the nodes
-    fitting by ``by`` are its prefix, and a node that fits now has its fit time ``<= now`` (it is
-    ``now``, or an overdue piece's end before it). Why: on the saturated ``hpc2n`` queue that
-    prefix is ~150 of the 602 nodes (median; p90 ~290), most of them held by plans, leaving ~13
-    usable (median; max ~105), while the scan reads all 602, ~1.3 times per plan."""
-    m = 0
-    p = 0
-    n = len(by_time)
-    while p < n and times[by_time[p]] <= by:
-        node = by_time[p]
-        if avail[node] and (not now_only or fits_now[node]):
-            if m == USABLE_MAX:
-                return -1
-            t = m  # insertion in node order
-            while t > 0 and idx[t - 1] > node:
-                idx[t] = idx[t - 1]
-                t -= 1
-            idx[t] = node
-            m += 1
-        p += 1
-    return m
-
-
 def _planned_start_spans(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
                          iv_node, iv_b, iv_e, p_end, p_node, p_c, p_m, first_piece, job_ends, bounds, res,
                          span_b, span_e, span_n):  # noqa: ANN001, ANN202
@@ -623,18 +593,13 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
         free_then = cur_c
         free_m_then = cur_m
         idx = np.empty(n, dtype=np.int64)
-        m = -1
-        if not counted:  # the usable nodes fitting by ``by`` (or now): a prefix of by_time
-            m = _usable_by(times, by_time, avail, fits_now, now if by == -INF else by,
-                           by == -INF, idx)
-        if m < 0:
-            m = 0
-            for i in range(n):
-                if avail[i] and ((by == -INF and free_c[i] >= cpn and free_m[i] >= mem)
-                                 or (counted and free_then[i] >= cpn and free_m_then[i] >= mem)
-                                 or (by != -INF and not counted and times[i] <= by)):
-                    idx[m] = i
-                    m += 1
+        m = 0
+        for i in range(n):
+            if avail[i] and ((by == -INF and free_c[i] >= cpn and free_m[i] >= mem)
+                             or (counted and free_then[i] >= cpn and free_m_then[i] >= mem)
+                             or (by != -INF and not counted and times[i] <= by)):
+                idx[m] = i
+                m += 1
         free_idx = np.empty(m, dtype=np.int64)
         for j in range(m):
             free_idx[j] = free_then[idx[j]]
@@ -681,7 +646,6 @@ if njit is not None:
     _heap_push = njit(cache=True)(_heap_push)
     _heap_pop = njit(cache=True)(_heap_pop)
     new_cursor = njit(cache=True)(new_cursor)
-    _usable_by = njit(cache=True)(_usable_by)
     _free_after = njit(cache=True)(_free_after)
     planned_start_cursor = _planned_start_cursor = njit(cache=True)(_planned_start_cursor)
     planned_start_spans = njit(cache=True)(_planned_start_spans)
