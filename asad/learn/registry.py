@@ -20,7 +20,10 @@ Names (``make_predictor(kind, seed, **params)``; params override the preset):
                     against that mixture per cluster (its own loss, rate, share and a seeded
                     draw: hedge_top_loss/_tau/_eta/_share, hedge_top_combine "draw"; sixth
                     round: hedge_top_loss "window", hedge_top_window, hedge_top_groups,
-                    hedge_top "learners-median20", hedge_top_told)
+                    hedge_top "learners-median20", hedge_top_told; seventh: hedge_top_margin,
+                    hedge_top_strata, aci_gamma_cold, cold_pool); {"hedge_slurm": true} adds
+                    Slurm's own estimate (sbatch --test-only) as an expert where the daemon
+                    probed the geometry (setting slurm_expert)
     median-backoff  the same pool without weights: the median of the finest key that has seen a
                     wait, since its last detected change, the account's own coarser keys first;
                     quantiles from the residuals of answers by the same level (BACKOFF_DEFAULTS)
