@@ -16,6 +16,7 @@ import gzip
 import math
 import re
 import statistics
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from functools import lru_cache
 from pathlib import Path
@@ -51,29 +52,36 @@ def launch_latencies(rec: dict) -> tuple[float, float, float] | None:
     return got
 
 
+def _log_lines(path: str, pattern: re.Pattern, t0: float) -> Iterator[tuple[float, re.Match]]:
+    """The log's lines that match ``pattern`` (its group 1 the timestamp), with their instant, from
+    5 s before the recording's first submission to 4 h after: another session's jobs may share the
+    log."""
+    with gzip.open(path, "rt", errors="replace") as fh:
+        for line in fh:
+            m = pattern.match(line)
+            if not m:
+                continue
+            t = datetime.fromisoformat(m.group(1)).replace(tzinfo=timezone.utc).timestamp()
+            if t0 - 5 <= t <= t0 + 4 * 3600:
+                yield t, m
+
+
 @lru_cache(maxsize=64)
 def _latencies(path: str, runtime: tuple[tuple[int, float], ...], t0: float) -> tuple[float, float, float] | None:
     run_s = dict(runtime)
     start: dict[int, float] = {}
     out: list[float] = []
-    with gzip.open(path, "rt", errors="replace") as fh:
-        for line in fh:
-            m = _LINE.match(line)
-            if not m:
-                continue
-            t = datetime.fromisoformat(m.group(1)).replace(tzinfo=timezone.utc).timestamp()
-            if not t0 - 5 <= t <= t0 + 4 * 3600:  # another session's jobs may share the log
-                continue
-            text = m.group(2)
-            s = _START.search(text)
-            if s and int(s.group(1)) in run_s:
-                start.setdefault(int(s.group(1)), t)
-                continue
-            e = _END.search(text)
-            if e:
-                jid = int(e.group(1))
-                if jid in start and jid in run_s:
-                    out.append(t - start.pop(jid) - run_s[jid])
+    for t, m in _log_lines(path, _LINE, t0):
+        text = m.group(2)
+        s = _START.search(text)
+        if s and int(s.group(1)) in run_s:
+            start.setdefault(int(s.group(1)), t)
+            continue
+        e = _END.search(text)
+        if e:
+            jid = int(e.group(1))
+            if jid in start and jid in run_s:
+                out.append(t - start.pop(jid) - run_s[jid])
     if len(out) < MIN_JOBS:
         return None
     return (round(min(out), 3), round(statistics.median(out), 3), round(max(out), 3))
@@ -105,17 +113,10 @@ def _bf_drift_spans(path: str, jobs: tuple[tuple[float, float | None], ...], t0:
                     bf_interval: float) -> tuple[tuple[float, int, float, float], ...]:
     passes: list[float] = []
     last = -math.inf
-    with gzip.open(path, "rt", errors="replace") as fh:
-        for line in fh:
-            m = _BF_START.match(line)
-            if not m:
-                continue
-            t = datetime.fromisoformat(m.group(1)).replace(tzinfo=timezone.utc).timestamp()
-            if not t0 - 5 <= t <= t0 + 4 * 3600:
-                continue
-            if t - last >= 0.15:
-                passes.append(t)
-            last = t
+    for t, _m in _log_lines(path, _BF_START, t0):
+        if t - last >= 0.15:
+            passes.append(t)
+        last = t
 
     def pending(t: float) -> int:
         return sum(1 for eligible, start in jobs if eligible <= t and (start is None or start > t))
