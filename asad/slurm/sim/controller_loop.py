@@ -46,6 +46,10 @@ class ControllerLoop:
                     sched.backfill_pass(now)
                     self._bf_changes_seen = self._changes
                     self._last_bf_end = now
+                    if sched.eligible_count:
+                        # a job left pending gets its planned start_time, and _attempt_backfill
+                        # sets last_job_update = now (backfill.c): the next look has work
+                        self._last_change_t = now
                     self._bf_next = now + (cfg.bf_interval_s if cfg.bf_tick_s is None else cfg.bf_tick_s) + length
                 else:
                     self.counters["backfill_skipped_unchanged"] += 1
