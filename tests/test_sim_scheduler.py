@@ -254,6 +254,21 @@ def test_bf_poll_backfill_thread_looks_every_second_after_a_quiet_spell():
     assert got[True] == 101.0  # the first look after the submission
 
 
+def test_bf_poll_a_pass_that_leaves_a_job_pending_is_work_for_the_next():
+    # _attempt_backfill sets last_job_update = now when it gives a pending job its planned start
+    # (backfill.c), so while a job waits _more_work holds and the thread keeps bf_interval, as
+    # slurmctld's log shows (passes 2 s apart while jobs pend): the pass after 101 s is at 131 s
+    # and 161 s, and a backfill-only job submitted at 140.5 s starts at 161 s, not at a 1-s look.
+    sim = make_simulator("small", load=0.0, bf_poll=True, bf_interval_s=30.0, bf_resolution_s=1,
+                         batch_sched_delay_s=3.0, sched_interval_s=600.0)
+    sim.submit(job(nodes=4, cpus=20, runtime=5000, limit=5000))  # 8 cores left on each node
+    sim.run_until(T0 + 100.5)
+    sim.submit(job(nodes=4, cpus=28, runtime=100, limit=600))  # blocked: the head, pending
+    sim.run_until(T0 + 140.5)
+    x = sim.submit(job(nodes=1, cpus=8, runtime=100, limit=600))  # only backfill starts it
+    finish(sim)
+    assert sim.poll([x])[x].start_time - T0 == 161.0
+
 def _deps_fifo_at_70_s():
     """deps-fifo run 4 (local Slurm) 70 s in, as the replay has it: the running jobs' pieces
     (node, cores, memory, end) by owner, and the plan of b12 (3 whole nodes) on nodes 0, 1 and

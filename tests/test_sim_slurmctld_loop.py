@@ -263,3 +263,25 @@ def test_a_negative_backfill_pass_length_is_refused():
     part = (PartitionSpec("main", nodes=1, cores_per_node=4, mem_per_node_mb=4000, default=True),)
     with pytest.raises(ValueError, match="bf_pass_cost_s"):
         SimConfig(partitions=part, bf_pass_cost_s=(0.001, -0.0001)).validate()
+
+
+@pytest.mark.parametrize("min_interval", [0.0, 0.1, 0.3])
+def test_a_pass_asked_for_within_sched_min_interval_of_the_last_waits_for_it(min_interval):
+    # _sched_agent (job_scheduler.c) runs _schedule() only once delta_t > sched_min_interval since
+    # the last one ended, whoever asked: the epilog message's schedule() at 5.05 s, 0.05 s after
+    # the loop's full pass at 5.0 s (which found the node still busy), runs at 5.0 + the interval.
+    from asad.slurm.sim import PartitionSpec, SimConfig, Simulator
+
+    part = (PartitionSpec("main", nodes=1, cores_per_node=4, mem_per_node_mb=4000, max_time_s=None, default=True),)
+    sim = Simulator(SimConfig(partitions=part, start_time=0.0, backfill="none", priority="fifo",
+                              batch_sched_delay_s=3.0, warmup_s=0.0, sched_interval_s=5.0, timer_origin_s=0.0,
+                              epilog_s=0.4, already_complete_share=0.0, sched_min_interval_s=min_interval))
+    first = sim.submit(JobRequest(name="first", command="true", cpus_per_task=4, mem_mb=100, time_limit_s=600,
+                                  truth=SimTruth(runtime_s=3.65)))  # tick 1 to 4.65, nodes back at 5.05
+    waiting = sim.submit(JobRequest(name="waiting", command="true", cpus_per_task=4, mem_mb=100,
+                                    time_limit_s=600, truth=SimTruth(runtime_s=5)))
+    sim.run_until(60.0)
+    got = sim.poll([first, waiting])
+    assert got[first].start_time == pytest.approx(1.0)
+    assert got[first].end_time == pytest.approx(4.65)
+    assert got[waiting].start_time == pytest.approx(max(5.05, 5.0 + min_interval))

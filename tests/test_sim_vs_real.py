@@ -108,6 +108,10 @@ def test_settings_mirror_the_recorded_slurm_conf():
     rec = RECORDINGS.get("contention-fifo") or next(iter(RECORDINGS.values()))
     got = sim_settings(rec)
     assert got["bf_interval_s"] == 2 and got["sched_interval_s"] == 5 and got["bf_resolution_s"] == 1
+    # sched_min_interval=100000 (microseconds) in every recording's SchedulerParameters
+    assert got["sched_min_interval_s"] == pytest.approx(0.1)
+    conf = {**rec["slurm_config"], "SchedulerParameters": "bf_interval=2"}
+    assert sim_settings({**rec, "slurm_config": conf})["sched_min_interval_s"] == 0.0  # Slurm's 2 us: left out
     assert got["timer_origin_s"] < min(j["submit"] for j in rec["jobs"])
 
 

@@ -99,6 +99,8 @@ def sim_settings(rec: dict) -> dict:
         backfill="slurm",
         **scheduler_settings(params),
         batch_sched_delay_s=_sched_param(params, "batch_sched_delay", 3),
+        # microseconds in slurm.conf (Slurm's default 2 us: left out)
+        sched_min_interval_s=_sched_param(params, "sched_min_interval", 0) / 1e6,
         node_select="consec",
         # Measured in slurmctld's log of the recorded runs (not fitted to the comparison): from
         # "sched: Allocate"/"Started" to "_job_complete" takes the sleep plus 0.03-0.13 s (median

@@ -66,6 +66,11 @@ class SimConfig:
     # A submission asks for a main pass that slurmctld's background loop (a tick every second)
     # runs once batch_sched_delay has passed since its last one; None = a main pass at once.
     batch_sched_delay_s: float | None = None
+    # SchedulerParameters=sched_min_interval (microseconds in slurm.conf; seconds here): every main
+    # pass, the loop's and the epilog message's alike, goes through _sched_agent (job_scheduler.c),
+    # which runs _schedule() only once more than this has passed since the last one ended; the
+    # requests meanwhile merge into one pass then. Slurm's default is 2 us: 0 leaves it out.
+    sched_min_interval_s: float = 0.0
     # slurmctld's first _schedule() after its start, as a tick of its background loop counted from
     # timer_origin_s (None: the loop has long been running). Until that first pass reads
     # SchedulerParameters, the loop tests its full passes against the compiled-in sched_interval

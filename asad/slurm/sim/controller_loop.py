@@ -25,11 +25,15 @@ class ControllerLoop:
                 self.fairtree.run(now)  # the decay thread: usage, then Fair Tree, then priorities
             sched.recalc_priorities(now)
             self._changed()  # new priorities: backfill must look again
-        if self._full_pass_wanted:
+        if (self._full_pass_wanted or self._pass_wanted) and self._sched_agent_waits(now):
+            pass  # the request stays: the pass runs at the EV_PASS _sched_agent_waits pushed
+        elif self._full_pass_wanted:
             self._full_pass_wanted = self._pass_wanted = False
+            self._last_main_pass = now
             sched.main_pass(None)
         elif self._pass_wanted:
             self._pass_wanted = False
+            self._last_main_pass = now
             sched.main_pass(self.config.default_queue_depth)
         if self._bf_wanted:
             self._bf_wanted = False
@@ -42,6 +46,10 @@ class ControllerLoop:
                     sched.backfill_pass(now)
                     self._bf_changes_seen = self._changes
                     self._last_bf_end = now
+                    if sched.eligible_count:
+                        # a job left pending gets its planned start_time, and _attempt_backfill
+                        # sets last_job_update = now (backfill.c): the next look has work
+                        self._last_change_t = now
                     self._bf_next = now + (cfg.bf_interval_s if cfg.bf_tick_s is None else cfg.bf_tick_s) + length
                 else:
                     self.counters["backfill_skipped_unchanged"] += 1
@@ -59,6 +67,18 @@ class ControllerLoop:
                     sched.backfill_pass(now)
                     self._bf_changes_seen = self._changes
         self._arm_timers(now)
+
+    def _sched_agent_waits(self, now: float) -> bool:
+        """Whether a main pass asked for now must wait for sched_min_interval: _sched_agent
+        (job_scheduler.c) runs ``_schedule()`` once ``delta_t > sched_min_interval`` since the last
+        one ended, else sleeps on its condition until then (the requests meanwhile merge). If so,
+        the pass is put on the heap for that instant."""
+        wait = self.config.sched_min_interval_s
+        due = self._last_main_pass + wait
+        if wait <= 0 or now >= due:
+            return False
+        self._push(due, EV_PASS, None, 0)
+        return True
 
     def _bf_pass_length(self, cost: tuple[float, float]) -> float:
         """How long the backfill pass at hand takes (config.bf_pass_cost_s): its base plus a share

@@ -52,6 +52,7 @@ class Simulator(ControllerLoop):
         self._sched_req_t = -math.inf  # the last queue_job_scheduler() (a submission)
         self._armed_from: float | None = None  # the loop pass the armed batch pass counts from
         self._loop_pass_armed = False
+        self._last_main_pass = -math.inf  # when _sched_agent's last pass ran (sched_min_interval)
         self._by_name = {p.name: p for p in self.parts}
         defaults = [p for p in self.parts if p.spec.default]
         self._default_part = defaults[0] if defaults else self.parts[0]
