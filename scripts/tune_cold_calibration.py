@@ -53,10 +53,15 @@ VARIANTS = {
 }
 
 
-def cell_gaps(cluster: str) -> dict[str, dict[str, tuple[float, float, list[float]]]]:
-    """label -> window -> (worst gap over every job answered, worst gap on the cold jobs, coverage per level)."""
+def cell_gaps(cluster: str, variants: dict[str, dict] | None = None,
+              median_errors: dict[str, dict[str, float]] | None = None,
+              ) -> dict[str, dict[str, tuple[float, float, list[float]]]]:
+    """label -> window -> (worst gap over every job answered, worst gap on the cold jobs, coverage per level).
+    ``variants``: the candidates (default: this round's); ``median_errors``, when given, gets
+    label -> window -> the median |log10 error| of the point estimate over the jobs answered."""
     jobs = bench.load_jobs(bench.DEFAULT_DATA, cluster, None, "2021-06-10", key_config=bench.KEY_CONFIGS["account"])
-    predictors = [(REFERENCE, REFERENCE, {})] + [(lb, REFERENCE, params) for lb, params in VARIANTS.items()]
+    variants = VARIANTS if variants is None else variants
+    predictors = [(REFERENCE, REFERENCE, {})] + [(lb, REFERENCE, params) for lb, params in variants.items()]
     t0 = time.process_time()
     replayed = bench.replay(jobs, predictors, seed=0, quantiles=bench.QUANTILES)
     print(f"[{cluster}] {len(jobs)} jobs to 2021-06-10, {len(predictors)} learners, {time.process_time() - t0:.0f} CPU s",
@@ -71,6 +76,10 @@ def cell_gaps(cluster: str) -> dict[str, dict[str, tuple[float, float, list[floa
             cov = np.mean(jobs.wait_s[inside][:, None] <= quant[inside], axis=0)
             cold = inside & ~replayed["warm"]
             cov_cold = np.mean(jobs.wait_s[cold][:, None] <= quant[cold], axis=0)
+            if median_errors is not None:
+                est = replayed["estimates"][label][inside]
+                error = np.abs(np.log10(1.0 + est) - np.log10(1.0 + jobs.wait_s[inside]))
+                median_errors.setdefault(label, {})[text] = float(np.median(error))
             out.setdefault(label, {})[text] = (float(np.max(np.abs(cov - qs))), float(np.max(np.abs(cov_cold - qs))),
                                                [round(float(c), 4) for c in cov])
     return out

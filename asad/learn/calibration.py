@@ -77,6 +77,32 @@ def _interpolate(xs: Sequence[float], ys: Sequence[float], x: float) -> float:
     return ys[i] + (ys[i + 1] - ys[i]) * (x - xs[i]) / (xs[i + 1] - xs[i])
 
 
+class AciAdapt:
+    """Issue 38, eighth round: an ACI step that grows with the stratum's recent miss rate. Per
+    tracked level a decayed mean of ``q - covered`` (halflife ``halflife`` outcomes) measures
+    how far the level's recent coverage is off; in units of the outcome's own standard
+    deviation sqrt(q (1 - q)), clipped at 1, it moves the step from the base rate (calibrated:
+    the bias is noise near 0) towards ``gamma_max`` (every recent outcome off one way). A cold
+    stratum whose residuals swing burst by burst then follows a burst fast, and one that is
+    calibrated keeps the slow step that does not overshoot."""
+
+    __slots__ = ("decay", "gamma_max")
+
+    def __init__(self, gamma_max: float, halflife: float) -> None:
+        if not 0 < gamma_max < 1 or halflife <= 0:
+            raise ValueError("0 < gamma_max < 1 and halflife > 0")
+        self.gamma_max = gamma_max
+        self.decay = 0.5 ** (1.0 / halflife)
+
+    def step(self, window: "ResidualWindow", i: int, miss: float, base: float) -> float:
+        """Fold ``miss`` (``q - covered``) into level ``i``'s bias and return the step to take."""
+        q = ACI_QS[i]
+        bias = window.bias[i] = window.bias[i] * self.decay + (1.0 - self.decay) * miss
+        if self.gamma_max <= base:
+            return base
+        return base + (self.gamma_max - base) * min(1.0, abs(bias) / math.sqrt(q * (1.0 - q)))
+
+
 class ResidualWindow:
     """The last ``window`` residuals of one stratum and, with adaptive conformal inference (ACI),
     one offset per tracked level that moves until the quantile read there is covered as often
@@ -84,7 +110,7 @@ class ResidualWindow:
     & Candes 2021), or the "shift" itself, in log10 (quantile tracking, Angelopoulos et al.
     2023: a step of ``gamma`` decades, so a run of misses cannot jump to the window's extremes)."""
 
-    __slots__ = ("covered", "offsets", "residuals", "sorted", "space", "weight", "window")
+    __slots__ = ("bias", "covered", "offsets", "residuals", "sorted", "space", "weight", "window")
 
     def __init__(self, window: int, space: str = "level") -> None:
         self.window = window
@@ -94,6 +120,8 @@ class ResidualWindow:
         self.offsets = [0.0] * len(ACI_QS)
         self.covered = [0.0] * len(MAP_LEVELS)  # decayed counts of waits at or below each told shift
         self.weight = 0.0  # decayed count of waits
+        # (adaptive step) per tracked level, the decayed mean of ``q - covered``: 0 while calibrated
+        self.bias = [0.0] * len(ACI_QS)
 
     def __len__(self) -> int:
         return len(self.residuals)
@@ -174,16 +202,21 @@ class ResidualWindow:
         self.weight = self.weight * decay + 1.0
         self.covered = [c * decay + (1.0 if r <= shift else 0.0) for c, shift in zip(self.covered, told_shifts)]
 
-    def aci_step(self, i: int, covered: bool, aci_gamma: float) -> None:
+    def aci_step(self, i: int, covered: bool, aci_gamma: float, adapt: "AciAdapt | None" = None) -> None:
         """Move tracked level ``i``'s offset by ``aci_gamma * (q - covered)``. Not clipped to the
         levels [0, 1]: a clipped step is lost and the sum no longer telescopes (coverage then
         drifts towards the side the clip cuts); the level read is clipped instead (_levels),
-        and a far-off offset walks back by itself."""
-        step = aci_gamma * (ACI_QS[i] - (1.0 if covered else 0.0))
+        and a far-off offset walks back by itself.
+
+        ``adapt``: the step grows with the level's recent miss bias (:class:`AciAdapt`)."""
+        miss = ACI_QS[i] - (1.0 if covered else 0.0)
+        if adapt is not None:
+            aci_gamma = adapt.step(self, i, miss, aci_gamma)
+        step = aci_gamma * miss
         self.offsets[i] = min(max(self.offsets[i] + step, -ACI_MAX_OFFSET), ACI_MAX_OFFSET)
 
     def add(self, r: float, aci_gamma: float = 0.0, told_shifts: Sequence[float] | None = None,
-            fed: Sequence[int] = ()) -> None:
+            fed: Sequence[int] = (), adapt: AciAdapt | None = None) -> None:
         """Keep residual ``r``; with ``aci_gamma``, first step every tracked level not ``fed``
         back already (:meth:`ExpertsPool.aci_miss`) on whether ``r`` fell at or below the shift
         the job was *told* (``told_shifts``): then the offsets' steps telescope and the long-run
@@ -193,7 +226,7 @@ class ResidualWindow:
         if aci_gamma and told_shifts is not None:
             for i in range(len(ACI_QS)):
                 if i not in fed:
-                    self.aci_step(i, r <= told_shifts[i], aci_gamma)
+                    self.aci_step(i, r <= told_shifts[i], aci_gamma, adapt)
         self.residuals.append(r)
         bisect.insort(self.sorted, r)
         if len(self.residuals) > self.window:
@@ -206,6 +239,8 @@ class ResidualWindow:
             state["space"] = self.space
         if self.space == "map":
             state.update(covered=list(self.covered), weight=self.weight)
+        if any(self.bias):
+            state["bias"] = list(self.bias)
         return state
 
     @classmethod
@@ -216,6 +251,9 @@ class ResidualWindow:
         offsets = [float(v) for v in state.get("offsets", ())]
         if len(offsets) == len(ACI_QS):
             out.offsets = offsets
+        bias = [float(v) for v in state.get("bias", ())]
+        if len(bias) == len(ACI_QS):
+            out.bias = bias
         covered = [float(v) for v in state.get("covered", ())]
         if len(covered) == len(MAP_LEVELS):
             out.covered, out.weight = covered, float(state.get("weight", 0.0))

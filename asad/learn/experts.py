@@ -40,8 +40,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from asad.learn.base import clean_wait
-from asad.learn.calibration import (ACI_SPACES, COLD_POOL, ResidualWindow, Told, is_cold_stratum, quantile_of_sorted,
-                                   wait_at)
+from asad.learn.calibration import (ACI_SPACES, COLD_POOL, AciAdapt, ResidualWindow, Told, is_cold_stratum,
+                                   quantile_of_sorted, wait_at)
 from asad.learn.key_levels import DEFAULT_LEVELS, key_levels, key_levels_by_slot
 from asad.learn.key_stats import STATS, KeyStats, count_bucket, median_of_sorted
 
@@ -169,6 +169,11 @@ class ExpertsConfig:
     # (``cold_pool``) rather than of every answer, mostly warm and narrower (asad/learn/calibration.py)
     aci_gamma_cold: float = 0.0
     cold_pool: bool = False
+    # issue 38, eighth round: a cold stratum's ACI step grows with its recent miss bias, from its
+    # base rate up to ``aci_cold_adapt_max`` (0: off), the bias decayed with this halflife in
+    # outcomes (asad/learn/calibration.py AciAdapt)
+    aci_cold_adapt_max: float = 0.0
+    aci_cold_adapt_halflife: float = 50.0
 
     @property
     def only_long(self) -> bool:
@@ -188,6 +193,8 @@ class ExpertsConfig:
         object.__setattr__(self, "pending_floor", tuple(self.pending_floor))
         if self.prior_n < 0 or not 0 <= self.aci_gamma < 1 or not 0 <= self.aci_gamma_cold < 1:
             raise ValueError("prior_n >= 0, 0 <= aci_gamma < 1 and 0 <= aci_gamma_cold < 1")
+        if not 0 <= self.aci_cold_adapt_max < 1 or self.aci_cold_adapt_halflife <= 0:
+            raise ValueError("0 <= aci_cold_adapt_max < 1 and aci_cold_adapt_halflife > 0")
         if self.recalibrate_halflife < 0 or (self.recalibrate_halflife and self.aci_gamma):
             raise ValueError("recalibrate_halflife >= 0, and not together with aci_gamma")
         if self.aci_space not in ACI_SPACES:
@@ -236,6 +243,7 @@ class ExpertsPool:
         self._levels: dict[str, list[str]] = {}
         self._estimates: dict[str, float | None] = {}  # estimate_log per key; cleared by any wait
         self._strata: dict[str, str | None] = {}  # "backoff": which stratum the estimate came from
+        self._adapt: AciAdapt | None = None  # built on first use (aci_cold_adapt_max)
 
     # -- structure ------------------------------------------------------------------
     def levels(self, key: str) -> list[str]:
@@ -411,12 +419,21 @@ class ExpertsPool:
             return
         window = self._stratum_window(key, stratum, min_residuals=0)  # it was in use when told
         if window is not None:
-            window.aci_step(level, False, self._aci_gamma(stratum))
+            window.aci_step(level, False, self._aci_gamma(stratum), self._aci_adapt(stratum))
 
     def _aci_gamma(self, stratum: str | None) -> float:
         """ACI's step for ``stratum``: ``aci_gamma_cold`` for a cold answer's when set."""
         cfg = self.config
         return cfg.aci_gamma_cold if cfg.aci_gamma_cold and is_cold_stratum(stratum) else cfg.aci_gamma
+
+    def _aci_adapt(self, stratum: str | None) -> AciAdapt | None:
+        """The adaptive step for a cold answer's stratum when ``aci_cold_adapt_max`` is set."""
+        cfg = self.config
+        if not cfg.aci_cold_adapt_max or not is_cold_stratum(stratum):
+            return None
+        if self._adapt is None:
+            self._adapt = AciAdapt(cfg.aci_cold_adapt_max, cfg.aci_cold_adapt_halflife)
+        return self._adapt
 
     def observe(self, key: str, wait_s: float, at_s: float | None = None,
                 told: Told | None = None, fed: Sequence[int] = ()) -> None:
@@ -468,7 +485,7 @@ class ExpertsPool:
             window = coarsest.stratum(stratum, "map" if cfg.recalibrate_halflife else cfg.aci_space)
             if cfg.recalibrate_halflife and told_shifts is not None:
                 window.count(y - before, told_shifts, cfg.recalibrate_halflife)
-            window.add(y - before, self._aci_gamma(stratum), told_shifts, fed)
+            window.add(y - before, self._aci_gamma(stratum), told_shifts, fed, self._aci_adapt(stratum))
             if cfg.cold_pool and is_cold_stratum(stratum):
                 coarsest.stratum(COLD_POOL, cfg.aci_space).add(y - before)
 

@@ -21,7 +21,8 @@ Names (``make_predictor(kind, seed, **params)``; params override the preset):
                     draw: hedge_top_loss/_tau/_eta/_share, hedge_top_combine "draw"; sixth
                     round: hedge_top_loss "window", hedge_top_window, hedge_top_groups,
                     hedge_top "learners-median20", hedge_top_told; seventh: hedge_top_margin,
-                    hedge_top_strata, aci_gamma_cold, cold_pool); {"hedge_slurm": true} adds
+                    hedge_top_strata, aci_gamma_cold, cold_pool; eighth: aci_cold_adapt_max,
+                    aci_cold_adapt_halflife); {"hedge_slurm": true} adds
                     Slurm's own estimate (sbatch --test-only) as an expert where the daemon
                     probed the geometry (setting slurm_expert)
     median-backoff  the same pool without weights: the median of the finest key that has seen a
