@@ -52,7 +52,8 @@ from asad.learn.baselines import (
     QbetsPredictor,
     SlurmEstimatePredictor,
 )
-from asad.learn.experts import ExpertsConfig, ExpertsPool, ExpertsPredictor
+from asad.learn.experts import ExpertsPool, ExpertsPredictor
+from asad.learn.experts_config import ExpertsConfig
 from asad.learn.hedge import HedgePool
 from asad.learn.key_levels import BACKOFF_LEVELS, PENDING_FLOOR
 from asad.learn.losses import LossConfig
