@@ -58,7 +58,7 @@ def test_stages_of_different_sizes_merge_and_each_keeps_its_own_markers_log_and_
     first_jobs = {}
     for name in ("a", "b", "c"):
         first_jobs.setdefault(int((run_dir / f"{name}.start").read_text().split()[2])
-                              if name != "c" else _first_job_of_c(found, st), []).append(name)
+                              if name != "c" else _first_job_of_c(found, first_jobs), []).append(name)
     merged = {j: names for j, names in first_jobs.items() if len(names) > 1}
     assert merged, f"nothing merged: {first_jobs}"
     (merged_id, names), = merged.items()
@@ -69,8 +69,12 @@ def test_stages_of_different_sizes_merge_and_each_keeps_its_own_markers_log_and_
             assert (run_dir / f"{name}.end").read_text().split()[0] == "0"
             assert (run_dir / f"{name}.log").read_text().strip() == f"{name} ran"
     # c asks for 100M and uses 300M: killed for memory (in the merged job or its own), retried alone
-    assert st["c"]["attempts"] == 2 and st["c"]["mem_mb"] > 100 and st["c"]["job_id"] != merged_id
-    assert found[_first_job_of_c(found, st)].state is JobState.OUT_OF_MEMORY
+    # with more. Once or twice: OverMemoryKill samples once a second, so the kill may catch c's
+    # peak part way (seen: 222 of 316 MB), and asad's retry rule (the cheaper of double the request
+    # and the largest peak seen, at least 1.25 x the killed peak: asad/sizing/retry.py) may then
+    # be killed again before it asks for enough.
+    assert 2 <= st["c"]["attempts"] <= 3 and st["c"]["mem_mb"] > 100 and st["c"]["job_id"] != merged_id
+    assert found[_first_job_of_c(found, first_jobs)].state is JobState.OUT_OF_MEMORY
     assert st["c"]["start"] >= st["b"]["end"]
     explain = asad(env, "explain", str(run2["id"]))
     assert explain.returncode == 0, explain.stderr
@@ -81,6 +85,17 @@ def test_stages_of_different_sizes_merge_and_each_keeps_its_own_markers_log_and_
     assert status.returncode == 0 and {r["stage"] for r in json.loads(status.stdout)["stages"]} >= {"a", "b", "c"}
 
 
-def _first_job_of_c(found: dict, st: dict) -> int:
-    """The job c's first attempt ran in: the one of this workflow's jobs before its retry that ran c."""
-    return max(j for j in found if j < st["c"]["job_id"])
+def _own_jobs_of_c(found: dict) -> dict[int, int]:
+    """c's own jobs by attempt: those whose --comment (asad's tag, ``...:c:<attempt>``) names c; a
+    merged job carries the tag of its first stage."""
+    return {int(status.comment.rsplit(":", 1)[1]): jid for jid, status in found.items() if ":c:" in status.comment}
+
+
+def _first_job_of_c(found: dict, first_jobs: dict[int, list[str]]) -> int:
+    """The job c's first attempt ran in: its own job of attempt 1, or else the merged job it rode
+    in, b's (merged stages are adjacent, so c rides in b's job)."""
+    own = _own_jobs_of_c(found)
+    if 1 in own:
+        return own[1]
+    (b_job,) = [jid for jid, names in first_jobs.items() if "b" in names]
+    return b_job
