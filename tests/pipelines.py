@@ -41,7 +41,7 @@ def live_job(ctx, wf: WorkflowRun, stage: str, *, row: int, job_id: int, state: 
              attempt: int = 1, dep_ids: tuple[int, ...] = (), **fields) -> JobRecord:  # noqa: ANN003
     """A live Slurm job of the stage (its request as the engine builds it), added to the run; the
     other fields (times, ``cancelled_by_asad``) as given."""
-    req = ctx.request_for(wf, stage, dep_ids=dep_ids) if dep_ids else ctx.request_for(wf, stage)
+    req = ctx.request_for(wf, stage, dep_ids=dep_ids)
     job = JobRecord(row_id=row, workflow_id=wf.id, stage=stage, attempt=attempt, tag=f"t{row}",
                     phase=JobPhase.LIVE, request=req, geometry_key=ctx.geometry_key(req), job_id=job_id,
                     state=state, **fields)

@@ -376,7 +376,7 @@ class HedgePool(ExpertsPool):
         if not took_part:
             # ``slurm`` sat this round out: keep its standing against the others' total, which
             # the round renormalised (else it would come back with the initial scale's weight)
-            others = [i for i in losses]
+            others = list(losses)
             weights[SLURM] = before[SLURM] + _logsumexp(weights, others) - _logsumexp(before, others)
 
     def _update_top(self, panel: Panel, learners: tuple[float, ...], y: float, at_s: float | None) -> None:
