@@ -133,6 +133,7 @@ def sim_settings(rec: dict) -> dict:
         # The loop tick of the first _schedule() (its "SchedulerParameters=" line); recordings
         # without it: tick 5, as measured (the registrations answer the ping of tick 3 ~1 s later)
         first_sched_tick=first_sched_tick(rec["timers"]),
+        node_registration_s=node_registration(rec["timers"]),
         # "limits", "safe" or "all" set ACCOUNTING_ENFORCE_LIMITS (read_config.c). Recordings
         # before 2026-11-27 lack the key: the recorder never passed local-cluster.sh --enforce, so
         # their slurm.conf had no AccountingStorageEnforce ("none").
@@ -174,6 +175,20 @@ def first_sched_tick(timers: dict) -> int:
     if first is None:
         return FIRST_SCHED_TICK
     return max(1, math.floor((first - timers["loop_start"]) / LOOP_TICK_S + 1e-9))
+
+
+# The nodes' first registrations after slurmctld's start ("appears to have a different
+# slurm.conf" lines, one per node, in seven of the ten kept slurmctld.logs) came 4.010-4.045 s
+# after the loop's start (median 4.024): the answers to the ping of its tick 4, one tick before
+# the first _schedule(). The latency past that tick (4 x LOOP_TICK_S = 4.009 s):
+REGISTRATION_LATENCY_S = 0.015
+
+
+def node_registration(timers: dict) -> float:
+    """When the nodes' registrations reached the recorded slurmctld after its start: the
+    background loop's tick before its first ``_schedule()`` plus ``REGISTRATION_LATENCY_S``
+    (config.node_registration_s; read by the backfill thread's one-second looks only)."""
+    return timers["loop_start"] + (first_sched_tick(timers) - 1) * LOOP_TICK_S + REGISTRATION_LATENCY_S
 
 
 def _duration_s(text: str) -> float:

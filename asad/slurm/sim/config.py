@@ -104,6 +104,12 @@ class SimConfig:
     # after a quiet spell. False: passes on a fixed bf_interval grid, skipped when nothing changed
     # (cheaper: no event every second).
     bf_poll: bool = False
+    # bf_poll only: when the nodes' first registrations reach a freshly started slurmctld (they
+    # answer the background loop's ping; validate_node_specs sets last_node_update, node_mgr.c).
+    # It is the idle thread's first update after its start-up pass, so the first look after it
+    # runs a pass and the next second has none (backfill_agent sleeps bf_interval after a pass).
+    # None: a daemon long up (no such update).
+    node_registration_s: float | None = None
     bf_origin_s: float | None = None  # the backfill thread's own phase (None: timer_origin_s)
     prio_origin_s: float | None = None  # the priority recalculation's phase (None: timer_origin_s)
     time_limit_check_s: float = 30.0  # PERIODIC_TIMEOUT: how often slurmctld checks time limits

@@ -40,8 +40,11 @@ class ControllerLoop:
             cfg = self.config
             if cfg.backfill != "none" and cfg.bf_poll:
                 # _more_work: an update in or after the second the last pass ended
-                if self._last_change_t > -math.inf and (self._last_bf_end == -math.inf or math.floor(
-                        self._last_change_t) >= math.floor(self._last_bf_end)):
+                last_change = self._last_change_t
+                if cfg.node_registration_s is not None and cfg.node_registration_s <= now:
+                    last_change = max(last_change, cfg.node_registration_s)
+                if last_change > -math.inf and (self._last_bf_end == -math.inf or math.floor(
+                        last_change) >= math.floor(self._last_bf_end)):
                     length = 0.0 if cfg.bf_pass_cost_s is None else self._bf_pass_length(cfg.bf_pass_cost_s)
                     sched.backfill_pass(now)
                     self._bf_changes_seen = self._changes
@@ -110,7 +113,7 @@ class ControllerLoop:
             self._armed[1] = True
             t = self._bf_next
             if t is None:
-                t = origin if cfg.bf_origin_s is None else cfg.bf_origin_s
+                t = self._bf_idle_thread(now, origin if cfg.bf_origin_s is None else cfg.bf_origin_s)
             if t <= now:
                 t += math.floor(now - t) + 1.0
             self._push(t, EV_BF, None, 0)
@@ -135,6 +138,24 @@ class ControllerLoop:
                         step = bf_tick + cfg.bf_pass_cost_s[0]
                         t += (math.floor((now - t) / step) + 1) * step
                 self._push(t, EV_BF, None, 0)
+
+    def _bf_idle_thread(self, now: float, origin: float) -> float:
+        """bf_poll: where the backfill thread stands at the simulator's first event, having
+        looked once a second (on ``origin``'s phase) since slurmctld's start with no event to
+        see: if the nodes' registrations (config.node_registration_s) came before ``now``, its
+        first look after them ran a pass (_more_work: last_node_update), so its next look is
+        bf_interval after that pass, not a second later. Returns the next look on or after that."""
+        cfg = self.config
+        reg = cfg.node_registration_s
+        if reg is None:
+            return origin
+        first = origin + max(0.0, math.ceil(reg - origin - 1e-9))  # the first look at or after it
+        if first >= now:
+            return origin  # the looks from here on see it (_run_passes)
+        self._last_bf_end = first
+        tick = cfg.bf_interval_s if cfg.bf_tick_s is None else cfg.bf_tick_s
+        base = 0.0 if cfg.bf_pass_cost_s is None else cfg.bf_pass_cost_s[0]  # a pass of no jobs
+        return first + tick + base
 
     def _full_passes(self) -> LimitChecks:
         """The full main passes' ticks after slurmctld's start (config.first_sched_tick)."""
