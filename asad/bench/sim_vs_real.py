@@ -178,17 +178,21 @@ def first_sched_tick(timers: dict) -> int:
 
 
 # The nodes' first registrations after slurmctld's start ("appears to have a different
-# slurm.conf" lines, one per node, in seven of the ten kept slurmctld.logs) came 4.010-4.045 s
-# after the loop's start (median 4.024): the answers to the ping of its tick 4, one tick before
-# the first _schedule(). The latency past that tick (4 x LOOP_TICK_S = 4.009 s):
-REGISTRATION_LATENCY_S = 0.015
+# slurm.conf" lines, one per node, in seven of the ten kept slurmctld.logs: the answers to the
+# background loop's ping) came 0.989-1.001 s (median 0.994) before its first _schedule() (the
+# "SchedulerParameters=" line) and 4.010-4.045 s (median 4.024) after the loop's start.
+REGISTRATION_BEFORE_FIRST_SCHED_S = 0.994
+REGISTRATION_AFTER_LOOP_START_S = 4.024
 
 
 def node_registration(timers: dict) -> float:
-    """When the nodes' registrations reached the recorded slurmctld after its start: the
-    background loop's tick before its first ``_schedule()`` plus ``REGISTRATION_LATENCY_S``
-    (config.node_registration_s; read by the backfill thread's one-second looks only)."""
-    return timers["loop_start"] + (first_sched_tick(timers) - 1) * LOOP_TICK_S + REGISTRATION_LATENCY_S
+    """When the nodes' registrations reached the recorded slurmctld after its start
+    (config.node_registration_s; read by the backfill thread's one-second looks only): a second
+    before the first ``_schedule()`` where the recording has it, else after the loop's start."""
+    first = timers.get("first_sched")
+    if first is not None:
+        return first - REGISTRATION_BEFORE_FIRST_SCHED_S
+    return timers["loop_start"] + REGISTRATION_AFTER_LOOP_START_S
 
 
 def _duration_s(text: str) -> float:

@@ -31,10 +31,12 @@ class ControllerLoop:
             self._full_pass_wanted = self._pass_wanted = False
             self._last_main_pass = now
             sched.main_pass(None)
+            self._note_failed_partitions(now)
         elif self._pass_wanted:
             self._pass_wanted = False
             self._last_main_pass = now
             sched.main_pass(self.config.default_queue_depth)
+            self._note_failed_partitions(now)
         if self._bf_wanted:
             self._bf_wanted = False
             cfg = self.config
@@ -49,10 +51,13 @@ class ControllerLoop:
                     sched.backfill_pass(now)
                     self._bf_changes_seen = self._changes
                     self._last_bf_end = now
-                    if sched.eligible_count:
-                        # a job left pending gets its planned start_time, and _attempt_backfill
-                        # sets last_job_update = now (backfill.c): the next look has work
+                    # _attempt_backfill marks the nodes of its plans that run no job PLANNED at
+                    # its end and clears the marks at the next pass's start, each time setting
+                    # last_node_update (_handle_planned, backfill.c): the next look has work
+                    planned = self._plans_on_idle_nodes()
+                    if planned or self._bf_planned:
                         self._last_change_t = now
+                    self._bf_planned = planned
                     self._bf_next = now + (cfg.bf_interval_s if cfg.bf_tick_s is None else cfg.bf_tick_s) + length
                 else:
                     self.counters["backfill_skipped_unchanged"] += 1
@@ -70,6 +75,27 @@ class ControllerLoop:
                     sched.backfill_pass(now)
                     self._bf_changes_seen = self._changes
         self._arm_timers(now)
+
+    def _note_failed_partitions(self, now: float) -> None:
+        """After a main pass: _schedule() sets last_job_update for every job it passes over
+        because a higher one blocked its partition (_failed_partition, job_scheduler.c), so a
+        pass that leaves jobs pending behind a blocked one is work for the backfill thread's
+        next look (bf_poll only reads it)."""
+        sched = self.sched
+        if sched.blockers and sched.eligible_count > len(sched.blockers):
+            self._last_change_t = now
+
+    def _plans_on_idle_nodes(self) -> bool:
+        """Whether the backfill pass just made planned a job on a node that runs no job (the
+        nodes _handle_planned marks PLANNED: those not allocated). Every plan is there with
+        config.bf_plan_all, as in slurmctld; without it only the plans a start depended on."""
+        for part in self.sched.parts:
+            free = part.np_free_c
+            for res in part.reservations:
+                for node in res.nodes:
+                    if free[node] == part.cores:
+                        return True
+        return False
 
     def _sched_agent_waits(self, now: float) -> bool:
         """Whether a main pass asked for now must wait for sched_min_interval: _sched_agent

@@ -77,6 +77,7 @@ class Simulator(ControllerLoop):
         self._bf_changes_seen = -1
         self._last_change_t = -math.inf  # when something last changed (slurmctld's last_*_update)
         self._last_bf_end = -math.inf  # when the last backfill pass ran (last_backfill_time)
+        self._bf_planned = False  # bf_poll: the last pass planned a job on a node running none
         self._bf_next: float | None = None  # bf_poll: the backfill thread's next look
         self.counters = {"events": 0, "submitted": 0, "background_submitted": 0, "started": 0,
                          "finished": 0, "backfill_skipped_unchanged": 0, "swf_skipped": 0}
