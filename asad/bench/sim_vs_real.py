@@ -387,7 +387,7 @@ ABLATIONS: dict[str, dict] = {
     "no completing phase (epilog_s=0)": {"epilog_s": 0.0},
     "launch_delay_s=0.5 (the earlier guess)": {"launch_delay_s": 0.5},
     "no timer drift (1 s loop, bf_interval)": {"loop_tick_s": 1.0, "bf_tick_s": None, "bf_pass_cost_s": None},
-    "bf_poll (one-second looks when nothing changed)": {"bf_poll": True},
+    "bf_poll (one-second looks when nothing changed)": {"bf_poll": True, "bf_plan_all": True},
     "submissions at the recorded whole second": {"_stamps": True},
     "EASY backfill, best fit, main pass at submission": {"backfill": "easy", "node_select": "bestfit",
                                                           "batch_sched_delay_s": None},

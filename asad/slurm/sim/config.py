@@ -101,8 +101,13 @@ class SimConfig:
     # The backfill thread as slurmctld runs it (_backfill_agent): after a pass it sleeps
     # bf_interval, then runs a pass if anything changed in or after the second the last pass
     # ended (_more_work), else looks again a second later: the passes' phase moves by a second
-    # after a quiet spell. False: passes on a fixed bf_interval grid, skipped when nothing changed
-    # (cheaper: no event every second).
+    # after a quiet spell. What counts as a change: a submission (dependent jobs too), a start,
+    # an end, a node's return, the decay thread's run, a main pass that passes over jobs behind
+    # a blocked partition, a backfill pass that planned a job on a node running none (PLANNED,
+    # also at the next pass, which clears it: every plan is known only with bf_plan_all, as in
+    # slurmctld), and the nodes' registrations after slurmctld's start (node_registration_s).
+    # False: passes on a fixed bf_interval grid, skipped when nothing changed (cheaper: no event
+    # every second).
     bf_poll: bool = False
     # bf_poll only: when the nodes' first registrations reach a freshly started slurmctld (they
     # answer the background loop's ping; validate_node_specs sets last_node_update, node_mgr.c).
