@@ -156,8 +156,8 @@ def fit_bf_pass_cost(recs: list[dict]) -> tuple[float, float, int, int]:
     return my - slope * mx, slope, len(xs), int(w)
 
 
-
-_REGISTERED = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})\] error: Node \S+ appears to have a different slurm.conf")
+_REGISTERED = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})\] error: Node \S+ appears to have a different "
+                         r"slurm\.conf")
 
 
 def first_registration(rec: dict) -> float | None:

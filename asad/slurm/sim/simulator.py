@@ -176,7 +176,7 @@ class Simulator(ControllerLoop):
         self.jobs[job.job_id] = job
         self._user_jobs.append(job)
         self.counters["submitted"] += 1
-        # The new job record sets last_job_update (_job_create, job_mgr.c) whether or not it may
+        # The new job record sets last_job_update (_create_job_record, job_mgr.c) whether or not it may
         # run yet (a dependency, --begin): work for the backfill thread's next look (bf_poll only
         # reads it; the grid's skip test counts changes that can alter a plan)
         self._last_change_t = self._now
