@@ -254,20 +254,81 @@ def test_bf_poll_backfill_thread_looks_every_second_after_a_quiet_spell():
     assert got[True] == 101.0  # the first look after the submission
 
 
-def test_bf_poll_a_pass_that_leaves_a_job_pending_is_work_for_the_next():
-    # _attempt_backfill sets last_job_update = now when it gives a pending job its planned start
-    # (backfill.c), so while a job waits _more_work holds and the thread keeps bf_interval, as
-    # slurmctld's log shows (passes 2 s apart while jobs pend): the pass after 101 s is at 131 s
-    # and 161 s, and a backfill-only job submitted at 140.5 s starts at 161 s, not at a 1-s look.
-    sim = make_simulator("small", load=0.0, bf_poll=True, bf_interval_s=30.0, bf_resolution_s=1,
-                         batch_sched_delay_s=3.0, sched_interval_s=600.0)
-    sim.submit(job(nodes=4, cpus=20, runtime=5000, limit=5000))  # 8 cores left on each node
+def _bf_poll_sim(**kw):
+    return make_simulator("small", load=0.0, bf_poll=True, bf_interval_s=30.0, bf_resolution_s=1,
+                          batch_sched_delay_s=3.0, sched_interval_s=600.0, bf_plan_all=True, **kw)
+
+
+def test_bf_poll_a_pending_job_is_work_for_the_next_look_only_if_planned_on_a_node_running_none():
+    # _attempt_backfill marks the nodes of its plans that run no job PLANNED at its end and
+    # clears them at the next pass's start, each setting last_node_update (_handle_planned,
+    # backfill.c); a plan on busy nodes sets nothing (last_job_update only if start_res > the
+    # will-run start). So while the blocked head is planned on an idle node the thread keeps
+    # bf_interval (passes at 101, 131, 161 s) and a backfill-only job submitted at 140.5 s
+    # starts at 161 s; planned on busy nodes only, the thread looks every second after 131 s
+    # and starts it at 141 s (multifactor run 7's log: passes 7 s apart while m21 pended).
+    got = {}
+    for busy_nodes in (3, 4):
+        sim = _bf_poll_sim()
+        sim.submit(job(nodes=busy_nodes, cpus=20, runtime=5000, limit=5000))  # 8 cores left on each
+        sim.run_until(T0 + 100.5)
+        sim.submit(job(nodes=4, cpus=28, runtime=100, limit=600))  # blocked: the head, pending
+        sim.run_until(T0 + 140.5)
+        x = sim.submit(job(nodes=1, cpus=8, runtime=100, limit=600))  # only backfill starts it
+        finish(sim)
+        got[busy_nodes] = sim.poll([x])[x].start_time - T0
+    assert got == {3: 161.0, 4: 141.0}
+
+
+def test_bf_poll_jobs_passed_over_behind_a_blocked_partition_are_work_for_the_next_look():
+    # _schedule() sets last_job_update for every job it passes over because a higher one
+    # blocked the partition (_failed_partition, job_scheduler.c): two blocked jobs planned on
+    # busy nodes keep the thread's pass at 131 s (the submissions' main pass at ~103 s), one
+    # does not (the look at 131 s finds nothing newer than its pass at 101 s).
+    passes = {}
+    for blocked in (1, 2):
+        sim = _bf_poll_sim()
+        sim.submit(job(nodes=4, cpus=20, runtime=5000, limit=5000))
+        sim.run_until(T0 + 100.5)
+        before = sim.sched.backfill_passes
+        for _ in range(blocked):
+            sim.submit(job(nodes=4, cpus=28, runtime=100, limit=600))
+        sim.run_until(T0 + 135.0)
+        passes[blocked] = sim.sched.backfill_passes - before
+    assert passes == {1: 1, 2: 2}
+
+
+def test_bf_poll_a_job_waiting_for_a_dependency_is_work_for_the_next_look():
+    # The new job record sets last_job_update (_job_create) even though the job cannot run
+    # yet: the idle thread runs a pass at its next look (101 s), though it finds nothing.
+    sim = _bf_poll_sim()
+    a = sim.submit(job(nodes=1, cpus=20, runtime=5000, limit=5000))
     sim.run_until(T0 + 100.5)
-    sim.submit(job(nodes=4, cpus=28, runtime=100, limit=600))  # blocked: the head, pending
-    sim.run_until(T0 + 140.5)
-    x = sim.submit(job(nodes=1, cpus=8, runtime=100, limit=600))  # only backfill starts it
-    finish(sim)
-    assert sim.poll([x])[x].start_time - T0 == 161.0
+    before = sim.sched.backfill_passes
+    sim.submit(job(nodes=1, cpus=8, runtime=100, limit=600,
+                   dependency=Dependency(DependencyType.AFTEROK, (str(a),))))
+    sim.run_until(T0 + 101.5)
+    assert sim.sched.backfill_passes - before == 1
+
+
+def test_bf_poll_the_idle_thread_passes_at_its_first_look_after_the_nodes_registrations():
+    # slurmctld's backfill thread looks every second while nothing is updated; the nodes'
+    # registrations (node_registration_s, 4.2 s) are the first update after its start, so its
+    # look at 4.5 s runs a pass and it sleeps bf_interval: no look at 5.5 s. A job submitted
+    # at 5.3 s is then started by the main pass at the loop's tick (6 s), not by backfill at
+    # 5.5 s (aged-deps run 4's log: job 1 allocated by the main pass, no backfill pass in the
+    # second after its submission). The simulator's first event comes after the registrations:
+    # the pass it did not see must still set the thread's phase.
+    got = {}
+    for reg in (None, T0 + 4.2):
+        sim = make_simulator("small", load=0.0, bf_poll=True, bf_interval_s=2.0, bf_resolution_s=1,
+                             batch_sched_delay_s=3.0, sched_interval_s=600.0, bf_origin_s=T0 + 0.5,
+                             node_registration_s=reg)
+        sim.run_until(T0 + 5.3)
+        x = sim.submit(job(nodes=1, cpus=8, runtime=100, limit=600))
+        finish(sim)
+        got[reg is not None] = sim.poll([x])[x].start_time - T0
+    assert got == {False: 5.5, True: 6.0}
 
 def _deps_fifo_at_70_s():
     """deps-fifo run 4 (local Slurm) 70 s in, as the replay has it: the running jobs' pieces

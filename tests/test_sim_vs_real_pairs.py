@@ -175,3 +175,24 @@ def test_the_backfill_pass_length_is_the_fit_over_the_kept_logs():
     assert per_job > 0 and base + 30 * per_job > 0.004  # 4-13 ms a pass at ~30 pending (n37f)
     assert bf_thread_timing("bf_interval=2", {}) == {"bf_tick_s": 2.0, "bf_pass_cost_s": BF_PASS_COST_S}
     assert "bf_pass_cost_s" not in bf_thread_timing("bf_interval=2", {"DebugFlags": "Backfill"})
+
+
+def test_the_nodes_registrations_are_measured_in_the_kept_logs():
+    """node_registration_s (the idle backfill thread's first update, bf_poll) is measured: the
+    first registration line of every kept log that has one lies within 10 ms of it, and the two
+    constants are the medians over those logs."""
+    from asad.bench.sim_vs_real import (REGISTRATION_AFTER_LOOP_START_S, REGISTRATION_BEFORE_FIRST_SCHED_S,
+                                        node_registration)
+    from asad.bench.sim_vs_real_logs import first_registration
+
+    got = [(rec["timers"], first_registration(rec)) for rec in RECORDINGS.values()]
+    got = [(timers, t) for timers, t in got if t is not None]
+    if not got:
+        pytest.skip("no kept slurmctld.logs with registration lines")
+    assert len(got) >= 7
+    assert REGISTRATION_BEFORE_FIRST_SCHED_S == pytest.approx(
+        statistics.median(timers["first_sched"] - t for timers, t in got), abs=1e-3)
+    assert REGISTRATION_AFTER_LOOP_START_S == pytest.approx(
+        statistics.median(t - timers["loop_start"] for timers, t in got), abs=1e-3)
+    for timers, t in got:
+        assert node_registration(timers) == pytest.approx(t, abs=0.01)

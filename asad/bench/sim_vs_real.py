@@ -133,6 +133,7 @@ def sim_settings(rec: dict) -> dict:
         # The loop tick of the first _schedule() (its "SchedulerParameters=" line); recordings
         # without it: tick 5, as measured (the registrations answer the ping of tick 3 ~1 s later)
         first_sched_tick=first_sched_tick(rec["timers"]),
+        node_registration_s=node_registration(rec["timers"]),
         # "limits", "safe" or "all" set ACCOUNTING_ENFORCE_LIMITS (read_config.c). Recordings
         # before 2026-11-27 lack the key: the recorder never passed local-cluster.sh --enforce, so
         # their slurm.conf had no AccountingStorageEnforce ("none").
@@ -174,6 +175,24 @@ def first_sched_tick(timers: dict) -> int:
     if first is None:
         return FIRST_SCHED_TICK
     return max(1, math.floor((first - timers["loop_start"]) / LOOP_TICK_S + 1e-9))
+
+
+# The nodes' first registrations after slurmctld's start ("appears to have a different
+# slurm.conf" lines, one per node, in seven of the ten kept slurmctld.logs: the answers to the
+# background loop's ping) came 0.989-1.001 s (median 0.994) before its first _schedule() (the
+# "SchedulerParameters=" line) and 4.010-4.045 s (median 4.024) after the loop's start.
+REGISTRATION_BEFORE_FIRST_SCHED_S = 0.994
+REGISTRATION_AFTER_LOOP_START_S = 4.024
+
+
+def node_registration(timers: dict) -> float:
+    """When the nodes' registrations reached the recorded slurmctld after its start
+    (config.node_registration_s; read by the backfill thread's one-second looks only): a second
+    before the first ``_schedule()`` where the recording has it, else after the loop's start."""
+    first = timers.get("first_sched")
+    if first is not None:
+        return first - REGISTRATION_BEFORE_FIRST_SCHED_S
+    return timers["loop_start"] + REGISTRATION_AFTER_LOOP_START_S
 
 
 def _duration_s(text: str) -> float:
@@ -368,7 +387,7 @@ ABLATIONS: dict[str, dict] = {
     "no completing phase (epilog_s=0)": {"epilog_s": 0.0},
     "launch_delay_s=0.5 (the earlier guess)": {"launch_delay_s": 0.5},
     "no timer drift (1 s loop, bf_interval)": {"loop_tick_s": 1.0, "bf_tick_s": None, "bf_pass_cost_s": None},
-    "bf_poll (one-second looks when nothing changed)": {"bf_poll": True},
+    "bf_poll (one-second looks when nothing changed)": {"bf_poll": True, "bf_plan_all": True},
     "submissions at the recorded whole second": {"_stamps": True},
     "EASY backfill, best fit, main pass at submission": {"backfill": "easy", "node_select": "bestfit",
                                                           "batch_sched_delay_s": None},

@@ -39,6 +39,8 @@ def main_with(args: argparse.Namespace) -> int:
     overrides = {}
     if args.backfill:
         overrides["backfill"] = args.backfill
+    if args.bf_poll:
+        overrides.update(bf_poll=True, bf_plan_all=True)
     if args.ablation:
         print(ablation(recs))
         return 0
@@ -85,6 +87,9 @@ def _add_args(p: argparse.ArgumentParser) -> None:
                    help="with --record: the run number to write (1: NAME.json, N: NAME.runN.json); "
                         "two runs of a scenario give Slurm's own noise floor")
     p.add_argument("--backfill", choices=["slurm", "easy", "none"], help="replay with this backfill model")
+    p.add_argument("--bf-poll", action="store_true",
+                   help="replay with the backfill thread's one-second looks while nothing changed "
+                        "(bf_poll, every plan made) instead of the fixed bf_interval grid")
     p.add_argument("--seeds", type=positive_int,
                    help="also replay each run with its launch delay and epilog drawn per job over this many "
                         "seeds (the simulator's spread against Slurm's; 20 for the reported figure)")

@@ -155,3 +155,25 @@ def fit_bf_pass_cost(recs: list[dict]) -> tuple[float, float, int, int]:
     slope = sxy / sxx
     return my - slope * mx, slope, len(xs), int(w)
 
+
+_REGISTERED = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})\] error: Node \S+ appears to have a different "
+                         r"slurm\.conf")
+
+
+def first_registration(rec: dict) -> float | None:
+    """When the first node registered with the recorded slurmctld after its start: slurmctld logs
+    "Node N appears to have a different slurm.conf" as each node's registration arrives (the
+    local cluster's nodes read their own copy); within 10 s of the background loop's start.
+    None without a log or without such a line (three of the ten logs kept have none)."""
+    path = log_path(rec)
+    loop = (rec.get("timers") or {}).get("loop_start")
+    if path is None or loop is None:
+        return None
+    with gzip.open(path, "rt", errors="replace") as fh:
+        for line in fh:
+            m = _REGISTERED.match(line)
+            if m:
+                t = datetime.fromisoformat(m.group(1)).replace(tzinfo=timezone.utc).timestamp()
+                if loop <= t <= loop + 10:
+                    return t
+    return None

@@ -101,9 +101,20 @@ class SimConfig:
     # The backfill thread as slurmctld runs it (_backfill_agent): after a pass it sleeps
     # bf_interval, then runs a pass if anything changed in or after the second the last pass
     # ended (_more_work), else looks again a second later: the passes' phase moves by a second
-    # after a quiet spell. False: passes on a fixed bf_interval grid, skipped when nothing changed
-    # (cheaper: no event every second).
+    # after a quiet spell. What counts as a change: a submission (dependent jobs too), a start,
+    # an end, a node's return, the decay thread's run, a main pass that passes over jobs behind
+    # a blocked partition, a backfill pass that planned a job on a node running none (PLANNED,
+    # also at the next pass, which clears it: every plan is known only with bf_plan_all, as in
+    # slurmctld), and the nodes' registrations after slurmctld's start (node_registration_s).
+    # False: passes on a fixed bf_interval grid, skipped when nothing changed (cheaper: no event
+    # every second).
     bf_poll: bool = False
+    # bf_poll only: when the nodes' first registrations reach a freshly started slurmctld (they
+    # answer the background loop's ping; validate_node_specs sets last_node_update, node_mgr.c).
+    # It is the idle thread's first update after its start-up pass, so the first look after it
+    # runs a pass and the next second has none (backfill_agent sleeps bf_interval after a pass).
+    # None: a daemon long up (no such update).
+    node_registration_s: float | None = None
     bf_origin_s: float | None = None  # the backfill thread's own phase (None: timer_origin_s)
     prio_origin_s: float | None = None  # the priority recalculation's phase (None: timer_origin_s)
     time_limit_check_s: float = 30.0  # PERIODIC_TIMEOUT: how often slurmctld checks time limits

@@ -31,25 +31,33 @@ class ControllerLoop:
             self._full_pass_wanted = self._pass_wanted = False
             self._last_main_pass = now
             sched.main_pass(None)
+            self._note_failed_partitions(now)
         elif self._pass_wanted:
             self._pass_wanted = False
             self._last_main_pass = now
             sched.main_pass(self.config.default_queue_depth)
+            self._note_failed_partitions(now)
         if self._bf_wanted:
             self._bf_wanted = False
             cfg = self.config
             if cfg.backfill != "none" and cfg.bf_poll:
                 # _more_work: an update in or after the second the last pass ended
-                if self._last_change_t > -math.inf and (self._last_bf_end == -math.inf or math.floor(
-                        self._last_change_t) >= math.floor(self._last_bf_end)):
+                last_change = self._last_change_t
+                if cfg.node_registration_s is not None and cfg.node_registration_s <= now:
+                    last_change = max(last_change, cfg.node_registration_s)
+                if last_change > -math.inf and (self._last_bf_end == -math.inf or math.floor(
+                        last_change) >= math.floor(self._last_bf_end)):
                     length = 0.0 if cfg.bf_pass_cost_s is None else self._bf_pass_length(cfg.bf_pass_cost_s)
                     sched.backfill_pass(now)
                     self._bf_changes_seen = self._changes
                     self._last_bf_end = now
-                    if sched.eligible_count:
-                        # a job left pending gets its planned start_time, and _attempt_backfill
-                        # sets last_job_update = now (backfill.c): the next look has work
+                    # _attempt_backfill marks the nodes of its plans that run no job PLANNED at
+                    # its end and clears the marks at the next pass's start, each time setting
+                    # last_node_update (_handle_planned, backfill.c): the next look has work
+                    planned = self._plans_on_idle_nodes()
+                    if planned or self._bf_planned:
                         self._last_change_t = now
+                    self._bf_planned = planned
                     self._bf_next = now + (cfg.bf_interval_s if cfg.bf_tick_s is None else cfg.bf_tick_s) + length
                 else:
                     self.counters["backfill_skipped_unchanged"] += 1
@@ -67,6 +75,27 @@ class ControllerLoop:
                     sched.backfill_pass(now)
                     self._bf_changes_seen = self._changes
         self._arm_timers(now)
+
+    def _note_failed_partitions(self, now: float) -> None:
+        """After a main pass: _schedule() sets last_job_update for every job it passes over
+        because a higher one blocked its partition (_failed_partition, job_scheduler.c), so a
+        pass that leaves jobs pending behind a blocked one is work for the backfill thread's
+        next look (bf_poll only reads it)."""
+        sched = self.sched
+        if sched.blockers and sched.eligible_count > len(sched.blockers):
+            self._last_change_t = now
+
+    def _plans_on_idle_nodes(self) -> bool:
+        """Whether the backfill pass just made planned a job on a node that runs no job (the
+        nodes _handle_planned marks PLANNED: those not allocated). Every plan is there with
+        config.bf_plan_all, as in slurmctld; without it only the plans a start depended on."""
+        for part in self.sched.parts:
+            free = part.np_free_c
+            for res in part.reservations:
+                for node in res.nodes:
+                    if free[node] == part.cores:
+                        return True
+        return False
 
     def _sched_agent_waits(self, now: float) -> bool:
         """Whether a main pass asked for now must wait for sched_min_interval: _sched_agent
@@ -110,7 +139,7 @@ class ControllerLoop:
             self._armed[1] = True
             t = self._bf_next
             if t is None:
-                t = origin if cfg.bf_origin_s is None else cfg.bf_origin_s
+                t = self._bf_idle_thread(now, origin if cfg.bf_origin_s is None else cfg.bf_origin_s)
             if t <= now:
                 t += math.floor(now - t) + 1.0
             self._push(t, EV_BF, None, 0)
@@ -135,6 +164,24 @@ class ControllerLoop:
                         step = bf_tick + cfg.bf_pass_cost_s[0]
                         t += (math.floor((now - t) / step) + 1) * step
                 self._push(t, EV_BF, None, 0)
+
+    def _bf_idle_thread(self, now: float, origin: float) -> float:
+        """bf_poll: where the backfill thread stands at the simulator's first event, having
+        looked once a second (on ``origin``'s phase) since slurmctld's start with no event to
+        see: if the nodes' registrations (config.node_registration_s) came before ``now``, its
+        first look after them ran a pass (_more_work: last_node_update), so its next look is
+        bf_interval after that pass, not a second later. Returns the next look on or after that."""
+        cfg = self.config
+        reg = cfg.node_registration_s
+        if reg is None:
+            return origin
+        first = origin + max(0.0, math.ceil(reg - origin - 1e-9))  # the first look at or after it
+        if first >= now:
+            return origin  # the looks from here on see it (_run_passes)
+        self._last_bf_end = first
+        tick = cfg.bf_interval_s if cfg.bf_tick_s is None else cfg.bf_tick_s
+        base = 0.0 if cfg.bf_pass_cost_s is None else cfg.bf_pass_cost_s[0]  # a pass of no jobs
+        return first + tick + base
 
     def _full_passes(self) -> LimitChecks:
         """The full main passes' ticks after slurmctld's start (config.first_sched_tick)."""

@@ -77,6 +77,7 @@ class Simulator(ControllerLoop):
         self._bf_changes_seen = -1
         self._last_change_t = -math.inf  # when something last changed (slurmctld's last_*_update)
         self._last_bf_end = -math.inf  # when the last backfill pass ran (last_backfill_time)
+        self._bf_planned = False  # bf_poll: the last pass planned a job on a node running none
         self._bf_next: float | None = None  # bf_poll: the backfill thread's next look
         self.counters = {"events": 0, "submitted": 0, "background_submitted": 0, "started": 0,
                          "finished": 0, "backfill_skipped_unchanged": 0, "swf_skipped": 0}
@@ -175,6 +176,10 @@ class Simulator(ControllerLoop):
         self.jobs[job.job_id] = job
         self._user_jobs.append(job)
         self.counters["submitted"] += 1
+        # The new job record sets last_job_update (_create_job_record, job_mgr.c) whether or not it may
+        # run yet (a dependency, --begin): work for the backfill thread's next look (bf_poll only
+        # reads it; the grid's skip test counts changes that can alter a plan)
+        self._last_change_t = self._now
         wanted = self._pass_wanted
         self._arrive(job, dep_targets)
         self._request_pass()
