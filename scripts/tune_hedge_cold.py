@@ -61,6 +61,13 @@ new candidate: it is judged ONCE on the rolling windows of the same replays, onl
 the reference rows) read, by ``--rolling LABEL`` (scripts/tune_hedge.py's reading), and
 proposed as the default if it meets the issue's three targets in >= 75 % of windows on both
 clusters.
+
+Result (after the run; docs/results/learn.md, "Issue 38, ninth round"): kept ``h-win-told`` and
+``h-win-told-a20`` (``h-wmed-m5`` fails Cedar's first window, 11.9 points; ``h-wmed-m5-a20``
+Cedar's second, 6.3). The two kept tie on both summed margins (the cold step leaves the point
+estimate as it was), and the last key, the label, took ``h-win-told-a20``: an arbitrary key
+(the smaller worst-cell gap was meant and not written; it chooses the same, 5.1 against 7.6).
+Judged once: Graham's median error 0 of 3 windows, Cedar's three targets 4 / 4 / 3 of 4.
 """
 
 from __future__ import annotations
