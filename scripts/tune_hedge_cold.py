@@ -82,6 +82,8 @@ One replay per cluster to 2021-06-10 (nothing later exists in it; both tuning wi
 ``--extra-window``). The same rule and key (passes all 4 cells; the largest summed Graham
 margin). This round's one judged read is spent (on ``h-win-told-a20``), so a passer is not
 judged here: it is reported as passing the tuning cells, for a later round to judge.
+Result: ``h-wmed-m5-a20h200`` passes all 4 cells (Cedar's second window 3.6; summed Graham margin
++0.029); ``h-wmed-m5-a8`` fails Cedar's second (6.1). Not judged.
 """
 
 from __future__ import annotations
