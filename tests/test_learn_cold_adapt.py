@@ -75,3 +75,57 @@ def test_the_setting_is_checked_and_persisted():
     back = ExpertsPool.from_state(pool.to_state())
     assert back.config.aci_cold_adapt_max == 0.008 and back.config.aci_cold_adapt_halflife == 200
     assert not math.isnan(back.config.aci_cold_adapt_max)
+
+
+TOPS = {  # the ninth round's two top levels (scripts/tune_hedge_cold.py)
+    "win-told": {"hedge_top": "learners", "hedge_top_combine": "draw", "hedge_top_loss": "win",
+                 "hedge_top_eta": 1, "hedge_top_told": True},
+    "wmed-m5": {"hedge_top": "learners", "hedge_top_combine": "leader", "hedge_top_loss": "window",
+                "hedge_top_eta": 1, "hedge_top_told": True, "hedge_top_margin": 0.005},
+}
+
+
+@pytest.mark.parametrize("top", sorted(TOPS))
+def test_the_cold_step_and_hedges_top_level_are_both_in_effect(top):
+    """The ninth round's candidates combine a top level with the cold step: both must act, the
+    step on the cold strata of what the top level told, the top level as without the step."""
+    def run(adapt: bool):
+        params = {"aci_cold_adapt_max": 0.02, "aci_cold_adapt_halflife": 5} if adapt else {}
+        pool = make_pool("hedge", aci_gamma=0.001, min_residuals=1, hedge_batch_s=-1, **TOPS[top], **params)
+        told_ys = []
+        told = pool.told
+
+        def recording_told(key, t, floor):
+            out = told(key, t, floor)
+            told_ys.append(None if out is None else out[0])
+            return out
+        pool.told = recording_told  # type: ignore[method-assign]
+        t = warm_then_cold(pool)
+        del pool.told  # back to the method
+        return pool, t, told_ys
+
+    plain, _, plain_ys = run(False)
+    pool, t, ys = run(True)
+    # the top level is in effect: its weights moved off the prior and it chose whom to follow
+    group = next(g for g in pool.log_weights if g.endswith("#top"))
+    n = len(pool.top_names)
+    assert pool.top_weights(group) != [math.log(pool.prior(range(n))[i] * n) for i in range(n)]
+    if TOPS[top]["hedge_top_combine"] == "draw":
+        assert group in pool._drawn
+    # the step touches only the quantiles: every told answer, and the top weights, as without it
+    assert ys == plain_ys and pool.top_weights(group) == plain.top_weights(group)
+    # and the cold step is in effect on the cold strata of the hedge pool, not the warm ones
+    stats, plain_stats = pool.stats[COARSEST], plain.stats[COARSEST]
+    assert any(any(w.bias) for s, w in stats.strata.items() if s.split(":")[0] not in ("0", "all"))
+    assert not any(any(w.bias) for s, w in stats.strata.items() if s.split(":")[0] == "0")
+    assert not any(any(w.bias) for w in plain_stats.strata.values())
+    key = KEY.format(a=999, n=1)
+    moved = {}
+    for label, p in (("adapt", pool), ("plain", plain)):
+        y, stratum, shifts = p.told(key, t, None)
+        window = p.stats[COARSEST].strata[stratum]
+        before = window.offsets[-1]
+        p.observe(key, 1e6, at_s=t + 1e6, told=(y, stratum, shifts))
+        moved[label] = window.offsets[-1] - before
+    assert moved["plain"] == pytest.approx(0.001 * ACI_QS[-1])
+    assert moved["adapt"] > 1.5 * moved["plain"]
