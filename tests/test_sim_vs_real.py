@@ -51,6 +51,11 @@ TAU_FLOOR.update({"fairshare": 0.96, "fairshare.run2": 0.96, "multifactor": 0.94
 # deps-fifo runs 2-4: 1.000, 0.986, 0.996 since a will-run batch takes away only its own jobs
 # (branch m37f; 0.934, 0.946, 0.944 before); ties-fifo (recorded by m37f) 0.994, 0.940 (0.905
 # without that rule), 0.998. The floors are those less 0.03.
+# branch p37g: ties-fifo run 3's first _schedule() is read as the loop's fifth tick (5.008 s after
+# its start; it was rounded down to the fourth), so the first full pass comes at tick 6 as logged
+# (m0 and s00 allocated at 12.563 s) and m1 starts in its logged second; later passes diverge:
+# 0.979 -> 0.932 (see docs/results/sim.md, branch p37g).
+TAU_FLOOR.update({"ties-fifo.run3": 0.90})
 
 pytestmark = pytest.mark.skipif(not RECORDINGS, reason="no recorded scenarios in tests/data/sim_vs_real")
 

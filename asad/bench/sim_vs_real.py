@@ -170,11 +170,17 @@ FIRST_SCHED_TICK = 5  # slurmctld.log of aged-deps.run4 (tests/data/sim_vs_real/
 
 def first_sched_tick(timers: dict) -> int:
     """The background loop's tick of slurmctld's first ``_schedule()`` after its start: from the
-    recorded "SchedulerParameters=" line where the recording has it, else ``FIRST_SCHED_TICK``."""
+    recorded "SchedulerParameters=" line where the recording has it, else ``FIRST_SCHED_TICK``.
+
+    The nearest tick, not the one below: the line is logged at its tick, 5.008-5.046 s after the
+    loop's start in the ten kept logs, while ``LOOP_TICK_S`` (a fit of the drift over whole runs)
+    puts tick 5 at 5.011 s, so the fifth tick of aged-deps 6 and ties-fifo 3 (5.008 s) fell to 4.
+    The first full pass then came a tick early (before the SchedulerParameters line that sets
+    sched_interval=5 could be read) and the one Slurm ran at tick 6 was missing from the replay."""
     first = timers.get("first_sched")
     if first is None:
         return FIRST_SCHED_TICK
-    return max(1, math.floor((first - timers["loop_start"]) / LOOP_TICK_S + 1e-9))
+    return max(1, round((first - timers["loop_start"]) / LOOP_TICK_S))
 
 
 # The nodes' first registrations after slurmctld's start ("appears to have a different
