@@ -83,7 +83,14 @@ One replay per cluster to 2021-06-10 (nothing later exists in it; both tuning wi
 margin). This round's one judged read is spent (on ``h-win-told-a20``), so a passer is not
 judged here: it is reported as passing the tuning cells, for a later round to judge.
 Result: ``h-wmed-m5-a20h200`` passes all 4 cells (Cedar's second window 3.6; summed Graham margin
-+0.029); ``h-wmed-m5-a8`` fails Cedar's second (6.1). Not judged.
++0.029); ``h-wmed-m5-a8`` fails Cedar's second (6.1). Not judged in that round.
+
+Judged once afterwards (the lead's decision; the eighth read of the rolling windows), by a
+replay of ``median-backoff``, the running medians and it alone, read with ``--second --rolling
+h-wmed-m5-a20h200 graham:R10-graham.json cedar:R10-cedar.json``: Cedar meets all three targets
+(4 / 4 / 3 of 4); Graham's median error 0 of 3 and x3 1 of 3, so it is not the default
+(docs/results/learn.md, "Judged: ``h-wmed-m5-a20h200``"; the day bootstrap of Graham's gap is
+scripts/rolling_median_bootstrap.py).
 """
 
 from __future__ import annotations
