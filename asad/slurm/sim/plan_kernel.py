@@ -18,6 +18,12 @@ import os
 
 import numpy as np
 
+# the plans' map; add_span, insert_bound, distinct_bounds and _cap are re-exported for pass_kernel
+# and the tests, which read them here
+from asad.slurm.sim.plan_maps import (  # noqa: F401
+    _bisect_right, _cap, _cap_sorted, _free_spans, _heap_pop, _heap_push, _tree_add, _tree_select,
+    add_span, distinct_bounds, insert_bound)
+
 try:  # numba is a dependency; its absence (or ASAD_SIM_COMPILED=0) falls back to the reference
     from numba import njit
 except ImportError:  # pragma: no cover - exercised only on a machine without numba
@@ -224,147 +230,6 @@ def _usable(j, avail, p_node, first_piece, n_jobs, n_pieces):  # noqa: ANN001, A
     return False
 
 
-def _bisect_right(a, x):  # noqa: ANN001, ANN202
-    lo, hi = 0, len(a)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if x < a[mid]:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
-def _free_spans(n, iv_node, iv_b, iv_e):  # noqa: ANN001, ANN202
-    """backfill_map.BackfillMap.free_instants' spans: the plans merged per node (a plan that begins
-    by the time the previous one ends joins it), as (begin, end, node). Plans are grouped by node
-    (counting sort) and each node's few are sorted by begin (insertion sort)."""
-    m = len(iv_node)
-    head = np.zeros(n + 1, dtype=np.int64)
-    for i in range(m):
-        head[iv_node[i] + 1] += 1
-    for node in range(n):
-        head[node + 1] += head[node]
-    fill = head[:n].copy()
-    order = np.empty(m, dtype=np.int64)
-    for i in range(m):  # stable: a node's plans keep their order of creation
-        order[fill[iv_node[i]]] = i
-        fill[iv_node[i]] += 1
-    span_b = np.empty(m)
-    span_e = np.empty(m)
-    span_n = np.empty(m, dtype=np.int64)
-    ns = 0
-    for node in range(n):
-        a, b = head[node], head[node + 1]
-        for j in range(a + 1, b):  # by begin, ties in creation order (as np.lexsort)
-            x = order[j]
-            t = j
-            while t > a and iv_b[order[t - 1]] > iv_b[x]:
-                order[t] = order[t - 1]
-                t -= 1
-            order[t] = x
-        for j in range(a, b):
-            i = order[j]
-            if j > a and iv_b[i] <= span_e[ns - 1]:
-                span_e[ns - 1] = max(span_e[ns - 1], iv_e[i])
-            else:
-                span_b[ns] = iv_b[i]
-                span_e[ns] = iv_e[i]
-                span_n[ns] = node
-                ns += 1
-    return span_b[:ns], span_e[:ns], span_n[:ns]
-
-
-def _cap(iv_b, iv_e, start_res, end_time):  # noqa: ANN001, ANN202
-    """Where Slurm stops looking for a plan's next free node: the second plan boundary (begin
-    or end, distinct values) after ``end_time``, else the last boundary; inf if no boundary is
-    after ``start_res``. (backfill: ``bounds[min(i_end + 1, len - 1)]`` on the sorted bounds.)"""
-    first = INF
-    second = INF
-    last = -INF
-    for arr in (iv_b, iv_e):
-        for v in arr:
-            if v > last:
-                last = v
-            if v > end_time:
-                if v < first:
-                    second = first
-                    first = v
-                elif first < v < second:
-                    second = v
-    if not last > start_res:
-        return INF
-    return second if second < INF else last
-
-
-def _distinct_bounds(iv_b, iv_e):  # noqa: ANN001, ANN202
-    """The plans' boundaries (begins and ends), sorted, each value once: what ``_cap`` reads.
-    The pass kernel keeps this array as it adds plans (``insert_bound``) instead."""
-    m = len(iv_b)
-    out = np.empty(2 * m)
-    out[:m] = iv_b
-    out[m:] = iv_e
-    out.sort()
-    u = 0
-    for i in range(2 * m):
-        if u == 0 or out[i] != out[u - 1]:
-            out[u] = out[i]
-            u += 1
-    return out[:u]
-
-
-def _insert_bound(bnd, u, v):  # noqa: ANN001, ANN202
-    """Insert ``v`` into the sorted distinct ``bnd[:u]`` (room for it behind); the new count."""
-    i = _bisect_right(bnd[:u], v)
-    if i > 0 and bnd[i - 1] == v:
-        return u
-    for j in range(u, i, -1):
-        bnd[j] = bnd[j - 1]
-    bnd[i] = v
-    return u + 1
-
-
-def _cap_sorted(bnd, start_res, end_time):  # noqa: ANN001, ANN202
-    """``_cap`` by bisection of the sorted distinct boundaries (the same value; ``_cap`` scans
-    every plan twice per try, about a quarter of a plan's cost on a saturated queue): the second
-    boundary after ``end_time``, else the last; inf if no boundary is after ``start_res``."""
-    u = len(bnd)
-    if u == 0 or not bnd[u - 1] > start_res:
-        return INF
-    i = _bisect_right(bnd, end_time)
-    return bnd[i + 1] if i + 1 < u else bnd[u - 1]
-
-
-def _add_span(span_b, span_e, span_n, ns, node, b, e):  # noqa: ANN001, ANN202
-    """Add the plan interval [b, e] of ``node`` to the merged spans ``[:ns]``, kept in order of
-    their begins (room for one more behind); the new count. A node's spans are the union of its
-    plans, those that meet or touch joined (what ``_free_spans`` makes by merging in begin
-    order), so the interval absorbs every span of the node it meets. The plan search reads the
-    spans in begin order (they enter its window in that order)."""
-    lo, hi = b, e
-    kept = 0
-    for i in range(ns):
-        if span_n[i] == node and span_b[i] <= e and b <= span_e[i]:
-            lo = min(lo, span_b[i])
-            hi = max(hi, span_e[i])
-        else:  # kept, moved down over the absorbed ones
-            span_b[kept] = span_b[i]
-            span_e[kept] = span_e[i]
-            span_n[kept] = span_n[i]
-            kept += 1
-    at = kept  # after every span that begins by lo
-    while at > 0 and span_b[at - 1] > lo:
-        at -= 1
-    for i in range(kept, at, -1):
-        span_b[i] = span_b[i - 1]
-        span_e[i] = span_e[i - 1]
-        span_n[i] = span_n[i - 1]
-    span_b[at] = lo
-    span_e[at] = hi
-    span_n[at] = node
-    return kept + 1
-
-
 def _planned_start(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
                    iv_node, iv_b, iv_e, p_end, p_node, p_c, p_m, first_piece, job_ends, bounds, res):  # noqa: ANN001, ANN202
     """planner.planned_start_slurm's loop: (start, nodes), start -inf for no plan. ``bounds``:
@@ -375,65 +240,6 @@ def _planned_start(times, by_time, free_c, free_m, k, cpn, mem, limit, now, hori
     return _planned_start_spans(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon,
                                 guess_s, iv_node, iv_b, iv_e, p_end, p_node, p_c, p_m, first_piece,
                                 job_ends, bounds, res, span_b, span_e, span_n)
-
-
-def _tree_add(tree, i, d):  # noqa: ANN001, ANN202
-    """Fenwick tree: add ``d`` at 1-based position ``i``."""
-    n = len(tree) - 1
-    while i <= n:
-        tree[i] += d
-        i += i & -i
-
-
-def _tree_select(tree, n, top, k):  # noqa: ANN001, ANN202
-    """Fenwick tree: the 0-based position of the k-th 1 (there are at least k); ``top``: the
-    largest power of two <= n."""
-    pos = 0
-    step = top
-    while step > 0:
-        if pos + step <= n and tree[pos + step] < k:
-            pos += step
-            k -= tree[pos]
-        step //= 2
-    return pos
-
-
-def _heap_push(heap_e, heap_n, size, e, node):  # noqa: ANN001, ANN202
-    """Min-heap on ``heap_e`` (``heap_n`` alongside): push; the new size."""
-    i = size
-    while i > 0:
-        up = (i - 1) // 2
-        if heap_e[up] <= e:
-            break
-        heap_e[i] = heap_e[up]
-        heap_n[i] = heap_n[up]
-        i = up
-    heap_e[i] = e
-    heap_n[i] = node
-    return size + 1
-
-
-def _heap_pop(heap_e, heap_n, size):  # noqa: ANN001, ANN202
-    """Min-heap: drop the top; the new size."""
-    size -= 1
-    e = heap_e[size]
-    node = heap_n[size]
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= size:
-            break
-        if c + 1 < size and heap_e[c + 1] < heap_e[c]:
-            c += 1
-        if heap_e[c] >= e:
-            break
-        heap_e[i] = heap_e[c]
-        heap_n[i] = heap_n[c]
-        i = c
-    if size > 0:
-        heap_e[i] = e
-        heap_n[i] = node
-    return size
 
 
 def _planned_start_spans(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
@@ -630,21 +436,10 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
 if njit is not None:
     _consec_pick = consec_pick = njit(cache=True)(_consec_pick)
     find_consec = njit(cache=True)(_find_consec)
-    _bisect_right = njit(cache=True)(_bisect_right)
-    _free_spans = njit(cache=True)(_free_spans)
-    _cap = njit(cache=True)(_cap)
-    _cap_sorted = njit(cache=True)(_cap_sorted)
-    distinct_bounds = njit(cache=True)(_distinct_bounds)
-    insert_bound = njit(cache=True)(_insert_bound)
     _usable = njit(cache=True)(_usable)
     _kth_avail = njit(cache=True)(_kth_avail)
     _will_run_kth = njit(cache=True)(_will_run_kth)
     _will_run = njit(cache=True)(_will_run)
-    add_span = njit(cache=True)(_add_span)
-    _tree_add = njit(cache=True)(_tree_add)
-    _tree_select = njit(cache=True)(_tree_select)
-    _heap_push = njit(cache=True)(_heap_push)
-    _heap_pop = njit(cache=True)(_heap_pop)
     new_cursor = njit(cache=True)(new_cursor)
     _free_after = njit(cache=True)(_free_after)
     planned_start_cursor = _planned_start_cursor = njit(cache=True)(_planned_start_cursor)
@@ -652,5 +447,4 @@ if njit is not None:
     _planned_start_spans = planned_start_spans
     planned_start = njit(cache=True)(_planned_start)
 else:  # pragma: no cover
-    planned_start = consec_pick = find_consec = distinct_bounds = insert_bound = None
-    add_span = planned_start_spans = planned_start_cursor = None
+    planned_start = consec_pick = find_consec = planned_start_spans = planned_start_cursor = None
