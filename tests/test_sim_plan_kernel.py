@@ -330,3 +330,53 @@ def test_a_will_run_start_at_later_start_is_taken_not_skipped(reference) -> None
     got = fit_times(plan, job, NOW, NOW + 86400)
     assert reference(try_later, plan, got[0], job, NOW, NOW + 86400, 0.0) == (NOW + 100, [0])
     assert try_later_compiled(plan, got[0], job, NOW, NOW + 86400, 0.0) == (NOW + 100, [0])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.lists(st.integers(0, 40), min_size=1, max_size=30, unique=True), st.data()),
+                min_size=1, max_size=6))
+def test_the_node_pick_on_scratch_kept_from_pick_to_pick_equals_the_reference(reference, picks) -> None:  # noqa: ANN001
+    """plan_kernel._consec_pick_into, run pick after pick on one scratch (the plan search keeps it
+    across a pass), picks as the reference does on fresh arrays: each pick's runs do not read the
+    last one's (fails when a run's free cores are not set to 0 as it begins)."""
+    pick, _chosen, alive = plan_kernel.new_pick_scratch(41)
+    for usable, data in picks:
+        idx = np.array(sorted(usable), dtype=np.int64)
+        free = np.array(data.draw(st.lists(st.integers(1, CORES), min_size=len(idx), max_size=len(idx))),
+                        dtype=np.int64)
+        nodes = data.draw(st.integers(1, len(idx)))
+        cores = data.draw(st.integers(1, int(free.min())))
+        pick[0, :len(idx)] = idx
+        pick[1, :len(idx)] = free
+        got = plan_kernel._consec_pick_into(pick[0], pick[1], len(idx), nodes, cores, pick[2], pick[3:6], alive)
+        assert pick[2, :got].tolist() == reference(consec_pick, idx, free, nodes, cores)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(1, 12), st.lists(running_job, max_size=25), st.lists(reservation, max_size=8),
+                          job_shape), min_size=2, max_size=5), st.sampled_from([0.0, 35.0]))
+def test_plan_searches_sharing_the_pick_scratch_equal_fresh_ones(monkeypatch, searches, guess_s) -> None:  # noqa: ANN001
+    """Plan searches one after another on one node-pick scratch (``new_pick_scratch``, as the pass
+    kernel keeps it) plan as each search on scratch of its own: the chosen-node marks are all
+    False again after every pick (fails when a pick's marks are left set, or not cleared after
+    a clash)."""
+    scratch = plan_kernel.new_pick_scratch(12)
+    for n_nodes, running, reservations, shape in searches:
+        plan, job, horizon, got = _random_search(n_nodes, running, reservations, shape)
+        if got is None:
+            continue
+        calls = []
+        kernel = plan_kernel.planned_start
+        monkeypatch.setattr(plan_kernel, "planned_start", lambda *a: calls.append(a) or kernel(*a))
+        try_later_compiled(plan, got[0], job, NOW, horizon, guess_s)
+        monkeypatch.setattr(plan_kernel, "planned_start", kernel)
+        args = list(calls[0])
+        times, iv_node, iv_b, iv_e = args[0], args[11], args[12], args[13]
+        span_b, span_e, span_n = plan_kernel._free_spans(len(times), iv_node, iv_b, iv_e)
+        order = np.argsort(span_b, kind="stable")
+        spans = (span_b[order], span_e[order], span_n[order])
+        want = plan_kernel.planned_start_spans(*args, *spans)
+        n = len(times)
+        shared = (scratch[0][:, :n], scratch[1][:n], scratch[2][:n])
+        new = plan_kernel.planned_start_cursor(*args, *spans, *plan_kernel.new_cursor(n), *shared)
+        assert (new[0], new[1].tolist()) == (want[0], want[1].tolist())
