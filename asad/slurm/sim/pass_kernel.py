@@ -299,7 +299,6 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
     # free cores and memory once some running pieces have gone, kept by the plan searches
     # (plan_kernel._free_after) from plan to plan; a start moves both, so it resets the cursor
     cur_c, cur_m, cur_g = plan_kernel.new_cursor(n)
-    pick, chosen, alive_sc = plan_kernel.new_pick_scratch(n)  # the plan searches' final node pick's scratch
     floor_now = np.floor(now)
     held = np.empty(n, dtype=np.int64)
 
@@ -415,7 +414,7 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
                 s_times[si], s_order[si], free_c, free_m, k, c, m, float(lim), now, horizon, guess_s,
                 iv_node[:n_iv], iv_b[:n_iv], iv_e[:n_iv], pe[:n_p], pn[:n_p], pc[:n_p], pm[:n_p],
                 first_piece[:n_groups], job_ends[:n_groups], bnd[:n_bnd], res,
-                sp_b[:n_sp], sp_e[:n_sp], sp_n[:n_sp], cur_c, cur_m, cur_g, pick, chosen, alive_sc)
+                sp_b[:n_sp], sp_e[:n_sp], sp_n[:n_sp], cur_c, cur_m, cur_g)
             if start == -INF:
                 if n_np < 64:
                     np_k[n_np] = k

@@ -39,41 +39,21 @@ def _consec_pick(idx, free, nodes, cores):  # noqa: ANN001, ANN202
     """cluster.consec_pick: the tightest run of consecutive usable nodes that holds the rest of
     the job (else the biggest run, and go on); the last node is the run's tightest."""
     m = len(idx)
-    out = np.empty(max(nodes, 1), dtype=np.int64)
-    got = _consec_pick_into(idx, free, m, nodes, cores, out, np.empty((3, m), dtype=np.int64),
-                            np.empty(m, dtype=np.bool_))
-    return out[:got]
-
-
-def new_pick_scratch(n):  # noqa: ANN001, ANN202
-    """Scratch for the plan search's final node pick, made once a pass (``_planned_start_cursor``):
-    rows 0-1 the usable nodes and their free cores, 2 the pick, 3-5 ``_consec_pick_into``'s runs;
-    then the chosen-node marks (all False between picks), then the runs' alive marks. Why: the
-    pick made these arrays (and ``_consec_pick``'s five) per call, ~1.3 calls a plan on 602
-    nodes (issue 37, seventh session)."""
-    return (np.empty((6, n), dtype=np.int64), np.zeros(n, dtype=np.bool_),
-            np.empty(n, dtype=np.bool_))
-
-
-def _consec_pick_into(idx, free, m, nodes, cores, out, runs, alive):  # noqa: ANN001, ANN202
-    """``_consec_pick`` on ``idx[:m]``/``free[:m]`` into ``out`` (room for ``nodes``), with its
-    runs in the scratch rows ``runs[0:3]`` and ``alive`` (each at least ``m`` long); how many
-    nodes it wrote."""
+    out = np.empty(nodes, dtype=np.int64)
     if m == 1:
         out[0] = idx[0]
-        return 1
-    starts = runs[0]
-    ends = runs[1]
-    run_cpus = runs[2]
+        return out
+    starts = np.empty(m, dtype=np.int64)
+    ends = np.empty(m, dtype=np.int64)
+    run_cpus = np.zeros(m, dtype=np.int64)
     nrun = 0
     for i in range(m):
         if i == 0 or idx[i] != idx[i - 1] + 1:
             starts[nrun] = i
-            run_cpus[nrun] = 0
-            alive[nrun] = True
             nrun += 1
         ends[nrun - 1] = i + 1
         run_cpus[nrun - 1] += free[i]
+    alive = np.ones(nrun, dtype=np.bool_)
     got = 0
     rem = nodes
     while rem > 0:
@@ -97,13 +77,13 @@ def _consec_pick_into(idx, free, m, nodes, cores, out, runs, alive):  # noqa: AN
                 if free[i] < free[t]:
                     t = i
             out[got] = idx[t]
-            return got + 1
+            return out
         take = min(rem, b - a)
         for i in range(a, a + take):
             out[got] = idx[i]
             got += 1
         rem -= take
-    return got
+    return out[:got]
 
 
 def _find_consec(free_c, free_m, blocked, nodes, cores, mem):  # noqa: ANN001, ANN202
@@ -461,11 +441,9 @@ def _planned_start_spans(times, by_time, free_c, free_m, k, cpn, mem, limit, now
                          span_b, span_e, span_n):  # noqa: ANN001, ANN202
     """``planned_start_cursor`` with a cursor of its own (``new_cursor``), for one search."""
     cur_c, cur_m, cur_g = new_cursor(len(times))
-    pick, chosen, alive_sc = new_pick_scratch(len(times))
     return _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon,
                                  guess_s, iv_node, iv_b, iv_e, p_end, p_node, p_c, p_m, first_piece,
-                                 job_ends, bounds, res, span_b, span_e, span_n, cur_c, cur_m, cur_g,
-                                 pick, chosen, alive_sc)
+                                 job_ends, bounds, res, span_b, span_e, span_n, cur_c, cur_m, cur_g)
 
 
 def new_cursor(n):  # noqa: ANN001, ANN202
@@ -500,7 +478,7 @@ def _free_after(cur_c, cur_m, cur_g, gone, free_c, free_m, p_node, p_c, p_m):  #
 
 def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
                           iv_node, iv_b, iv_e, p_end, p_node, p_c, p_m, first_piece, job_ends, bounds,
-                          res, span_b, span_e, span_n, cur_c, cur_m, cur_g, pick, chosen, alive_sc):  # noqa: ANN001, ANN202
+                          res, span_b, span_e, span_n, cur_c, cur_m, cur_g):  # noqa: ANN001, ANN202
     """``_planned_start`` given the plans' merged spans (``_free_spans``, or kept by the pass
     kernel with ``add_span`` as it adds plans instead of rebuilt per plan: ~a fifth of a plan's
     cost on a saturated queue).
@@ -614,18 +592,19 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
         _free_after(cur_c, cur_m, cur_g, gone, free_c, free_m, p_node, p_c, p_m)
         free_then = cur_c
         free_m_then = cur_m
-        idx = pick[0]  # scratch kept across the pass (new_pick_scratch)
-        free_idx = pick[1]
+        idx = np.empty(n, dtype=np.int64)
         m = 0
         for i in range(n):
             if avail[i] and ((by == -INF and free_c[i] >= cpn and free_m[i] >= mem)
                              or (counted and free_then[i] >= cpn and free_m_then[i] >= mem)
                              or (by != -INF and not counted and times[i] <= by)):
                 idx[m] = i
-                free_idx[m] = free_then[i]
                 m += 1
-        n_got = _consec_pick_into(idx, free_idx, m, k, cpn, pick[2], pick[3:6], alive_sc)
-        nodes = pick[2, :n_got]
+        free_idx = np.empty(m, dtype=np.int64)
+        for j in range(m):
+            free_idx[j] = free_then[idx[j]]
+        nodes = _consec_pick(idx[:m], free_idx, k, cpn)
+        chosen = np.zeros(n, dtype=np.bool_)
         for node in nodes:
             chosen[node] = True
         clash_end = INF
@@ -639,21 +618,17 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
             if chosen[iv_node[i]] and iv_e[i] > b_res and iv_b[i] < e_res:
                 clash = True
                 clash_end = min(clash_end, iv_e[i])
-        for node in nodes:  # the marks all False again for the next pick
-            chosen[node] = False
         if clash:
             start_res = start if start > start_res else clash_end
             continue
-        return start, nodes.copy()
+        return start, nodes
     return -INF, np.empty(0, dtype=np.int64)
 
 
 
 
 if njit is not None:
-    _consec_pick_into = njit(cache=True)(_consec_pick_into)
     _consec_pick = consec_pick = njit(cache=True)(_consec_pick)
-    new_pick_scratch = njit(cache=True)(new_pick_scratch)
     find_consec = njit(cache=True)(_find_consec)
     _bisect_right = njit(cache=True)(_bisect_right)
     _free_spans = njit(cache=True)(_free_spans)
