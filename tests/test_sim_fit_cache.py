@@ -109,3 +109,25 @@ def test_a_start_inside_a_pass_moves_only_its_nodes() -> None:
     got, got_sorted = _kept(cache, pieces, free_c, free_m, 8, 0, now)
     assert got[:4].tolist() == [now + 100, now + 100, now + 200, now + 50]
     assert got_sorted.tolist()[:6] == [now] * 6 and got_sorted.tolist()[6:] == [now + 50, now + 100, now + 100, now + 200]
+
+
+def test_a_pickled_cache_loads_empty_and_computes_again() -> None:
+    """A simulator's snapshot carries the cache empty: after loading, the first pass gives every
+    node a new version, so the kept times are the sweep's again."""
+    import pickle
+
+    now = NOW0
+    pieces = _pieces({1: (now + 100, [0, 1], 8, 0)})
+    free_c = np.full(N, 8, dtype=np.int64)
+    free_c[:2] = 0
+    free_m = np.full(N, 8000, dtype=np.int64)
+    cache = fit_cache.FitCache(N)
+    cache.note_pass(free_c, free_m, pieces)
+    _kept(cache, pieces, free_c, free_m, 8, 0, now)
+    loaded = pickle.loads(pickle.dumps(cache))
+    assert loaded.prev is None and (loaded.arrays[0] == -1).all()
+    free_c[0] = 8  # the job's piece on node 0 is gone, unseen by the loaded cache's history
+    pieces = _pieces({1: (now + 100, [1], 8, 0)})
+    loaded.note_pass(free_c, free_m, pieces)
+    got, _ = _kept(loaded, pieces, free_c, free_m, 8, 0, now)
+    assert got[:3].tolist() == [now, now + 100, now]
