@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from asad.slurm.sim import pass_kernel, plan_kernel
+from asad.slurm.sim import fit_cache, pass_kernel, plan_kernel
 from asad.slurm.sim.backfill_map import BackfillMap
 from asad.slurm.sim.cluster import PartitionState, Reservation
 from asad.slurm.sim.config import SimConfig
@@ -180,8 +180,10 @@ def compiled_pass(sched: Scheduler, now: float) -> int:
     completing = np.zeros(part.n, dtype=np.bool_)
     if part.completing:
         completing[list(part.completing)] = True
-    kinds, which, ts, offs, lens, flat = pass_kernel.backfill_pass(
-        float(now), float(now + cfg.bf_window_s), float(cfg.bf_resolution_s),
+    if getattr(part, "fit_cache", None) is None:  # (a snapshot pickled before the cache had none)
+        part.fit_cache = fit_cache.FitCache(part.n)
+    kinds, which, ts, offs, lens, flat = pass_kernel.run_pass(
+        part.fit_cache, float(now), float(now + cfg.bf_window_s), float(cfg.bf_resolution_s),
         float(cfg.kill_wait_s + cfg.over_time_limit_s), part.n, part.cores, part.mem,
         part.max_free_cores(), part.free_cores_total, part.np_free_c.copy(), part.np_free_m.copy(),
         completing,

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asad.slurm.sim import plan_kernel
+from asad.slurm.sim import fit_cache, plan_kernel
 
 INF = np.inf
 
@@ -157,11 +157,19 @@ def _job_groups(pe, pj, n_p, first, ends):  # noqa: ANN001, ANN202
 
 
 def _ensure_sorted(si, s_ok, s_times, s_order, s_sort, sh_c, sh_m, free_c, free_m,
-                   pe, pn, pc, pm, n_p, now):  # noqa: ANN001, ANN202
-    """BackfillMap.node_times / time_order / sorted_times for shape ``si``."""
+                   pe, pn, pc, pm, n_p, now, sh_slot, fc, head, lst, csr_ok):  # noqa: ANN001, ANN202
+    """BackfillMap.node_times / time_order / sorted_times for shape ``si``: from its slot of the
+    fit-time cache ``fc`` (``fit_cache``; only the nodes changed since move) if it has one, else
+    one sweep over the pieces."""
     if not s_ok[si]:
-        _shape_times_sorted(s_times[si], s_order[si], s_sort[si], free_c, free_m, pe, pn, pc, pm,
-                            n_p, sh_c[si], sh_m[si], now)
+        slot = sh_slot[si]
+        if slot >= 0:
+            fit_cache.ensure_slot(slot, fc[3], fc[4], fc[5], fc[6], fc[7], fc[8], fc[9], free_c, free_m,
+                                  pe, pn, pc, pm, n_p, head, lst, csr_ok, sh_c[si], sh_m[si], now,
+                                  s_times[si], s_order[si])
+        else:
+            _shape_times_sorted(s_times[si], s_order[si], s_sort[si], free_c, free_m, pe, pn, pc, pm,
+                                n_p, sh_c[si], sh_m[si], now)
         s_ok[si] = True
 
 
@@ -176,8 +184,9 @@ def _py_min(a, lo, hi):  # noqa: ANN001, ANN202
 
 def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, free_total,
           free_c, free_m, completing, j_nodes, j_cpn, j_cpus, j_mem, j_limit, j_id,
-          pe0, pn0, pc0, pm0, pj0, plan_all):  # noqa: ANN001, ANN202
-    """backfill.backfill_pass on one partition, on arrays. ``j_*``: the tested jobs in priority
+          pe0, pn0, pc0, pm0, pj0, plan_all, fc):  # noqa: ANN001, ANN202
+    """backfill.backfill_pass on one partition, on arrays. ``fc``: a ``fit_cache.FitCache``'s
+    arrays (its shapes' fit times kept from pass to pass; no slots: swept every pass). ``j_*``: the tested jobs in priority
     order (at most bf_max_job_test); ``p*0``: the running pieces sorted by (end, job);
     ``free_c``/``free_m``: the pass's own copies (changed here). Returns the events in order:
     kind (EV_START / EV_PLAN), the job's index, the plan's start, and the nodes (``ev_off``,
@@ -234,6 +243,17 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
             sh_m[s] = j_mem[i]
             n_sh += 1
         j_shape[i] = s
+    # each shape's slot in the fit-time cache (-1: none free, swept as before); a start gives
+    # its nodes new versions, and the per-node lists of pieces the cache reads are then rebuilt
+    sh_slot = np.full(max(n_sh, 1), -1, dtype=np.int64)
+    pass_no = fc[10][0]
+    if len(fc[0]):
+        for t in range(n_sh):
+            sh_slot[t] = fit_cache.slot_for(fc[0], fc[1], fc[2], fc[3], pass_no, sh_c[t], sh_m[t])
+    node_ver = fc[9]
+    head = np.empty(n + 1, dtype=np.int64)
+    lst = np.empty(cap_p, dtype=np.int64)
+    csr_ok = np.zeros(1, dtype=np.bool_)
     # fit times per shape; a start makes every shape's stale (recomputed when next needed)
     s_ok = np.zeros(max(n_sh, 1), dtype=np.bool_)
     s_times = np.empty((max(n_sh, 1), n))
@@ -341,8 +361,9 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
                 if nn <= part_n and cpn <= part_cores and mem <= part_mem:
                     si = j_shape[ji]
                     _ensure_sorted(si, s_ok, s_times, s_order, s_sort, sh_c, sh_m,
-                                   free_c, free_m, pe, pn, pc, pm, n_p, now)
-                    kth = s_sort[si, nn - 1]
+                                   free_c, free_m, pe, pn, pc, pm, n_p, now, sh_slot, fc, head, lst,
+                                   csr_ok)
+                    kth = s_times[si, s_order[si, nn - 1]]  # (s_sort[si, nn - 1]: not kept by the cache)
                     if kth < INF:
                         best = max(now, kth)
                 bound = np.nan if best == INF else (best // res) * res  # Python: inf // x is nan
@@ -379,8 +400,8 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
                 continue
             si = j_shape[pj_i]
             _ensure_sorted(si, s_ok, s_times, s_order, s_sort, sh_c, sh_m,
-                           free_c, free_m, pe, pn, pc, pm, n_p, now)
-            t_min = max(now, s_sort[si, k - 1])
+                           free_c, free_m, pe, pn, pc, pm, n_p, now, sh_slot, fc, head, lst, csr_ok)
+            t_min = max(now, s_times[si, s_order[si, k - 1]])
             if t_min > horizon:
                 if n_np < 64:
                     np_k[n_np] = k
@@ -505,6 +526,8 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
         for node in nodes:
             free_c[node] -= cpn
             free_m[node] -= mem
+            node_ver[node] += 1
+        csr_ok[0] = False
         free_total -= cpn * nn
         max_free = 0
         for node in range(n):
@@ -534,7 +557,23 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
             s_ok[s] = False
             n_fit_ok[s] = False
         cur_g[0] = -1
+    # the started nodes' slots were moved by this pass's own start; the next pass's inputs say
+    # what the simulator made of it, so they are computed again then
+    for e in range(n_ev):
+        if ev_kind[e] == EV_START:
+            for t in range(ev_off[e], ev_off[e] + ev_len[e]):
+                node_ver[ev_nodes[t]] += 1
     return ev_kind[:n_ev], ev_job[:n_ev], ev_t[:n_ev], ev_off[:n_ev], ev_len[:n_ev], ev_nodes[:n_evn]
+
+
+def run_pass(cache, *args):  # noqa: ANN001, ANN002, ANN201
+    """``backfill_pass`` with ``cache`` (a ``fit_cache.FitCache`` kept by the partition, or None:
+    no cache) told first which nodes changed since its last pass. ``args``: ``_pass``'s, without
+    ``fc``."""
+    if cache is None:
+        return backfill_pass(*args, fit_cache.FitCache(len(args[9]), slots=0).arrays)
+    cache.note_pass(args[9], args[10], args[18:23])
+    return backfill_pass(*args, cache.arrays)
 
 
 def drop_stale_cache(cache_dir: Path, module: str, dependency: Path) -> bool:
@@ -561,6 +600,7 @@ def drop_stale_cache(cache_dir: Path, module: str, dependency: Path) -> bool:
 
 if plan_kernel.njit is not None:
     drop_stale_cache(Path(__file__).with_name("__pycache__"), Path(__file__).stem, Path(plan_kernel.__file__))
+    drop_stale_cache(Path(__file__).with_name("__pycache__"), Path(__file__).stem, Path(fit_cache.__file__))
     _argsort = plan_kernel.njit(cache=True)(_argsort)
     _shape_times = plan_kernel.njit(cache=True)(_shape_times)
     _shape_times_sorted = plan_kernel.njit(cache=True)(_shape_times_sorted)
