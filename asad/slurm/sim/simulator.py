@@ -25,18 +25,18 @@ from asad.slurm.sim import errors
 from asad.slurm.sim.arrays import SimArrays
 from asad.slurm.sim.cluster import PartitionState
 from asad.slurm.sim.config import SimConfig
-from asad.slurm.sim.dependencies import BARRIER_KIND, DEP_KIND, NEVER, dep_status, offset_s
+from asad.slurm.sim.dependencies import BARRIER_KIND, DependencyEvents
 from asad.slurm.sim.job_end import FAIL_SIGNAL, draw_latency, kill_time, takes_reply, work_end
 from asad.slurm.sim.job_end import status as job_status
 from asad.slurm.sim.job_end import usage as job_usage
-from asad.slurm.sim.jobs import WAIT_BEGIN, WAIT_DEPENDENCY, WAIT_NEVER, SimJob
+from asad.slurm.sim.jobs import WAIT_NEVER, SimJob
 from asad.slurm.sim.scheduler import Scheduler
 
 from asad.slurm.sim.controller_loop import (EV_ARRIVAL, EV_BF, EV_ELIGIBLE, EV_END, EV_GEN, EV_LOOP_PASS,
                                            EV_MAIN, EV_PASS, EV_PRIO, EV_RELEASE, ControllerLoop)
 
 
-class Simulator(ControllerLoop):
+class Simulator(DependencyEvents, ControllerLoop):
     """A busy Slurm cluster on virtual time. Implements :class:`asad.slurm.backend.Backend`."""
 
     name = "sim"
@@ -337,78 +337,6 @@ class Simulator(ControllerLoop):
     def _validate(self, req: JobRequest) -> tuple[list[PartitionState], int, int, int]:
         return errors.admit(req, [self._by_name.get(name) for name in req.partitions or [self._default_part.name]])
 
-    def _arrive(self, job: SimJob, dep_targets: list[SimJob]) -> None:
-        """A new job: resolve what it waits for, then queue it or park it until eligible."""
-        now = self._now
-        job.dep_time = now
-        if dep_targets:
-            dep = job.dependency
-            offset = offset_s(dep)
-            never = False
-            for target in dep_targets:
-                status = dep_status(dep.type, target, offset)
-                if status is None:
-                    job.deps_left += 1
-                    if target.dependents is None:
-                        target.dependents = []
-                    target.dependents.append([DEP_KIND, job, False])
-                elif status == NEVER:
-                    never = True
-                else:
-                    job.dep_time = max(job.dep_time, status)
-            if never:
-                job.wait_reason = WAIT_NEVER
-                job.eligible_time = None
-                return
-            if job.deps_left:
-                job.wait_reason = WAIT_DEPENDENCY
-                job.eligible_time = None
-                return
-        self._eligible_at(job, defer=False)
-
-    def _eligible_at(self, job: SimJob, defer: bool) -> None:
-        t = max(job.submit_time, job.dep_time, job.begin or 0.0)
-        job.eligible_time = t
-        if t > self._now or defer:
-            job.wait_reason = WAIT_BEGIN if job.begin is not None and t == job.begin else WAIT_DEPENDENCY
-            self._push(t, EV_ELIGIBLE, job, 0)
-            return
-        job.wait_reason = None
-        self.sched.enqueue(job, self._now)
-        self._changed()
-        self._pass_wanted = True
-
-    def _on_target_event(self, target: SimJob) -> None:
-        """A job started or ended: settle the dependencies and barriers waiting on it."""
-        entries = target.dependents
-        if not entries:
-            return
-        for entry in entries:
-            if entry[2]:
-                continue
-            kind, job = entry[0], entry[1]
-            if kind == BARRIER_KIND:
-                if target.state.is_final:
-                    entry[2] = True
-                    self._barrier_update(job, target)
-                continue
-            if job.state is not JobState.PENDING or job.wait_reason != WAIT_DEPENDENCY:
-                entry[2] = True
-                continue
-            dep = job.dependency
-            status = dep_status(dep.type, target, offset_s(dep))
-            if status is None:
-                continue
-            entry[2] = True
-            if status == NEVER:
-                job.wait_reason = WAIT_NEVER
-                continue
-            job.deps_left -= 1
-            job.dep_time = max(job.dep_time, status)
-            if job.deps_left == 0:
-                # Deferred: this may run inside a scheduling pass (a start satisfying ``after``).
-                self._eligible_at(job, defer=True)
-
     # ================================================================== running jobs ========
     def _start_job(self, job: SimJob, part: PartitionState, nodes: list[int]) -> None:
         now = self._now
@@ -448,16 +376,6 @@ class Simulator(ControllerLoop):
                 self._plan_end(job, kill_time(job, self.config), JobState.TIMEOUT)
                 return
         self._plan_work(job, now)
-
-    def _barrier_update(self, job: SimJob, target: SimJob) -> None:
-        if job.state is not JobState.RUNNING or job.work_start is not None:
-            return
-        if target.state is not JobState.COMPLETED:
-            self._plan_end(job, self._now, JobState.FAILED)
-            return
-        job.barrier_left -= 1
-        if job.barrier_left == 0:
-            self._plan_work(job, self._now)
 
     def _plan_work(self, job: SimJob, work_start: float) -> None:
         """The job's real work begins: decide how and when it ends from its hidden truth."""
