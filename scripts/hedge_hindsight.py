@@ -34,13 +34,20 @@ import numpy as np
 
 from asad.bench import predictors as bench
 from asad.bench import rolling
-from asad.learn.hedge import PANEL, HedgePool
+from asad.learn.hedge import ACCOUNT_LEVEL, PANEL, HedgePool
+from asad.learn.key_levels import key_levels_by_slot
+from asad.learn.key_stats import count_bucket
 
 WINDOWS = ("2021-05-20..2021-06-17", "2021-05-27..2021-06-24", "2021-06-03..2021-07-01")
 LEARNER = {"hedge_top": "learners", "hedge_top_combine": "leader", "hedge_top_loss": "window", "hedge_top_eta": 1,
            "hedge_top_told": True, "hedge_top_margin": 0.005,
            "aci_cold_adapt_max": 0.02, "aci_cold_adapt_halflife": 200}
 EXPERTS = PANEL[:-1]  # "slurm" never speaks in a replay
+# the coarse strata a built option keeps its weights by, besides the preset's ``slot`` group:
+# ``hedge_groups: slot-count`` (the answering level and its count bucket), the back-off's residual
+# stratum, ``hedge_top_groups: account`` (the sixth round's per-account top weights)
+STRATA = ("slot-count", "residual stratum", "account")
+FIT_S = 28 * 86400.0  # the weeks before a window on which a per-account choice is fitted
 P_STEPS = np.round(np.arange(0.0, 1.0001, 0.05), 2)
 DRAWS = 200
 
@@ -52,7 +59,8 @@ class Told:
     backoff: float
     panel: float
     experts: tuple[float, ...]  # in EXPERTS order, a silent expert as the back-off
-    group: str
+    group: str  # the panel's weight group (``hedge_groups: slot``, the preset)
+    strata: tuple[str, ...]  # the finer groups of options built: see STRATA
     followed: int
     floor: float  # -1: no pending floor
 
@@ -124,18 +132,36 @@ def record(pool: HedgePool, log: dict[int, Told], order: list[int]) -> None:
             backoff, mixed = pool.top_values(panel)
             experts = tuple(backoff if v is None else float(v) for v in panel.values[:len(EXPERTS)])
             floor = -1.0 if now_s is None or pending_since_s is None else math.log10(1.0 + max(0.0, now_s - pending_since_s))
-            log[len(order)] = Told(backoff, mixed, experts, panel.group, pool.top_followed(panel), floor)
+            count = next(iter(pool.level_snapshots(key)))[1][1]
+            strata = (f"{panel.group}:{count_bucket(count)}", panel.stratum, key_levels_by_slot(key, ACCOUNT_LEVEL)[0])
+            log[len(order)] = Told(backoff, mixed, experts, panel.group, strata, pool.top_followed(panel), floor)
         order.append(0)  # one such call per job, in job order
         return out
 
     pool.told = told  # type: ignore[method-assign]
 
 
-def report(text: str, y: np.ndarray, told: list[Told]) -> None:
+def errors(y: np.ndarray, told: list[Told]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """|log10 error| of the back-off, the panel and each expert, each raised to the floor."""
     floor = np.array([t.floor for t in told])
     e_b = np.abs(np.maximum([t.backoff for t in told], floor) - y)
     e_p = np.abs(np.maximum([t.panel for t in told], floor) - y)
     e_x = np.abs(np.maximum(np.array([t.experts for t in told]), floor[:, None]) - y[:, None])
+    return e_b, e_p, e_x
+
+
+def carried(fit_errors: np.ndarray, fit_strata: np.ndarray, errors_: np.ndarray, strata: np.ndarray) -> float:
+    """The median error of the choice per stratum fitted on earlier jobs, applied to later ones
+    (a stratum the fit did not see takes column 0, the back-off): how much of a hindsight
+    margin survives when the choice is made before the window."""
+    _, choice = best_per_stratum(fit_errors, fit_strata)
+    picks = dict(zip(fit_strata.tolist(), choice.tolist()))
+    chosen = np.array([picks.get(s, 0) for s in strata.tolist()])
+    return float(np.median(errors_[np.arange(len(strata)), chosen]))
+
+
+def report(text: str, y: np.ndarray, told: list[Told], before: tuple[np.ndarray, list[Told]]) -> None:
+    e_b, e_p, e_x = errors(y, told)
     followed = np.array([t.followed for t in told])
     strata = np.array([t.group for t in told])
     base = float(np.median(e_b))
@@ -152,6 +178,11 @@ def report(text: str, y: np.ndarray, told: list[Told]) -> None:
     top_strata, pick = best_per_stratum(np.stack([e_b, e_p], axis=1), strata)
     print(f"     best fixed choice per stratum: {top_strata:.4f} (margin {base - top_strata:+.4f}; "
           f"the panel on {100 * pick.mean():.1f} % of the jobs)")
+    for s, name in enumerate(STRATA):
+        finer = np.array([t.strata[s] for t in told])
+        m, pick = best_per_stratum(np.stack([e_b, e_p], axis=1), finer)
+        print(f"     best fixed choice per {name} ({len(set(finer.tolist()))} strata): {m:.4f} "
+              f"(margin {base - m:+.4f}; the panel on {100 * pick.mean():.1f} %)")
     print("  2. panel: each expert alone (margin)")
     for i, name in enumerate(EXPERTS):
         m = float(np.median(e_x[:, i]))
@@ -162,6 +193,19 @@ def report(text: str, y: np.ndarray, told: list[Told]) -> None:
     print(f"     best fixed expert per stratum: {per_stratum:.4f} (margin {base - per_stratum:+.4f}; "
           f"experts used by job share: " + ", ".join(f"{EXPERTS[c]} {100 * np.mean(pick == c):.0f} %"
                                                     for c in range(len(EXPERTS)) if np.any(pick == c)) + ")")
+    for s, name in enumerate(STRATA):
+        finer = np.array([t.strata[s] for t in told])
+        m, pick = best_per_stratum(e_x, finer)
+        print(f"     best fixed expert per {name} ({len(set(finer.tolist()))} strata): {m:.4f} "
+              f"(margin {base - m:+.4f}; not the back-off on {100 * np.mean(pick != 0):.1f} %)")
+    # the account strata chosen on the four weeks before the window (not hindsight)
+    fb, fp, fx = errors(*before)
+    fit_accounts = np.array([t.strata[-1] for t in before[1]])
+    accounts = np.array([t.strata[-1] for t in told])
+    top = carried(np.stack([fb, fp], axis=1), fit_accounts, np.stack([e_b, e_p], axis=1), accounts)
+    panel = carried(fx, fit_accounts, e_x, accounts)
+    print(f"     per account, chosen on the 4 weeks before ({len(before[1])} warm jobs): the top level's two "
+          f"{top:.4f} (margin {base - top:+.4f}), the panel's experts {panel:.4f} (margin {base - panel:+.4f})")
     oracle = float(np.median(np.minimum(e_b, e_p)))
     print(f"  3. per-job oracle (nearer of back-off and panel; no bound): {oracle:.4f} (margin {base - oracle:+.4f})")
 
@@ -187,7 +231,8 @@ def main(argv: list[str]) -> int:
     for text in WINDOWS:
         lo, hi = rolling.parse_window(text)
         idx = [j for j in np.nonzero(warm & (jobs.eligible_s >= lo) & (jobs.eligible_s < hi))[0] if j in log]
-        report(text, y[idx], [log[j] for j in idx])
+        fit = [j for j in np.nonzero(warm & (jobs.eligible_s >= lo - FIT_S) & (jobs.eligible_s < lo))[0] if j in log]
+        report(text, y[idx], [log[j] for j in idx], (y[fit], [log[j] for j in fit]))
     return 0
 
 
