@@ -150,14 +150,16 @@ def errors(y: np.ndarray, told: list[Told]) -> tuple[np.ndarray, np.ndarray, np.
     return e_b, e_p, e_x
 
 
-def carried(fit_errors: np.ndarray, fit_strata: np.ndarray, errors_: np.ndarray, strata: np.ndarray) -> float:
+def carried(fit_errors: np.ndarray, fit_strata: np.ndarray, errors_: np.ndarray,
+            strata: np.ndarray) -> tuple[float, float]:
     """The median error of the choice per stratum fitted on earlier jobs, applied to later ones
     (a stratum the fit did not see takes column 0, the back-off): how much of a hindsight
-    margin survives when the choice is made before the window."""
+    margin survives when the choice is made before the window. Returns (that median, the share
+    of the later jobs not given column 0)."""
     _, choice = best_per_stratum(fit_errors, fit_strata)
     picks = dict(zip(fit_strata.tolist(), choice.tolist()))
     chosen = np.array([picks.get(s, 0) for s in strata.tolist()])
-    return float(np.median(errors_[np.arange(len(strata)), chosen]))
+    return float(np.median(errors_[np.arange(len(strata)), chosen])), float(np.mean(chosen != 0))
 
 
 def report(text: str, y: np.ndarray, told: list[Told], before: tuple[np.ndarray, list[Told]]) -> None:
@@ -205,7 +207,8 @@ def report(text: str, y: np.ndarray, told: list[Told], before: tuple[np.ndarray,
     top = carried(np.stack([fb, fp], axis=1), fit_accounts, np.stack([e_b, e_p], axis=1), accounts)
     panel = carried(fx, fit_accounts, e_x, accounts)
     print(f"     per account, chosen on the 4 weeks before ({len(before[1])} warm jobs): the top level's two "
-          f"{top:.4f} (margin {base - top:+.4f}), the panel's experts {panel:.4f} (margin {base - panel:+.4f})")
+          f"{top[0]:.4f} (margin {base - top[0]:+.4f}; the panel on {100 * top[1]:.1f} %), the panel's experts "
+          f"{panel[0]:.4f} (margin {base - panel[0]:+.4f}; not the back-off on {100 * panel[1]:.1f} %)")
     oracle = float(np.median(np.minimum(e_b, e_p)))
     print(f"  3. per-job oracle (nearer of back-off and panel; no bound): {oracle:.4f} (margin {base - oracle:+.4f})")
 

@@ -67,3 +67,13 @@ def test_mixture_median_ends_are_the_two_learners_and_draws_agree():
     half = mod.mixture_median(e_b, e_p, 0.5)
     assert np.median(e_p) < half < np.median(e_b)
     assert abs(mod.drawn_median(e_b, e_p, 0.5, draws=50) - half) < 0.02
+
+
+def test_a_choice_fitted_earlier_is_carried_and_unseen_strata_take_the_back_off():
+    mod = _load()
+    fit = np.array([[0.5, 0.1], [0.5, 0.1], [0.1, 0.5]])  # a: the panel, b: the back-off
+    fit_strata = np.array(["a", "a", "b"])
+    later = np.array([[0.2, 0.9], [0.3, 0.4], [0.6, 0.0]])  # a's panel now worse; c unseen
+    strata = np.array(["a", "b", "c"])
+    median, share = mod.carried(fit, fit_strata, later, strata)
+    assert median == np.median([0.9, 0.3, 0.6]) and share == 1 / 3
