@@ -38,7 +38,7 @@ medians, whose best x3 the x3 leg asks for).
 Tuning replay, one per cluster to 2021-06-10 (nothing later exists in it), nice 5, both clusters
 in parallel::
 
-    nice -n 5 asad bench predictors --cluster graham --until 2021-06-10 --rolling 4w \\
+    nice -n 5 asad bench predictors --cluster graham --until 2021-06-10 --rolling 3w --rolling-from 2021-04-29 \\
         --extra-window 2021-04-29..2021-05-20 --extra-window 2021-05-20..2021-06-10 --json \\
         --judge median-backoff --predictors median-backoff,median-k,median-all \\
         $(python scripts/tune_hedge_account.py --adds) > R11-graham.json
