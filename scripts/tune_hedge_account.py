@@ -57,6 +57,11 @@ None kept: no change, the judged windows are not read. One chosen: it is judged 
 rolling windows, by a full replay per cluster of ``median-backoff``, the running medians and it
 alone (``--judge LABEL``), read with ``--rolling LABEL``: only its rows and the reference rows.
 Whatever it meets, the default (``RECOMMENDED``) is not changed in this round.
+
+Result of the tuning run (docs/results/learn.md, "Issue 38, tenth round"): kept and chosen
+``h-win-told-acct-a20`` (summed Graham margin +0.002; Graham's second window by an exact tie,
+Cedar's first by +0.0003); ``h-wmed-m5-acct-a20h200`` fails Cedar's first window's median error
+(-0.0055).
 """
 
 from __future__ import annotations
