@@ -21,6 +21,12 @@ median |log10 error| and, chosen in hindsight to minimise that window's median:
 3. for scale, not a bound: the per-job oracle (the nearer of back-off and panel per job).
 
     python scripts/hedge_hindsight.py graham    # results: docs/results/learn.md, ninth round
+
+A second argument replays a tenth-round candidate instead (scripts/tune_hedge_account.py), for
+its share of jobs that followed the panel and its median as run; the classes' figures do not
+depend on it (the panel's mixture is the same)::
+
+    python scripts/hedge_hindsight.py graham h-win-told-acct-a20   # docs/results/learn.md, tenth round
 """
 
 from __future__ import annotations
@@ -168,7 +174,7 @@ def report(text: str, y: np.ndarray, told: list[Told], before: tuple[np.ndarray,
     strata = np.array([t.group for t in told])
     base = float(np.median(e_b))
     print(f"\n{text}: {len(told)} warm jobs, {len(set(strata.tolist()))} strata; back-off median |log10 e| "
-          f"{base:.4f}; the panel's mixture {np.median(e_p):.4f}; the leader as run "
+          f"{base:.4f}; the panel's mixture {np.median(e_p):.4f}; the learner as run "
           f"{np.median(np.where(followed == 1, e_p, e_b)):.4f} (followed the panel on {100 * followed.mean():.1f} %)")
     print("  1. top level: p / expected median over draws / deterministic equivalent")
     best_p = (math.inf, 0.0)
@@ -215,6 +221,15 @@ def report(text: str, y: np.ndarray, told: list[Told], before: tuple[np.ndarray,
 
 def main(argv: list[str]) -> int:
     cluster = argv[0] if argv else "graham"
+    label, learner = "h-wmed-m5-a20h200", LEARNER
+    if len(argv) > 1:
+        sys.path.insert(0, __file__.rsplit("/", 1)[0])
+        from tune_hedge_account import CANDIDATES
+        if argv[1] not in CANDIDATES:
+            print(f"hedge_hindsight: {argv[1]} is not a tenth-round candidate ({', '.join(CANDIDATES)})",
+                  file=sys.stderr)
+            return 2
+        label, learner = argv[1], CANDIDATES[argv[1]]
     jobs = bench.load_jobs(bench.DEFAULT_DATA, cluster, None, None, key_config=bench.KEY_CONFIGS["account"])
     log: dict[int, Told] = {}
     order: list[int] = []
@@ -227,8 +242,8 @@ def main(argv: list[str]) -> int:
 
     bench.make_pool = patched  # type: ignore[assignment]
     t0 = time.process_time()
-    replayed = bench.replay(jobs, [("h-wmed-m5-a20h200", "hedge", LEARNER)], seed=0)
-    print(f"[{cluster}] {len(jobs)} jobs replayed in {time.process_time() - t0:.0f} CPU s")
+    replayed = bench.replay(jobs, [(label, "hedge", learner)], seed=0)
+    print(f"[{cluster}] {label}: {len(jobs)} jobs replayed in {time.process_time() - t0:.0f} CPU s")
     warm = replayed["warm"]
     y = np.log10(1.0 + jobs.wait_s)
     for text in WINDOWS:

@@ -85,13 +85,17 @@ TOPS = {  # the ninth round's two top levels (scripts/tune_hedge_cold.py)
 }
 
 
+@pytest.mark.parametrize("groups", ["cluster", "account"])
 @pytest.mark.parametrize("top", sorted(TOPS))
-def test_the_cold_step_and_hedges_top_level_are_both_in_effect(top):
+def test_the_cold_step_and_hedges_top_level_are_both_in_effect(top, groups):
     """The ninth round's candidates combine a top level with the cold step: both must act, the
-    step on the cold strata of what the top level told, the top level as without the step."""
+    step on the cold strata of what the top level told, the top level as without the step. The
+    tenth round's keep the top weights per account (``hedge_top_groups: account``): those must
+    be per account with the step too."""
     def run(adapt: bool):
         params = {"aci_cold_adapt_max": 0.02, "aci_cold_adapt_halflife": 5} if adapt else {}
-        pool = make_pool("hedge", aci_gamma=0.001, min_residuals=1, hedge_batch_s=-1, **TOPS[top], **params)
+        pool = make_pool("hedge", aci_gamma=0.001, min_residuals=1, hedge_batch_s=-1, hedge_top_groups=groups,
+                         **TOPS[top], **params)
         told_ys = []
         told = pool.told
 
@@ -112,6 +116,11 @@ def test_the_cold_step_and_hedges_top_level_are_both_in_effect(top):
     assert pool.top_weights(group) != [math.log(pool.prior(range(n))[i] * n) for i in range(n)]
     if TOPS[top]["hedge_top_combine"] == "draw":
         assert group in pool._drawn
+    tops = {g for g in pool.log_weights if g.endswith("#top")}
+    if groups == "account":  # one top group per account (the warm one and each cold one), none per cluster
+        assert group == "cluster=g|account=a0#top" and len(tops) == 31 and f"{COARSEST}#top" not in tops
+    else:
+        assert tops == {f"{COARSEST}#top"}
     # the step touches only the quantiles: every told answer, and the top weights, as without it
     assert ys == plain_ys and pool.top_weights(group) == plain.top_weights(group)
     # and the cold step is in effect on the cold strata of the hedge pool, not the warm ones
