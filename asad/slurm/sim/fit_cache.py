@@ -210,6 +210,17 @@ def _rebuild(s, sl_raw, sl_srt, sl_nsrt, sl_nowl, sl_nnow, free_c, free_m, pe, p
     sl_nnow[s] = n_now
 
 
+def _keep_unchanged(nodes, count, nv, node_ver):  # noqa: ANN001, ANN202
+    """Compact ``nodes[:count]`` in place to the nodes whose kept version is current; their count."""
+    k = 0
+    for p in range(count):
+        node = nodes[p]
+        if nv[node] == node_ver[node]:
+            nodes[k] = node
+            k += 1
+    return k
+
+
 def ensure_slot(s, sl_nv, sl_raw, sl_srt, sl_nsrt, sl_nowl, sl_nnow, node_ver, free_c, free_m,
                 pe, pn, pc, pm, n_p, head, lst, csr_ok, cores, mem, now, out, order):  # noqa: ANN001, ANN202
     """Bring slot ``s`` up to the nodes' versions and hand its times out as _shape_times_sorted
@@ -236,20 +247,8 @@ def ensure_slot(s, sl_nv, sl_raw, sl_srt, sl_nsrt, sl_nowl, sl_nnow, node_ver, f
             node_pieces(pn, n_p, n, head, lst)
             csr_ok[0] = True
         # take the changed nodes out of both lists, then put each back where its new time goes
-        k = 0
-        for p in range(sl_nsrt[s]):
-            node = srt[p]
-            if nv[node] == node_ver[node]:
-                srt[k] = node
-                k += 1
-        n_srt = k
-        k = 0
-        for p in range(sl_nnow[s]):
-            node = nowl[p]
-            if nv[node] == node_ver[node]:
-                nowl[k] = node
-                k += 1
-        n_now = k
+        n_srt = _keep_unchanged(srt, sl_nsrt[s], nv, node_ver)
+        n_now = _keep_unchanged(nowl, sl_nnow[s], nv, node_ver)
         for i in range(n):
             if nv[i] == node_ver[i]:
                 continue
@@ -300,4 +299,5 @@ if plan_kernel.njit is not None:
     _node_time = plan_kernel.njit(cache=True)(_node_time)
     node_pieces = plan_kernel.njit(cache=True)(node_pieces)
     _rebuild = plan_kernel.njit(cache=True)(_rebuild)
+    _keep_unchanged = plan_kernel.njit(cache=True)(_keep_unchanged)
     ensure_slot = plan_kernel.njit(cache=True)(ensure_slot)
