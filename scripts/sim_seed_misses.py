@@ -17,7 +17,7 @@ import statistics
 from collections import Counter
 
 from asad.bench.sim_vs_real import compare, compare_runs, load_recordings, replay
-from asad.bench.sim_vs_real_pairs import by_scenario, latency_draws
+from asad.bench.sim_vs_real_pairs import by_scenario, seed_draws
 
 
 def first_difference(rec: dict, sim: dict[str, dict], beyond_s: float = 0.0) -> tuple[str, float, float] | None:
@@ -42,7 +42,7 @@ def _show(diff: tuple[str, float, float] | None) -> str:
 def describe(rec: dict, runs: list[dict], seeds: int) -> list[str]:
     taus, firsts, far = [], Counter(), Counter()
     for seed in range(seeds):
-        sim = replay(rec, **latency_draws(rec), latency_seed=seed)
+        sim = replay(rec, **seed_draws(rec, runs, seed))
         taus.append(compare(rec, sim)["kendall_tau"])
         diff = first_difference(rec, sim)
         firsts[_show(diff)] += 1
