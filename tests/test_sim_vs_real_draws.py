@@ -10,8 +10,9 @@ import pytest
 
 from asad.bench import sim_vs_real_pairs
 from asad.bench.sim_vs_real import load_recordings, replay
-from asad.bench.sim_vs_real_pairs import (LOOP_TICK_DIST_S, SEED_DRAWS, by_scenario, latency_spread,
-                                          oom_kill_latencies, seed_draws)
+from asad.bench.sim_vs_real_pairs import unperturbed
+from asad.bench.sim_vs_real_pairs import (BF_PASS_SCALE_DIST, LOOP_TICK_DIST_S, SEED_DRAWS, by_scenario,
+                                          latency_spread, oom_kill_latencies, seed_draws)
 from asad.slurm.backend import JobRequest, JobState, SimTruth
 from asad.slurm.sim import PartitionSpec, SimConfig, Simulator
 
@@ -112,8 +113,36 @@ def test_the_figure_replays_each_seed_with_every_draw(monkeypatch):
     if len(by_scenario(recs).get("timeouts-oom", [])) < 2:
         pytest.skip("needs two unperturbed runs of timeouts-oom")
     rows = latency_spread(recs, 3)
-    assert SEED_DRAWS == {"oom_kill", "loop_tick"}
+    assert SEED_DRAWS == {"oom_kill", "loop_tick", "bf_pass"}
     assert len(rows) == 2 and all(r["sim_tau_median"] == 1.0 for r in rows)
     assert len(seen) == 6 and {kw["latency_seed"] for kw in seen} == {0, 1, 2}
     assert all("oom_kill_lag_dist_s" in kw and LOOP_TICK_DIST_S[0] <= kw["loop_tick_s"] <= LOOP_TICK_DIST_S[2]
                for kw in seen)
+    assert all(("bf_pass_cost_s" in kw) == unperturbed(rec) for kw, rec in zip(seen, [r for r in recs for _ in range(3)]))
+
+
+def test_the_backfill_pass_scale_range_is_measured_in_the_kept_logs():
+    """BF_PASS_SCALE_DIST: each kept log's measured pass drift over BF_PASS_COST_S's fit (the fit
+    over all of them), (min, median, max): the runs' passes were 0.80-1.38 times the fit."""
+    from asad.bench.sim_vs_real import BF_PASS_COST_S
+    from asad.bench.sim_vs_real_logs import bf_pass_scales
+
+    scales = sorted(bf_pass_scales(list(RECORDINGS.values()), BF_PASS_COST_S).values())
+    if not scales:
+        pytest.skip("no kept slurmctld.logs")
+    assert len(scales) >= 10
+    assert BF_PASS_SCALE_DIST == pytest.approx((scales[0], statistics.median(scales), scales[-1]), abs=1e-3)
+
+
+def test_each_seed_scales_the_backfill_pass_length_within_the_measured_range():
+    from asad.bench.sim_vs_real import BF_PASS_COST_S
+
+    rec = RECORDINGS.get("ties-fifo") or next(iter(RECORDINGS.values()))
+    got = [seed_draws(rec, [rec], seed)["bf_pass_cost_s"] for seed in range(10)]
+    scales = [cost[0] / BF_PASS_COST_S[0] for cost in got]
+    assert len(set(scales)) == 10 and all(BF_PASS_SCALE_DIST[0] <= x <= BF_PASS_SCALE_DIST[2] for x in scales)
+    assert all(cost[1] / BF_PASS_COST_S[1] == pytest.approx(x) for cost, x in zip(got, scales))
+    assert "bf_pass_cost_s" not in seed_draws(rec, [rec], 0, frozenset({"loop_tick"}))
+    perturbed = next((r for r in RECORDINGS.values() if not unperturbed(r)), None)
+    if perturbed is not None:  # DebugFlags=Backfill: its own fixed drift, no scaled fit
+        assert "bf_pass_cost_s" not in seed_draws(perturbed, [perturbed], 0)

@@ -156,6 +156,21 @@ def fit_bf_pass_cost(recs: list[dict]) -> tuple[float, float, int, int]:
     return my - slope * mx, slope, len(xs), int(w)
 
 
+def bf_pass_scales(recs: list[dict], cost: tuple[float, float]) -> dict[str, float]:
+    """Per kept log (no DebugFlags): its backfill passes' measured drift over the drift ``cost``
+    (base s, s per pending job) predicts for its spans, weighted by their passes: how much longer
+    or shorter that run's passes were than the fit over every log."""
+    out = {}
+    for rec in recs:
+        if "Backfill" in (rec.get("slurm_config", {}).get("DebugFlags") or ""):
+            continue
+        spans = bf_drift_spans(rec)
+        if spans:
+            measured = sum(n * drift_ms / 1000.0 for _, n, drift_ms, _ in spans)
+            out[rec["id"]] = measured / sum(n * (cost[0] + cost[1] * pend) for _, n, _, pend in spans)
+    return out
+
+
 _REGISTERED = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})\] error: Node \S+ appears to have a different "
                          r"slurm\.conf")
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asad.bench.sim_vs_real import compare, compare_runs, replay
+from asad.bench.sim_vs_real import compare, compare_runs, replay, sim_settings
 from asad.bench.sim_vs_real_logs import launch_latencies
 from asad.slurm.sim.job_end import draw_latency
 
@@ -37,8 +37,11 @@ LATENCY_DRAWS = {"launch_delay_dist_s": (0.03, 0.05, 0.13), "epilog_dist_s": (0.
 # passes in the kept slurmctld.logs (sim_vs_real_logs.loop_tick_spans; 17 spans of 5-21 ticks in
 # five logs, all within a run's first 30 s: later passes are too far apart to count their ticks).
 LOOP_TICK_DIST_S = (1.0030, 1.0054, 1.0086)
+# The backfill pass's length as a share of BF_PASS_COST_S's fit, (min, median, max): each kept
+# log's measured drift over the fit's (sim_vs_real_logs.bf_pass_scales; ten logs).
+BF_PASS_SCALE_DIST = (0.802, 0.935, 1.381)
 # What the figure draws beyond the per-job launch delay, epilog and ALREADY_COMPLETE reply.
-SEED_DRAWS = frozenset({"oom_kill", "loop_tick"})
+SEED_DRAWS = frozenset({"oom_kill", "loop_tick", "bf_pass"})
 
 
 def latency_draws(rec: dict, runs: list[dict] | None = None) -> dict:
@@ -143,13 +146,19 @@ def pair_table(rows: list[dict]) -> str:
 def seed_draws(rec: dict, runs: list[dict], seed: int, draws: frozenset[str] = SEED_DRAWS) -> dict:
     """The replay's overrides for one seed of the distributional figure: the per-job latencies
     (``latency_draws``; the OOM kill's lag with "oom_kill" in ``draws``) and, with "loop_tick",
-    the background loop's tick length drawn once for the replay from ``LOOP_TICK_DIST_S``."""
+    the background loop's tick length drawn once for the replay from ``LOOP_TICK_DIST_S``; with
+    "bf_pass", the backfill pass's length (BF_PASS_COST_S) scaled by a share drawn once from
+    ``BF_PASS_SCALE_DIST`` (recordings with DebugFlags keep their own fixed drift)."""
     out = latency_draws(rec, runs)
     if "oom_kill" not in draws:
         out.pop("oom_kill_lag_dist_s", None)
     out["latency_seed"] = seed
     if "loop_tick" in draws:
         out["loop_tick_s"] = draw_latency(np.random.default_rng([seed, 2]), LOOP_TICK_DIST_S)
+    cost = sim_settings(rec).get("bf_pass_cost_s")
+    if "bf_pass" in draws and cost is not None:
+        scale = draw_latency(np.random.default_rng([seed, 3]), BF_PASS_SCALE_DIST)
+        out["bf_pass_cost_s"] = (cost[0] * scale, cost[1] * scale)
     return out
 
 
