@@ -11,8 +11,11 @@ closely the simulator must too; where two real runs part ways (timer phases, lau
 simulator need only be as close as Slurm is to itself.
 
 The distributional figure: the launch delay and epilog drawn per job from their measured ranges
-(``LATENCY_DRAWS``; the launch delay's from the recording's own log where it has one) over N seeds; per real run, the median over seeds of tau(sim, run) against the
-median tau of that run against the scenario's other real runs.
+(``LATENCY_DRAWS``; the launch delay's from the recording's own log where it has one), the
+ALREADY_COMPLETE reply per end, the OOM kill's lag per job (measured on the scenario's runs), the
+background loop's tick length and the backfill pass's length per seed (measured in the kept
+slurmctld.logs; ``seed_draws``) over N seeds; per real run, the median over seeds of tau(sim, run)
+against the median tau of that run against the scenario's other real runs.
 """
 
 from __future__ import annotations
