@@ -146,3 +146,23 @@ def test_each_seed_scales_the_backfill_pass_length_within_the_measured_range():
     perturbed = next((r for r in RECORDINGS.values() if not unperturbed(r)), None)
     if perturbed is not None:  # DebugFlags=Backfill: its own fixed drift, no scaled fit
         assert "bf_pass_cost_s" not in seed_draws(perturbed, [perturbed], 0)
+
+
+def test_the_seed_misses_script_finds_the_first_start_second_difference_and_parting():
+    """scripts/sim_seed_misses.py's reading: the first job in Slurm's start order (ties by id)
+    replayed in another second, and the first more than 2 s off."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "sim_seed_misses.py"
+    spec = importlib.util.spec_from_file_location("sim_seed_misses", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rec = {"jobs": [{"label": "a", "job_id": 2, "submit": 100.0, "start": 101.0},
+                    {"label": "b", "job_id": 1, "submit": 100.0, "start": 101.0},
+                    {"label": "c", "job_id": 3, "submit": 100.0, "start": 110.0},
+                    {"label": "d", "job_id": 4, "submit": 100.0, "start": None}]}
+    sim = {"a": {"start": 102.0}, "b": {"start": 101.0}, "c": {"start": 140.0}, "d": {"start": 150.0}}
+    assert module.first_difference(rec, sim) == ("a", 1.0, 1.0)
+    assert module.first_difference(rec, sim, module.FAR_S) == ("c", 10.0, 30.0)
+    assert module.first_difference(rec, {**sim, "a": {"start": 101.0}, "c": {"start": 110.0}}) is None
