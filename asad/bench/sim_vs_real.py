@@ -163,6 +163,7 @@ def enforce_limits(text: str | None) -> bool:
 
 
 LAUNCH_DELAY_S = 0.05  # start to the program's end beyond its sleep, median, where no log says
+OOM_KILL_LAG_S = 1.5  # the fixed replay's OOM kill after the program's oom_after_s (and launch)
 LOOP_TICK_S = 1.0022
 ALREADY_COMPLETE_SHARE = 12 / 18
 FIRST_SCHED_TICK = 5  # slurmctld.log of aged-deps.run4 (tests/data/sim_vs_real/logs/)
@@ -266,8 +267,10 @@ def replay(rec: dict, submit_at: dict[str, float] | None = None, **overrides) ->
             dep = Dependency(DependencyType(job["dep_type"]), tuple(ids[d] for d in job["dep_on"]))
         if job["oom_after_s"] is not None:
             # the program exceeds --mem once its allocation is done; slurmd samples memory every
-            # second (JobAcctGatherFrequency=task=1): the kill comes ~1.5 s after oom_after_s
-            oom_at = job["oom_after_s"] + 1.5
+            # second (JobAcctGatherFrequency=task=1): the kill comes ~1.5 s after oom_after_s,
+            # or a lag drawn per job (oom_kill_lag_dist_s, the 20-seed figure)
+            lag = 0.0 if settings.get("oom_kill_lag_dist_s") is not None else OOM_KILL_LAG_S
+            oom_at = job["oom_after_s"] + lag
             truth = SimTruth(runtime_s=oom_at / 0.5, peak_mem_mb=2.0 * job["mem_mb"] * job["nodes"])
         else:
             truth = SimTruth(runtime_s=float(job["runtime_s"]), exit_code=int(job["exit_code"] or 0))

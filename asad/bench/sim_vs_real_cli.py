@@ -56,7 +56,8 @@ def main_with(args: argparse.Namespace) -> int:
     print(pair_table(pairs))
     spread = latency_spread(recs, args.seeds, **overrides) if args.seeds else []
     if spread:
-        print(f"\nLaunch delay and epilog drawn per job, {args.seeds} seeds:\n")
+        print(f"\nLaunch delay, epilog, ALREADY_COMPLETE reply and OOM kill lag drawn per job, the loop's tick "
+              f"and the backfill pass's length per seed, {args.seeds} seeds:\n")
         print(spread_table(spread))
     if args.json:
         print(json.dumps({"runs": results, "pairs": pairs, "latency_spread": spread}, indent=2))
@@ -91,8 +92,10 @@ def _add_args(p: argparse.ArgumentParser) -> None:
                    help="replay with the backfill thread's one-second looks while nothing changed "
                         "(bf_poll, every plan made) instead of the fixed bf_interval grid")
     p.add_argument("--seeds", type=positive_int,
-                   help="also replay each run with its launch delay and epilog drawn per job over this many "
-                        "seeds (the simulator's spread against Slurm's; 20 for the reported figure)")
+                   help="also replay each run with its latencies drawn from their measured ranges over this many "
+                        "seeds (launch delay, epilog, end path and OOM kill lag per job; the loop's tick and the "
+                        "backfill pass's length per seed): the simulator's spread against Slurm's; 20 for the "
+                        "reported figure")
     p.add_argument("--json", action="store_true", help="also print the numbers as JSON")
     p.add_argument("--ablation", action="store_true",
                    help="replay with each part of the model switched back in turn (tau / median start diff)")

@@ -156,6 +156,21 @@ def fit_bf_pass_cost(recs: list[dict]) -> tuple[float, float, int, int]:
     return my - slope * mx, slope, len(xs), int(w)
 
 
+def bf_pass_scales(recs: list[dict], cost: tuple[float, float]) -> dict[str, float]:
+    """Per kept log (no DebugFlags): its backfill passes' measured drift over the drift ``cost``
+    (base s, s per pending job) predicts for its spans, weighted by their passes: how much longer
+    or shorter that run's passes were than the fit over every log."""
+    out = {}
+    for rec in recs:
+        if "Backfill" in (rec.get("slurm_config", {}).get("DebugFlags") or ""):
+            continue
+        spans = bf_drift_spans(rec)
+        if spans:
+            measured = sum(n * drift_ms / 1000.0 for _, n, drift_ms, _ in spans)
+            out[rec["id"]] = measured / sum(n * (cost[0] + cost[1] * pend) for _, n, _, pend in spans)
+    return out
+
+
 _REGISTERED = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})\] error: Node \S+ appears to have a different "
                          r"slurm\.conf")
 
@@ -177,3 +192,47 @@ def first_registration(rec: dict) -> float | None:
                 if loop <= t <= loop + 10:
                     return t
     return None
+
+
+# ------------------------------------------------------------ the background loop's tick ======
+_ALLOCATE = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})\] (?:sched: Allocate JobId=|(_job_complete: JobId=\d+ done))")
+EPILOG_PASS_S = 2.0  # a "sched: Allocate" this soon after a "_job_complete" may be its epilog message's pass
+TICK_SPAN = (5, 60)  # ticks between two loop passes: fewer lets a pass's own lag dominate; more is ambiguous
+TICK_BOUNDS = (1.0, 1.010)  # a tick is 10 x usleep(100000) plus its work: never below a second
+
+
+def loop_tick_spans(rec: dict) -> list[tuple[float, int, float]]:
+    """The background loop's tick length between its logged passes: (start of the span after the
+    loop's start, ticks n, mean tick length s). ``_slurmctld_background`` (controller.c) sleeps
+    10 x usleep(100000) and then does its tick's work (the full or batch pass among it), so a tick
+    is a little over a second and the lateness accumulates with the machine's load. The ticks the
+    info-level log shows: the first ``_schedule()`` ("SchedulerParameters=", tick 5) and the
+    main passes that allocate a job and follow no "_job_complete" within ``EPILOG_PASS_S`` (not an
+    epilog message's pass). Between two such passes ``g`` s apart lie n ticks (every pair), kept
+    when exactly one n in ``TICK_SPAN`` gives a tick length within ``TICK_BOUNDS`` (longer spans
+    are ambiguous by a tick). Empty without a log."""
+    path = log_path(rec)
+    timers = rec.get("timers") or {}
+    if path is None or timers.get("first_sched") is None:
+        return []
+    return list(_loop_tick_spans(str(path), timers["loop_start"], timers["first_sched"],
+                                 min(j["submit"] for j in rec["jobs"])))
+
+
+@lru_cache(maxsize=64)
+def _loop_tick_spans(path: str, loop_start: float, first_sched: float, t0: float) -> tuple[tuple[float, int, float], ...]:
+    ends: list[float] = []
+    passes = [first_sched]
+    for t, m in _log_lines(path, _ALLOCATE, min(t0, loop_start)):
+        if m.group(2):
+            ends.append(t)
+        elif t > passes[-1] + 0.05 and not any(0.0 <= t - e <= EPILOG_PASS_S for e in ends):
+            passes.append(t)
+    out = []
+    for i, a in enumerate(passes):
+        for b in passes[i + 1:]:
+            g = b - a
+            fits = [n for n in range(TICK_SPAN[0], TICK_SPAN[1] + 1) if TICK_BOUNDS[0] <= g / n <= TICK_BOUNDS[1]]
+            if len(fits) == 1:
+                out.append((round(a - loop_start, 3), fits[0], g / fits[0]))
+    return tuple(out)

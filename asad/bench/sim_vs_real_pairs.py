@@ -11,8 +11,11 @@ closely the simulator must too; where two real runs part ways (timer phases, lau
 simulator need only be as close as Slurm is to itself.
 
 The distributional figure: the launch delay and epilog drawn per job from their measured ranges
-(``LATENCY_DRAWS``; the launch delay's from the recording's own log where it has one) over N seeds; per real run, the median over seeds of tau(sim, run) against the
-median tau of that run against the scenario's other real runs.
+(``LATENCY_DRAWS``; the launch delay's from the recording's own log where it has one), the
+ALREADY_COMPLETE reply per end, the OOM kill's lag per job (measured on the scenario's runs), the
+background loop's tick length and the backfill pass's length per seed (measured in the kept
+slurmctld.logs; ``seed_draws``) over N seeds; per real run, the median over seeds of tau(sim, run)
+against the median tau of that run against the scenario's other real runs.
 """
 
 from __future__ import annotations
@@ -20,8 +23,11 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from asad.bench.sim_vs_real import compare, compare_runs, replay
+import numpy as np
+
+from asad.bench.sim_vs_real import compare, compare_runs, replay, sim_settings
 from asad.bench.sim_vs_real_logs import launch_latencies
+from asad.slurm.sim.job_end import draw_latency
 
 TAU_CAP = 0.95
 TAU_MARGIN = 0.02
@@ -30,13 +36,43 @@ MEDIAN_MARGIN_S = 1.0
 # Measured in slurmctld's log of the recorded runs (sim_settings): (min, median, max) seconds from
 # "sched: Allocate" to the program running, and from "_job_complete" to the nodes' return.
 LATENCY_DRAWS = {"launch_delay_dist_s": (0.03, 0.05, 0.13), "epilog_dist_s": (0.08, 0.4, 0.54)}
+# The background loop's tick length, (min, median, max) s: measured between the loop's logged
+# passes in the kept slurmctld.logs (sim_vs_real_logs.loop_tick_spans; 17 spans of 5-21 ticks in
+# five logs, all within a run's first 30 s: later passes are too far apart to count their ticks).
+LOOP_TICK_DIST_S = (1.0030, 1.0054, 1.0086)
+# The backfill pass's length as a share of BF_PASS_COST_S's fit, (min, median, max): each kept
+# log's measured drift over the fit's (sim_vs_real_logs.bf_pass_scales; ten logs).
+BF_PASS_SCALE_DIST = (0.802, 0.935, 1.381)
+# What the figure draws beyond the per-job launch delay, epilog and ALREADY_COMPLETE reply.
+SEED_DRAWS = frozenset({"oom_kill", "loop_tick", "bf_pass"})
 
 
-def latency_draws(rec: dict) -> dict:
+def latency_draws(rec: dict, runs: list[dict] | None = None) -> dict:
     """``LATENCY_DRAWS``, with the launch latency's range measured in the recording's own
-    slurmctld.log where it has one (sim_vs_real_logs.py)."""
+    slurmctld.log where it has one (sim_vs_real_logs.py), and the OOM kill's lag measured on
+    ``runs`` (the scenario's real runs) where they have OOM kills."""
     own = launch_latencies(rec)
-    return LATENCY_DRAWS if own is None else {**LATENCY_DRAWS, "launch_delay_dist_s": own}
+    out = dict(LATENCY_DRAWS) if own is None else {**LATENCY_DRAWS, "launch_delay_dist_s": own}
+    kills = oom_kill_latencies(runs or [rec])
+    if kills is not None:
+        launch = out["launch_delay_dist_s"][1]
+        out["oom_kill_lag_dist_s"] = tuple(round(max(0.0, k - launch), 3) for k in kills)
+    return out
+
+
+def oom_kill_latencies(runs: list[dict]) -> tuple[float, float, float] | None:
+    """(min, median, max) seconds from an OOM-killed job's start to its end beyond the time its
+    program allocates past its limit (``oom_after_s``), over the runs' OOM kills: whole seconds,
+    as Slurm records them (so each value is the latency to within a second; over many jobs
+    their spread is the kill's). None without such jobs. Measured: timeouts-oom runs 1-2 1-3 s
+    (median 2), ends-deps runs 1-3 4-8 s (median 5), against the fixed replay's 1.5 s past the
+    launch: the kill's lag varies by run and scenario (the machine's load at recording time)."""
+    got = sorted(j["end"] - j["start"] - j["oom_after_s"] for rec in runs for j in rec["jobs"]
+                 if j.get("oom_after_s") is not None and j.get("state") == "OUT_OF_MEMORY"
+                 and j.get("start") is not None and j.get("end") is not None)
+    if not got:
+        return None
+    return float(got[0]), float(statistics.median(got)), float(got[-1])
 
 
 @dataclass(frozen=True)
@@ -110,7 +146,26 @@ def pair_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def latency_spread(recs: list[dict], seeds: int, **overrides) -> list[dict]:
+def seed_draws(rec: dict, runs: list[dict], seed: int, draws: frozenset[str] = SEED_DRAWS) -> dict:
+    """The replay's overrides for one seed of the distributional figure: the per-job latencies
+    (``latency_draws``; the OOM kill's lag with "oom_kill" in ``draws``) and, with "loop_tick",
+    the background loop's tick length drawn once for the replay from ``LOOP_TICK_DIST_S``; with
+    "bf_pass", the backfill pass's length (BF_PASS_COST_S) scaled by a share drawn once from
+    ``BF_PASS_SCALE_DIST`` (recordings with DebugFlags keep their own fixed drift)."""
+    out = latency_draws(rec, runs)
+    if "oom_kill" not in draws:
+        out.pop("oom_kill_lag_dist_s", None)
+    out["latency_seed"] = seed
+    if "loop_tick" in draws:
+        out["loop_tick_s"] = draw_latency(np.random.default_rng([seed, 2]), LOOP_TICK_DIST_S)
+    cost = sim_settings(rec).get("bf_pass_cost_s")
+    if "bf_pass" in draws and cost is not None:
+        scale = draw_latency(np.random.default_rng([seed, 3]), BF_PASS_SCALE_DIST)
+        out["bf_pass_cost_s"] = (cost[0] * scale, cost[1] * scale)
+    return out
+
+
+def latency_spread(recs: list[dict], seeds: int, draws: frozenset[str] = SEED_DRAWS, **overrides) -> list[dict]:
     """Per real run of a scenario with at least two runs: tau of the simulator against it, with the
     latencies drawn per job, over ``seeds`` seeds (median, min, max), the median tau of that run
     against the other real runs, and the simulator's replays of it against each other (its own
@@ -122,7 +177,7 @@ def latency_spread(recs: list[dict], seeds: int, **overrides) -> list[dict]:
         for run in runs:
             starts, taus = [], []
             for seed in range(seeds):
-                sim = replay(run, **latency_draws(run), latency_seed=seed, **overrides)
+                sim = replay(run, **{**seed_draws(run, runs, seed, draws), **overrides})
                 taus.append(compare(run, sim)["kendall_tau"])
                 starts.append(sim)
             self_taus = [compare_runs(_as_rec(run, starts[k]), _as_rec(run, starts[k + 1]))["kendall_tau"]

@@ -169,6 +169,14 @@ class SimConfig:
     epilog_dist_s: tuple[float, float, float] | None = None
     latency_seed: int = 0
     oom_time_fraction: float = 0.5  # an OOM kill happens at this fraction of the true run time
+    # The OOM kill's lag after the program passes its memory limit, drawn per job from (min,
+    # median, max) like the latencies above (its own generator, seeded by latency_seed: the
+    # other draws stay as they were). jobacct_gather/linux with OverMemoryKill samples the
+    # step's RSS every JobAcctGatherFrequency and kills the step at the first sample over the
+    # limit (slurmstepd), so the lag is the allocation's time plus the wait for the next sample
+    # and the kill's report: it varies from job to job and run to run (the machine's load).
+    # None: no lag beyond runtime x oom_time_fraction.
+    oom_kill_lag_dist_s: tuple[float, float, float] | None = None
     # A job submitted without SimTruth runs for this fraction of its time limit and completes.
     untruthed_runtime_fraction: float = 0.5
     # Background load: per-partition base loads (None = each partition's spec.load).
@@ -223,7 +231,7 @@ class SimConfig:
             raise ValueError("fairshare_shares must not be negative")
         if self.bf_reservations < 1:
             raise ValueError("bf_reservations must be at least 1")
-        for name in ("launch_delay_dist_s", "epilog_dist_s"):
+        for name in ("launch_delay_dist_s", "epilog_dist_s", "oom_kill_lag_dist_s"):
             dist = getattr(self, name)
             if dist is not None and (len(dist) != 3 or not 0 <= dist[0] <= dist[1] <= dist[2]):
                 raise ValueError(f"{name} must be (min, median, max) with 0 <= min <= median <= max, got {dist!r}")

@@ -23,10 +23,11 @@ def kill_time(job: SimJob, cfg: SimConfig) -> float:
 
 
 def work_end(job: SimJob, cfg: SimConfig, work_start: float,
-             launch_delay_s: float | None = None) -> tuple[float, JobState]:
+             launch_delay_s: float | None = None, oom_lag_s: float = 0.0) -> tuple[float, JobState]:
     """(when, how) the job ends once its real work begins at ``work_start``: out of memory part-way
     through, killed at the time-limit check, or done (FAILED with a non-zero true exit code).
-    ``launch_delay_s``: this job's draw (None: the configured fixed delay)."""
+    ``launch_delay_s``: this job's draw (None: the configured fixed delay); ``oom_lag_s``: its
+    OOM kill's lag after the limit is passed (config oom_kill_lag_dist_s)."""
     if work_start == job.start_time:
         work_start += cfg.launch_delay_s if launch_delay_s is None else launch_delay_s
     kill_at = kill_time(job, cfg)
@@ -35,7 +36,7 @@ def work_end(job: SimJob, cfg: SimConfig, work_start: float,
     for runtime_s, peak_mb, code in phases:  # a shared job: its stages in turn; the first to fail ends it
         runtime = runtime_s / job.part.speed
         if peak_mb is not None and peak_mb > job.mem_total_mb:
-            oom_at = t + runtime * cfg.oom_time_fraction
+            oom_at = t + runtime * cfg.oom_time_fraction + oom_lag_s
             if oom_at < kill_at:
                 return oom_at, JobState.OUT_OF_MEMORY
         if t + runtime >= kill_at:  # still running at the check: killed there

@@ -59,6 +59,8 @@ class Simulator(DependencyEvents, ControllerLoop):
         self.sched = Scheduler(config, self.parts, self._start_job)
         self.rng = np.random.default_rng(config.seed)
         self._latency_rng = np.random.default_rng(config.latency_seed)  # per-job latency draws
+        # the OOM kill's lag: a generator of its own, so the draws above stay as they were
+        self._oom_rng = np.random.default_rng([config.latency_seed, 1])
         self._ends_seen = 0  # jobs ended so far (already_complete_share's sequence)
         self._heap: list[tuple] = []
         self._seq = 0
@@ -382,7 +384,9 @@ class Simulator(DependencyEvents, ControllerLoop):
         job.work_start = work_start
         dist = self.config.launch_delay_dist_s
         delay = None if dist is None else draw_latency(self._latency_rng, dist)
-        t, state = work_end(job, self.config, work_start, delay)
+        lag_dist = self.config.oom_kill_lag_dist_s
+        lag = 0.0 if lag_dist is None else draw_latency(self._oom_rng, lag_dist)
+        t, state = work_end(job, self.config, work_start, delay, lag)
         self._plan_end(job, t, state)
 
     def _plan_end(self, job: SimJob, t: float, state: JobState) -> None:
