@@ -72,7 +72,7 @@ def will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece, job_ends, fre
     n_jobs = len(job_ends)
     n_pieces = len(p_node)
     read: set = set()
-    log.update(read=read, lims=[], lasts=[], counted=[], pos=None)
+    log.update(read=read, lims=[], lasts=[], counted=[], pos=None, first_use=n_jobs, batches=[])
 
     why_read: dict = {}  # index -> what read it (for the figures: which reads an added job met)
     log["why_read"] = why_read
@@ -89,6 +89,7 @@ def will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece, job_ends, fre
     while first_use < n_jobs and not use(first_use, "first usable"):
         first_use += 1
     read.add(first_use)
+    log["first_use"] = first_use
     if first_use == n_jobs:
         return -INF, 0.0, 0, False
     none_from = n_jobs
@@ -104,16 +105,21 @@ def will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece, job_ends, fre
         if q > 0:
             read.add(q - 1)
         last_i = -1
+        batch = {"pos": pos, "lim": lim, "q": q, "direct": False, "hi": q}
+        log["batches"].append(batch)
         if q > pos and use(q - 1):
             last_i = q - 1
+            batch["direct"] = True
         else:
             j = q
             while j < none_from and not use(j, "forward"):
                 j += 1
             read.add(j)
+            batch["hi"] = j
             if j < none_from:
                 last_i = j
             else:
+                batch["hi"] = n_jobs
                 read.add(n_jobs)  # "no usable job from here on"
                 none_from = min(none_from, q)
                 j = q - 2
@@ -126,6 +132,7 @@ def will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece, job_ends, fre
         read.add(last_i)
         pos = last_i + 1
         read.add(pos)
+        batch["last"], batch["pos_after"] = last_i, pos
         if pos < n_jobs:
             window *= 2
             while job_ends[pos] > anchor + window:
@@ -287,6 +294,28 @@ def _diff(a: list, b: list) -> list:
     return list((ca - cb).elements()) + list((cb - ca).elements())
 
 
+def _added_harms(e: float, usable: bool, w: dict, e_o: np.ndarray, n_jobs: int) -> str:
+    """Where a running job that ends at ``e`` and is not in pass k's list would change pass k's
+    will-run walk (``w``), or '' if nowhere. ``usable``: it has a piece on a node usable in the
+    try. ``e_o``: pass k's running jobs' ends in order, inf appended. Ties count both ways.
+    Inserted among pass k's jobs it shifts their indices, which the walk reads only relatively;
+    it changes the walk only where the walk looks at one job: before the first usable job (if
+    usable: the new anchor), at a batch's last job (a direct batch: as the new last job ending by
+    ``lim``; a batch that searched: if usable, found by the search), or as the job after a batch
+    (its end, the window's doubling and the counted test read it)."""
+    if usable and e <= e_o[w["first_use"]]:
+        return "before the first usable job"
+    for b in w["batches"]:
+        if b["direct"]:
+            if b["q"] > 0 and e_o[b["q"] - 1] <= e <= b["lim"]:
+                return "a batch's last job"
+        elif usable and e_o[b["pos"]] <= e <= e_o[b["hi"]]:
+            return "a batch's search for a usable job"
+        if "last" in b and e_o[b["last"]] <= e <= e_o[b["pos_after"]]:
+            return "the job after a batch"
+    return ""
+
+
 def certify(old: dict, new: dict) -> list[str]:
     """Every reason pass k's search (``old``) is not certified to give pass k+1's (``new``) answer
     (each reason once; empty: certified). Pass k+1's first try is made again exactly (its held
@@ -381,11 +410,11 @@ def certify(old: dict, new: dict) -> list[str]:
             if any(g in read_ids for g in removed):
                 no("running jobs: one the will-run walk read ended or changed")
             for g in added:
-                hit = [j for j in read if (e_o[j - 1] <= g[0] <= e_o[j + 1] if 0 < j < len(g_o) else
-                       (g[0] <= e_o[min(1, len(g_o))] if j == 0 else e_o[len(g_o) - 1] <= g[0]))]
-                if hit:
-                    no("running jobs: one started beside what the will-run walk read")
-                    BESIDE[w["why_read"].get(hit[0], "edge")] += 1
+                usable_g = bool((avail_o | avail_n)[list(g[1])].any())
+                where = _added_harms(g[0], usable_g, w, e_o, len(g_o))
+                if where:
+                    no("running jobs: one started where the will-run walk looks")
+                    BESIDE[where] += 1
                     break
             if len(moved):
                 nodes_read = {x for g in read_ids for x in g[1]}
@@ -444,6 +473,8 @@ def main() -> int:
     parser.add_argument("calls")
     parser.add_argument("--passes", type=int, default=0, help="only the first N passes (0: all)")
     parser.add_argument("--json", help="write the figures here too")
+    parser.add_argument("--explain", type=int, default=-1, metavar="PASS",
+                        help="print why each of that pass's first 25 searches was (not) certified")
     parser.add_argument("--weaken", action="append", default=[], metavar="KIND",
                         help="ignore one kind of difference (clock, earlier plans, nodes, running jobs): "
                              "a mutation of the certificate, which must then copy some answers wrongly")
@@ -480,9 +511,11 @@ def main() -> int:
     reasons: Counter = Counter()  # the first reason each search failed on
     touched: Counter = Counter()  # searches failing on each kind of difference (among others)
     only: Counter = Counter()  # searches failing on that kind alone
+    wrong_if_ignored: Counter = Counter()  # of those, answers that differ from the previous pass's
     per_pass = []
     n_searches = n_cert = n_cert_wrong = n_equal = n_plans = n_tries = n_tries_cert = 0
     sizes = []
+    n_explained = 0
     for p, a in enumerate(calls):
         this_pass.clear()
         out = ns["_pass"](*[x.copy() if isinstance(x, np.ndarray) else x for x in a],
@@ -502,10 +535,16 @@ def main() -> int:
             n_equal += same
             why = [w for w in certify(o, s) if w.split(":")[0] not in args.weaken]
             kinds = {w.split(":")[0] for w in why}
+            if p == args.explain and n_explained < 25:
+                n_explained += 1
+                print(f"pass {p} job {jid}: same answer {same}; start {s['start'] - s['args']['now']:.0f} s"
+                      f" from now; {len(s['rec']['tries'])} tries; {why or 'certified'}", file=sys.stderr)
             for kind in kinds:
                 touched[kind] += 1
             if len(kinds) == 1:
                 only[next(iter(kinds))] += 1
+                if not same:  # the mutation "ignore this kind" would have copied a wrong answer
+                    wrong_if_ignored[next(iter(kinds))] += 1
             if why:
                 reasons[why[0]] += 1
                 continue
@@ -533,6 +572,9 @@ def main() -> int:
         "searches_failing_on_each_kind": dict(touched.most_common()),
         "searches_failing_on_that_kind_alone": dict(only.most_common()),
         "added_job_beside_which_read": dict(BESIDE.most_common()),
+        "wrong_copies_if_that_kind_were_ignored": dict(wrong_if_ignored.most_common()),
+        "certified_by_pass": [c for _, c in per_pass],
+        "searches_by_pass": [s for s, _ in per_pass],
     }
     print(json.dumps(fig, indent=1))
     if args.json:
