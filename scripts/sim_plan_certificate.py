@@ -356,6 +356,8 @@ def certify(old: dict, new: dict) -> list[str]:
     delta = _diff(list(zip(o["iv_node"].tolist(), o["iv_b"].tolist(), o["iv_e"].tolist())),
                   list(zip(nw["iv_node"].tolist(), nw["iv_b"].tolist(), nw["iv_e"].tolist())))
     e_o = np.append(o["job_ends"], INF)
+    new["check_size"] = (len(rec["tries"]), len(delta), len(dirty), sum(removed.values()) + sum(added.values()),
+                         int(((nw["sp_b"] <= now_n + L) & (nw["sp_e"] > now_n)).sum()), len(nw["sp_b"]))
     for i, tr in enumerate(rec["tries"]):
         T, TL, cap = tr["T"], tr["T"] + L, tr["cap"]
         avail_o = tr["avail"]
@@ -516,6 +518,7 @@ def main() -> int:
     n_searches = n_cert = n_cert_wrong = n_equal = n_plans = n_tries = n_tries_cert = 0
     sizes = []
     n_explained = 0
+    n_tries_after = 0
     for p, a in enumerate(calls):
         this_pass.clear()
         out = ns["_pass"](*[x.copy() if isinstance(x, np.ndarray) else x for x in a],
@@ -527,6 +530,7 @@ def main() -> int:
             n_searches += 1
             n_plans += s["start"] != -INF
             n_tries += len(s["rec"]["tries"])
+            n_tries_after += len(s["rec"]["tries"]) if p > 0 else 0
             o = prev.get(jid)
             if o is None:
                 reasons["not searched in the previous pass"] += 1
@@ -549,9 +553,9 @@ def main() -> int:
                 reasons[why[0]] += 1
                 continue
             n_cert += 1
+            sizes.append(s["check_size"])
             cert_here += 1
             n_tries_cert += len(s["rec"]["tries"])
-            sizes.append(len(o["rec"]["tries"]))
             if not same:
                 n_cert_wrong += 1
                 print(f"UNSOUND: pass {p} job {jid}: copied {o['start']} {o['nodes']}, search {s['start']} {s['nodes']}")
@@ -573,6 +577,12 @@ def main() -> int:
         "searches_failing_on_that_kind_alone": dict(only.most_common()),
         "added_job_beside_which_read": dict(BESIDE.most_common()),
         "wrong_copies_if_that_kind_were_ignored": dict(wrong_if_ignored.most_common()),
+        "certified_check_sizes_mean": dict(zip(
+            ("tries", "plan_intervals_differing", "nodes_differing", "running_jobs_differing",
+             "spans_in_the_new_first_window", "spans"),
+            [round(float(x), 1) for x in np.mean(sizes, axis=0)])) if sizes else None,
+        "tries_per_search_certified": round(n_tries_cert / max(n_cert, 1), 2),
+        "certified_share_of_tries_after_first_pass": round(n_tries_cert / max(n_tries_after, 1), 4),
         "certified_by_pass": [c for _, c in per_pass],
         "searches_by_pass": [s for s, _ in per_pass],
     }
