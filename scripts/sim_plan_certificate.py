@@ -475,6 +475,7 @@ def main() -> int:
     parser.add_argument("calls")
     parser.add_argument("--passes", type=int, default=0, help="only the first N passes (0: all)")
     parser.add_argument("--json", help="write the figures here too")
+    parser.add_argument("--copies", help="pickle the certified searches' answers per pass here (for the ceiling)")
     parser.add_argument("--explain", type=int, default=-1, metavar="PASS",
                         help="print why each of that pass's first 25 searches was (not) certified")
     parser.add_argument("--weaken", action="append", default=[], metavar="KIND",
@@ -519,6 +520,7 @@ def main() -> int:
     sizes = []
     n_explained = 0
     n_tries_after = 0
+    copies: dict = {}  # pass -> the certified searches' (job id, start, nodes): what a planner would copy
     for p, a in enumerate(calls):
         this_pass.clear()
         out = ns["_pass"](*[x.copy() if isinstance(x, np.ndarray) else x for x in a],
@@ -553,6 +555,7 @@ def main() -> int:
                 reasons[why[0]] += 1
                 continue
             n_cert += 1
+            copies.setdefault(p, []).append((jid, s["start"], s["nodes"]))
             sizes.append(s["check_size"])
             cert_here += 1
             n_tries_cert += len(s["rec"]["tries"])
@@ -589,6 +592,9 @@ def main() -> int:
     print(json.dumps(fig, indent=1))
     if args.json:
         Path(args.json).write_text(json.dumps(fig, indent=1))
+    if args.copies:
+        with open(args.copies, "wb") as fh:
+            pickle.dump(copies, fh)
     ok = fig["digest_is_recorded"] and not mismatches and not n_cert_wrong
     return 0 if ok else 1
 
