@@ -66,13 +66,13 @@ def _usable(j, avail, p_node, first_piece, n_jobs, n_pieces):  # noqa: ANN001, A
 def will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece, job_ends, free_c, free_m,
                  p_c, p_m, cpn, mem, log):  # noqa: ANN001, ANN202
     """plan_kernel._will_run_kth, noting in ``log``: ``read`` the running jobs (indices in end
-    order; ``len(job_ends)``: it looked past the last) whose end or nodes it read, ``lims`` the
-    values it bisected with, ``lasts`` the batch ends it compared with ``now``, ``counted`` the
-    first job not gone (index) of each counted-fit test, ``pos`` that of its answer."""
+    order; ``len(job_ends)``: past the last) it read, ``batches`` each batch's bisection bound and
+    edges, ``lasts`` the batch ends it compared with ``now``, ``counted`` the first job not gone
+    and the count of each counted-fit test, ``pos`` that of its answer."""
     n_jobs = len(job_ends)
     n_pieces = len(p_node)
     read: set = set()
-    log.update(read=read, lims=[], lasts=[], counted=[], pos=None, first_use=n_jobs, batches=[])
+    log.update(read=read, lasts=[], counted=[], pos=None, first_use=n_jobs, batches=[])
 
     why_read: dict = {}  # index -> what read it (for the figures: which reads an added job met)
     log["why_read"] = why_read
@@ -99,7 +99,6 @@ def will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece, job_ends, fre
     pos = 0
     while True:
         lim = anchor + window
-        log["lims"].append(lim)
         q = max(pos, int(np.searchsorted(job_ends, lim, side="right")))
         read.add(q)  # the first end after lim: where the bisection stopped
         if q > 0:
@@ -473,7 +472,8 @@ def _cand(a: dict, groups: list, x: int, pk: dict, g_old: list, cpn: int, mem: i
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("calls")
-    parser.add_argument("--passes", type=int, default=0, help="only the first N passes (0: all)")
+    parser.add_argument("--passes", type=int, default=0, help="only the passes before the N-th (0: all)")
+    parser.add_argument("--start", type=int, default=0, help="from the N-th pass on (a held-out part)")
     parser.add_argument("--json", help="write the figures here too")
     parser.add_argument("--copies", help="pickle the certified searches' answers per pass here (for the ceiling)")
     parser.add_argument("--explain", type=int, default=-1, metavar="PASS",
@@ -484,7 +484,7 @@ def main() -> int:
     args = parser.parse_args()
     with open(args.calls, "rb") as fh:
         recorded = pickle.load(fh)
-    calls = recorded["calls"][: args.passes or None]
+    calls = recorded["calls"][args.start: args.passes or None]
     this_pass: dict = {}
     mismatches = []
 
@@ -566,7 +566,7 @@ def main() -> int:
         prev = dict(this_pass)
         print(f"pass {p}: {len(this_pass)} searches, {cert_here} certified", file=sys.stderr)
     later = [c / max(s, 1) for s, c in per_pass[1:]]
-    whole = len(calls) == len(recorded["calls"])  # (the recorded digest is of every pass)
+    whole = len(calls) == len(recorded["calls"]) and not args.start  # (the recorded digest is of every pass)
     fig = {
         "passes": len(calls), "weakened": args.weaken,
         "digest_is_recorded": digest.hexdigest()[:16] == recorded["digest"] if whole else "not checked (--passes)",
