@@ -266,8 +266,7 @@ def tuning(cluster: str, labels: list[str]) -> int:
     y = np.log10(1.0 + jobs.wait_s)
     for text in TUNING:
         lo, hi = rolling.parse_window(text)
-        print(f"
-{text}: label / warm jobs / back-off median / as run / followed the panel")
+        print(f"\n{text}: label / warm jobs / back-off median / as run / followed the panel")
         for label, (log, _) in zip(labels, logs):
             idx = [j for j in np.nonzero(warm & (jobs.eligible_s >= lo) & (jobs.eligible_s < hi))[0] if j in log]
             told = [log[j] for j in idx]
