@@ -73,6 +73,12 @@ rolling windows (the tenth read of those windows), by a full replay per cluster 
 ``--rolling LABEL``: only its rows and the reference rows. Whatever it meets, the default
 (``RECOMMENDED``) is not changed in this round; if it meets every target on both clusters the
 change is prepared (named and listed), not made.
+
+Result of the tuning run (docs/results/learn.md, "Issue 38, eleventh round"): kept and chosen
+``h-clip30-acct``, the only candidate to pass all four cells (summed Graham margin +0.0038,
+Cedar +0.0261; Graham's second window by +0.0010). ``h-miss28-acct`` and ``h-miss-cum-acct``
+(equal to every digit in all four cells) fail Cedar's first window (-0.0012) and Graham's second
+(-0.0030); ``h-wmed28-acct`` fails Graham's second (-0.0047).
 """
 
 from __future__ import annotations
