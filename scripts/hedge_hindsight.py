@@ -279,6 +279,9 @@ def tuning(cluster: str, labels: list[str]) -> int:
         log = logs[0][0]
         idx = [j for j in np.nonzero(warm & (jobs.eligible_s >= lo) & (jobs.eligible_s < hi))[0] if j in log]
         fit = [j for j in np.nonzero(warm & (jobs.eligible_s >= lo - FIT_S) & (jobs.eligible_s < lo))[0] if j in log]
+        if not fit:  # the file starts on 04-24: no warm job may precede the first window
+            print("  per-account month-ahead choice: no warm jobs before the window")
+            continue
         fb, fp, _ = errors(y[fit], [log[j] for j in fit])
         e_b, e_p, _ = errors(y[idx], [log[j] for j in idx])
         accounts = np.array([log[j].strata[-1] for j in idx])
