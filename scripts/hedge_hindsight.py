@@ -27,6 +27,13 @@ its share of jobs that followed the panel and its median as run; the classes' fi
 depend on it (the panel's mixture is the same)::
 
     python scripts/hedge_hindsight.py graham h-win-told-acct-a20   # docs/results/learn.md, tenth round
+
+The eleventh round's candidates (scripts/tune_hedge_memory.py) are accepted too; ``--tuning``
+replays only to 2021-06-10 with one or more of them and prints, per tuning window (04-29 ..
+05-20, 05-20 .. 06-10), the share of warm jobs on which each followed the panel and its median
+as run, beside the back-off's, and the per-account month-ahead choice's share for scale::
+
+    python scripts/hedge_hindsight.py --tuning graham h-miss28-acct h-wmed28-acct   # eleventh round
 """
 
 from __future__ import annotations
@@ -219,17 +226,84 @@ def report(text: str, y: np.ndarray, told: list[Told], before: tuple[np.ndarray,
     print(f"  3. per-job oracle (nearer of back-off and panel; no bound): {oracle:.4f} (margin {base - oracle:+.4f})")
 
 
+TUNING = ("2021-04-29..2021-05-20", "2021-05-20..2021-06-10")
+
+
+def candidates() -> dict[str, dict]:
+    """The tenth and eleventh rounds' candidates by label."""
+    sys.path.insert(0, __file__.rsplit("/", 1)[0])
+    from tune_hedge_account import CANDIDATES as TENTH
+    from tune_hedge_memory import CANDIDATES as ELEVENTH
+    return {**TENTH, **ELEVENTH}
+
+
+def tuning(cluster: str, labels: list[str]) -> int:
+    """Each candidate's share of warm jobs that followed the panel on the tuning windows, and its
+    median as run (a replay to 2021-06-10: nothing later is read)."""
+    known = candidates()
+    unknown = [lb for lb in labels if lb not in known]
+    if unknown or not labels:
+        print(f"hedge_hindsight --tuning: not a candidate: {', '.join(unknown) or '(none given)'} "
+              f"(known: {', '.join(known)})", file=sys.stderr)
+        return 2
+    jobs = bench.load_jobs(bench.DEFAULT_DATA, cluster, None, TUNING[-1].split("..")[1],
+                           key_config=bench.KEY_CONFIGS["account"])
+    logs: list[tuple[dict[int, Told], list[int]]] = []
+    make_pool = bench.make_pool
+
+    def patched(kind: str, **kwargs):
+        pool = make_pool(kind, **kwargs)
+        logs.append(({}, []))
+        record(pool, *logs[-1])
+        return pool
+
+    bench.make_pool = patched  # type: ignore[assignment]
+    t0 = time.process_time()
+    replayed = bench.replay(jobs, [(lb, "hedge", known[lb]) for lb in labels], seed=0)
+    print(f"[{cluster}] {len(jobs)} jobs to {TUNING[-1].split('..')[1]} replayed in "
+          f"{time.process_time() - t0:.0f} CPU s ({len(labels)} learners)")
+    warm = replayed["warm"]
+    y = np.log10(1.0 + jobs.wait_s)
+    for text in TUNING:
+        lo, hi = rolling.parse_window(text)
+        print(f"\n{text}: label / warm jobs / back-off median / as run / followed the panel")
+        for label, (log, _) in zip(labels, logs):
+            idx = [j for j in np.nonzero(warm & (jobs.eligible_s >= lo) & (jobs.eligible_s < hi))[0] if j in log]
+            told = [log[j] for j in idx]
+            e_b, e_p, _ = errors(y[idx], told)
+            followed = np.array([t.followed for t in told])
+            as_run = float(np.median(np.where(followed == 1, e_p, e_b)))
+            print(f"  {label:<24} {len(idx)} {np.median(e_b):.4f} {as_run:.4f} ({np.median(e_b) - as_run:+.4f})"
+                  f" {100 * followed.mean():.1f} %")
+        # for scale: the per-account choice made on the (up to) 4 weeks before the window
+        log = logs[0][0]
+        idx = [j for j in np.nonzero(warm & (jobs.eligible_s >= lo) & (jobs.eligible_s < hi))[0] if j in log]
+        fit = [j for j in np.nonzero(warm & (jobs.eligible_s >= lo - FIT_S) & (jobs.eligible_s < lo))[0] if j in log]
+        if not fit:  # the file starts on 04-24: no warm job may precede the first window
+            print("  per-account month-ahead choice: no warm jobs before the window")
+            continue
+        fb, fp, _ = errors(y[fit], [log[j] for j in fit])
+        e_b, e_p, _ = errors(y[idx], [log[j] for j in idx])
+        accounts = np.array([log[j].strata[-1] for j in idx])
+        m, share = carried(np.stack([fb, fp], axis=1), np.array([log[j].strata[-1] for j in fit]),
+                           np.stack([e_b, e_p], axis=1), accounts)
+        print(f"  per-account month-ahead choice ({len(fit)} warm jobs before): {m:.4f} "
+              f"({np.median(e_b) - m:+.4f}) the panel on {100 * share:.1f} %")
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--tuning"]:
+        return tuning(argv[1] if len(argv) > 1 else "graham", argv[2:])
     cluster = argv[0] if argv else "graham"
     label, learner = "h-wmed-m5-a20h200", LEARNER
     if len(argv) > 1:
-        sys.path.insert(0, __file__.rsplit("/", 1)[0])
-        from tune_hedge_account import CANDIDATES
-        if argv[1] not in CANDIDATES:
-            print(f"hedge_hindsight: {argv[1]} is not a tenth-round candidate ({', '.join(CANDIDATES)})",
+        known = candidates()
+        if argv[1] not in known:
+            print(f"hedge_hindsight: {argv[1]} is not a tenth- or eleventh-round candidate ({', '.join(known)})",
                   file=sys.stderr)
             return 2
-        label, learner = argv[1], CANDIDATES[argv[1]]
+        label, learner = argv[1], known[argv[1]]
     jobs = bench.load_jobs(bench.DEFAULT_DATA, cluster, None, None, key_config=bench.KEY_CONFIGS["account"])
     log: dict[int, Told] = {}
     order: list[int] = []

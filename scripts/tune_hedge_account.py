@@ -86,22 +86,25 @@ def adds(labels: list[str] | None = None) -> list[str]:
     return [arg for add in out for arg in ("--add", add)]
 
 
-def choose(table: dict[tuple[str, str], dict]) -> str | None:
-    """Print every cell and the rule's verdict; return the chosen candidate (None: none kept)."""
+def choose(table: dict[tuple[str, str], dict], candidates: dict[str, dict] | None = None,
+           script: str = "tune_hedge_account.py") -> str | None:
+    """Print every cell and the rule's verdict; return the chosen candidate (None: none kept).
+    ``candidates``: this round's (default), or a later round's under the same rule."""
+    candidates = CANDIDATES if candidates is None else candidates
     print("cell: median |log10 error| / within x3 (warm) / worst coverage gap in points")
     for cell, rows in sorted(table.items()):
         best_x3 = max(rows[lb]["within_x3"] for lb in RUNNING if lb in rows)
         allowed = max(5.0, 100 * rows[REFERENCE]["worst_gap"])
         print(f"\n[{cell[0]} {cell[1]}] best running median x3 {100 * best_x3:.1f}; gap allowed {allowed:.1f}")
-        for lb in [REFERENCE, *RUNNING, *CANDIDATES]:
+        for lb in [REFERENCE, *RUNNING, *candidates]:
             r = rows[lb]
             gap = "" if r["worst_gap"] is None else f" {100 * r['worst_gap']:4.1f}"
             ok, margin = passes(rows, lb)
-            flag = f"  margin {margin:+.3f} {'pass' if ok else 'FAIL'}" + ("" if lb in CANDIDATES else " (reference)")
+            flag = f"  margin {margin:+.4f} {'pass' if ok else 'FAIL'}" + ("" if lb in candidates else " (reference)")
             print(f"  {lb:<24} {r['median_abs_log10']:.3f} {100 * r['within_x3']:5.1f}{gap}"
                   + (flag if lb != REFERENCE else ""))
     summary = {}
-    for lb in CANDIDATES:
+    for lb in candidates:
         results = {cell: passes(rows, lb) for cell, rows in table.items()}
         gaps = [rows[lb]["worst_gap"] for rows in table.values()]
         summary[lb] = (all(ok for ok, _ in results.values()),
@@ -110,14 +113,14 @@ def choose(table: dict[tuple[str, str], dict]) -> str | None:
                        max(g if g is not None else 1.0 for g in gaps))
     print("\nlabel: passes all 4 cells / summed margin Graham / summed margin Cedar / worst-cell gap")
     for lb, (ok, graham, cedar, worst) in summary.items():
-        print(f"  {lb:<24} {'yes' if ok else 'no ':<4} {graham:+.3f} {cedar:+.3f} {100 * worst:.1f}")
-    kept = [lb for lb in CANDIDATES if summary[lb][0]]
+        print(f"  {lb:<24} {'yes' if ok else 'no ':<4} {graham:+.4f} {cedar:+.4f} {100 * worst:.1f}")
+    kept = [lb for lb in candidates if summary[lb][0]]
     if not kept:
         print("\nchosen: none kept: no change, the judged windows are not read")
         return None
     chosen = min(kept, key=lambda lb: (-summary[lb][1], summary[lb][3], lb))
-    print(f"\nchosen: {chosen} {json.dumps(CANDIDATES[chosen])}")
-    print(f"  judge it once: a full replay with --judge {chosen} $(python scripts/tune_hedge_account.py"
+    print(f"\nchosen: {chosen} {json.dumps(candidates[chosen])}")
+    print(f"  judge it once: a full replay with --judge {chosen} $(python scripts/{script}"
           f" --adds {chosen}), read with --rolling {chosen}")
     return chosen
 

@@ -82,6 +82,10 @@ TOPS = {  # the ninth round's two top levels (scripts/tune_hedge_cold.py)
                  "hedge_top_eta": 1, "hedge_top_told": True},
     "wmed-m5": {"hedge_top": "learners", "hedge_top_combine": "leader", "hedge_top_loss": "window",
                 "hedge_top_eta": 1, "hedge_top_told": True, "hedge_top_margin": 0.005},
+    # the eleventh round's long memory (asad/learn/hedge_memory.py): the 28-day median leader
+    "wmed28-memory": {"hedge_top": "learners", "hedge_top_combine": "leader", "hedge_top_loss": "window",
+                      "hedge_top_eta": 1, "hedge_top_told": True, "hedge_top_margin": 0.005,
+                      "hedge_top_memory_s": 28 * 86400.0, "hedge_top_min_n": 5},
 }
 
 
@@ -116,6 +120,11 @@ def test_the_cold_step_and_hedges_top_level_are_both_in_effect(top, groups):
     assert pool.top_weights(group) != [math.log(pool.prior(range(n))[i] * n) for i in range(n)]
     if TOPS[top]["hedge_top_combine"] == "draw":
         assert group in pool._drawn
+    if "hedge_top_memory_s" in TOPS[top]:  # the memory is in effect: each top group's judged waits
+        assert set(pool._memory) == {g for g in pool.log_weights if g.endswith("#top")}
+        if groups == "account":
+            assert pool._memory[group].n == 37  # the warm account's 40 waits but 3 told before any wait was known
+        assert plain._memory[group].statistic() == pool._memory[group].statistic()  # as without the step
     tops = {g for g in pool.log_weights if g.endswith("#top")}
     if groups == "account":  # one top group per account (the warm one and each cold one), none per cluster
         assert group == "cluster=g|account=a0#top" and len(tops) == 31 and f"{COARSEST}#top" not in tops

@@ -128,6 +128,17 @@ class ExpertsConfig:
     hedge_top_margin: float = 0.0
     # residual strata per learner the top level follows (leader or draw), not per level alone
     hedge_top_strata: bool = False
+    # issue 38, eleventh round: the top level's long memory per group (asad/learn/hedge_memory.py).
+    # ``hedge_top_memory_s`` -1: off; 0: every judged wait since the group's first; > 0: the
+    # group's judged waits of the last that many seconds. The leader follows the learner with the
+    # smaller mean loss over it ("window": the smaller median |error|), the back-off until the
+    # group has ``hedge_top_min_n`` judged waits, switching only past ``hedge_top_margin``.
+    # ``hedge_top_loss`` "clip" pays min(|error|, tau) / tau (``hedge_top_tau`` > 0);
+    # ``hedge_top_tau_scope`` "cluster": the running threshold of "over" is the back-off's median
+    # error over the cluster's last waits, not the top group's (an account's) own
+    hedge_top_memory_s: float = -1.0
+    hedge_top_min_n: int = 0
+    hedge_top_tau_scope: str = "group"
     # issue 38, seventh round: cold answers (a stratum whose answering level is coarser than the
     # key, the key had no wait of its own) step ACI at their own rate (0: ``aci_gamma``), and
     # while their stratum is short of residuals read the pooled residuals of cold answers
@@ -181,15 +192,24 @@ class ExpertsConfig:
         if (self.hedge_top not in ("none", "learners", "learners-median20")
                 or self.hedge_top_combine not in ("leader", "mean", "draw")):
             raise ValueError("hedge_top 'none'|'learners'|'learners-median20', hedge_top_combine 'leader'|'mean'|'draw'")
-        if (self.hedge_top_loss not in ("charged", "win", "over", "window") or self.hedge_top_tau < 0
+        if (self.hedge_top_loss not in ("charged", "win", "over", "window", "clip") or self.hedge_top_tau < 0
                 or self.hedge_top_eta < 0 or not (self.hedge_top_share == -1 or 0 <= self.hedge_top_share < 1)):
-            raise ValueError("hedge_top_loss 'charged'|'win'|'over'|'window', hedge_top_tau >= 0, hedge_top_eta >= 0 "
-                             "(0: hedge_eta), 0 <= hedge_top_share < 1 (-1: hedge_share)")
+            raise ValueError("hedge_top_loss 'charged'|'win'|'over'|'window'|'clip', hedge_top_tau >= 0, "
+                             "hedge_top_eta >= 0 (0: hedge_eta), 0 <= hedge_top_share < 1 (-1: hedge_share)")
+        if self.hedge_top_loss == "clip" and not self.hedge_top_tau:
+            raise ValueError("hedge_top_loss 'clip' needs hedge_top_tau > 0 (log10: where the loss stops growing)")
+        memory = self.hedge_top_memory_s >= 0
+        if ((self.hedge_top_memory_s < 0 and self.hedge_top_memory_s != -1) or self.hedge_top_min_n < 0
+                or (memory and self.hedge_top_combine != "leader") or (self.hedge_top_min_n and not memory)
+                or self.hedge_top_tau_scope not in ("group", "cluster")):
+            raise ValueError("hedge_top_memory_s >= 0 (seconds; 0: every wait) or -1 (off), with the 'leader' "
+                             "only; hedge_top_min_n >= 0 with a memory only; hedge_top_tau_scope 'group'|'cluster'")
         if self.hedge_top_window < 1 or self.hedge_top_groups not in ("cluster", "account"):
             raise ValueError("hedge_top_window >= 1 (waits) and hedge_top_groups 'cluster'|'account'")
-        if self.hedge_top_margin < 0 or (self.hedge_top_margin and (self.hedge_top_loss, self.hedge_top_combine)
-                                         != ("window", "leader")):
-            raise ValueError("hedge_top_margin >= 0 (log10), with hedge_top_loss 'window' and the 'leader' only")
+        if self.hedge_top_margin < 0 or (self.hedge_top_margin and not memory and (
+                self.hedge_top_loss, self.hedge_top_combine) != ("window", "leader")):
+            raise ValueError("hedge_top_margin >= 0, with hedge_top_loss 'window' and the 'leader', or with "
+                             "hedge_top_memory_s, only")
         if self.long_memory < 100 or self.residual_window < 1 or self.min_residuals < 1:
             raise ValueError("long_memory >= 100, residual_window >= 1, min_residuals >= 1")
 

@@ -43,6 +43,11 @@ the top group's last ``hedge_top_window`` waits (the score itself); ``hedge_top_
 account`` keeps the top weights per account; ``hedge_top: learners-median20`` adds the
 answering level's running median of 20 as a third learner; ``hedge_top_told`` judges the
 learners after the pending floor, as the job was told (when the floor bound the told answer).
+The eleventh round: ``hedge_top_memory_s`` keeps each top group's judged waits over a long
+memory (asad/learn/hedge_memory.py) and follows the learner with the smaller mean loss (or
+median |error|) over it, the back-off until the group has ``hedge_top_min_n`` of them; the
+``clip`` loss, min(|error|, tau) / tau; ``hedge_top_tau_scope: cluster``, the ``over`` loss's
+running threshold over the cluster's waits when the weights are per account.
 
 The pending floor (the oldest job of the same class still pending, raising the answer), the
 strata of calibrated quantiles and ACI are the back-off's (:class:`ExpertsPool`, ``backoff``
@@ -70,6 +75,7 @@ from typing import Any
 from asad.learn.base import clean_wait
 from asad.learn.calibration import Told
 from asad.learn.experts import ExpertsPool
+from asad.learn.hedge_memory import TopMemory, follow
 from asad.learn.key_levels import key_levels_by_slot
 from asad.learn.key_stats import count_bucket
 
@@ -165,6 +171,8 @@ class HedgePool(ExpertsPool):
         # ``hedge_top_margin``: the learner followed per top group, kept until another's running
         # median error is lower by the margin (not saved: after a restart the back-off leads)
         self._kept: dict[str, int] = {}
+        # ``hedge_top_memory_s``: each top group's judged waits over its long memory (not saved)
+        self._memory: dict[str, TopMemory] = {}
 
     # -- Slurm's estimate (hedge_slurm) -----------------------------------------------
     @property
@@ -276,6 +284,10 @@ class HedgePool(ExpertsPool):
         return self.config.hedge_top != "none"
 
     @property
+    def has_memory(self) -> bool:
+        return self.has_top and self.config.hedge_top_memory_s >= 0
+
+    @property
     def top_names(self) -> tuple[str, ...]:
         return TOP_MEDIAN20 if self.config.hedge_top == "learners-median20" else TOP
 
@@ -314,7 +326,7 @@ class HedgePool(ExpertsPool):
         drawn = self._drawn.get(self.top_group(panel))
         if self.config.hedge_top_combine == "draw" and drawn is not None:
             return drawn
-        if self.config.hedge_top_margin:
+        if self.config.hedge_top_margin or self.has_memory:
             return self._kept.get(self.top_group(panel), 0)
         return max(self.top_shares(panel), key=lambda item: (item[1], -item[0]))[0]
 
@@ -384,8 +396,11 @@ class HedgePool(ExpertsPool):
         level's own loss, rate and share; then ``draw`` draws the learner it follows next."""
         cfg = self.config
         group = self.top_group(panel)
-        losses = self.top_losses(group, learners, y)
         eta = cfg.hedge_top_eta or cfg.hedge_eta
+        if self.has_memory:
+            self._remember(group, panel, learners, y, at_s, eta)
+            return
+        losses = self.top_losses(group, learners, y)
         share = cfg.hedge_share if cfg.hedge_top_share < 0 else cfg.hedge_top_share
         weights = self.top_weights(group)
         self._step(group, weights, losses, at_s, self.prior, eta, share)
@@ -406,12 +421,41 @@ class HedgePool(ExpertsPool):
                 drawn += 1
             self._drawn[group] = drawn
 
-    def top_losses(self, group: str, learners: Sequence[float], y: float) -> dict[int, float]:
-        """What each learner pays at the top level for the wait ``y`` (see ``hedge_top_loss``)."""
+    def _remember(self, group: str, panel: Panel, learners: tuple[float, ...], y: float,
+                  at_s: float | None, eta: float) -> None:
+        """The long memory's round (``hedge_top_memory_s``): the wait joins the group's memory
+        (the waits older than its span leave), the weights become ``exp(-eta * n * statistic)``
+        and the leader is chosen from the statistic, with the minimum count and the margin."""
+        cfg = self.config
+        median = cfg.hedge_top_loss == "window"
+        memory = self._memory.get(group)
+        if memory is None:
+            memory = self._memory[group] = TopMemory(len(learners), cfg.hedge_top_memory_s, median)
+        if median:  # the score itself: each learner's median |error| over the memory
+            paid = tuple(abs(float(v) - y) for v in learners)
+        else:
+            cluster_top = f"{panel.group.split('#', 1)[0]}#top"
+            losses = self.top_losses(group, learners, y, cluster_top if cfg.hedge_top_tau_scope == "cluster" else None)
+            paid = tuple(losses[i] for i in range(len(learners)))
+        memory.add(at_s, paid)
+        statistic = memory.statistic()
+        weights = self.top_weights(group)
+        log_w = [-eta * memory.n * s for s in statistic]
+        top = max(log_w)
+        weights[:] = [w - top for w in log_w]
+        self._kept[group] = follow(statistic, memory.n, self._kept.get(group, 0), cfg.hedge_top_min_n,
+                                   cfg.hedge_top_margin)
+
+    def top_losses(self, group: str, learners: Sequence[float], y: float,
+                   tau_group: str | None = None) -> dict[int, float]:
+        """What each learner pays at the top level for the wait ``y`` (see ``hedge_top_loss``);
+        ``tau_group``: whose running threshold ``over`` reads (None: the top group's own)."""
         cfg = self.config
         if cfg.hedge_top_loss == "charged":
             return {i: self.loss(float(v), y) for i, v in enumerate(learners)}
         errors = [abs(float(v) - y) for v in learners]
+        if cfg.hedge_top_loss == "clip":
+            return {i: min(e, cfg.hedge_top_tau) / cfg.hedge_top_tau for i, e in enumerate(errors)}
         if cfg.hedge_top_loss == "win":
             best = min(errors)
             return {i: 1.0 if e > best else 0.0 for i, e in enumerate(errors)}
@@ -425,7 +469,7 @@ class HedgePool(ExpertsPool):
                 window.add(e)
                 out[i] = window.median()
             return out
-        tau = cfg.hedge_top_tau or self.running_tau(group, errors[0])
+        tau = cfg.hedge_top_tau or self.running_tau(tau_group or group, errors[0])
         return {i: 1.0 if e > tau else 0.0 for i, e in enumerate(errors)}
 
     def running_tau(self, group: str, backoff_error: float) -> float:
