@@ -22,9 +22,12 @@ import time
 
 import numpy as np
 
-from asad.bench import predictors as bench
-from asad.bench import rolling
-from asad.learn.hedge import HedgePool
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from hedge_hindsight import recording  # noqa: E402
+
+from asad.bench import predictors as bench  # noqa: E402
+from asad.bench import rolling  # noqa: E402
+from asad.learn.hedge import HedgePool  # noqa: E402
 
 WINDOWS = ("2021-04-29..2021-05-20", "2021-05-20..2021-06-10")
 DRAW = {"hedge_top": "learners", "hedge_top_combine": "draw", "hedge_top_loss": "win", "hedge_top_eta": 1}
@@ -52,18 +55,10 @@ def record(pool: HedgePool, log: dict[int, tuple[float, float, int, float]], ord
 def main(argv: list[str]) -> int:
     cluster = argv[0] if argv else "graham"
     jobs = bench.load_jobs(bench.DEFAULT_DATA, cluster, None, "2021-06-10", key_config=bench.KEY_CONFIGS["account"])
-    log: dict[int, tuple[float, float, int, float]] = {}
-    order: list[int] = []
-    make_pool = bench.make_pool
-
-    def patched(kind: str, **kwargs):
-        pool = make_pool(kind, **kwargs)
-        record(pool, log, order)
-        return pool
-
-    bench.make_pool = patched  # type: ignore[assignment]
     t0 = time.process_time()
-    replayed = bench.replay(jobs, [("h-win-draw", "hedge", DRAW)], seed=0)
+    with recording(record) as logs:
+        replayed = bench.replay(jobs, [("h-win-draw", "hedge", DRAW)], seed=0)
+    log: dict[int, tuple[float, float, int, float]] = logs[0][0]
     print(f"[{cluster}] {len(jobs)} jobs replayed to 2021-06-10 in {time.process_time() - t0:.0f} CPU s")
     warm = replayed["warm"]
     y = np.log10(1.0 + jobs.wait_s)

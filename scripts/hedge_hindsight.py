@@ -41,6 +41,8 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -154,6 +156,27 @@ def record(pool: HedgePool, log: dict[int, Told], order: list[int]) -> None:
     pool.told = told  # type: ignore[method-assign]
 
 
+@contextmanager
+def recording(record_fn: Callable = record) -> Iterator[list[tuple[dict, list[int]]]]:
+    """While open, every pool a replay makes logs what it told (``record_fn``, :func:`record` by
+    default) into its own ``(log, order)``, appended to the yielded list in the order the pools
+    are made (one per learner); the bench's ``make_pool`` is put back on leaving."""
+    logs: list[tuple[dict, list[int]]] = []
+    make_pool = bench.make_pool
+
+    def patched(kind: str, **kwargs):
+        pool = make_pool(kind, **kwargs)
+        logs.append(({}, []))
+        record_fn(pool, *logs[-1])
+        return pool
+
+    bench.make_pool = patched  # type: ignore[assignment]
+    try:
+        yield logs
+    finally:
+        bench.make_pool = make_pool
+
+
 def errors(y: np.ndarray, told: list[Told]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """|log10 error| of the back-off, the panel and each expert, each raised to the floor."""
     floor = np.array([t.floor for t in told])
@@ -248,18 +271,9 @@ def tuning(cluster: str, labels: list[str]) -> int:
         return 2
     jobs = bench.load_jobs(bench.DEFAULT_DATA, cluster, None, TUNING[-1].split("..")[1],
                            key_config=bench.KEY_CONFIGS["account"])
-    logs: list[tuple[dict[int, Told], list[int]]] = []
-    make_pool = bench.make_pool
-
-    def patched(kind: str, **kwargs):
-        pool = make_pool(kind, **kwargs)
-        logs.append(({}, []))
-        record(pool, *logs[-1])
-        return pool
-
-    bench.make_pool = patched  # type: ignore[assignment]
     t0 = time.process_time()
-    replayed = bench.replay(jobs, [(lb, "hedge", known[lb]) for lb in labels], seed=0)
+    with recording() as logs:
+        replayed = bench.replay(jobs, [(lb, "hedge", known[lb]) for lb in labels], seed=0)
     print(f"[{cluster}] {len(jobs)} jobs to {TUNING[-1].split('..')[1]} replayed in "
           f"{time.process_time() - t0:.0f} CPU s ({len(labels)} learners)")
     warm = replayed["warm"]
@@ -305,18 +319,10 @@ def main(argv: list[str]) -> int:
             return 2
         label, learner = argv[1], known[argv[1]]
     jobs = bench.load_jobs(bench.DEFAULT_DATA, cluster, None, None, key_config=bench.KEY_CONFIGS["account"])
-    log: dict[int, Told] = {}
-    order: list[int] = []
-    make_pool = bench.make_pool
-
-    def patched(kind: str, **kwargs):
-        pool = make_pool(kind, **kwargs)
-        record(pool, log, order)
-        return pool
-
-    bench.make_pool = patched  # type: ignore[assignment]
     t0 = time.process_time()
-    replayed = bench.replay(jobs, [(label, "hedge", learner)], seed=0)
+    with recording() as logs:
+        replayed = bench.replay(jobs, [(label, "hedge", learner)], seed=0)
+    log = logs[0][0]
     print(f"[{cluster}] {label}: {len(jobs)} jobs replayed in {time.process_time() - t0:.0f} CPU s")
     warm = replayed["warm"]
     y = np.log10(1.0 + jobs.wait_s)

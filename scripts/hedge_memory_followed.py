@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from hedge_hindsight import Told, carried, errors, record  # noqa: E402
+from hedge_hindsight import Told, carried, errors, recording  # noqa: E402
 from tune_hedge_memory import CANDIDATES  # noqa: E402
 
 from asad.bench import predictors as bench  # noqa: E402
@@ -55,18 +55,10 @@ def main(argv: list[str]) -> int:
     lo, hi = rolling.parse_window(WINDOW)
     jobs = bench.load_jobs(bench.DEFAULT_DATA, cluster, None, WINDOW.split("..")[1],
                            key_config=bench.KEY_CONFIGS["account"])
-    log: dict[int, Told] = {}
-    order: list[int] = []
-    make_pool = bench.make_pool
-
-    def patched(kind: str, **kwargs):
-        pool = make_pool(kind, **kwargs)
-        record(pool, log, order)
-        return pool
-
-    bench.make_pool = patched  # type: ignore[assignment]
     t0 = time.process_time()
-    replayed = bench.replay(jobs, [(label, "hedge", CANDIDATES[label])], seed=0)
+    with recording() as logs:
+        replayed = bench.replay(jobs, [(label, "hedge", CANDIDATES[label])], seed=0)
+    log: dict[int, Told] = logs[0][0]
     print(f"[{cluster}] {label}: {len(jobs)} jobs replayed in {time.process_time() - t0:.0f} CPU s")
     warm = replayed["warm"]
     y = np.log10(1.0 + jobs.wait_s)

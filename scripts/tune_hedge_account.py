@@ -80,9 +80,11 @@ CANDIDATES = {
 }
 
 
-def adds(labels: list[str] | None = None) -> list[str]:
-    """The ``--add`` arguments of the replay (all candidates, or the named ones)."""
-    out = [f"{lb}=hedge:{json.dumps(CANDIDATES[lb], separators=(',', ':'))}" for lb in (labels or CANDIDATES)]
+def adds(labels: list[str] | None = None, candidates: dict[str, dict] | None = None) -> list[str]:
+    """The ``--add`` arguments of the replay (all candidates, or the named ones); ``candidates``:
+    this round's (default), or a later round's."""
+    candidates = CANDIDATES if candidates is None else candidates
+    out = [f"{lb}=hedge:{json.dumps(candidates[lb], separators=(',', ':'))}" for lb in (labels or candidates)]
     return [arg for add in out for arg in ("--add", add)]
 
 
@@ -125,21 +127,32 @@ def choose(table: dict[tuple[str, str], dict], candidates: dict[str, dict] | Non
     return chosen
 
 
-def main(argv: list[str]) -> int:
+def cli(argv: list[str], candidates: dict[str, dict], script: str) -> int:
+    """A tuning round's command line (this round's and later rounds' under the same rule):
+    ``CLUSTER:FILE ...`` (the tuning cells and the rule's verdict), ``--adds [LABEL ...]`` (the
+    replay's arguments) or ``--rolling LABEL CLUSTER:FILE ...`` (the judged read)."""
     if argv[:1] == ["--adds"]:
-        unknown = [lb for lb in argv[1:] if lb not in CANDIDATES]
+        unknown = [lb for lb in argv[1:] if lb not in candidates]
         if unknown:
             print(f"--adds: not a candidate of this round: {', '.join(unknown)}", file=sys.stderr)
             return 2
-        print(" ".join(adds(argv[1:])))  # no spaces in the JSON: safe to split as $(...)
+        print(" ".join(adds(argv[1:], candidates)))  # no spaces in the JSON: safe to split as $(...)
         return 0
     if argv[:1] == ["--rolling"]:
-        if len(argv) < 3 or argv[1] not in CANDIDATES:
+        if len(argv) < 3 or argv[1] not in candidates:
             print("--rolling LABEL CLUSTER:FILE ...: LABEL must be a candidate of this round", file=sys.stderr)
             return 2
         return rolling(dict(arg.split(":", 1) for arg in argv[2:]), argv[1])
-    choose(cells(dict(arg.split(":", 1) for arg in argv)))
+    if not argv or any(":" not in arg for arg in argv):
+        print(f"usage: {script} CLUSTER:FILE ... | --adds [LABEL ...] | --rolling LABEL CLUSTER:FILE ...",
+              file=sys.stderr)
+        return 2
+    choose(cells(dict(arg.split(":", 1) for arg in argv)), candidates, script)
     return 0
+
+
+def main(argv: list[str]) -> int:
+    return cli(argv, CANDIDATES, "tune_hedge_account.py")
 
 
 if __name__ == "__main__":

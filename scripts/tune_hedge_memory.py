@@ -83,12 +83,11 @@ Cedar +0.0261; Graham's second window by +0.0010). ``h-miss28-acct`` and ``h-mis
 
 from __future__ import annotations
 
-import json
 import sys
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from tune_hedge import cells, rolling  # noqa: E402
-from tune_hedge_account import choose  # noqa: E402
+from tune_hedge_account import adds as account_adds  # noqa: E402
+from tune_hedge_account import cli  # noqa: E402
 
 DAYS_28 = 28 * 86400.0
 BASE = {"hedge_top": "learners", "hedge_top_combine": "leader", "hedge_top_told": True, "hedge_top_eta": 1,
@@ -107,29 +106,11 @@ CANDIDATES = {
 
 def adds(labels: list[str] | None = None) -> list[str]:
     """The ``--add`` arguments of the replay (all candidates, or the named ones)."""
-    out = [f"{lb}=hedge:{json.dumps(CANDIDATES[lb], separators=(',', ':'))}" for lb in (labels or CANDIDATES)]
-    return [arg for add in out for arg in ("--add", add)]
+    return account_adds(labels, CANDIDATES)
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["--adds"]:
-        unknown = [lb for lb in argv[1:] if lb not in CANDIDATES]
-        if unknown:
-            print(f"--adds: not a candidate of this round: {', '.join(unknown)}", file=sys.stderr)
-            return 2
-        print(" ".join(adds(argv[1:])))  # no spaces in the JSON: safe to split as $(...)
-        return 0
-    if argv[:1] == ["--rolling"]:
-        if len(argv) < 3 or argv[1] not in CANDIDATES:
-            print("--rolling LABEL CLUSTER:FILE ...: LABEL must be a candidate of this round", file=sys.stderr)
-            return 2
-        return rolling(dict(arg.split(":", 1) for arg in argv[2:]), argv[1])
-    if not argv or any(":" not in arg for arg in argv):
-        print("usage: tune_hedge_memory.py CLUSTER:FILE ... | --adds [LABEL ...] | --rolling LABEL CLUSTER:FILE ...",
-              file=sys.stderr)
-        return 2
-    choose(cells(dict(arg.split(":", 1) for arg in argv)), CANDIDATES, "tune_hedge_memory.py")
-    return 0
+    return cli(argv, CANDIDATES, "tune_hedge_memory.py")
 
 
 if __name__ == "__main__":
