@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import stat
+import threading
 import time
 from pathlib import Path
 
@@ -260,6 +261,8 @@ def test_daemon_started_during_an_outage_waits_and_starts_by_itself(tmp_path, mo
     sim = make_simulator("small", load=0.0, seed=2)
     failures: list[float] = []
     notes_while_down: list[list[str]] = []
+    pauses: list[float] = []  # what the daemon asked to sleep between its tries, not wall time
+    real_sleep = time.sleep
 
     def slurm_comes_back(*_a, **_k):  # noqa: ANN002, ANN003, ANN202
         if len(failures) < 4:
@@ -271,15 +274,22 @@ def test_daemon_started_during_an_outage_waits_and_starts_by_itself(tmp_path, mo
             raise SlurmUnavailable("squeue: error: Unable to contact slurm controller (connect failure)")
         return sim
 
+    def sleep(seconds: float) -> None:
+        if threading.current_thread() is threading.main_thread() and 0 < len(failures) <= 4 and len(pauses) < len(failures):
+            pauses.append(seconds)  # the pause after each failed try
+        real_sleep(seconds)
+
     monkeypatch.setattr(asad.daemon.wiring, "make_backend", slurm_comes_back)
+    monkeypatch.setattr(time, "sleep", sleep)
     store = Store(settings.database_url)
     wf = store.add_workflow(parse_workflow(PLANNED_WF), sim.now(), strategy="asa")
     store.close()
     assert run_daemon(settings, max_ticks=2) == 0
     assert len(failures) == 4
     assert all(any("Slurm unavailable" in n and "Unable to contact" in n for n in notes) for notes in notes_while_down)
-    gaps = [b - a for a, b in zip(failures, failures[1:])]
-    assert gaps[0] < gaps[-1]  # growing pauses, up to the ceiling
+    # growing pauses, up to the ceiling (the pauses asked for: wall-clock gaps between tries also
+    # hold the status reads above, which under load outweigh a 10-ms pause)
+    assert pauses == [0.01, 0.02, 0.04, 0.04]
     store = Store(settings.database_url)
     rows, notes = status_rows(store)
     store.close()
