@@ -287,9 +287,29 @@ def job_agreement(data: list[dict]) -> tuple[int, int, float]:
     return agree, len(multi), sum(share ** len(v) + (1 - share) ** len(v) for v in multi)
 
 
+def null_best(data: list[dict], rounds: int, seed: int = 37) -> list[float]:
+    """The best held-out balanced accuracy over every feature, with the paths shuffled within each
+    log (``rounds`` times): what picking the best of this many features gives by chance."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for _ in range(rounds):
+        shuffled = []
+        for log in sorted({r["log"] for r in data}):
+            sub = [r for r in data if r["log"] == log]
+            paths = [r["path"] for r in sub]
+            rng.shuffle(paths)
+            shuffled += [{**r, "path": p} for r, p in zip(sub, paths)]
+        out.append(max(leave_one_log_out(shuffled, f)[3] for f in NUMERIC + CATEGORICAL))
+    return sorted(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", action="store_true", help="print every end's row too")
+    ap.add_argument("--null", type=int, default=0, metavar="N",
+                    help="N within-log shuffles of the decided ends' paths: the best feature's chance level")
     args = ap.parse_args()
     every = [r for rec in load_recordings(None) if log_path(rec) is not None for r in rows(rec)]
     tally: dict[str, int] = defaultdict(int)
@@ -333,6 +353,10 @@ def main() -> int:
     same, pairs, coin = same_job_agreement(decided)
     print(f"\n# same job, two runs (decided ends): same path in {same} of {pairs} pairs "
           f"({same / max(1, pairs):.3f}; a coin at the pooled share: {coin:.3f})")
+    if args.null:
+        best = null_best(decided, args.null)
+        print(f"# shuffled paths ({args.null} rounds): best feature's held-out balanced accuracy median "
+              f"{best[len(best) // 2]:.3f}, 90th percentile {best[int(len(best) * 0.9)]:.3f}, max {best[-1]:.3f}")
     agree, jobs_seen, expected = job_agreement(decided)
     print(f"# jobs seen in 2+ runs (decided ends): one path in every run for {agree} of {jobs_seen} "
           f"(a coin at the pooled share: {expected:.1f})")
