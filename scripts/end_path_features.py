@@ -139,7 +139,7 @@ def rows(rec: dict) -> list[dict]:
             top = min(pending, key=int) if pending else None
         reuse = next((j2 for t2, k2, j2, n2 in events if n2 is not None and t2 > t and n2 & freed), None)
         out.append({
-            "log": rec["id"], "label": job["label"], "order": order, "path": v, "gap": gap,
+            "log": rec["id"], "label": job["label"], "order": order, "path": v, "gap": gap, "end_t": t,
             "nodes": job["nodes"], "batch_node": batch, "cpus": job["nodes"] * job["cpus_per_node"],
             "mem_mb": job["mem_mb"], "script_s": job["runtime_s"], "limit_s": job["limit_s"],
             "state": job["state"], "exit_code": job["exit_code"],
@@ -305,18 +305,38 @@ def null_best(data: list[dict], rounds: int, seed: int = 37) -> list[float]:
     return sorted(out)
 
 
+def tick_check(recs: list[dict], every: list[dict]) -> tuple[int, int, int, int]:
+    """Is a ``main`` label the loop's own pass? (main allocations in the first 5 % of a loop tick,
+    all main allocations, main-labelled reuses there, main-labelled reuses): the loop's passes
+    cluster at the tick's start, the epilog message's pass does not."""
+    def early(t: float) -> bool:
+        return (t / LOOP_TICK_S) % 1.0 < 0.05
+
+    all_early = all_n = 0
+    for rec in recs:
+        mains = [t for t, kind, _, _ in log_events(rec) if kind == "main"]
+        all_early += sum(early(t) for t in mains)
+        all_n += len(mains)
+    reuses = [r["end_t"] + r["gap"] for r in every if r["path"] == "main"]
+    return all_early, all_n, sum(early(t) for t in reuses), len(reuses)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", action="store_true", help="print every end's row too")
     ap.add_argument("--null", type=int, default=0, metavar="N",
                     help="N within-log shuffles of the decided ends' paths: the best feature's chance level")
     args = ap.parse_args()
-    every = [r for rec in load_recordings(None) if log_path(rec) is not None for r in rows(rec)]
+    recs = [rec for rec in load_recordings(None) if log_path(rec) is not None]
+    every = [r for rec in recs for r in rows(rec)]
     tally: dict[str, int] = defaultdict(int)
     for r in every:
         tally[r["path"]] += 1
     print(f"{len(every)} ends in {len({r['log'] for r in every})} logs; log's first reuse: "
           + ", ".join(f"{k} {v}" for k, v in sorted(tally.items())))
+    all_early, all_n, main_early, main_n = tick_check(recs, every)
+    print(f"main allocations in the first 5 % of a loop tick: {all_early} of {all_n}; of the main-labelled "
+          f"ends' reuses: {main_early} of {main_n} (the epilog message's pass, not the loop's)")
     if args.rows:
         keys = list(every[0])
         print(" | ".join(keys))
