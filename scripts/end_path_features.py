@@ -25,45 +25,23 @@ Usage: python scripts/end_path_features.py [--rows]
 from __future__ import annotations
 
 import argparse
-import gzip
 import re
 from collections import defaultdict
-from datetime import datetime
 
 from asad.bench.sim_vs_real import LOOP_TICK_S, load_recordings, replay
 from asad.bench.sim_vs_real_logs import log_path
 from asad.slurm.sim import scheduler as scheduler_module
 from asad.slurm.sim import simulator as simulator_module
 
-from sim_end_paths import MAIN_WITHIN_S, expand, log_reuse  # scripts/ is on sys.path when run as a script
+from sim_end_paths import MAIN_WITHIN_S, PATTERNS, expand, log_reuse  # scripts/ is on sys.path when run as a script
+from sim_end_paths import log_events as end_path_log_events
 
-_LINE = re.compile(r"^\[(\S+)\] (.*)$")
-_END = re.compile(r"_job_complete: JobId=(\d+) done")
-_MAIN = re.compile(r"sched: Allocate JobId=(\d+) NodeList=(\S+)")
-_BF = re.compile(r"_start_job: Started JobId=(\d+) in \S+ on (\S+)")
 _SUBMIT = re.compile(r"_slurm_rpc_submit_batch_job: JobId=(\d+)")
 
 
 def log_events(rec: dict) -> list[tuple[float, str, str, set[str] | None]]:
-    """(t after the loop's start, end/main/backfill, job id, nodes) for the recording's jobs."""
-    origin = rec["timers"]["loop_start"]
-    ids = {str(j["job_id"]) for j in rec["jobs"]}
-    out = []
-    with gzip.open(log_path(rec), "rt", errors="replace") as fh:
-        for line in fh:
-            m = _LINE.match(line)
-            if not m:
-                continue
-            t = datetime.fromisoformat(m.group(1)).timestamp() - origin
-            if t < 0:
-                continue
-            for kind, pattern in (("end", _END), ("main", _MAIN), ("backfill", _BF), ("submit", _SUBMIT)):
-                hit = pattern.search(m.group(2))
-                if hit and hit.group(1) in ids:
-                    nodes = expand(hit.group(2)) if kind in ("main", "backfill") else None
-                    out.append((t, kind, hit.group(1), nodes))
-                    break
-    return out
+    """(t after the loop's start, end/main/backfill/submit, job id, nodes) for the recording's jobs."""
+    return end_path_log_events(rec, (*PATTERNS, ("submit", _SUBMIT)))
 
 
 def epilog_would_start(rec: dict) -> dict[str, bool]:
@@ -321,6 +299,13 @@ def tick_check(recs: list[dict], every: list[dict]) -> tuple[int, int, int, int]
     return all_early, all_n, sum(early(t) for t in reuses), len(reuses)
 
 
+def print_per_log(rows: list[dict], paths: tuple[str, ...]) -> None:
+    """One line per log: how many of its rows took each of ``paths``."""
+    for log in sorted({r["log"] for r in rows}):
+        sub = [r["path"] for r in rows if r["log"] == log]
+        print(f"{log} | " + " / ".join(str(sub.count(k)) for k in paths))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", action="store_true", help="print every end's row too")
@@ -381,9 +366,7 @@ def main() -> int:
     print(f"# jobs seen in 2+ runs (decided ends): one path in every run for {agree} of {jobs_seen} "
           f"(a coin at the pooled share: {expected:.1f})")
     print("\n## decided ends per log: main (epilog) / backfill (reply)")
-    for log in sorted({r["log"] for r in decided}):
-        sub = [r["path"] for r in decided if r["log"] == log]
-        print(f"{log} | {sub.count('main')} / {sub.count('backfill')}")
+    print_per_log(decided, ("main", "backfill"))
     clean = [r for r in data if r["top_backfilled"] is not None
              and (r["path"] == "main" or r["top_backfilled"])]
     print(f"\n# FIFO logs, the clean subset: {len(clean)} ends, main (epilog) "
@@ -402,13 +385,9 @@ def main() -> int:
         print(f"\n# same job, two runs ({name}): same path in {same} of {pairs} pairs "
               f"({same / max(1, pairs):.3f}; a coin at the pooled share: {coin:.3f})")
     print("\n## clean FIFO subset per log: main (epilog) / top job backfilled (reply)")
-    for log in sorted({r["log"] for r in clean}):
-        sub = [r["path"] for r in clean if r["log"] == log]
-        print(f"{log} | {sub.count('main')} / {sub.count('backfill')}")
+    print_per_log(clean, ("main", "backfill"))
     print("\n## per log: main / backfill / late / none")
-    for log in sorted({r["log"] for r in every}):
-        sub = [r["path"] for r in every if r["log"] == log]
-        print(f"{log} | " + " / ".join(str(sub.count(k)) for k in ("main", "backfill", "late", "none")))
+    print_per_log(every, ("main", "backfill", "late", "none"))
     return 0
 
 

@@ -23,42 +23,22 @@ import time
 import numpy as np
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from hedge_hindsight import recording  # noqa: E402
+from hedge_hindsight import Told, recording  # noqa: E402
 
 from asad.bench import predictors as bench  # noqa: E402
 from asad.bench import rolling  # noqa: E402
-from asad.learn.hedge import HedgePool  # noqa: E402
 
 WINDOWS = ("2021-04-29..2021-05-20", "2021-05-20..2021-06-10")
 DRAW = {"hedge_top": "learners", "hedge_top_combine": "draw", "hedge_top_loss": "win", "hedge_top_eta": 1}
-
-
-def record(pool: HedgePool, log: dict[int, tuple[float, float, int, float]], order: list[int]) -> None:
-    """Wrap ``pool.told`` so every job told logs (back-off, panel, followed) under its index."""
-    inner = pool.told
-
-    def told(key: str, now_s: float | None = None, pending_since_s: float | None = None, shifts: bool = True):
-        out = inner(key, now_s, pending_since_s, shifts)
-        if not shifts:  # the estimate's and quantiles' own calls, not the job being told
-            return out
-        panel = pool.panel(key)
-        if out is not None and panel is not None:
-            backoff, mixed = pool.top_values(panel)
-            floor = -1.0 if now_s is None or pending_since_s is None else math.log10(1.0 + max(0.0, now_s - pending_since_s))
-            log[len(order)] = (backoff, mixed, pool.top_followed(panel), floor)
-        order.append(0)  # one such call per job, in job order
-        return out
-
-    pool.told = told  # type: ignore[method-assign]
 
 
 def main(argv: list[str]) -> int:
     cluster = argv[0] if argv else "graham"
     jobs = bench.load_jobs(bench.DEFAULT_DATA, cluster, None, "2021-06-10", key_config=bench.KEY_CONFIGS["account"])
     t0 = time.process_time()
-    with recording(record) as logs:
+    with recording() as logs:
         replayed = bench.replay(jobs, [("h-win-draw", "hedge", DRAW)], seed=0)
-    log: dict[int, tuple[float, float, int, float]] = logs[0][0]
+    log: dict[int, Told] = logs[0][0]
     print(f"[{cluster}] {len(jobs)} jobs replayed to 2021-06-10 in {time.process_time() - t0:.0f} CPU s")
     warm = replayed["warm"]
     y = np.log10(1.0 + jobs.wait_s)
@@ -67,10 +47,10 @@ def main(argv: list[str]) -> int:
     for text in WINDOWS:
         lo, hi = rolling.parse_window(text)
         idx = [j for j in np.nonzero(warm & (jobs.eligible_s >= lo) & (jobs.eligible_s < hi))[0] if j in log]
-        b = np.array([log[j][0] for j in idx])
-        p = np.array([log[j][1] for j in idx])
-        f = np.array([log[j][2] for j in idx])
-        floor = np.array([log[j][3] for j in idx])
+        b = np.array([log[j].backoff for j in idx])
+        p = np.array([log[j].panel for j in idx])
+        f = np.array([log[j].followed for j in idx])
+        floor = np.array([log[j].floor for j in idx])
         t = y[idx]
         on_panel = f == 1
         for name, (bb, pp) in (("before the floor", (b, p)),

@@ -48,11 +48,16 @@ def expand(nodelist: str) -> set[str]:
     return out
 
 
-def log_reuse(rec: dict) -> dict[str, tuple[str, float | None]]:
-    """Per label: how the log's freed nodes were first used after the job's end."""
+PATTERNS = (("end", _END), ("main", _MAIN), ("backfill", _BF))
+
+
+def log_events(rec: dict, patterns: tuple[tuple[str, re.Pattern], ...] = PATTERNS
+               ) -> list[tuple[float, str, str, set[str] | None]]:
+    """(t after the loop's start, kind, job id, nodes) for the lines of the recording's jobs that
+    match one of ``patterns`` (first match wins); nodes for the allocations ("main", "backfill")."""
     origin = rec["timers"]["loop_start"]
-    jobs = {str(j["job_id"]): j for j in rec["jobs"]}
-    events = []
+    ids = {str(j["job_id"]) for j in rec["jobs"]}
+    out = []
     with gzip.open(log_path(rec), "rt", errors="replace") as fh:
         for line in fh:
             m = _LINE.match(line)
@@ -61,13 +66,19 @@ def log_reuse(rec: dict) -> dict[str, tuple[str, float | None]]:
             t = datetime.fromisoformat(m.group(1)).timestamp() - origin
             if t < 0:
                 continue
-            msg = m.group(2)
-            for kind, pattern in (("end", _END), ("main", _MAIN), ("backfill", _BF)):
-                hit = pattern.search(msg)
-                if hit and hit.group(1) in jobs:
-                    nodes = expand(hit.group(2)) if kind != "end" else None
-                    events.append((t, kind, hit.group(1), nodes))
+            for kind, pattern in patterns:
+                hit = pattern.search(m.group(2))
+                if hit and hit.group(1) in ids:
+                    nodes = expand(hit.group(2)) if kind in ("main", "backfill") else None
+                    out.append((t, kind, hit.group(1), nodes))
                     break
+    return out
+
+
+def log_reuse(rec: dict) -> dict[str, tuple[str, float | None]]:
+    """Per label: how the log's freed nodes were first used after the job's end."""
+    jobs = {str(j["job_id"]): j for j in rec["jobs"]}
+    events = log_events(rec)
     out = {}
     for t, kind, jid, _ in events:
         if kind != "end":
