@@ -27,15 +27,16 @@ from collections import deque
 class TopMemory:
     """One top group's judged waits: per learner the sum (mean) or the sorted values (median)
     of what it paid, over the waits of the last ``span_s`` seconds (0: all, kept as sums only
-    when the statistic is the mean, so a cumulative memory does not grow)."""
+    when the statistic is the mean, so a cumulative memory of means does not grow)."""
 
     def __init__(self, learners: int, span_s: float, median: bool) -> None:
         self.span_s = span_s
         self.median = median
         self.n = 0
         self.sums = [0.0] * learners
-        # kept only when waits can leave (a span) or a median needs them
-        self.keep = span_s > 0 or median
+        # the waits in order, kept only when they can leave (a span): a cumulative median reads
+        # ``ordered`` alone
+        self.keep = span_s > 0
         self.times: deque[float] = deque()
         self.values: deque[tuple[float, ...]] = deque()
         self.ordered: list[list[float]] = [[] for _ in range(learners)] if median else []
