@@ -179,10 +179,16 @@ def test_a_store_that_fails_every_tick_is_retried_with_growing_pauses(db_url, mo
     from sqlalchemy.exc import OperationalError
 
     from asad.common.config import load_settings
-    from asad.daemon.loop import run_daemon
+    from asad.daemon.loop import Pacer, run_daemon
     from asad.daemon.runner import Runner
 
     ticks = []
+    pauses = []  # what the daemon asked to wait after each tick, not wall time (beats are 1 s apart)
+    after_tick = Pacer.after_tick
+
+    def recording_after_tick(self, **kw):  # noqa: ANN001, ANN003, ANN202
+        pauses.append((kw["error"], after_tick(self, **kw)))
+        return pauses[-1][1]
 
     def failing_tick(self):  # noqa: ANN001, ANN202
         ticks.append(time.monotonic())
@@ -192,11 +198,13 @@ def test_a_store_that_fails_every_tick_is_retried_with_growing_pauses(db_url, mo
         raise OperationalError("UPDATE daemon_status", {}, Exception("(2006, 'MySQL server has gone away')"))
 
     monkeypatch.setattr(Runner, "tick", failing_tick)
+    monkeypatch.setattr(Pacer, "after_tick", recording_after_tick)
     monkeypatch.setattr(Store, "set_status", failing_write)
     settings = load_settings({"db_url": db_url, "backend": "sim", "poll_interval_s": 0.3, "sim_speed": 1.0})
     assert run_daemon(settings, max_ticks=4) == 0
-    gaps = [b - a for a, b in zip(ticks, ticks[1:], strict=False)]  # pauses 0.6, 1.2, 2.4 s, on 1-s beats
-    assert len(gaps) == 3 and gaps[0] < gaps[1] < gaps[2], gaps
+    assert len(ticks) == 4 and all(error for error, _ in pauses), pauses
+    asked = [pause for _, pause in pauses]
+    assert asked[:3] == [0.6, 1.2, 2.4], asked
     out = capsys.readouterr()
     logged = out.out + out.err
     assert logged.count("the store cannot be used") == 4 and "Traceback" not in logged, logged

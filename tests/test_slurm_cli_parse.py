@@ -5,6 +5,7 @@ retries, timeouts and garbage."""
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -573,14 +574,20 @@ DOWN = (1, "Slurmctld(primary) at vm is DOWN\n*****\n** RESTORE SLURMCTLD DAEMON
 NO_CONTACT = (1, "", "slurm_load_partitions: Unable to contact slurm controller (connect failure)\n")
 
 
-def _pinging_runner(ping: tuple, answer: tuple, takes_s: float, calls: list):  # noqa: ANN202
-    """A query that takes ``takes_s`` (a real sleep) and a ``scontrol ping`` that answers at once."""
+def _pinging_runner(ping: tuple, answer: tuple, takes_s: float, calls: list,
+                    gate: threading.Event | None = None):  # noqa: ANN202
+    """A query that takes ``takes_s`` (a real sleep; with ``gate``, until the test opens it) and a
+    ``scontrol ping`` that answers at once. ``calls`` gets each command, and "returned" once a
+    query has answered."""
 
     def runner(argv, stdin, timeout_s, env):
         calls.append(tuple(argv[1:2]))
         if tuple(argv[1:]) == ("ping",):
             return CommandResult(tuple(argv), *ping)
+        if gate is not None:
+            gate.wait(timeout=60)
         time.sleep(takes_s)
+        calls.append("returned")
         return CommandResult(tuple(argv), *answer)
 
     return runner
@@ -592,18 +599,20 @@ def test_a_stopped_slurmctld_is_reported_within_seconds_not_after_the_retries():
     A query with no answer after ``probe_after_s`` asks ``scontrol ping``, which says DOWN at once."""
     calls: list = []
     sleeps: list = []
-    cmd = SlurmCommands(runner=_pinging_runner(DOWN, NO_CONTACT, 1.5, calls), sleep=sleeps.append,
+    gate = threading.Event()  # the hanging sinfo answers only when the test opens it
+    hung: list = []
+    cmd = SlurmCommands(runner=_pinging_runner(DOWN, NO_CONTACT, 0.0, hung, gate), sleep=sleeps.append,
                         policy=RetryPolicy(probe_after_s=0.2))
-    started = time.monotonic()
     with pytest.raises(SlurmUnavailable, match="is DOWN"):
         cmd.run("sinfo", ["--noheader"])
-    assert time.monotonic() - started < 1.0 and not sleeps
+    # reported while the sinfo still hung (had it been waited for, "returned" would be there)
+    assert hung == [("--noheader",), ("ping",)] and not sleeps
+    gate.set()
     # a call that failed at once with a transient error: no more attempts while slurmctld is down
-    calls.clear()
     cmd = SlurmCommands(runner=_pinging_runner(DOWN, NO_CONTACT, 0.0, calls), sleep=sleeps.append)
     with pytest.raises(SlurmUnavailable, match="is DOWN"):
         cmd.run("squeue", ["--noheader"])
-    assert calls == [("--noheader",), ("ping",)] and not sleeps
+    assert calls == [("--noheader",), "returned", ("ping",)] and not sleeps
 
 
 def test_a_slow_but_alive_slurmctld_is_waited_for():
@@ -613,7 +622,7 @@ def test_a_slow_but_alive_slurmctld_is_waited_for():
     cmd = SlurmCommands(runner=_pinging_runner(up, (0, "main*|...\n", ""), 0.5, calls),
                         policy=RetryPolicy(probe_after_s=0.1))
     assert cmd.run("sinfo", ["--noheader"]).stdout == "main*|...\n"
-    assert calls == [("--noheader",), ("ping",)]
+    assert calls == [("--noheader",), ("ping",), "returned"]
     sleeps: list = []
     cmd = SlurmCommands(runner=_pinging_runner(up, NO_CONTACT, 0.0, []), sleep=sleeps.append,
                         policy=RetryPolicy(retries=2))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+import threading
 import time
 
 import pytest
@@ -158,13 +159,13 @@ class FakeSlurm:
 
     name = "fake"
 
-    def __init__(self, answer=lambda req, n: 1000.0 + 600.0, delay_s=0.0):
-        self.answer, self.delay_s, self.asked = answer, delay_s, []
+    def __init__(self, answer=lambda req, n: 1000.0 + 600.0, gate=None):
+        self.answer, self.gate, self.asked = answer, gate, []
 
     def estimate_start(self, req):
         self.asked.append(req)
-        if self.delay_s:
-            time.sleep(self.delay_s)
+        if self.gate is not None:  # a slow sbatch --test-only: answers once the test opens the gate
+            self.gate.wait(timeout=60)
         return self.answer(req, len(self.asked))
 
 
@@ -228,16 +229,20 @@ def test_a_failed_or_slow_probe_blocks_nothing_and_is_logged_once(caplog):
         logged = [e for e in logs if "failed" in e["event"]]
     assert len(logged) == 1 and learned._pool.slurm_answer(a) is None
     # a probe slower than the timeout: the tick goes on, the answer is taken at a later tick
-    slow = FakeSlurm(delay_s=0.6)
+    gate = threading.Event()
+    slow = FakeSlurm(gate=gate)
     probes = SlurmProbes(slow, learned, interval_s=30.0, timeout_s=0.1, inline=False)
     learned.want_probe(a, request())
-    t0 = time.monotonic()
-    probes.refresh(2000.0)
-    assert time.monotonic() - t0 < 0.5 and learned._pool.slurm_answer(a) is None
+    probes.refresh(2000.0)  # had it waited for the probe, the answer would be in (the gate is shut)
+    assert len(slow.asked) == 1 and learned._pool.slurm_answer(a) is None
     probes.refresh(2001.0)  # still in flight: not sent twice
     assert len(slow.asked) == 1
-    time.sleep(0.7)
-    probes.refresh(2002.0)
+    gate.set()
+    deadline = time.monotonic() + 30
+    while learned._pool.slurm_answer(a) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+        probes.refresh(2002.0)  # the answer is taken at a later tick
+    assert len(slow.asked) == 1
     assert learned._pool.slurm_answer(a) == 0.0  # Slurm said 1600 s, asked at 2000 s: start now
     probes.close()
 
