@@ -13,7 +13,7 @@ carry the floor it was told under; building it would change how every answer is 
 the lead). ``sign`` alone is a coarsening of ``disagree x sign``. On the judged windows the
 per-cluster fixed choice is the back-off (the ninth round's hindsight): a context is useful only
 if it discriminates; ahead, ``disagree x sign`` beats the per-cluster choice on Graham (+0.0035)
-and trails it on Cedar (-0.0077), as written in the docs before this run.
+and trails it on Cedar (-0.0077), as scripts/hedge_contexts.py printed before this run.
 
 Candidates (written down before any run). Both: ``hedge_top: learners``, ``leader``,
 ``hedge_top_told``, ``hedge_top_eta`` 1, ``hedge_top_groups: disagreement``, the cold ACI step
