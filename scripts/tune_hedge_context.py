@@ -47,6 +47,20 @@ quantile-coverage gap (every job answered, q 0.1 .. 0.9) is within 5 points OR n
 kept, the largest summed median-error margin over Graham's two cells; ties: the smaller worst
 gap over the 4 cells, then the label.
 
+Result of the first run (docs/results/learn.md, twelfth round): **none kept**. Both beat the
+back-off's median error in all four cells (h-ds-wmed-m5 Graham +0.0329 / +0.0052, Cedar +0.0111 /
++0.0176; h-ds-miss-cum +0.0272 / +0.0026, +0.0143 / +0.0100) and the best running median's x3,
+but miss Cedar's coverage: h-ds-wmed-m5 7.8 (allowed 7.7) and 5.5 (allowed 5.0), h-ds-miss-cum
+5.8 in the second window (allowed 5.0). The judged windows were not read.
+
+Second list (``--second``), written down and committed after the first run's result and before
+its own run, under the same rule: the top level that passed the ninth round's tuning cells with
+its coverage, the draw ``h-win-told-a20`` (loss "win": 1 for the learner farther from the wait,
+told, eta 1, a seeded draw from the weights; hedge_share's fixed share; the cold step max 0.02,
+halflife 50), with its weights per context::
+
+    h-ds-win-told-a20 the ninth round's h-win-told-a20, hedge_top_groups: disagreement
+
 None kept: no change, the judged windows are not read. One chosen: it is judged ONCE on the
 rolling windows (the eleventh read of those windows), by a full replay per cluster of
 ``median-backoff``, the running medians and it alone (``--judge LABEL``), read with
@@ -71,12 +85,21 @@ CANDIDATES = {
 }
 
 
+SECOND = {
+    "h-ds-win-told-a20": {"hedge_top": "learners", "hedge_top_combine": "draw", "hedge_top_loss": "win",
+                          "hedge_top_told": True, "hedge_top_eta": 1, "hedge_top_groups": "disagreement",
+                          "aci_cold_adapt_max": 0.02, "aci_cold_adapt_halflife": 50},
+}
+
+
 def adds(labels: list[str] | None = None) -> list[str]:
     """The ``--add`` arguments of the replay (all candidates, or the named ones)."""
     return account_adds(labels, CANDIDATES)
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--second"]:  # the second list, under the same rule
+        return cli(argv[1:], SECOND, "tune_hedge_context.py --second")
     return cli(argv, CANDIDATES, "tune_hedge_context.py")
 
 
