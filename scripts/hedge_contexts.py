@@ -11,7 +11,9 @@ tuning window (04-29 .. 05-20, 05-20 .. 06-10), on the warm jobs it prints the b
 - ``ahead``: the choice per bucket fitted on the first tuning window, applied to the second (a
   bucket the first window did not see takes the back-off): what a specialist top level that had
   settled by 05-20 could keep. This is the figure the round's gate reads (>= +0.003 on both
-  clusters), the hindsight figures bound it.
+  clusters), the hindsight figures bound it; with its 90 % interval over the second window's
+  days drawn with replacement (500 draws), and over the per-cluster choice carried the same way
+  (what the context adds to one choice per cluster), its interval paired by day.
 
 The contexts (all known when the job is told; the waits a key has seen are those whose job had
 started by then, as in the replay):
@@ -53,6 +55,7 @@ from asad.bench import predictors as bench  # noqa: E402
 from asad.bench import rolling  # noqa: E402
 
 GATE = 0.003  # the margin ahead, on both clusters, that would open step 2
+BOOT = 500  # day resamples for the ahead margin's interval
 
 
 def bucket(values: np.ndarray, edges: tuple[float, ...], names: tuple[str, ...]) -> np.ndarray:
@@ -108,13 +111,37 @@ def contexts(told: list[Told], count: np.ndarray, since: np.ndarray, depth: np.n
     }
 
 
-def carried_margin(fit: tuple[np.ndarray, np.ndarray], apply: tuple[np.ndarray, np.ndarray]) -> tuple[float, float]:
-    """The choice per bucket fitted on ``fit`` (errors jobs x 2, buckets), applied to ``apply``;
-    an unseen bucket takes the back-off. Returns (median error, share of jobs told the panel)."""
+def carried_choice(fit: tuple[np.ndarray, np.ndarray], buckets: np.ndarray) -> np.ndarray:
+    """The column per job of ``buckets`` chosen per bucket on ``fit`` (errors jobs x 2, buckets);
+    an unseen bucket takes the back-off (column 0)."""
     _, choice = best_per_stratum(*fit)
     picks = dict(zip(fit[1].tolist(), choice.tolist()))
-    chosen = np.array([picks.get(s, 0) for s in apply[1].tolist()])
+    return np.array([picks.get(s, 0) for s in buckets.tolist()], dtype=int)
+
+
+def carried_margin(fit: tuple[np.ndarray, np.ndarray], apply: tuple[np.ndarray, np.ndarray]) -> tuple[float, float]:
+    """The choice per bucket fitted on ``fit`` applied to ``apply`` (errors, buckets). Returns
+    (median error, share of jobs told the panel)."""
+    chosen = carried_choice(fit, apply[1])
     return float(np.median(apply[0][np.arange(len(chosen)), chosen])), float(np.mean(chosen == 1))
+
+
+def day_interval(errors_: np.ndarray, chosen: np.ndarray, days: np.ndarray, reps: int = BOOT,
+                 seed: int = 0, against: np.ndarray | None = None) -> tuple[float, float]:
+    """The 90 % interval of the margin (the back-off's median, or that of the choice ``against``,
+    minus the choice's) over days drawn with replacement (waits of one day move together: a day
+    is the unit of resampling)."""
+    told = errors_[np.arange(len(chosen)), chosen]
+    reference = errors_[:, 0] if against is None else errors_[np.arange(len(against)), against]
+    labels, inverse = np.unique(days, return_inverse=True)
+    members = [np.flatnonzero(inverse == d) for d in range(len(labels))]
+    rng = np.random.default_rng(seed)
+    margins = []
+    for _ in range(reps):
+        idx = np.concatenate([members[d] for d in rng.integers(0, len(members), len(members))])
+        margins.append(np.median(reference[idx]) - np.median(told[idx]))
+    lo, hi = np.percentile(margins, [5, 95])
+    return float(lo), float(hi)
 
 
 def main(argv: list[str]) -> int:
@@ -142,12 +169,16 @@ def main(argv: list[str]) -> int:
               f"per-job oracle {oracle:.4f} ({base - oracle:+.4f}); panel nearer on {100 * np.mean(e_p < e_b):.1f} %, "
               f"back-off nearer on {100 * np.mean(e_b < e_p):.1f} %")
         cells.append((np.stack([e_b, e_p], axis=1), ctx, base))
+        days = np.floor(jobs.eligible_s[idx] / 86400.0)
     (fit_e, fit_ctx, _), (e2, ctx2, base2) = cells
-    header = "context / buckets / hindsight W1 (margin, panel %) / hindsight W2 / ahead W1->W2 (margin, panel %)"
+    header = ("context / buckets / hindsight W1 (margin, panel %) / hindsight W2 / ahead W1->W2 (margin, panel %) "
+              "/ ahead's 90 % interval over days of W2 / ahead over the per-cluster choice ahead (interval)")
     print(f"\n{header}")
     rows: list[tuple[str, Callable[[dict[str, np.ndarray], int], np.ndarray]]] = [
         ("cluster (one bucket)", lambda c, n: np.zeros(n, dtype=int))]
     rows += [(name, lambda c, n, name=name: c[name]) for name in fit_ctx]
+    one_bucket = carried_choice((fit_e, np.zeros(len(fit_e), dtype=int)), np.zeros(len(e2), dtype=int))
+    one_ahead = float(np.median(e2[np.arange(len(e2)), one_bucket]))
     for name, get in rows:
         out = [name, str(len(set(get(ctx2, len(e2)).tolist())))]
         for e, ctx, base in cells:
@@ -155,6 +186,12 @@ def main(argv: list[str]) -> int:
             out.append(f"{m:.4f} ({base - m:+.4f}, {100 * pick.mean():.1f} %)")
         m, share = carried_margin((fit_e, get(fit_ctx, len(fit_e))), (e2, get(ctx2, len(e2))))
         out.append(f"{m:.4f} ({base2 - m:+.4f}, {100 * share:.1f} %){' GATE' if base2 - m >= GATE else ''}")
+        chosen = carried_choice((fit_e, get(fit_ctx, len(fit_e))), get(ctx2, len(e2)))
+        lo, hi = day_interval(e2, chosen, days)
+        out.append(f"{lo:+.4f} .. {hi:+.4f}")
+        # over the per-cluster choice carried the same way (what the context adds), paired by day
+        lo, hi = day_interval(e2, chosen, days, against=one_bucket)
+        out.append(f"over one bucket {one_ahead - m:+.4f} ({lo:+.4f} .. {hi:+.4f})")
         print("  " + " | ".join(out))
     print("\nper bucket, W2 (tuning): jobs / back-off median / panel median / panel nearer %, for the "
           "disagreement and the sign")
