@@ -61,6 +61,10 @@ halflife 50), with its weights per context::
 
     h-ds-win-told-a20 the ninth round's h-win-told-a20, hedge_top_groups: disagreement
 
+Result of the second run: **none kept**: h-ds-win-told-a20 fails Graham's second window's
+median error (-0.0052; Graham +0.0271 / -0.0052, Cedar +0.0086 / +0.0106, worst gap 5.4 within
+the allowance). The judged windows were not read in this round.
+
 None kept: no change, the judged windows are not read. One chosen: it is judged ONCE on the
 rolling windows (the eleventh read of those windows), by a full replay per cluster of
 ``median-backoff``, the running medians and it alone (``--judge LABEL``), read with

@@ -4,7 +4,8 @@ only in its context): here the two learners' disagreement, |log10 back-off - log
 bucketed, and its sign. On the tuning windows (scripts/hedge_contexts.py) a fixed choice per
 such bucket, fitted on 04-29 .. 05-20 and applied to 05-20 .. 06-10, beat the back-off by
 +0.006 on both clusters (docs/results/learn.md, twelfth round), where the per-cluster choice
-could not on Graham's judged windows.
+could not on Graham's judged windows. Three top levels per context were tried on the tuning
+windows under the ninth round's rule; none passed (Cedar's coverage, Graham's second window).
 """
 
 from __future__ import annotations
