@@ -65,6 +65,7 @@ noted there, so its panel and figures are the six experts' above.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 import random
 from collections import deque
@@ -75,6 +76,7 @@ from typing import Any
 from asad.learn.base import clean_wait
 from asad.learn.calibration import Told
 from asad.learn.experts import ExpertsPool
+from asad.learn.hedge_context import disagreement_bucket
 from asad.learn.hedge_memory import TopMemory, follow
 from asad.learn.key_levels import key_levels_by_slot
 from asad.learn.key_stats import count_bucket
@@ -226,8 +228,14 @@ class HedgePool(ExpertsPool):
         if self.config.hedge_top_groups == "account":
             top = f"{key_levels_by_slot(key, ACCOUNT_LEVEL)[0]}#top"
         slurm = self.slurm_answer(key, at_s) if self._slurm else None
-        return Panel(backoff, stratum, group,
-                     (backoff, experts[0], experts[1], experts[2], experts[3], parent, slurm), top)
+        panel = Panel(backoff, stratum, group,
+                      (backoff, experts[0], experts[1], experts[2], experts[3], parent, slurm), top)
+        if self.config.hedge_top_groups == "disagreement":
+            # the context both learners' answers give (hedge_context.py); "#top" last, so the
+            # group is saved and loaded with the cluster's row like the others
+            context = disagreement_bucket(backoff, self.mix(panel))
+            panel = dataclasses.replace(panel, top=f"{self.levels(key)[-1]}#{context}#top")
+        return panel
 
     def prior(self, spoke: Sequence[int]) -> dict[int, float]:
         """The prior over the experts that spoke (sums to 1): ``hedge_prior`` on the back-off,
