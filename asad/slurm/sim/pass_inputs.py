@@ -1,0 +1,133 @@
+"""What ``backfill.compiled_pass`` hands the pass kernel and takes back, without a Python loop
+per job: the tested jobs as positions in the queue's shape arrays, and the pass's plans kept as
+the kernel returned them until someone reads them.
+
+Why: on a saturated ``hpc2n`` span (0.1 day from a day-4 snapshot) the Python around the kernel
+was ~16 % of the CPU, most of it per-job work in ``compiled_pass``: a loop over the queue to
+pick the ≤ 500 tested jobs, six list comprehensions to make their arrays, and a loop over the
+~260 plan events to build (job, nodes, start) records that only ``estimate_start``, ``bf_poll``
+and the EASY backfill ever read. The queue already keeps its live jobs' shapes in arrays in
+priority order (``JobQueue``), so the tested jobs are a slice of those; the plan records are
+made when first read (``PartitionState.reservations``), from the arrays kept here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from asad.slurm.sim import plan_kernel
+
+
+def tested_positions(queue: Any, max_test: int) -> np.ndarray:
+    """Queue positions of the jobs a pass tests: the live (queued) ones from the head, in
+    priority order, at most ``max_test`` (``max_test <= 0``: all, as the loop this replaces,
+    which stopped only when it had ``max_test`` jobs). ``a_live[i]`` is ``jobs[i].queued``:
+    ``JobQueue.add`` sets it as the job is queued, ``remove`` clears it as it leaves, and the
+    queue is frozen (no compaction) during a pass."""
+    head = queue.first_live()
+    live = np.flatnonzero(queue.a_live[head: len(queue.jobs)])
+    if max_test > 0:
+        live = live[:max_test]
+    return live + head
+
+
+@dataclass
+class PassPlans:
+    """One pass's plans as the kernel made them, in its order: the planned jobs, and per plan
+    its start and its nodes (``offs``/``lens`` into ``flat``). ``triples()`` gives them as
+    ``PartitionState.set_plans`` takes them, built only when the reservations are read."""
+
+    jobs: list[Any]
+    starts: np.ndarray
+    offs: np.ndarray
+    lens: np.ndarray
+    flat: np.ndarray
+
+    def triples(self) -> list[tuple[Any, list[int], float]]:
+        flat = self.flat.tolist()
+        return [(job, flat[off: off + n], t) for job, t, off, n in
+                zip(self.jobs, self.starts.tolist(), self.offs.tolist(), self.lens.tolist())]
+
+
+def _running_sorted(p_end, p_node, p_c, p_m, p_job, p_active, hi):  # noqa: ANN001, ANN202
+    """The partition's running pieces (slots [0, hi) that are active) sorted by (end, job), ties
+    in slot order: what ``np.lexsort((p_job, p_end))`` over the active slots gives (a stable
+    sort), as five new arrays. A bottom-up merge sort of slot numbers, compiled: the numpy form
+    (a mask, a lexsort and ten gathers) cost ~240 µs a saturated pass, a quarter of the Python
+    around the kernel."""
+    n = 0
+    for s in range(hi):
+        if p_active[s]:
+            n += 1
+    idx = np.empty(n, dtype=np.int64)
+    k = 0
+    for s in range(hi):
+        if p_active[s]:
+            idx[k] = s
+            k += 1
+    tmp = np.empty(n, dtype=np.int64)
+    width = 1
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = min(lo + width, n)
+            top = min(lo + 2 * width, n)
+            i, j, k = lo, mid, lo
+            while i < mid and j < top:
+                a, b = idx[i], idx[j]
+                # take from the right run only when strictly smaller: stable
+                if p_end[b] < p_end[a] or (p_end[b] == p_end[a] and p_job[b] < p_job[a]):
+                    tmp[k] = b
+                    j += 1
+                else:
+                    tmp[k] = a
+                    i += 1
+                k += 1
+            while i < mid:
+                tmp[k] = idx[i]
+                i += 1
+                k += 1
+            while j < top:
+                tmp[k] = idx[j]
+                j += 1
+                k += 1
+            lo = top
+        idx, tmp = tmp, idx
+        width *= 2
+    pe = np.empty(n)
+    pn = np.empty(n, dtype=np.int64)
+    pc = np.empty(n, dtype=np.int64)
+    pm = np.empty(n, dtype=np.int64)
+    pj = np.empty(n, dtype=np.int64)
+    for t in range(n):
+        s = idx[t]
+        pe[t] = p_end[s]
+        pn[t] = p_node[s]
+        pc[t] = p_c[s]
+        pm[t] = p_m[s]
+        pj[t] = p_job[s]
+    return pe, pn, pc, pm, pj
+
+
+def running_sorted_numpy(part: Any) -> tuple[np.ndarray, ...]:
+    """The reference (and the fallback without numba): the numpy form the kernel's caller used."""
+    hi = part.p_hi
+    act = part.p_active[:hi]
+    p_end, p_job = part.p_end[:hi][act], part.p_job[:hi][act]
+    order = np.lexsort((p_job, p_end))  # BackfillMap.running_ends' order
+    return (p_end[order], part.p_node[:hi][act][order], part.p_c[:hi][act][order],
+            part.p_m[:hi][act][order], p_job[order])
+
+
+def running_sorted(part: Any) -> tuple[np.ndarray, ...]:
+    """The partition's running pieces by (end, job): end, node, cores, memory, job."""
+    if _running_sorted_jit is None:  # pragma: no cover
+        return running_sorted_numpy(part)
+    return _running_sorted_jit(part.p_end, part.p_node, part.p_c, part.p_m, part.p_job,
+                               part.p_active, part.p_hi)
+
+
+_running_sorted_jit = None if plan_kernel.njit is None else plan_kernel.njit(cache=True)(_running_sorted)
