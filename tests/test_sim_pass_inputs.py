@@ -1,6 +1,7 @@
 """What ``backfill.compiled_pass`` hands the pass kernel (``pass_inputs``): the running pieces'
 order kept from pass to pass equals a fresh sort, the tested jobs are the queued ones in
-priority order, and the plans kept as arrays read back as the records the old loop made."""
+priority order, the plans kept as arrays read back as the records the old loop made, and each
+planned job's earliest planned start is what the old loop made it."""
 
 from __future__ import annotations
 
@@ -108,14 +109,31 @@ def test_float_limits_kept_and_restored_from_an_older_pickle() -> None:
     np.testing.assert_array_equal(old.a_limit_f[:3], [60.0, 3600.5, 7200.0])
 
 
-def test_pass_plans_read_back_as_the_records_in_the_kernels_order() -> None:
-    """``PassPlans.triples`` gives (job, nodes, start) per plan in the order the kernel made them,
-    and the partition's reservations built from it are sorted by start (ties as made)."""
+def test_recorded_plans_lower_the_earliest_planned_start_and_read_back_in_start_order() -> None:
+    """``record_plans``: each planned job's ``res_time_min`` becomes the earlier of its own and
+    this plan's start (a job planned before keeps an earlier value, a job never planned gets
+    this one), also for a job whose value was lowered outside the queue's mirror; the partition's
+    reservations read back as the records the old loop made, sorted by start, ties as made."""
     part = PartitionState(PartitionSpec("p", N, 8, 1000), 0)
-    a, b, c = _job(1), _job(2), _job(3)
-    plans = pass_inputs.PassPlans([a, b, c], np.array([500.0, 200.0, 500.0]), np.array([0, 2, 3]),
-                                  np.array([2, 1, 2]), np.array([4, 5, 0, 1, 2]))
-    assert plans.triples() == [(a, [4, 5], 500.0), (b, [0], 200.0), (c, [1, 2], 500.0)]
+    queue = JobQueue()
+    queue.frozen = True
+    jobs = [_job(i, 100 * (i + 1)) for i in range(4)]
+    jobs[1].res_time_min = 150.0  # earlier than this pass's plan: kept
+    jobs[2].res_time_min = 900.0  # later: lowered
+    for job in jobs:
+        queue.add(job)
+    jobs[3].res_time_min = 100.0  # lowered outside record_plans: the mirror still says inf
+    live = pass_inputs.tested_positions(queue, 0)
+    which = np.array([2, 1, 0, 3])
+    ts = np.array([500.0, 200.0, 500.0, 300.0])
+    plans = pass_inputs.record_plans(queue, live, which, ts, np.array([0, 2, 3, 5]), np.array([2, 1, 2, 1]),
+                                     np.array([4, 5, 0, 1, 2, 3]))
+    assert [j.res_time_min for j in jobs] == [500.0, 150.0, 500.0, 100.0]
     part.set_plans(plans)
-    assert [(r.job_id, r.start, r.nodes) for r in part.reservations] == [
-        (2, 200.0, [0]), (1, 500.0, [4, 5]), (3, 500.0, [1, 2])]
+    got = [(r.job_id, r.start, r.end, r.nodes, r.cores, r.mem_mb, r.slack_c) for r in part.reservations]
+    assert got == [(1, 200.0, 400.0, [0], 2, 100, {0: 0}), (3, 300.0, 700.0, [3], 2, 100, {3: 0}),
+                   (2, 500.0, 800.0, [4, 5], 2, 100, {4: 0, 5: 0}), (0, 500.0, 600.0, [1, 2], 2, 100, {1: 0, 2: 0})]
+    # a second pass plans job 0 earlier: the mirror lets it through
+    pass_inputs.record_plans(queue, live, np.array([0]), np.array([50.0]), np.array([0]), np.array([1]),
+                             np.array([0]))
+    assert jobs[0].res_time_min == 50.0

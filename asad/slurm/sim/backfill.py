@@ -185,12 +185,7 @@ def compiled_pass(sched: Scheduler, now: float) -> int:
     is_plan = kinds == pass_kernel.EV_PLAN
     # the plans first: a start does not read them, nor a job's earliest planned start
     pl = np.flatnonzero(is_plan)
-    planned = [jobs[i] for i in live[which[pl]].tolist()]
-    plan_ts = ts[pl]
-    for job, t in zip(planned, plan_ts.tolist()):
-        if job.res_time_min is None or t < job.res_time_min:
-            job.res_time_min = t
-    part.set_plans(pass_inputs.PassPlans(planned, plan_ts, offs[pl], lens[pl], flat))
+    part.set_plans(pass_inputs.record_plans(queue, live, which[pl], ts[pl], offs[pl], lens[pl], flat))
     started = 0
     for e in np.flatnonzero(~is_plan).tolist():  # the starts, in the kernel's order
         off = int(offs[e])

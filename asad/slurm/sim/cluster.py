@@ -132,7 +132,8 @@ class PartitionState:
         if pending is not None:
             d["_plans_pending"] = None
             if not isinstance(pending, list):  # pass_inputs.PassPlans: the kernel's arrays
-                pending = pending.triples()
+                d["reservations"] = pending.reservations()
+                return d["reservations"]
             made = [Reservation(job_id=job.job_id, start=t, end=t + job.time_limit_s, nodes=nodes,
                                 cores=job.cpus_per_node, mem_mb=job.mem_per_node_mb,
                                 slack_c=dict.fromkeys(nodes, 0), slack_m=dict.fromkeys(nodes, 0))
@@ -147,9 +148,10 @@ class PartitionState:
         self.__dict__["reservations"] = value
 
     def set_plans(self, plans: Any) -> None:
-        """The plans of a pass as (job, nodes, start) in the order made, a list of them or an
-        object whose ``triples()`` gives it (``pass_inputs.PassPlans``): ``reservations`` as
-        ``backfill._record_plan`` would have built them, built when first read."""
+        """The plans of a pass as (job, nodes, start) in the order made, or an object whose
+        ``reservations()`` gives their records in start order (``pass_inputs.PassPlans``):
+        ``reservations`` as ``backfill._record_plan`` would have built them, built when first
+        read."""
         self.__dict__["reservations"] = []
         self.__dict__["_plans_pending"] = plans
 

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from asad.slurm.sim import plan_kernel
+from asad.slurm.sim.cluster import Reservation
 
 
 def tested_positions(queue: Any, max_test: int) -> np.ndarray:
@@ -36,20 +37,54 @@ def tested_positions(queue: Any, max_test: int) -> np.ndarray:
 
 @dataclass
 class PassPlans:
-    """One pass's plans as the kernel made them, in its order: the planned jobs, and per plan
-    its start and its nodes (``offs``/``lens`` into ``flat``). ``triples()`` gives them as
-    ``PartitionState.set_plans`` takes them, built only when the reservations are read."""
+    """One pass's plans as the kernel made them, in its order: per plan the planned job's id,
+    time limit, cores and memory per node (gathered from the queue's arrays at the pass: the
+    queue's positions move later), its start and its nodes (``offs``/``lens`` into ``flat``).
+    ``reservations()`` gives the records ``backfill._record_plan`` made, sorted by start, built
+    only when the partition's reservations are read."""
 
-    jobs: list[Any]
+    job_ids: np.ndarray
+    limits: np.ndarray
+    cores: np.ndarray
+    mem: np.ndarray
     starts: np.ndarray
     offs: np.ndarray
     lens: np.ndarray
     flat: np.ndarray
 
-    def triples(self) -> list[tuple[Any, list[int], float]]:
+    def reservations(self) -> list[Reservation]:
         flat = self.flat.tolist()
-        return [(job, flat[off: off + n], t) for job, t, off, n in
-                zip(self.jobs, self.starts.tolist(), self.offs.tolist(), self.lens.tolist())]
+        made = []
+        for jid, limit, c, m, t, off, n in zip(self.job_ids.tolist(), self.limits.tolist(),
+                                                self.cores.tolist(), self.mem.tolist(),
+                                                self.starts.tolist(), self.offs.tolist(),
+                                                self.lens.tolist()):
+            nodes = flat[off: off + n]
+            made.append(Reservation(job_id=jid, start=t, end=t + limit, nodes=nodes, cores=c, mem_mb=m,
+                                    slack_c=dict.fromkeys(nodes, 0), slack_m=dict.fromkeys(nodes, 0)))
+        made.sort(key=lambda r: r.start)
+        return made
+
+
+def record_plans(queue: Any, live: np.ndarray, which: np.ndarray, ts: np.ndarray, offs: np.ndarray,
+                 lens: np.ndarray, flat: np.ndarray) -> PassPlans:
+    """The pass's plans (events ``which``/``ts``/``offs``/``lens`` of the kernel's, positions
+    ``live``) as a ``PassPlans``, and each planned job's earliest planned start
+    (``SimJob.res_time_min``) lowered where this plan begins earlier. Only ~4 % of a saturated
+    pass's plans lower it, so the queue's ``a_res_min`` (never below the job's own value: it
+    takes only the job's value when queued and the values written to the job here) picks
+    those, and only they are read and written job by job."""
+    pos = live[which]
+    lower = np.flatnonzero(ts < queue.a_res_min[pos])
+    if len(lower):
+        jobs, a_res_min = queue.jobs, queue.a_res_min
+        for p, t in zip(pos[lower].tolist(), ts[lower].tolist()):
+            job = jobs[p]
+            if job.res_time_min is None or t < job.res_time_min:
+                job.res_time_min = t
+            a_res_min[p] = job.res_time_min
+    return PassPlans(queue.a_id[pos], queue.a_limit_f[pos], queue.a_cpn[pos], queue.a_mem[pos],
+                     ts, offs, lens, flat)
 
 
 def _sort_slots(idx, p_end, p_job):  # noqa: ANN001, ANN202
