@@ -107,6 +107,10 @@ def test_float_limits_kept_and_restored_from_an_older_pickle() -> None:
     old = JobQueue.__new__(JobQueue)
     old.__setstate__(pickle.loads(pickle.dumps(state)))
     np.testing.assert_array_equal(old.a_limit_f[:3], [60.0, 3600.5, 7200.0])
+    # and one pickled with them loads as it was
+    again = pickle.loads(pickle.dumps(queue))
+    for name in JobQueue._FIELDS:
+        np.testing.assert_array_equal(getattr(again, name), getattr(queue, name))
 
 
 def test_recorded_plans_lower_the_earliest_planned_start_and_read_back_in_start_order() -> None:

@@ -79,7 +79,6 @@ class JobQueue:
             for i, job in enumerate(self.jobs):
                 self.a_limit_f[i] = job.time_limit_s
                 self.a_res_min[i] = np.inf if job.res_time_min is None else job.res_time_min
-        self.a_res_min[i] = np.inf if job.res_time_min is None else job.res_time_min
 
     def _grow(self) -> None:
         cap = len(self.a_live) * 2
