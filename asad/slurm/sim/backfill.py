@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from asad.slurm.sim import fit_cache, pass_kernel, plan_kernel
+from asad.slurm.sim import fit_cache, pass_inputs, pass_kernel, plan_kernel
 from asad.slurm.sim.backfill_map import BackfillMap
 from asad.slurm.sim.cluster import PartitionState, Reservation
 from asad.slurm.sim.config import SimConfig
@@ -157,26 +157,18 @@ def compiled_enabled(sched: Scheduler) -> bool:
 def compiled_pass(sched: Scheduler, now: float) -> int:
     """backfill_pass through ``pass_kernel``: the kernel decides on copies of the partition's
     state, then its starts are made here and its plans recorded, in the kernel's order (the
-    Python pass's order: starts reach the simulator in the same sequence)."""
+    Python pass's order: starts reach the simulator in the same sequence). The tested jobs'
+    arrays are slices of the queue's (``pass_inputs.tested_positions``) and the plans are kept
+    as the kernel's arrays until read (``pass_inputs.PassPlans``): no Python work per tested job
+    or per plan but the planned jobs' earliest planned start."""
     cfg = sched.config
     part = sched.parts[0]
     part.reservations = []
     queue = sched.queues[0]
-    jobs = queue.jobs
-    tested: list[SimJob] = []
-    max_test = cfg.bf_max_job_test
-    for i in range(queue.first_live(), len(jobs)):
-        job = jobs[i]
-        if job.queued:
-            tested.append(job)
-            if len(tested) == max_test:
-                break
-    if not tested:
+    live = pass_inputs.tested_positions(queue, cfg.bf_max_job_test)
+    if not len(live):
         return 0
-    hi = part.p_hi
-    act = part.p_active[:hi]
-    p_end, p_job = part.p_end[:hi][act], part.p_job[:hi][act]
-    order = np.lexsort((p_job, p_end))  # BackfillMap.running_ends' order
+    pe, pn, pc, pm, pj = pass_inputs.running_sorted(part)  # BackfillMap.running_ends' order
     completing = np.zeros(part.n, dtype=np.bool_)
     if part.completing:
         completing[list(part.completing)] = True
@@ -186,29 +178,19 @@ def compiled_pass(sched: Scheduler, now: float) -> int:
         part.fit_cache, float(now), float(now + cfg.bf_window_s), float(cfg.bf_resolution_s),
         float(cfg.kill_wait_s + cfg.over_time_limit_s), part.n, part.cores, part.mem,
         part.max_free_cores(), part.free_cores_total, part.np_free_c.copy(), part.np_free_m.copy(),
-        completing,
-        np.array([j.nodes for j in tested], dtype=np.int64),
-        np.array([j.cpus_per_node for j in tested], dtype=np.int64),
-        np.array([j.cpus for j in tested], dtype=np.int64),
-        np.array([j.mem_per_node_mb for j in tested], dtype=np.int64),
-        np.array([j.time_limit_s for j in tested], dtype=np.float64),
-        np.array([j.job_id for j in tested], dtype=np.int64),
-        p_end[order], part.p_node[:hi][act][order], part.p_c[:hi][act][order],
-        part.p_m[:hi][act][order], p_job[order], bool(cfg.bf_plan_all))
-    flat_l = flat.tolist()
+        completing, queue.a_nodes[live], queue.a_cpn[live], queue.a_cpus[live], queue.a_mem[live],
+        queue.a_limit_f[live], queue.a_id[live],
+        pe, pn, pc, pm, pj, bool(cfg.bf_plan_all))
+    jobs = queue.jobs  # the queue is frozen during the pass: positions stay valid
+    is_plan = kinds == pass_kernel.EV_PLAN
+    # the plans first: a start does not read them, nor a job's earliest planned start
+    pl = np.flatnonzero(is_plan)
+    part.set_plans(pass_inputs.record_plans(queue, live, which[pl], ts[pl], offs[pl], lens[pl], flat))
     started = 0
-    made = []  # the plans, recorded when read (PartitionState.reservations)
-    for kind, w, t, off, n in zip(kinds.tolist(), which.tolist(), ts.tolist(), offs.tolist(), lens.tolist()):
-        job = tested[w]
-        nodes = flat_l[off: off + n]
-        if kind == pass_kernel.EV_START:
-            sched.start_fn(job, part, nodes)
-            started += 1
-        else:
-            made.append((job, nodes, t))
-            if job.res_time_min is None or t < job.res_time_min:
-                job.res_time_min = t
-    part.set_plans(made)
+    for e in np.flatnonzero(~is_plan).tolist():  # the starts, in the kernel's order
+        off = int(offs[e])
+        sched.start_fn(jobs[int(live[which[e]])], part, flat[off: off + int(lens[e])].tolist())
+        started += 1
     return started
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -130,6 +131,9 @@ class PartitionState:
         pending = d.get("_plans_pending")
         if pending is not None:
             d["_plans_pending"] = None
+            if not isinstance(pending, list):  # pass_inputs.PassPlans: the kernel's arrays
+                d["reservations"] = pending.reservations()
+                return d["reservations"]
             made = [Reservation(job_id=job.job_id, start=t, end=t + job.time_limit_s, nodes=nodes,
                                 cores=job.cpus_per_node, mem_mb=job.mem_per_node_mb,
                                 slack_c=dict.fromkeys(nodes, 0), slack_m=dict.fromkeys(nodes, 0))
@@ -143,9 +147,11 @@ class PartitionState:
         self.__dict__["_plans_pending"] = None
         self.__dict__["reservations"] = value
 
-    def set_plans(self, plans: list[tuple]) -> None:
-        """The plans of a pass as (job, nodes, start) in the order made: ``reservations`` as
-        ``backfill._record_plan`` would have built them, built when first read."""
+    def set_plans(self, plans: Any) -> None:
+        """The plans of a pass as (job, nodes, start) in the order made, or an object whose
+        ``reservations()`` gives their records in start order (``pass_inputs.PassPlans``):
+        ``reservations`` as ``backfill._record_plan`` would have built them, built when first
+        read."""
         self.__dict__["reservations"] = []
         self.__dict__["_plans_pending"] = plans
 

@@ -41,7 +41,11 @@ class JobQueue:
     rule out, in one vectorised step, every job that cannot fit anywhere in the partition now.
     """
 
-    _FIELDS = ("a_nodes", "a_cpn", "a_cpus", "a_mem", "a_limit", "a_elig", "a_id", "a_live", "a_assoc")
+    # a_limit_f: the time limit as the backfill pass kernel reads it (a float, as SimJob holds it;
+    # a_limit is the integer the priority and EASY code read); a_res_min: the job's earliest
+    # planned start when queued (inf: none), lowered only by pass_inputs.record_plans
+    _FIELDS = ("a_nodes", "a_cpn", "a_cpus", "a_mem", "a_limit", "a_limit_f", "a_elig", "a_id", "a_live",
+               "a_assoc", "a_res_min")
 
     def __init__(self) -> None:
         self.keys: list[object] = []
@@ -57,10 +61,24 @@ class JobQueue:
         self.a_cpus = np.zeros(cap, dtype=np.int64)
         self.a_mem = np.zeros(cap, dtype=np.int64)
         self.a_limit = np.zeros(cap, dtype=np.int64)
+        self.a_limit_f = np.zeros(cap, dtype=np.float64)
+        self.a_res_min = np.zeros(cap, dtype=np.float64)
         self.a_elig = np.zeros(cap, dtype=float)
         self.a_id = np.zeros(cap, dtype=np.int64)
         self.a_live = np.zeros(cap, dtype=bool)
         self.a_assoc = np.zeros(cap, dtype=np.int64)
+
+    def __setstate__(self, state: dict) -> None:
+        """A queue pickled before ``a_limit_f`` and ``a_res_min`` were kept gets them from its
+        jobs (so a snapshot of the older code plays on in this one, for timing both from the same
+        state)."""
+        self.__dict__.update(state)
+        if "a_limit_f" not in state or "a_res_min" not in state:
+            self.a_limit_f = np.zeros(len(self.a_live), dtype=np.float64)
+            self.a_res_min = np.zeros(len(self.a_live), dtype=np.float64)
+            for i, job in enumerate(self.jobs):
+                self.a_limit_f[i] = job.time_limit_s
+                self.a_res_min[i] = np.inf if job.res_time_min is None else job.res_time_min
 
     def _grow(self) -> None:
         cap = len(self.a_live) * 2
@@ -76,6 +94,8 @@ class JobQueue:
         self.a_cpus[i] = job.cpus
         self.a_mem[i] = job.mem_per_node_mb
         self.a_limit[i] = job.time_limit_s
+        self.a_limit_f[i] = job.time_limit_s
+        self.a_res_min[i] = np.inf if job.res_time_min is None else job.res_time_min
         self.a_elig[i] = job.accrue_time
         self.a_id[i] = job.job_id
         self.a_live[i] = True

@@ -1,0 +1,224 @@
+"""What ``backfill.compiled_pass`` hands the pass kernel and takes back, without a Python loop
+per job: the tested jobs as positions in the queue's shape arrays, and the pass's plans kept as
+the kernel returned them until someone reads them, and the running pieces in (end, job) order
+kept from pass to pass.
+
+Why: on a saturated ``hpc2n`` span (0.1 day from a day-4 snapshot) the Python around the kernel
+was 13–15 % of the CPU (~1 ms a pass), most of it per-job work in ``compiled_pass``: a loop over
+the queue to pick the ≤ 500 tested jobs and six list comprehensions to make their arrays (~0.44 ms),
+the pieces masked and lexsorted (~0.3 ms), and a loop over the ~260 plan events to build
+(job, nodes, start) records that only ``estimate_start`` and ``bf_poll`` read (~0.33 ms). The
+queue already keeps its live jobs' shapes in arrays in priority order (``JobQueue``), so the
+tested jobs are a gather of those; the plan records are made when first read
+(``PartitionState.reservations``) from the arrays kept here (docs/results/sim.md, ninth session).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from asad.slurm.sim import plan_kernel
+from asad.slurm.sim.cluster import Reservation
+
+
+def tested_positions(queue: Any, max_test: int) -> np.ndarray:
+    """Queue positions of the jobs a pass tests: the live (queued) ones from the head, in
+    priority order, at most ``max_test`` (``max_test <= 0``: all, as the loop this replaces,
+    which stopped only when it had ``max_test`` jobs). ``a_live[i]`` is ``jobs[i].queued``:
+    ``JobQueue.add`` sets it as the job is queued, ``remove`` clears it as it leaves, and the
+    queue is frozen (no compaction) during a pass."""
+    head = queue.first_live()
+    live = np.flatnonzero(queue.a_live[head: len(queue.jobs)])
+    if max_test > 0:
+        live = live[:max_test]
+    return live + head
+
+
+@dataclass
+class PassPlans:
+    """One pass's plans as the kernel made them, in its order: per plan the planned job's id,
+    time limit, cores and memory per node (gathered from the queue's arrays at the pass: the
+    queue's positions move later), its start and its nodes (``offs``/``lens`` into ``flat``).
+    ``reservations()`` gives the records ``backfill._record_plan`` made, sorted by start, built
+    only when the partition's reservations are read."""
+
+    job_ids: np.ndarray
+    limits: np.ndarray
+    cores: np.ndarray
+    mem: np.ndarray
+    starts: np.ndarray
+    offs: np.ndarray
+    lens: np.ndarray
+    flat: np.ndarray
+
+    def reservations(self) -> list[Reservation]:
+        flat = self.flat.tolist()
+        made = []
+        for jid, limit, c, m, t, off, n in zip(self.job_ids.tolist(), self.limits.tolist(),
+                                                self.cores.tolist(), self.mem.tolist(),
+                                                self.starts.tolist(), self.offs.tolist(),
+                                                self.lens.tolist()):
+            nodes = flat[off: off + n]
+            made.append(Reservation(job_id=jid, start=t, end=t + limit, nodes=nodes, cores=c, mem_mb=m,
+                                    slack_c=dict.fromkeys(nodes, 0), slack_m=dict.fromkeys(nodes, 0)))
+        made.sort(key=lambda r: r.start)
+        return made
+
+
+def record_plans(queue: Any, live: np.ndarray, which: np.ndarray, ts: np.ndarray, offs: np.ndarray,
+                 lens: np.ndarray, flat: np.ndarray) -> PassPlans:
+    """The pass's plans (events ``which``/``ts``/``offs``/``lens`` of the kernel's, positions
+    ``live``) as a ``PassPlans``, and each planned job's earliest planned start
+    (``SimJob.res_time_min``) lowered where this plan begins earlier. Only ~4 % of a saturated
+    pass's plans lower it, so the queue's ``a_res_min`` (never below the job's own value: it
+    takes only the job's value when queued and the values written to the job here) picks
+    those, and only they are read and written job by job."""
+    pos = live[which]
+    lower = np.flatnonzero(ts < queue.a_res_min[pos])
+    if len(lower):
+        jobs, a_res_min = queue.jobs, queue.a_res_min
+        for p, t in zip(pos[lower].tolist(), ts[lower].tolist()):
+            job = jobs[p]
+            if job.res_time_min is None or t < job.res_time_min:
+                job.res_time_min = t
+            a_res_min[p] = job.res_time_min
+    return PassPlans(queue.a_id[pos], queue.a_limit_f[pos], queue.a_cpn[pos], queue.a_mem[pos],
+                     ts, offs, lens, flat)
+
+
+def _sort_slots(idx, p_end, p_job):  # noqa: ANN001, ANN202
+    """``idx`` (slot numbers in increasing order) stably sorted by (end, job): ties stay in
+    slot order, as ``np.lexsort((p_job, p_end))`` over them. A bottom-up merge sort."""
+    n = len(idx)
+    idx = idx.copy()
+    tmp = np.empty(n, dtype=np.int64)
+    width = 1
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = min(lo + width, n)
+            top = min(lo + 2 * width, n)
+            i, j, k = lo, mid, lo
+            while i < mid and j < top:
+                a, b = idx[i], idx[j]
+                # from the right run only when strictly before: stable
+                if p_end[b] < p_end[a] or (p_end[b] == p_end[a] and p_job[b] < p_job[a]):
+                    tmp[k] = b
+                    j += 1
+                else:
+                    tmp[k] = a
+                    i += 1
+                k += 1
+            while i < mid:
+                tmp[k] = idx[i]
+                i += 1
+                k += 1
+            while j < top:
+                tmp[k] = idx[j]
+                j += 1
+                k += 1
+            lo = top
+        idx, tmp = tmp, idx
+        width *= 2
+    return idx
+
+
+def _running_merged(p_end, p_node, p_c, p_m, p_job, p_active, hi,
+                    q_slot, q_end, q_node, q_c, q_m, q_job):  # noqa: ANN001, ANN202
+    """The active slots of [0, hi) in (end, job, slot) order, which is ``np.lexsort((p_job,
+    p_end))``'s over them (stable: ties in slot order), as the slots and their five fields.
+    ``q_*``: the previous call's answer. Its entries whose slot still holds the same piece (all
+    five fields equal) are in that order already; only the slots not among them (pieces added
+    since, ~7 events a pass on a saturated queue) are sorted, and the two lists merged on
+    (end, job, slot). Sorting all ~1,600 pieces each pass (numpy: a mask, a lexsort, ten
+    gathers) was ~240 µs a saturated pass, a quarter of the Python around the kernel."""
+    kept_mark = np.zeros(hi, dtype=np.bool_)
+    kept = np.empty(len(q_slot), dtype=np.int64)
+    n_k = 0
+    for t in range(len(q_slot)):
+        s = q_slot[t]
+        if (s < hi and p_active[s] and not kept_mark[s] and p_end[s] == q_end[t]
+                and p_job[s] == q_job[t] and p_node[s] == q_node[t] and p_c[s] == q_c[t]
+                and p_m[s] == q_m[t]):
+            kept_mark[s] = True
+            kept[n_k] = s
+            n_k += 1
+    n_new = 0
+    for s in range(hi):
+        if p_active[s] and not kept_mark[s]:
+            n_new += 1
+    new = np.empty(n_new, dtype=np.int64)
+    k = 0
+    for s in range(hi):
+        if p_active[s] and not kept_mark[s]:
+            new[k] = s
+            k += 1
+    new = _sort_slots(new, p_end, p_job)
+    n = n_k + n_new
+    slot = np.empty(n, dtype=np.int64)
+    i, j = 0, 0
+    for t in range(n):
+        take_new = False
+        if i >= n_k:
+            take_new = True
+        elif j < n_new:
+            a, b = kept[i], new[j]
+            take_new = (p_end[b] < p_end[a] or (p_end[b] == p_end[a] and (
+                p_job[b] < p_job[a] or (p_job[b] == p_job[a] and b < a))))
+        if take_new:
+            slot[t] = new[j]
+            j += 1
+        else:
+            slot[t] = kept[i]
+            i += 1
+    pe = np.empty(n)
+    pn = np.empty(n, dtype=np.int64)
+    pc = np.empty(n, dtype=np.int64)
+    pm = np.empty(n, dtype=np.int64)
+    pj = np.empty(n, dtype=np.int64)
+    for t in range(n):
+        s = slot[t]
+        pe[t] = p_end[s]
+        pn[t] = p_node[s]
+        pc[t] = p_c[s]
+        pm[t] = p_m[s]
+        pj[t] = p_job[s]
+    return slot, pe, pn, pc, pm, pj
+
+
+def running_sorted_numpy(part: Any) -> tuple[np.ndarray, ...]:
+    """The reference (and the fallback without numba): the numpy form the kernel's caller used."""
+    hi = part.p_hi
+    act = part.p_active[:hi]
+    p_end, p_job = part.p_end[:hi][act], part.p_job[:hi][act]
+    order = np.lexsort((p_job, p_end))  # BackfillMap.running_ends' order
+    return (p_end[order], part.p_node[:hi][act][order], part.p_c[:hi][act][order],
+            part.p_m[:hi][act][order], p_job[order])
+
+
+def running_sorted(part: Any) -> tuple[np.ndarray, ...]:
+    """The partition's running pieces by (end, job): end, node, cores, memory, job. The order is
+    kept on the partition (``run_order``) from call to call and updated (``_running_merged``).
+    The arrays returned are that kept state: callers must not change them (the pass kernel and
+    the fit-time cache copy what they keep)."""
+    if _running_merged_jit is None:  # pragma: no cover
+        return running_sorted_numpy(part)
+    prev = part.__dict__.get("run_order")
+    if prev is None:
+        prev = _EMPTY
+    got = _running_merged_jit(part.p_end, part.p_node, part.p_c, part.p_m, part.p_job,
+                              part.p_active, part.p_hi, *prev)
+    part.run_order = got
+    return got[1:]
+
+
+_EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0), *(np.zeros(0, dtype=np.int64) for _ in range(4)))
+
+if plan_kernel.njit is not None:
+    _sort_slots = plan_kernel.njit(cache=True)(_sort_slots)
+    _running_merged_jit = plan_kernel.njit(cache=True)(_running_merged)
+else:  # pragma: no cover
+    _running_merged_jit = None
