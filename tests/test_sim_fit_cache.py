@@ -131,3 +131,28 @@ def test_a_pickled_cache_loads_empty_and_computes_again() -> None:
     loaded.note_pass(free_c, free_m, pieces)
     got, _ = _kept(loaded, pieces, free_c, free_m, 8, 0, now)
     assert got[:3].tolist() == [now, now + 100, now]
+
+
+def test_the_change_log_stays_bounded_when_fit_times_is_never_asked() -> None:
+    """The compiled pass keeps fit times of its own and never calls ``PartitionState.fit_times``;
+    the node change log it feeds must still be compacted, or a 30-day run grows it by every start
+    and end. Asked afterwards, ``fit_times`` still equals a fresh profile."""
+    from asad.slurm.sim.cluster import PartitionState
+    from asad.slurm.sim.config import PartitionSpec
+
+    part = PartitionState(PartitionSpec("p", nodes=4, cores_per_node=8, mem_per_node_mb=1000), 0)
+    rng = np.random.default_rng(3)
+    part.fit_times(2, 100, 0.0)  # a cached shape, far behind once the log has been compacted
+    running = []
+    for step in range(20_000):
+        if running and (len(running) > 6 or rng.random() < 0.5):
+            nodes, slots = running.pop(int(rng.integers(len(running))))
+            part.release(nodes, 2, 100, slots)
+        else:
+            free = [n for n in range(part.n) if part.free_c[n] >= 2 and part.free_m[n] >= 100]
+            if free:
+                nodes = [int(rng.choice(free))]
+                running.append((nodes, part.allocate(nodes, 2, 100, 1000.0 + step)))
+        assert len(part._change_log) <= 8 * part.n + 4096 + 1
+    fresh = part._profile(2, 100, 5.0, ())[0]
+    assert np.array_equal(part.fit_times(2, 100, 5.0), fresh)

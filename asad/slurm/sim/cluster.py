@@ -272,7 +272,7 @@ class PartitionState:
             node_slots[node].remove(slot)
             dirty.add(node)
             del self.piece_info[slot]
-        self._change_log.extend(nodes)
+        self._log_changes(nodes)
 
     def start_completing(self, nodes: list[int]) -> None:
         for node in nodes:
@@ -302,8 +302,18 @@ class PartitionState:
         self.node_slots[node].append(slot)
         self.piece_info[slot] = (end, cores, mem_mb)
         self._dirty.add(node)
-        self._change_log.append(node)
+        self._log_changes((node,))
         return slot
+
+    def _log_changes(self, nodes) -> None:  # noqa: ANN001
+        """Note nodes whose allocations changed, for ``fit_times``' caches. Compacted here, not only
+        in ``fit_times``: the compiled pass keeps fit times of its own and never calls it, so a
+        long run would otherwise grow the log by every start and end."""
+        log = self._change_log
+        if len(log) > 8 * self.n + 4096:  # drop caches that are far behind
+            self._fit_cache.clear()
+            log.clear()
+        log.extend(nodes)
 
     def _grow(self) -> None:
         cap = len(self.p_end) * 2
@@ -353,9 +363,6 @@ class PartitionState:
         ending at its time limit (inf: never; a time <= now: free already). A copy, kept up to
         date between calls by recomputing only the nodes whose allocations changed."""
         log = self._change_log
-        if len(log) > 8 * self.n + 4096:  # compact: drop caches that are far behind
-            self._fit_cache.clear()
-            log.clear()
         key = (cores, mem_mb)
         hit = self._fit_cache.get(key)
         if hit is None or len(log) - hit[1] > self.n:
