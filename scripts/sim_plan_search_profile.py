@@ -42,17 +42,14 @@ INF = np.inf
 # counters (st[...])
 SEARCH, TRY, FITS_NOW, KTH_SKIP, WALK, WALK_NONE, WALK_LATE, PICK, CLASH, PLAN, NO_PLAN, \
     USABLE, PIECES, PICK_SCAN, CLASH_IV, SPAN_IN, SPAN_OUT, FIRST_TRY_PLAN, CLASH_FITS_NOW, \
-    WALK_BATCHES, CLASH_RETRY_START, COUNTED_SCAN, PICK_CAND, MEMO_HIT, MEMO_WRONG, \
-    MEMO_LATE = range(26)
+    WALK_BATCHES, CLASH_RETRY_START, COUNTED_SCAN, PICK_CAND = range(23)
 NAMES = ["searches", "tries", "tries: fits now", "tries: kth > later (no walk)", "tries: walked",
          "tries: walk found none", "tries: walk start past later", "tries: node pick",
          "tries: pick clashed", "tries: plan", "searches without a plan", "walk: running jobs looked at",
          "walk: pieces read", "pick: nodes scanned", "pick: plan intervals tested",
          "window: spans in", "window: spans out", "searches planned at the first try",
          "clashes on the fits-now path", "walk: batches", "clash retried at start (start > start_res)",
-         "walk: counted scans (nodes)", "pick: candidate nodes",
-         "walk memo: walks it would answer", "walk memo: its answer differs from the walk's",
-         "walk memo: answered walks ending past later"]
+         "walk: counted scans (nodes)", "pick: candidate nodes"]
 
 
 def _usable(j, avail, p_node, first_piece, n_jobs, n_pieces, st):  # noqa: ANN001, ANN202
@@ -138,107 +135,6 @@ def _walk(kth, avail, k, now, guess_s, p_node, first_piece, job_ends, free_c, fr
             return -INF, 0.0, 0, False
 
 
-def _usable_rec(j, avail, p_node, first_piece, n_jobs, n_pieces, st, stamp, gen):  # noqa: ANN001, ANN202
-    """_usable, stamping the nodes its answer rests on: the piece found usable (others turning
-    usable keep the answer), or every piece when none is."""
-    st[USABLE] += 1
-    stop = first_piece[j + 1] if j + 1 < n_jobs else n_pieces
-    for p in range(first_piece[j], stop):
-        st[PIECES] += 1
-        if avail[p_node[p]]:
-            stamp[p_node[p]] = gen
-            return True
-    for p in range(first_piece[j], stop):
-        stamp[p_node[p]] = gen
-    return False
-
-
-def _walk_rec(kth, avail, k, now, guess_s, p_node, first_piece, job_ends, free_c, free_m,
-              p_c, p_m, cpn, mem, st, stamp, gen, memo):  # noqa: ANN001, ANN202
-    """_walk, also writing down what its answer rests on (the walk memo, tried in this
-    script): ``stamp[node] = gen`` for every node whose usable flag a ``_usable`` answer read,
-    ``memo[0]`` the largest ``by`` a batch compared ``kth`` with and found short (kth > it),
-    ``memo[1]`` the returning batch's ``by`` (kth <= it), ``memo[2]`` 1 if the answer may be
-    reused (no counted scan, which reads every node, and a start found)."""
-    memo[0] = -INF
-    memo[1] = INF
-    memo[2] = 0.0
-    memo[3] = 0.0
-    n_jobs = len(job_ends)
-    if n_jobs == 0:
-        return -INF, 0.0, 0, False
-    if kth == INF:
-        return -INF, 0.0, 0, False
-    n_pieces = len(p_node)
-    first_use = 0
-    while first_use < n_jobs and not _usable_rec(first_use, avail, p_node, first_piece, n_jobs, n_pieces, st, stamp, gen):
-        first_use += 1
-    if first_use == n_jobs:
-        return -INF, 0.0, 0, False
-    none_from = n_jobs
-    first = job_ends[first_use]
-    anchor = first + (WILL_RUN_WINDOW_S - first % WILL_RUN_WINDOW_S)
-    window = WILL_RUN_WINDOW_S
-    pos = 0
-    while True:
-        st[WALK_BATCHES] += 1
-        q = max(pos, _bisect_right(job_ends, anchor + window))
-        last_i = -1
-        if q > pos and _usable_rec(q - 1, avail, p_node, first_piece, n_jobs, n_pieces, st, stamp, gen):
-            last_i = q - 1
-        else:
-            j = q
-            while j < none_from and not _usable_rec(j, avail, p_node, first_piece, n_jobs, n_pieces, st, stamp, gen):
-                j += 1
-            if j < none_from:
-                last_i = j
-            else:
-                none_from = min(none_from, q)
-                j = q - 2
-                while j >= pos and not _usable_rec(j, avail, p_node, first_piece, n_jobs, n_pieces, st, stamp, gen):
-                    j -= 1
-                if j >= pos:
-                    last_i = j
-        if last_i < 0:
-            return -INF, 0.0, 0, False
-        pos = last_i + 1
-        if pos < n_jobs:
-            window *= 2
-            while job_ends[pos] > anchor + window:
-                window *= 2
-        last = job_ends[last_i]
-        by = max(last, now)
-        if not kth <= by:
-            memo[0] = by
-        if kth <= by:
-            gone = first_piece[pos] if pos < n_jobs else n_pieces
-            counted = pos < n_jobs and job_ends[pos] <= by
-            if counted:
-                memo[3] = 1.0
-                fc = free_c.copy()
-                fm = free_m.copy()
-                for p in range(gone):
-                    fc[p_node[p]] += p_c[p]
-                    fm[p_node[p]] += p_m[p]
-                fit = 0
-                for i in range(len(fc)):
-                    st[COUNTED_SCAN] += 1
-                    if avail[i] and fc[i] >= cpn and fm[i] >= mem:
-                        fit += 1
-                counted = fit >= k
-                if not counted:
-                    if pos >= n_jobs:
-                        return -INF, 0.0, 0, False
-                    continue
-            if last <= now:
-                last = max(last + guess_s, now + 1.0)
-            memo[1] = by
-            memo[2] = 1.0 if memo[3] == 0.0 else 0.0
-            return last, by, gone, counted
-        if pos >= n_jobs:
-            return -INF, 0.0, 0, False
-
-
 def counting_search(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
                     iv_node, iv_b, iv_e, p_end, p_node, p_c, p_m, first_piece, job_ends, bounds,
                     res, span_b, span_e, span_n, cur_c, cur_m, cur_g, st):  # noqa: ANN001, ANN202
@@ -271,19 +167,12 @@ def counting_search(times, by_time, free_c, free_m, k, cpn, mem, limit, now, hor
     start_res = now
     last_start = now
     n_try = 0
-    # the walk memo (see _walk_rec): valid while no node a _usable answer read changed
-    stamp = np.zeros(n, dtype=np.int64)
-    gen = 1
-    memo = np.zeros(4)
-    memo_ok = False
-    m_at, m_by, m_gone, m_counted = 0.0, 0.0, 0, False
     for _ in range(1000):
         if start_res > horizon:
             break
         st[TRY] += 1
         n_try += 1
         if start_res < last_start:
-            memo_ok = False
             n_over[:] = 0
             avail[:] = True
             n_avail = n
@@ -298,8 +187,6 @@ def counting_search(times, by_time, free_c, free_m, k, cpn, mem, limit, now, hor
             nb += 1
             n_over[node] += 1
             if n_over[node] == 1:
-                if stamp[node] == gen:
-                    memo_ok = False
                 avail[node] = False
                 n_avail -= 1
                 held_fit += fits_now[node]
@@ -311,8 +198,6 @@ def counting_search(times, by_time, free_c, free_m, k, cpn, mem, limit, now, hor
             n_heap = _heap_pop(heap_e, heap_n, n_heap)
             n_over[node] -= 1
             if n_over[node] == 0:
-                if stamp[node] == gen:
-                    memo_ok = False
                 avail[node] = True
                 n_avail += 1
                 held_fit -= fits_now[node]
@@ -342,20 +227,8 @@ def counting_search(times, by_time, free_c, free_m, k, cpn, mem, limit, now, hor
                 start_res = later
                 continue
             st[WALK] += 1
-            hit = memo_ok and memo[0] < kth <= memo[1]
-            if hit:
-                st[MEMO_HIT] += 1
-            gen += 1
-            at, by, gone, counted = _walk_rec(kth, avail, k, now, guess_s, p_node, first_piece,
-                                              job_ends, free_c, free_m, p_c, p_m, cpn, mem, st,
-                                              stamp, gen, memo)
-            if hit:
-                if not (at == m_at and by == m_by and gone == m_gone and counted == m_counted):
-                    st[MEMO_WRONG] += 1
-                if max(at, start_res) > later:
-                    st[MEMO_LATE] += 1
-            memo_ok = memo[2] == 1.0
-            m_at, m_by, m_gone, m_counted = at, by, gone, counted
+            at, by, gone, counted = _walk(kth, avail, k, now, guess_s, p_node, first_piece,
+                                          job_ends, free_c, free_m, p_c, p_m, cpn, mem, st)
         if at == -INF:
             st[WALK_NONE] += 1
             if later == INF:
@@ -416,8 +289,6 @@ def counting_search(times, by_time, free_c, free_m, k, cpn, mem, limit, now, hor
 if njit is not None:
     _usable = njit(_usable)
     _walk = njit(_walk)
-    _usable_rec = njit(_usable_rec)
-    _walk_rec = njit(_walk_rec)
     counting_search = njit(counting_search)
 
 

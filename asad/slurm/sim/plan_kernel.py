@@ -23,7 +23,6 @@ import numpy as np
 from asad.slurm.sim.plan_maps import (  # noqa: F401
     _bisect_right, _cap, _cap_sorted, _free_spans, _heap_pop, _heap_push, _tree_add, _tree_select,
     add_span, distinct_bounds, insert_bound)
-from asad.slurm.sim.walk_memo import WILL_RUN_WINDOW_S, will_run_noted  # noqa: F401 (re-exported)
 
 try:  # numba is a dependency; its absence (or ASAD_SIM_COMPILED=0) falls back to the reference
     from numba import njit
@@ -31,6 +30,7 @@ except ImportError:  # pragma: no cover - exercised only on a machine without nu
     njit = None
 
 INF = np.inf
+WILL_RUN_WINDOW_S = 30.0  # cons_common/job_test.c: _will_run_test's first time_window
 
 
 _ENABLED = njit is not None and os.environ.get("ASAD_SIM_COMPILED", "1") != "0"
@@ -144,12 +144,90 @@ def _kth_avail(times, by_time, avail, k):  # noqa: ANN001, ANN202
 
 def _will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece, job_ends, free_c, free_m,
                   p_c, p_m, cpn, mem):  # noqa: ANN001, ANN202
-    """_will_run's walk once the job does not fit now, given ``kth`` (``_kth_avail``):
-    ``walk_memo.will_run_noted`` with what it writes down thrown away (the search itself keeps
-    it, to answer its next try's walk)."""
-    return will_run_noted(kth, avail, k, now, guess_s, p_node, first_piece, job_ends, free_c,
-                          free_m, p_c, p_m, cpn, mem, np.zeros(len(avail), dtype=np.int64), 1,
-                          np.empty(3))
+    """_will_run's walk once the job does not fit now, given ``kth`` (``_kth_avail``). The start
+    it returns is never before ``kth``: a batch ends at ``last`` with ``kth <= max(last, now)``,
+    and when ``last <= now`` the start is after ``now``. Also how many pieces (in end order) the
+    batches took away, and whether the nodes were counted on them: when a job left for the next
+    batch ends by the fit-by instant too (planner.will_run)."""
+    n_jobs = len(job_ends)
+    if n_jobs == 0:
+        return -INF, 0.0, 0, False
+    if kth == INF:
+        return -INF, 0.0, 0, False
+    # Per running job (in end order) the walk needs to know only whether it has a piece on a
+    # usable node, and only at its batches' edges: asked job by job, not for all ~1,500.
+    n_pieces = len(p_node)
+    first_use = 0
+    while first_use < n_jobs and not _usable(first_use, avail, p_node, first_piece, n_jobs, n_pieces):
+        first_use += 1
+    if first_use == n_jobs:
+        return -INF, 0.0, 0, False
+    none_from = n_jobs  # no job from this index on is usable (learned by a forward search)
+    first = job_ends[first_use]
+    anchor = first + (WILL_RUN_WINDOW_S - first % WILL_RUN_WINDOW_S)
+    window = WILL_RUN_WINDOW_S
+    pos = 0
+    while True:
+        q = max(pos, _bisect_right(job_ends, anchor + window))
+        # the batch ends at its last job (q - 1) if usable; else at the first usable job after
+        # it; else at the last usable job in it; no usable job at all: no start
+        last_i = -1
+        if q > pos and _usable(q - 1, avail, p_node, first_piece, n_jobs, n_pieces):
+            last_i = q - 1
+        else:
+            j = q
+            while j < none_from and not _usable(j, avail, p_node, first_piece, n_jobs, n_pieces):
+                j += 1
+            if j < none_from:
+                last_i = j
+            else:
+                none_from = min(none_from, q)
+                j = q - 2
+                while j >= pos and not _usable(j, avail, p_node, first_piece, n_jobs, n_pieces):
+                    j -= 1
+                if j >= pos:
+                    last_i = j
+        if last_i < 0:
+            return -INF, 0.0, 0, False
+        pos = last_i + 1
+        if pos < n_jobs:
+            window *= 2
+            while job_ends[pos] > anchor + window:
+                window *= 2
+        last = job_ends[last_i]
+        by = max(last, now)
+        if kth <= by:
+            gone = first_piece[pos] if pos < n_jobs else n_pieces
+            counted = pos < n_jobs and job_ends[pos] <= by
+            if counted:  # a job not taken away yet ends by then: count what the batch freed
+                fc = free_c.copy()
+                fm = free_m.copy()
+                for p in range(gone):
+                    fc[p_node[p]] += p_c[p]
+                    fm[p_node[p]] += p_m[p]
+                fit = 0
+                for i in range(len(fc)):
+                    if avail[i] and fc[i] >= cpn and fm[i] >= mem:
+                        fit += 1
+                counted = fit >= k
+                if not counted:
+                    if pos >= n_jobs:
+                        return -INF, 0.0, 0, False
+                    continue
+            if last <= now:  # the batch's last job is past its limit: still being killed
+                last = max(last + guess_s, now + 1.0)
+            return last, by, gone, counted
+        if pos >= n_jobs:
+            return -INF, 0.0, 0, False
+
+
+def _usable(j, avail, p_node, first_piece, n_jobs, n_pieces):  # noqa: ANN001, ANN202
+    """Whether running job ``j`` (in end order) has a piece on an ``avail`` node."""
+    stop = first_piece[j + 1] if j + 1 < n_jobs else n_pieces
+    for p in range(first_piece[j], stop):
+        if avail[p_node[p]]:
+            return True
+    return False
 
 
 def _planned_start(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
@@ -250,19 +328,10 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
     held_fit = 0
     start_res = now
     last_start = now
-    # The last walk's answer and what it rests on (walk_memo): a later try whose k-th fit time
-    # is in (memo[0], memo[1]] and whose window turned none of the stamped nodes gets the same
-    # answer without walking (~72 % of the walks on a saturated queue).
-    stamp = np.zeros(n, dtype=np.int64)
-    gen = 0
-    memo = np.empty(3)
-    memo_ok = False
-    m_at, m_by, m_gone, m_counted = -INF, 0.0, 0, False
     for _ in range(1000):
         if start_res > horizon:
             break
         if start_res < last_start:  # not expected (see above); if ever, begin again exactly
-            memo_ok = False
             n_over[:] = 0
             avail[:] = True
             n_avail = n
@@ -276,8 +345,6 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
             nb += 1
             n_over[node] += 1
             if n_over[node] == 1:
-                if stamp[node] == gen:
-                    memo_ok = False
                 avail[node] = False
                 n_avail -= 1
                 held_fit += fits_now[node]
@@ -288,8 +355,6 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
             n_heap = _heap_pop(heap_e, heap_n, n_heap)
             n_over[node] -= 1
             if n_over[node] == 0:
-                if stamp[node] == gen:
-                    memo_ok = False
                 avail[node] = True
                 n_avail += 1
                 held_fit -= fits_now[node]
@@ -317,15 +382,8 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
                 # none): either way this try ends in start_res = later, without the walk.
                 start_res = later
                 continue
-            if memo_ok and memo[0] < kth <= memo[1]:
-                at, by, gone, counted = m_at, m_by, m_gone, m_counted
-            else:
-                gen += 1
-                at, by, gone, counted = will_run_noted(kth, avail, k, now, guess_s, p_node,
-                                                       first_piece, job_ends, free_c, free_m, p_c,
-                                                       p_m, cpn, mem, stamp, gen, memo)
-                memo_ok = memo[2] == 1.0
-                m_at, m_by, m_gone, m_counted = at, by, gone, counted
+            at, by, gone, counted = _will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece,
+                                                  job_ends, free_c, free_m, p_c, p_m, cpn, mem)
         if at == -INF:
             if later == INF:
                 break
@@ -378,6 +436,7 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
 if njit is not None:
     _consec_pick = consec_pick = njit(cache=True)(_consec_pick)
     find_consec = njit(cache=True)(_find_consec)
+    _usable = njit(cache=True)(_usable)
     _kth_avail = njit(cache=True)(_kth_avail)
     _will_run_kth = njit(cache=True)(_will_run_kth)
     _will_run = njit(cache=True)(_will_run)
