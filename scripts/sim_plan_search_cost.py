@@ -56,7 +56,19 @@ def _twice(src: str, start: str, stop: str) -> str:
     return src.replace(body, body[:a] + block + block + body[b:], 1)
 
 
-def _window_twice(src: str) -> str:
+def _tree_twice(src: str) -> str:
+    """The Fenwick tree of usable fit times built twice (into itself: the second build starts
+    from the first's sums, so it is cleared first; the same work as a build, plus the clear)."""
+    a = "                built = True\n"
+    if a not in src:
+        raise ValueError(a)
+    b = ("                built = True\n                tree[:] = 0\n                for p in range(n):\n"
+         "                    tree[p + 1] = avail[by_time[p]]\n                for i in range(1, n + 1):\n"
+         "                    up = i + (i & -i)\n                    if up <= n:\n                        tree[up] += tree[i]\n")
+    return src.replace(a, b, 1)
+
+
+def _window_twice(src: str, heap_only: bool = False) -> str:
     """The tries' window kept twice: a second heap, counts and Fenwick tree fed the same spans
     (its answers unused), so the window's upkeep is paid twice."""
     body = src[src.index("def _planned_start_cursor("):]
@@ -68,6 +80,8 @@ def _window_twice(src: str) -> str:
                   "            n_heap = _heap_pop(heap_e, heap_n, n_heap)\n            n_heap2 = _heap_pop(heap_e2, heap_n2, n_heap2)\n            n_over2[node] -= 1\n            if built:\n                _tree_add(tree2, rank[node] + 1, 1)\n")]:
         if a not in new:
             raise ValueError(a)
+        if heap_only:
+            b = "\n".join(x for x in b.split("\n") if "n_over2" not in x and "built" not in x and "tree2" not in x)
         new = new.replace(a, b, 1)
     return src.replace(body, new, 1)
 
@@ -78,6 +92,9 @@ EDITS = {
     "setup x2": lambda s: _twice(s, "fits_now = np.empty(n", "# the spans that entered"),
     "walk x2": lambda s: _twice(s, "at, by, gone, counted = _will_run_kth(", "if at == -INF:"),
     "window x2": lambda s: _window_twice(s),
+    "heap x2": lambda s: _window_twice(s, heap_only=True),
+    "arrays x2": lambda s: _twice(s, "heap_e = np.empty(ns)", "top = 1"),
+    "tree build x2": lambda s: _tree_twice(s),
     "pick x2": lambda s: _twice(s, "_free_after(cur_c, cur_m, cur_g, gone", "if clash:"),
 }
 
