@@ -160,16 +160,24 @@ def test_a_plan_may_end_as_a_reservation_begins(reference, res, begin, want) -> 
 def test_spans_kept_one_plan_at_a_time_equal_the_rebuilt_spans(plans) -> None:  # noqa: ANN001
     """The pass kernel keeps the plans' merged spans with add_span as plans are added; after
     every plan they are _free_spans's (the same spans, in begin order), touching plans and
-    zero-length ones included (the grid makes shared boundaries common)."""
+    zero-length ones included (the grid makes shared boundaries common); and the same spans kept
+    in end order beside them with add_span_by_end (the search lets spans leave in that order)."""
     n_nodes = 6
     iv_node = np.array([node for node, _, _ in plans], dtype=np.int64)
     iv_b = np.array([b for _, b, _ in plans], dtype=np.float64)
     iv_e = np.array([b + 60.0 * d for _, b, d in plans], dtype=np.float64)
     span_b, span_e = np.empty(len(plans) + 1), np.empty(len(plans) + 1)
     span_n = np.empty(len(plans) + 1, dtype=np.int64)
+    end_b, end_e = np.empty(len(plans) + 1), np.empty(len(plans) + 1)
+    end_n = np.empty(len(plans) + 1, dtype=np.int64)
     count = 0
     for i in range(len(plans)):
+        by_end = plan_kernel.add_span_by_end(end_b, end_e, end_n, count, iv_node[i], iv_b[i], iv_e[i])
         count = plan_kernel.add_span(span_b, span_e, span_n, count, iv_node[i], iv_b[i], iv_e[i])
+        assert by_end == count
+        kept_by_end = sorted(zip(end_n[:count].tolist(), end_b[:count].tolist(), end_e[:count].tolist()))
+        assert kept_by_end == sorted(zip(span_n[:count].tolist(), span_b[:count].tolist(), span_e[:count].tolist()))
+        assert end_e[:count].tolist() == sorted(end_e[:count].tolist())
         want_b, want_e, want_n = plan_kernel._free_spans(n_nodes, iv_node[:i + 1], iv_b[:i + 1], iv_e[:i + 1])
         kept = sorted(zip(span_n[:count].tolist(), span_b[:count].tolist(), span_e[:count].tolist()))
         assert kept == sorted(zip(want_n.tolist(), want_b.tolist(), want_e.tolist()))
@@ -294,7 +302,7 @@ _planned_start_scan = plan_kernel.njit(_planned_start_scan) if plan_kernel.njit 
        st.sampled_from([0.0, 35.0]), st.sampled_from([1.0, 60.0]))
 def test_the_kept_window_equals_the_per_try_scan(monkeypatch, n_nodes, running, reservations, shape, guess_s,
                                                  res) -> None:  # noqa: ANN001
-    """planned_start_spans (spans entering in begin order, leaving from a heap of ends, the k-th
+    """planned_start_spans (spans entering in begin order, leaving in end order, the k-th
     usable fit time from a Fenwick tree) plans as the per-try scan does, on random partitions
     and plans (their ends off the bf_resolution grid too)."""
     plan, job, horizon, got = _random_search(n_nodes, running, reservations, shape)
