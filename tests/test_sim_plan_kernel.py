@@ -338,3 +338,35 @@ def test_a_will_run_start_at_later_start_is_taken_not_skipped(reference) -> None
     got = fit_times(plan, job, NOW, NOW + 86400)
     assert reference(try_later, plan, got[0], job, NOW, NOW + 86400, 0.0) == (NOW + 100, [0])
     assert try_later_compiled(plan, got[0], job, NOW, NOW + 86400, 0.0) == (NOW + 100, [0])
+
+
+def test_later_start_counts_only_spans_that_entered_the_window() -> None:
+    # later_start is the first end, in end order, among the spans that entered the window. Node 1
+    # is planned [2100, 3780], node 0 [2400, 2820]; a 2-node job of 2,280 s that fits on both at
+    # +2520 (their running jobs end). First window [0, 2280]: node 1's span entered, node 0's did
+    # not (it begins at 2400), and node 0's ends first (2820, by the cap): counting it as
+    # later_start (a case the random searches above rarely build, found by a brute-force search
+    # with that mutation) plans the job at +3780; the scan makes no plan.
+    n, c, limit = 2, 6, 2280.0
+    free_c = np.array([1, 1], dtype=np.int64)
+    free_m = np.full(n, MEM, dtype=np.int64)
+    job_ends = np.array([NOW + 2520.0, NOW + 2520.0])
+    p_node = np.array([0, 1], dtype=np.int64)
+    p_c = np.array([7, 7], dtype=np.int64)
+    p_m = np.array([100, 100], dtype=np.int64)
+    first_piece = np.array([0, 1], dtype=np.int64)
+    times = np.array([NOW + 2520.0, NOW + 2520.0])
+    by_time = np.array([0, 1], dtype=np.int64)
+    iv_node = np.array([1, 0], dtype=np.int64)
+    iv_b = np.array([NOW + 2100.0, NOW + 2400.0])
+    iv_e = np.array([NOW + 3780.0, NOW + 2820.0])
+    bounds = plan_kernel.distinct_bounds(iv_b, iv_e)
+    span_b, span_e, span_n = plan_kernel._free_spans(n, iv_node, iv_b, iv_e)
+    order = np.argsort(span_b, kind="stable")
+    spans = (span_b[order], span_e[order], span_n[order])
+    args = (times, by_time, free_c, free_m, 2, c, 100, limit, NOW, NOW + 86400, 0.0, iv_node, iv_b, iv_e,
+            job_ends, p_node, p_c, p_m, first_piece, job_ends, bounds, 1.0)
+    want = _planned_start_scan(*args, *spans)
+    got = plan_kernel.planned_start_spans(*args, *spans)
+    assert (got[0], got[1].tolist()) == (want[0], want[1].tolist())
+    assert got[0] != NOW + 3780.0
