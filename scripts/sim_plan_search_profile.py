@@ -321,7 +321,10 @@ def main() -> int:
     bad = 0
     for a in searches:
         want = plan_kernel.planned_start_cursor(*[x.copy() if isinstance(x, np.ndarray) else x for x in a])
-        got_s, got_n, n_try = counting_search(*[x.copy() if isinstance(x, np.ndarray) else x for x in a], st)
+        # (the counting copy is main's search at e9e0e93: the spans in end order that the ninth
+        # session's search also takes are not among its arguments)
+        n_args = counting_search.py_func.__code__.co_argcount - 1
+        got_s, got_n, n_try = counting_search(*[x.copy() if isinstance(x, np.ndarray) else x for x in a[:n_args]], st)
         tries.append(n_try)
         if not (want[0] == got_s or (np.isnan(want[0]) and np.isnan(got_s))) or list(want[1]) != list(got_n):
             bad += 1
