@@ -1,7 +1,9 @@
 """The plans' map that the compiled plan search reads and the pass keeps (numba, as plan_kernel):
 each node's plans merged into spans, the plans' boundaries sorted and distinct (what ``_cap``
-bisects), and the two small structures the tries' window keeps from try to try, a Fenwick tree
-of usable fit times (the k-th one) and a heap of span ends.
+bisects), the same spans in end order (``add_span_by_end``: the tries' window lets spans leave
+in that order), and the Fenwick tree of usable fit times (the k-th one) the window keeps from try
+to try. The heap of span ends (``_heap_push``/``_heap_pop``) did that until the ninth session of
+issue 37; it stays for the scripts that time the earlier search (``scripts/sim_plan_search_*``).
 
 Split from ``plan_kernel`` (the search itself) so that each file holds one idea. Plain Python
 functions first, the readable reference when numba is absent; compiled at the bottom.
