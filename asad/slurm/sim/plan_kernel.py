@@ -302,8 +302,8 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
     the window. ``later_start`` is then the first span in end order, from the leaving cursor on,
     that has entered (a span further on that has not yet lies past the window's end, and the
     answer is wanted only up to the cap: a few looks). (Until the ninth session a min-heap of
-    the entered spans' ends did this, ~17 % of a search.) The k-th fit time of the usable nodes a Fenwick tree's select over the
-    nodes in fit-time order (a saturated queue's ~200 held nodes came first in that order and
+    the entered spans' ends did this, ~17 % of a search.) The k-th fit time of the usable nodes
+    is a Fenwick tree's select over the nodes in fit-time order (a saturated queue's ~200 held nodes came first in that order and
     were walked past on every try, ~10 tries a plan). The per-try version (each try looking at
     every span) is this one's reference in ``tests/test_sim_plan_kernel.py``."""
     n = len(times)
