@@ -489,10 +489,12 @@ def main() -> int:
     mismatches = []
 
     def on_search(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s, iv_node, iv_b,
-                  iv_e, pe, pn, pc, pm, first_piece, job_ends, bounds, res, sp_b, sp_e, sp_n, cur_c, cur_m, cur_g):  # noqa: ANN001, ANN202
+                  iv_e, pe, pn, pc, pm, first_piece, job_ends, bounds, res, sp_b, sp_e, sp_n, cur_c, cur_m, cur_g,
+                  *by_end):  # noqa: ANN001, ANN202
+        # (by_end: the spans in end order, which the search takes since the ninth session)
         start, nodes = plan_kernel.planned_start_cursor(
             times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s, iv_node, iv_b, iv_e,
-            pe, pn, pc, pm, first_piece, job_ends, bounds, res, sp_b, sp_e, sp_n, cur_c, cur_m, cur_g)
+            pe, pn, pc, pm, first_piece, job_ends, bounds, res, sp_b, sp_e, sp_n, cur_c, cur_m, cur_g, *by_end)
         s2, n2, rec = search(times.copy(), free_c.copy(), free_m.copy(), k, cpn, mem, limit, now, horizon, guess_s,
                              iv_node.copy(), iv_b.copy(), iv_e.copy(), pn.copy(), pc.copy(), pm.copy(),
                              first_piece.copy(), job_ends.copy(), bounds.copy(), res, sp_b.copy(), sp_e.copy(),

@@ -160,16 +160,24 @@ def test_a_plan_may_end_as_a_reservation_begins(reference, res, begin, want) -> 
 def test_spans_kept_one_plan_at_a_time_equal_the_rebuilt_spans(plans) -> None:  # noqa: ANN001
     """The pass kernel keeps the plans' merged spans with add_span as plans are added; after
     every plan they are _free_spans's (the same spans, in begin order), touching plans and
-    zero-length ones included (the grid makes shared boundaries common)."""
+    zero-length ones included (the grid makes shared boundaries common); and the same spans kept
+    in end order beside them with add_span_by_end (the search lets spans leave in that order)."""
     n_nodes = 6
     iv_node = np.array([node for node, _, _ in plans], dtype=np.int64)
     iv_b = np.array([b for _, b, _ in plans], dtype=np.float64)
     iv_e = np.array([b + 60.0 * d for _, b, d in plans], dtype=np.float64)
     span_b, span_e = np.empty(len(plans) + 1), np.empty(len(plans) + 1)
     span_n = np.empty(len(plans) + 1, dtype=np.int64)
+    end_b, end_e = np.empty(len(plans) + 1), np.empty(len(plans) + 1)
+    end_n = np.empty(len(plans) + 1, dtype=np.int64)
     count = 0
     for i in range(len(plans)):
+        by_end = plan_kernel.add_span_by_end(end_b, end_e, end_n, count, iv_node[i], iv_b[i], iv_e[i])
         count = plan_kernel.add_span(span_b, span_e, span_n, count, iv_node[i], iv_b[i], iv_e[i])
+        assert by_end == count
+        kept_by_end = sorted(zip(end_n[:count].tolist(), end_b[:count].tolist(), end_e[:count].tolist()))
+        assert kept_by_end == sorted(zip(span_n[:count].tolist(), span_b[:count].tolist(), span_e[:count].tolist()))
+        assert end_e[:count].tolist() == sorted(end_e[:count].tolist())
         want_b, want_e, want_n = plan_kernel._free_spans(n_nodes, iv_node[:i + 1], iv_b[:i + 1], iv_e[:i + 1])
         kept = sorted(zip(span_n[:count].tolist(), span_b[:count].tolist(), span_e[:count].tolist()))
         assert kept == sorted(zip(want_n.tolist(), want_b.tolist(), want_e.tolist()))
@@ -294,7 +302,7 @@ _planned_start_scan = plan_kernel.njit(_planned_start_scan) if plan_kernel.njit 
        st.sampled_from([0.0, 35.0]), st.sampled_from([1.0, 60.0]))
 def test_the_kept_window_equals_the_per_try_scan(monkeypatch, n_nodes, running, reservations, shape, guess_s,
                                                  res) -> None:  # noqa: ANN001
-    """planned_start_spans (spans entering in begin order, leaving from a heap of ends, the k-th
+    """planned_start_spans (spans entering in begin order, leaving in end order, the k-th
     usable fit time from a Fenwick tree) plans as the per-try scan does, on random partitions
     and plans (their ends off the bf_resolution grid too)."""
     plan, job, horizon, got = _random_search(n_nodes, running, reservations, shape)
@@ -330,3 +338,35 @@ def test_a_will_run_start_at_later_start_is_taken_not_skipped(reference) -> None
     got = fit_times(plan, job, NOW, NOW + 86400)
     assert reference(try_later, plan, got[0], job, NOW, NOW + 86400, 0.0) == (NOW + 100, [0])
     assert try_later_compiled(plan, got[0], job, NOW, NOW + 86400, 0.0) == (NOW + 100, [0])
+
+
+def test_later_start_counts_only_spans_that_entered_the_window() -> None:
+    # later_start is the first end, in end order, among the spans that entered the window. Node 1
+    # is planned [2100, 3780], node 0 [2400, 2820]; a 2-node job of 2,280 s that fits on both at
+    # +2520 (their running jobs end). First window [0, 2280]: node 1's span entered, node 0's did
+    # not (it begins at 2400), and node 0's ends first (2820, by the cap): counting it as
+    # later_start (a case the random searches above rarely build, found by a brute-force search
+    # with that mutation) plans the job at +3780; the scan makes no plan.
+    n, c, limit = 2, 6, 2280.0
+    free_c = np.array([1, 1], dtype=np.int64)
+    free_m = np.full(n, MEM, dtype=np.int64)
+    job_ends = np.array([NOW + 2520.0, NOW + 2520.0])
+    p_node = np.array([0, 1], dtype=np.int64)
+    p_c = np.array([7, 7], dtype=np.int64)
+    p_m = np.array([100, 100], dtype=np.int64)
+    first_piece = np.array([0, 1], dtype=np.int64)
+    times = np.array([NOW + 2520.0, NOW + 2520.0])
+    by_time = np.array([0, 1], dtype=np.int64)
+    iv_node = np.array([1, 0], dtype=np.int64)
+    iv_b = np.array([NOW + 2100.0, NOW + 2400.0])
+    iv_e = np.array([NOW + 3780.0, NOW + 2820.0])
+    bounds = plan_kernel.distinct_bounds(iv_b, iv_e)
+    span_b, span_e, span_n = plan_kernel._free_spans(n, iv_node, iv_b, iv_e)
+    order = np.argsort(span_b, kind="stable")
+    spans = (span_b[order], span_e[order], span_n[order])
+    args = (times, by_time, free_c, free_m, 2, c, 100, limit, NOW, NOW + 86400, 0.0, iv_node, iv_b, iv_e,
+            job_ends, p_node, p_c, p_m, first_piece, job_ends, bounds, 1.0)
+    want = _planned_start_scan(*args, *spans)
+    got = plan_kernel.planned_start_spans(*args, *spans)
+    assert (got[0], got[1].tolist()) == (want[0], want[1].tolist())
+    assert got[0] != NOW + 3780.0

@@ -226,6 +226,11 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
     sp_e = np.empty(max(total_nodes, 1))
     sp_n = np.empty(max(total_nodes, 1), dtype=np.int64)
     n_sp = 0
+    # the same spans in order of their ends (plan_kernel._planned_start_cursor lets them leave
+    # its window in that order)
+    se_b = np.empty(max(total_nodes, 1))
+    se_e = np.empty(max(total_nodes, 1))
+    se_n = np.empty(max(total_nodes, 1), dtype=np.int64)
     # job shapes (cores, mem per node): each job's index into the fit-time cache
     j_shape = np.empty(n_jobs, dtype=np.int64)
     sh_c = np.empty(max(n_jobs, 1), dtype=np.int64)
@@ -414,7 +419,8 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
                 s_times[si], s_order[si], free_c, free_m, k, c, m, float(lim), now, horizon, guess_s,
                 iv_node[:n_iv], iv_b[:n_iv], iv_e[:n_iv], pe[:n_p], pn[:n_p], pc[:n_p], pm[:n_p],
                 first_piece[:n_groups], job_ends[:n_groups], bnd[:n_bnd], res,
-                sp_b[:n_sp], sp_e[:n_sp], sp_n[:n_sp], cur_c, cur_m, cur_g)
+                sp_b[:n_sp], sp_e[:n_sp], sp_n[:n_sp], cur_c, cur_m, cur_g,
+                se_b[:n_sp], se_e[:n_sp], se_n[:n_sp])
             if start == -INF:
                 if n_np < 64:
                     np_k[n_np] = k
@@ -444,6 +450,7 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
                 iv_b[n_iv] = b
                 iv_e[n_iv] = e
                 n_iv += 1
+                plan_kernel.add_span_by_end(se_b, se_e, se_n, n_sp, node, b, e)
                 n_sp = plan_kernel.add_span(sp_b, sp_e, sp_n, n_sp, node, b, e)
                 if b < min_b[node]:
                     min_b[node] = b
@@ -514,6 +521,7 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
                 iv_b[n_iv] = b
                 iv_e[n_iv] = e
                 n_iv += 1
+                plan_kernel.add_span_by_end(se_b, se_e, se_n, n_sp, node, b, e)
                 n_sp = plan_kernel.add_span(sp_b, sp_e, sp_n, n_sp, node, b, e)
                 if b < min_b[node]:
                     min_b[node] = b

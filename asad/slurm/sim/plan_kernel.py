@@ -22,7 +22,7 @@ import numpy as np
 # and the tests, which read them here
 from asad.slurm.sim.plan_maps import (  # noqa: F401
     _bisect_right, _cap, _cap_sorted, _free_spans, _heap_pop, _heap_push, _tree_add, _tree_select,
-    add_span, distinct_bounds, insert_bound)
+    add_span, add_span_by_end, by_end, distinct_bounds, insert_bound)
 
 try:  # numba is a dependency; its absence (or ASAD_SIM_COMPILED=0) falls back to the reference
     from numba import njit
@@ -247,9 +247,11 @@ def _planned_start_spans(times, by_time, free_c, free_m, k, cpn, mem, limit, now
                          span_b, span_e, span_n):  # noqa: ANN001, ANN202
     """``planned_start_cursor`` with a cursor of its own (``new_cursor``), for one search."""
     cur_c, cur_m, cur_g = new_cursor(len(times))
+    end_b, end_e, end_n = by_end(span_b, span_e, span_n)
     return _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon,
                                  guess_s, iv_node, iv_b, iv_e, p_end, p_node, p_c, p_m, first_piece,
-                                 job_ends, bounds, res, span_b, span_e, span_n, cur_c, cur_m, cur_g)
+                                 job_ends, bounds, res, span_b, span_e, span_n, cur_c, cur_m, cur_g,
+                                 end_b, end_e, end_n)
 
 
 def new_cursor(n):  # noqa: ANN001, ANN202
@@ -284,20 +286,24 @@ def _free_after(cur_c, cur_m, cur_g, gone, free_c, free_m, p_node, p_c, p_m):  #
 
 def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
                           iv_node, iv_b, iv_e, p_end, p_node, p_c, p_m, first_piece, job_ends, bounds,
-                          res, span_b, span_e, span_n, cur_c, cur_m, cur_g):  # noqa: ANN001, ANN202
+                          res, span_b, span_e, span_n, cur_c, cur_m, cur_g, end_b, end_e, end_n):  # noqa: ANN001, ANN202
     """``_planned_start`` given the plans' merged spans (``_free_spans``, or kept by the pass
     kernel with ``add_span`` as it adds plans instead of rebuilt per plan: ~a fifth of a plan's
     cost on a saturated queue).
 
-    The spans must come in order of their begins (``add_span`` keeps them so). The tries'
+    The spans come twice: ``span_*`` in order of their begins (``add_span`` keeps them so) and
+    ``end_*`` in order of their ends (``add_span_by_end``). The tries'
     window [start_res, start_res + limit] only moves forward (each try ends at a later
     ``start_res``: a span's end past it, a will-run start past it, or a clashing plan's end, a
     multiple of ``res`` past ``start_res``'s own multiple), so the held nodes are kept from try
     to try instead of found again: spans enter in begin order as the window's end passes their
-    begin, onto a min-heap of their ends, and leave from its top as the window's start passes
-    their end (a count per node of the spans that overlap the window). ``later_start`` is then
-    the heap's top, and the k-th fit time of the usable nodes a Fenwick tree's select over the
-    nodes in fit-time order (a saturated queue's ~200 held nodes came first in that order and
+    begin, and leave in end order as the window's start passes their end (every span that ends
+    by the start has entered: it began before it); a count per node of the spans that overlap
+    the window. ``later_start`` is then the first span in end order, from the leaving cursor on,
+    that has entered (a span further on that has not yet lies past the window's end, and the
+    answer is wanted only up to the cap: a few looks). (Until the ninth session a min-heap of
+    the entered spans' ends did this, ~17 % of a search.) The k-th fit time of the usable nodes
+    is a Fenwick tree's select over the nodes in fit-time order (a saturated queue's ~200 held nodes came first in that order and
     were walked past on every try, ~10 tries a plan). The per-try version (each try looking at
     every span) is this one's reference in ``tests/test_sim_plan_kernel.py``."""
     n = len(times)
@@ -312,10 +318,8 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
     rank = np.empty(n, dtype=np.int64)  # each node's position in fit-time order
     for p in range(n):
         rank[by_time[p]] = p
-    # the spans that entered the window and have not left it, as a min-heap of their ends
-    heap_e = np.empty(ns)
-    heap_n = np.empty(ns, dtype=np.int64)
-    n_heap = 0
+    # the spans that entered the window ([:nb] in begin order) and left it ([:ne] in end order)
+    ne = 0
     n_over = np.zeros(n, dtype=np.int64)  # spans of the node overlapping the window
     avail = np.ones(n, dtype=np.bool_)
     n_avail = n
@@ -336,12 +340,11 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
             avail[:] = True
             n_avail = n
             built = False
-            nb = n_heap = held_fit = 0
+            nb = ne = held_fit = 0
         last_start = start_res
         end_time = start_res + limit
         while nb < ns and span_b[nb] <= end_time:  # spans that begin by the window's end enter
             node = span_n[nb]
-            n_heap = _heap_push(heap_e, heap_n, n_heap, span_e[nb], node)
             nb += 1
             n_over[node] += 1
             if n_over[node] == 1:
@@ -350,9 +353,9 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
                 held_fit += fits_now[node]
                 if built:
                     _tree_add(tree, rank[node] + 1, -1)
-        while n_heap > 0 and heap_e[0] <= start_res:  # those that end by its start leave
-            node = heap_n[0]
-            n_heap = _heap_pop(heap_e, heap_n, n_heap)
+        while ne < ns and end_e[ne] <= start_res:  # those that end by its start leave
+            node = end_n[ne]
+            ne += 1
             n_over[node] -= 1
             if n_over[node] == 0:
                 avail[node] = True
@@ -362,7 +365,13 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
                     _tree_add(tree, rank[node] + 1, 1)
         cap = _cap_sorted(bounds, start_res, end_time)
         # later_start: the first end among the spans overlapping the window, if by the cap
-        later = heap_e[0] if n_heap > 0 and heap_e[0] <= cap else INF
+        later = INF
+        for i in range(ne, ns):
+            if end_e[i] > cap:
+                break
+            if end_b[i] <= end_time:
+                later = end_e[i]
+                break
         if n_fits_now - held_fit >= k:
             at, by, gone, counted = now, -INF, 0, False
         else:
