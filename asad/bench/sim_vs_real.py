@@ -117,6 +117,10 @@ def sim_settings(rec: dict) -> dict:
         # ALREADY_COMPLETE reply (config.py, already_complete_share). Three more ends, a main
         # pass 0.86-1.16 s after the end off the loop's ticks, are left out as unclear.
         already_complete_share=ALREADY_COMPLETE_SHARE,
+        # A time-limit kill never races (slurmd's _rpc_timelimit finds the step running: the
+        # epilog message, config.py timeout_epilog_s), measured in the slurmd.logs kept with the
+        # ninth session's recordings (scripts/end_path_direct.py).
+        timeout_epilog_s=TIMEOUT_EPILOG_S,
         # The same logs: the background loop's "sched: Allocate" ticks drift 2.2 ms a second,
         # the backfill thread's passes 2.2 ms a pass (bf_interval=2, no DebugFlags; 7 ms with
         # DebugFlags=Backfill, whose logging lengthens each pass: a fit over its "beginning" lines).
@@ -166,6 +170,9 @@ LAUNCH_DELAY_S = 0.05  # start to the program's end beyond its sleep, median, wh
 OOM_KILL_LAG_S = 1.5  # the fixed replay's OOM kill after the program's oom_after_s (and launch)
 LOOP_TICK_S = 1.0022
 ALREADY_COMPLETE_SHARE = 12 / 18
+# "Time limit exhausted" (slurmctld.log) to the last node's "sent epilog complete msg" (slurmd.log),
+# median over the time-limit kills in the recordings kept with slurmd.logs (end_path_direct.py)
+TIMEOUT_EPILOG_S = 0.047
 FIRST_SCHED_TICK = 5  # slurmctld.log of aged-deps.run4 (tests/data/sim_vs_real/logs/)
 
 
