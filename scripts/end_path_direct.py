@@ -90,6 +90,36 @@ def node_events(path: Path, ids: set[str]) -> dict[str, dict[str, float]]:
     return out
 
 
+def path_of(ev: dict[str, float]) -> str:
+    """One node's answer to the job's REQUEST_TERMINATE_JOB: "epilog" (it sent MESSAGE_EPILOG_COMPLETE),
+    "reply" (its SIGTERM look found no step: ALREADY_COMPLETE; or, in a log at debug level, which has
+    no debug2 lines, a terminate request with no epilog message after it), "?" otherwise."""
+    if "epilog_msg" in ev:
+        return "epilog"
+    if "sigterm_none" in ev:
+        return "reply"
+    if "term" in ev and "sigterm" not in ev:
+        return "reply"
+    return "?"
+
+
+def measured(recs: list[dict]) -> dict:
+    """Over the recordings with slurmd.logs: the share of the racing ends (not killed at their time
+    limit) that took the reply, and the time-limit kills' delay to their epilog message
+    (min, median, max, seconds) with how many of them took the epilog path."""
+    every = [r for rec in recs for r in ends(rec)]
+    race = [r for r in every if r["tl_to_epilog"] is None and r["path"] in ("reply", "epilog")]
+    tl = [r for r in every if r["tl_to_epilog"] is not None]
+    lat = sorted(r["tl_to_epilog"] for r in tl)
+    # a racing end by the epilog message: slurmctld's "_job_complete" to slurmd's message
+    epi = sorted(r["epilog_msg"] - r["ctld"] for r in race
+                 if r["path"] == "epilog" and r["epilog_msg"] is not None and r["ctld"] is not None)
+    return {"race_epilog_s": (epi[0], statistics.median(epi), epi[-1]) if epi else None,
+            "race_ends": len(race), "replies": sum(r["path"] == "reply" for r in race),
+            "kills": len(tl), "kills_by_epilog": sum(r["path"] == "epilog" for r in tl),
+            "kill_to_epilog_s": (lat[0], statistics.median(lat), lat[-1]) if lat else None}
+
+
 def ends(rec: dict) -> list[dict]:
     """One row per job that ran: its batch host, the path slurmd took there, the instants."""
     ids = {str(j["job_id"]): j for j in rec["jobs"]}
@@ -114,14 +144,7 @@ def ends(rec: dict) -> list[dict]:
         if host is None:
             continue
         ev = per_node[host][jid]
-        if "epilog_msg" in ev:
-            path = "epilog"
-        elif "sigterm_none" in ev:
-            path = "reply"
-        elif "term" in ev and "sigterm" not in ev:
-            path = "reply"  # a log at debug level (no debug2 lines): no epilog message sent
-        else:
-            path = "?"
+        path = path_of(ev)
         others = sorted(n for n, e in per_node.items() if n != host and "term" in e.get(jid, {}))
         other_paths = ["epilog" if "epilog_msg" in per_node[n][jid] else "reply" for n in others]
 
@@ -181,6 +204,7 @@ def main() -> int:
         print(f"  {p} ({len(sub)}): ctld {_med([r['ctld'] for r in sub])}; term {_med([r['term'] for r in sub])}; "
               f"sigterm look {_med([r['sigterm'] for r in sub])}; socket shut {_med([r['shutdown'] for r in sub])}; "
               f"stepd exit {_med([r['exit'] for r in sub])}; epilog msg {_med([r['epilog_msg'] for r in sub])}")
+    print(f"\nmeasured: {measured(recs)}")
     tl = [r["tl_to_epilog"] for r in every if r["tl_to_epilog"] is not None]
     print(f"\ntime-limit kills ({len(tl)}): 'Time limit exhausted' to the last epilog message, ms: {_med(tl)}; "
           f"paths {sorted((r['path'] for r in every if r['tl_to_epilog'] is not None))}")

@@ -4,7 +4,8 @@ model change on the same recordings, and before and after new recordings with th
 
 Usage: python scripts/sim_vs_real_variant.py [--exclude ID,ID] [--only-old] [--set NAME=PYVALUE ...] -- ARGS
   --exclude: recording ids left out (e.g. the new runs: timeouts-oom.run4,ends-deps.run4)
-  --set TIMEOUT_EPILOG_S=None: the replays' constant as before the change
+  --set TIMEOUT_EPILOG_S=None: the replays' constant as before the change (pairs.NAME: a constant
+        of asad.bench.sim_vs_real_pairs, e.g. pairs.LATENCY_DRAWS)
   ARGS: passed to the command (e.g. --seeds 20 --json, --bf-poll)
 """
 
@@ -16,6 +17,7 @@ import sys
 
 import asad.bench.sim_vs_real as svr
 import asad.bench.sim_vs_real_cli as cli
+import asad.bench.sim_vs_real_pairs as pairs
 
 
 def main(argv: list[str]) -> int:
@@ -31,9 +33,12 @@ def main(argv: list[str]) -> int:
     excluded = {x for x in args.exclude.split(",") if x}
     for item in args.set:
         name, _, value = item.partition("=")
-        if not hasattr(svr, name):
-            raise SystemExit(f"asad.bench.sim_vs_real has no {name}")
-        setattr(svr, name, ast.literal_eval(value))
+        module = svr
+        if name.startswith("pairs."):
+            module, name = pairs, name[len("pairs."):]
+        if not hasattr(module, name):
+            raise SystemExit(f"{module.__name__} has no {name}")
+        setattr(module, name, ast.literal_eval(value))
     load = cli.load_recordings
 
     def load_some(names=None):  # noqa: ANN001, ANN202

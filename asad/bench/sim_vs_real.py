@@ -109,7 +109,7 @@ def sim_settings(rec: dict) -> dict:
         # A recording with its own slurmctld.log takes the median measured there (0.16-0.23 s in
         # the logs kept: sim_vs_real_logs.py).
         launch_delay_s=LAUNCH_DELAY_S if own is None else own[1],
-        epilog_s=0.4,
+        epilog_s=EPILOG_S,
         # The same logs (fairshare-shares 4, aged-deps 4, multifactor 5), at the ends where the
         # replay agrees with the log up to then and a job could start on the freed nodes at once:
         # a main pass started it 0.13-0.65 s after "_job_complete" (the epilog message) at 6 of
@@ -169,10 +169,11 @@ def enforce_limits(text: str | None) -> bool:
 LAUNCH_DELAY_S = 0.05  # start to the program's end beyond its sleep, median, where no log says
 OOM_KILL_LAG_S = 1.5  # the fixed replay's OOM kill after the program's oom_after_s (and launch)
 LOOP_TICK_S = 1.0022
+EPILOG_S = 0.4  # the fixed replay's end to the epilog message's release and pass (see sim_settings)
 ALREADY_COMPLETE_SHARE = 12 / 18
 # "Time limit exhausted" (slurmctld.log) to the last node's "sent epilog complete msg" (slurmd.log),
 # median over the time-limit kills in the recordings kept with slurmd.logs (end_path_direct.py)
-TIMEOUT_EPILOG_S = 0.047
+TIMEOUT_EPILOG_S = 0.0375
 FIRST_SCHED_TICK = 5  # slurmctld.log of aged-deps.run4 (tests/data/sim_vs_real/logs/)
 
 
