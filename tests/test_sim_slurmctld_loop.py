@@ -285,3 +285,45 @@ def test_a_pass_asked_for_within_sched_min_interval_of_the_last_waits_for_it(min
     assert got[first].start_time == pytest.approx(1.0)
     assert got[first].end_time == pytest.approx(4.65)
     assert got[waiting].start_time == pytest.approx(max(5.05, 5.0 + min_interval))
+
+
+def _killed_then_waiting(timeout_epilog_s: float | None, runtime_s: float = 500.0):
+    """One node; "over" (60-s limit) holds it until it is killed (or ends), "waiting" needs it."""
+    from asad.slurm.sim import PartitionSpec, SimConfig, Simulator
+
+    part = (PartitionSpec("main", nodes=1, cores_per_node=4, mem_per_node_mb=4000, max_time_s=None, default=True),)
+    sim = Simulator(SimConfig(partitions=part, start_time=0.0, backfill="none", priority="fifo",
+                              batch_sched_delay_s=3.0, warmup_s=0.0, sched_interval_s=60.0, timer_origin_s=0.0,
+                              epilog_s=0.4, already_complete_share=1.0, timeout_epilog_s=timeout_epilog_s))
+    over = sim.submit(JobRequest(name="over", command="true", cpus_per_task=4, mem_mb=100, time_limit_s=60,
+                                 truth=SimTruth(runtime_s=runtime_s)))
+    waiting = sim.submit(JobRequest(name="waiting", command="true", cpus_per_task=4, mem_mb=100,
+                                    time_limit_s=600, truth=SimTruth(runtime_s=5)))
+    sim.run_until(200.0)
+    got = sim.poll([over, waiting])
+    return got[over], got[waiting]
+
+
+def test_a_time_limit_kill_brings_the_nodes_back_by_the_epilog_message_never_the_reply():
+    # slurmctld kills a job at its limit with REQUEST_KILL_TIMELIMIT; slurmd's _rpc_timelimit
+    # (slurmd/req.c, 22.05.8) signals the running step, then calls _rpc_terminate_job with the
+    # connection closed, so the nodes come back by MESSAGE_EPILOG_COMPLETE and its schedule() runs
+    # at once, even where every other end takes the ALREADY_COMPLETE reply (share 1.0). Measured:
+    # 36 of 36 kills in the four slurmd-logged runs, the message 13-112 ms after the kill.
+    over, waiting = _killed_then_waiting(0.05)
+    assert over.state is JobState.TIMEOUT
+    assert waiting.start_time == pytest.approx(over.end_time + 0.05)
+    # without the rule the kill takes the reply like the other ends: the pass waits for a tick
+    over, waiting = _killed_then_waiting(None)
+    assert waiting.start_time == pytest.approx(math.ceil(over.end_time + 0.03))
+    assert waiting.start_time > over.end_time + 0.5
+
+
+def test_a_clean_exit_recorded_as_timeout_still_races():
+    # A job whose program ends by itself in a second past its limit is recorded TIMEOUT by
+    # job_complete() (job_mgr.c) at its own end, but no kill was sent: slurmd's terminate request
+    # races the step's exit as for any end, so the reply (share 1.0) applies.
+    over, waiting = _killed_then_waiting(0.05, runtime_s=61.5)  # ends at 62.5 s, started at 1 s
+    assert over.state is JobState.TIMEOUT
+    assert over.end_time < 90  # before the first check at or after its limit could kill it
+    assert waiting.start_time == pytest.approx(math.ceil(over.end_time + 0.03))

@@ -278,3 +278,33 @@ def test_a_recording_keeps_slurmctlds_log_beside_it(tmp_path, monkeypatch):
     kept = tmp_path / "data" / "logs" / "aged-deps.run5.slurmctld.log.gz"
     assert gzip.decompress(kept.read_bytes()).decode().endswith("sched: Allocate\n")
 
+
+
+def test_a_recording_keeps_each_nodes_slurmd_log_only_at_a_debug_level(tmp_path, monkeypatch):
+    # slurmd names an end's path only at debug levels (issue 37, ninth session): those logs are
+    # kept from a minute before the first submission on; at info there is nothing to keep
+    import gzip
+    import json
+    from datetime import datetime, timezone
+
+    from asad.bench.sim_vs_real_cli import keep_log
+
+    log = tmp_path / "cluster" / "log"
+    log.mkdir(parents=True)
+    (log / "slurmctld.log").write_text("[2026-11-28T11:55:00.000] x\n")
+    (log / "slurmd-n1.log").write_text(
+        "[2026-11-28T11:50:00.000] debug:  an earlier run\n"
+        "[2026-11-28T11:54:30.000] debug:  _rpc_terminate_job: uid = 0 JobId=7\n"
+        "  an unstamped continuation\n")
+    monkeypatch.setenv("ASAD_CLUSTER_DIR", str(tmp_path / "cluster"))
+    t0 = datetime(2026, 11, 28, 11, 55, tzinfo=timezone.utc).timestamp()
+    (tmp_path / "data").mkdir()
+    for level, kept in (("debug", True), ("info", False)):
+        rec = tmp_path / "data" / f"ends-deps.run{4 if kept else 6}.json"
+        rec.write_text(json.dumps({"t0": t0, "slurm_config": {"SlurmdDebug": level}}))
+        keep_log(rec)
+        out = tmp_path / "data" / "logs" / f"{rec.stem}.slurmd-n1.log.gz"
+        assert out.is_file() is kept, level
+        if kept:
+            text = gzip.decompress(out.read_bytes()).decode()
+            assert text.startswith("[2026-11-28T11:54:30.000]") and text.endswith("continuation\n")

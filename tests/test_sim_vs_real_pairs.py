@@ -166,12 +166,19 @@ def test_the_backfill_pass_length_is_the_fit_over_the_kept_logs():
     from asad.bench.sim_vs_real import BF_PASS_COST_S, bf_thread_timing
     from asad.bench.sim_vs_real_logs import bf_drift_spans, fit_bf_pass_cost
 
-    recs = list(RECORDINGS.values())
+    # fitted on the ten logs kept before the ninth session (their recordings do not name
+    # slurmd's debug level); the five logged since are held out: over all fifteen the fit is
+    # 0.805 ms + 0.125 ms a pending job (docs/results/sim.md, "Ninth session, fidelity")
+    every = list(RECORDINGS.values())
+    recs = [r for r in every if "SlurmdDebug" not in (r.get("slurm_config") or {})]
     if not any(bf_drift_spans(r) for r in recs):
         pytest.skip("no kept slurmctld.logs")
     base, per_job, spans, passes = fit_bf_pass_cost(recs)
     assert spans >= 100 and passes >= 500
     assert BF_PASS_COST_S == pytest.approx((base, per_job), abs=2e-6)
+    held = fit_bf_pass_cost(every)
+    if held[2] > spans:  # the held-out logs move a pass at 30 pending by 0.37 ms (under 1 ms)
+        assert abs(held[0] - base) + 30 * abs(held[1] - per_job) < 1e-3
     assert per_job > 0 and base + 30 * per_job > 0.004  # 4-13 ms a pass at ~30 pending (n37f)
     assert bf_thread_timing("bf_interval=2", {}) == {"bf_tick_s": 2.0, "bf_pass_cost_s": BF_PASS_COST_S}
     assert "bf_pass_cost_s" not in bf_thread_timing("bf_interval=2", {"DebugFlags": "Backfill"})
@@ -185,7 +192,10 @@ def test_the_nodes_registrations_are_measured_in_the_kept_logs():
                                         node_registration)
     from asad.bench.sim_vs_real_logs import first_registration
 
-    got = [(rec["timers"], first_registration(rec)) for rec in RECORDINGS.values()]
+    # the seven logs of the rule's session (their recordings do not name slurmd's debug level);
+    # the ninth session's logs give 0.995 s and 4.02 s over all of them, within 1 ms and 10 ms
+    got = [(rec["timers"], first_registration(rec)) for rec in RECORDINGS.values()
+           if "SlurmdDebug" not in (rec.get("slurm_config") or {})]
     got = [(timers, t) for timers, t in got if t is not None]
     if not got:
         pytest.skip("no kept slurmctld.logs with registration lines")

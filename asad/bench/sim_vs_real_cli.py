@@ -76,6 +76,41 @@ def keep_log(recording: Path) -> None:
         out = recording.parent / "logs" / f"{recording.stem}.slurmctld.log.gz"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_bytes(gzip.compress(log.read_bytes()))
+    keep_slurmd_logs(recording, log.parent)
+
+
+def keep_slurmd_logs(recording: Path, log_dir: Path) -> None:
+    """Each node's slurmd.log of the run just recorded (``logs/NAME.runN.slurmd-nK.log.gz``), from a
+    minute before its first submission on, when slurmd logs at debug level or above
+    (``ASAD_SLURMD_DEBUG=debug4``): slurmd's answer to each REQUEST_TERMINATE_JOB ("sent
+    ALREADY_COMPLETE" or the epilog message) labels each end's path directly (issue 37)."""
+    import gzip
+    import json
+
+    rec = json.loads(recording.read_text())
+    if (rec.get("slurm_config") or {}).get("SlurmdDebug", "info") in (None, "info", "verbose", "error", "quiet"):
+        return
+    since = float(rec["t0"]) - 60.0
+    for node_log in sorted(log_dir.glob("slurmd-n*.log")):
+        kept = _lines_since(node_log.read_text(errors="replace").splitlines(keepends=True), since)
+        out = recording.parent / "logs" / f"{recording.stem}.{node_log.stem}.log.gz"
+        out.write_bytes(gzip.compress("".join(kept).encode()))
+
+
+def _lines_since(lines: list[str], since: float) -> list[str]:
+    """The lines from the first one stamped at or after ``since`` (UTC) on; unstamped lines follow
+    the stamped line before them."""
+    from datetime import datetime, timezone
+
+    for i, line in enumerate(lines):
+        if line.startswith("[20") and len(line) > 24:
+            try:
+                t = datetime.fromisoformat(line[1:24]).replace(tzinfo=timezone.utc).timestamp()
+            except ValueError:
+                continue
+            if t >= since:
+                return lines[i:]
+    return []
 
 
 def _add_args(p: argparse.ArgumentParser) -> None:

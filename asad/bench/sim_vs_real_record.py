@@ -417,7 +417,8 @@ def collect(scenario: Scenario, backend, ids: dict[str, int], t0: float, env: di
     keep = ("BOOT_TIME", "SchedulerParameters", "PriorityType", "PriorityWeightAge", "PriorityWeightJobSize",
             "PriorityWeightFairShare", "PriorityMaxAge", "PriorityCalcPeriod", "PriorityFlags",
             "PriorityFavorSmall", "OverTimeLimit", "KillWait", "SLURM_VERSION", "SchedulerType", "SelectType",
-            "SelectTypeParameters", "PriorityDecayHalfLife", "DebugFlags", "AccountingStorageEnforce")
+            "SelectTypeParameters", "PriorityDecayHalfLife", "DebugFlags", "AccountingStorageEnforce",
+            "SlurmctldDebug", "SlurmdDebug")
     log = Path(str(conf_path)).parent / "log" / "slurmctld.log"
     out = {"scenario": scenario.name, "about": scenario.about, "priority": scenario.priority,
            "cluster": CLUSTER, "t0": t0, "timers": timer_phases(log, t0),

@@ -160,6 +160,13 @@ class SimConfig:
     # backfill thread started jobs on such nodes 0.04 s after the "_job_complete" line).
     already_complete_share: float = 0.0
     reply_release_s: float = 0.03
+    # A job killed at its time limit takes no part in that race (issue 37, ninth session): slurmctld
+    # sends REQUEST_KILL_TIMELIMIT, whose handler in slurmd (_rpc_timelimit, slurmd/req.c) signals
+    # the running step and then runs _rpc_terminate_job with the connection already closed, so
+    # the nodes always come back by the epilog-complete message (a schedule() at once), after the
+    # step is gone. Seconds from the time-limit end to that message; None: such ends race like
+    # the others (the presets).
+    timeout_epilog_s: float | None = None
     # Per-job latencies instead of the fixed values above (issue 37): each job's launch delay and
     # epilog drawn from (min, median, max): half the draws uniform in [min, median], half in
     # [median, max], so the measured range and median hold. A fixed latency makes the simulator
@@ -237,6 +244,8 @@ class SimConfig:
                 raise ValueError(f"{name} must be (min, median, max) with 0 <= min <= median <= max, got {dist!r}")
         if not 0.0 <= self.already_complete_share <= 1.0 or self.reply_release_s < 0:
             raise ValueError("already_complete_share must be in [0, 1] and reply_release_s not negative")
+        if self.timeout_epilog_s is not None and self.timeout_epilog_s < 0:
+            raise ValueError("timeout_epilog_s must not be negative")
         if not 0.0 < self.oom_time_fraction <= 1.0:
             raise ValueError("oom_time_fraction must be in (0, 1]")
         for spec in self.partitions:

@@ -403,6 +403,13 @@ class Simulator(DependencyEvents, ControllerLoop):
             epilog = self.config.reply_release_s
         else:
             epilog = self.config.epilog_s if dist is None else draw_latency(self._latency_rng, dist)
+        if (state is JobState.TIMEOUT and self.config.timeout_epilog_s is not None
+                and t >= kill_time(job, self.config) - 1e-9):
+            # killed at the time-limit check (not a clean exit recorded TIMEOUT for ending in a
+            # second past its limit, which races as any end): slurmd's _rpc_timelimit finds the
+            # step running, so never the reply. The race's draw above is still taken, so the
+            # other ends' paths and latencies stay as they were.
+            reply, epilog = False, self.config.timeout_epilog_s
         completing = epilog > 0 or reply
         if completing:
             # completing: the cores are free, the nodes are not until the epilog is done (its
