@@ -227,6 +227,24 @@ def test_a_changed_plan_search_drops_the_cached_pass(tmp_path):
     assert drop_stale_cache(cache, "pass_kernel", dep) is False
 
 
+def test_every_compiled_caller_watches_the_files_it_compiles_in():
+    """plan_kernel compiles plan_maps' functions into the search, and pass_kernel compiles all three
+    in: each keeps a stamp of each such file's hash beside its cache (an edit to plan_maps.py alone
+    once left a cached pass running the old spans)."""
+    import hashlib
+    from pathlib import Path
+
+    from asad.slurm.sim import fit_cache, pass_kernel, plan_kernel, plan_maps
+
+    if plan_kernel.njit is None:
+        pytest.skip("numba is not installed: nothing is cached")
+    cache = Path(pass_kernel.__file__).with_name("__pycache__")
+    for caller, deps in ((plan_kernel, (plan_maps,)), (pass_kernel, (plan_kernel, plan_maps, fit_cache))):
+        for dep in deps:
+            stamp = cache / f"{Path(caller.__file__).stem}.{Path(dep.__file__).stem}.sha256"
+            assert stamp.read_text() == hashlib.sha256(Path(dep.__file__).read_bytes()).hexdigest(), stamp
+
+
 free_st = st.lists(st.tuples(st.integers(0, 8), st.integers(0, 8000)), min_size=1, max_size=12)
 
 

@@ -15,12 +15,12 @@ name the reference function each block mirrors.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import numpy as np
 
-from asad.slurm.sim import fit_cache, plan_kernel
+from asad.slurm.sim import fit_cache, plan_kernel, plan_maps
+from asad.slurm.sim.numba_cache import drop_stale_cache  # noqa: F401 (tests read it here)
 
 INF = np.inf
 
@@ -584,31 +584,9 @@ def run_pass(cache, *args):  # noqa: ANN001, ANN002, ANN201
     return backfill_pass(*args, cache.arrays)
 
 
-def drop_stale_cache(cache_dir: Path, module: str, dependency: Path) -> bool:
-    """Delete ``module``'s numba cache files in ``cache_dir`` when ``dependency``'s source changed
-    since they were written; True if it did. numba keys a cached function on its own file only, so
-    a cached pass kept calling the *old* plan search after ``plan_kernel.py`` alone was edited
-    (results and timings from code no longer there). A stamp of the dependency's hash beside the
-    cache says which plan search the cache was compiled with. Best effort: an unwritable cache
-    (an installed package) is numba's to place elsewhere, and nothing here may stop an import."""
-    try:
-        digest = hashlib.sha256(dependency.read_bytes()).hexdigest()
-        stamp = cache_dir / f"{module}.{dependency.stem}.sha256"
-        if stamp.exists() and stamp.read_text() == digest:
-            return False
-        stale = [*cache_dir.glob(f"{module}.*.nbi"), *cache_dir.glob(f"{module}.*.nbc")]
-        for path in stale:
-            path.unlink(missing_ok=True)
-        cache_dir.mkdir(exist_ok=True)
-        stamp.write_text(digest)
-        return bool(stale)
-    except OSError:
-        return False
-
-
 if plan_kernel.njit is not None:
-    drop_stale_cache(Path(__file__).with_name("__pycache__"), Path(__file__).stem, Path(plan_kernel.__file__))
-    drop_stale_cache(Path(__file__).with_name("__pycache__"), Path(__file__).stem, Path(fit_cache.__file__))
+    for _dependency in (plan_kernel, plan_maps, fit_cache):
+        drop_stale_cache(Path(__file__).with_name("__pycache__"), Path(__file__).stem, Path(_dependency.__file__))
     _argsort = plan_kernel.njit(cache=True)(_argsort)
     _shape_times = plan_kernel.njit(cache=True)(_shape_times)
     _shape_times_sorted = plan_kernel.njit(cache=True)(_shape_times_sorted)

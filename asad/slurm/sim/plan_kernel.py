@@ -15,8 +15,12 @@ arrays here: numba compiles library calls such as ``np.partition`` or ``np.uniqu
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
+
+from asad.slurm.sim import plan_maps
+from asad.slurm.sim.numba_cache import drop_stale_cache
 
 # the plans' map; add_span, insert_bound, distinct_bounds and _cap are re-exported for pass_kernel
 # and the tests, which read them here
@@ -441,8 +445,9 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
 
 
 
-
 if njit is not None:
+    # the plans' map is compiled into the search: a cache made with an older plan_maps.py is stale
+    drop_stale_cache(Path(__file__).with_name("__pycache__"), Path(__file__).stem, Path(plan_maps.__file__))
     _consec_pick = consec_pick = njit(cache=True)(_consec_pick)
     find_consec = njit(cache=True)(_find_consec)
     _usable = njit(cache=True)(_usable)

@@ -1,0 +1,31 @@
+"""numba's on-disk cache keys a compiled function on its own source file only, so a cached caller
+keeps running a callee's old code after the callee's file alone was edited. ``drop_stale_cache``
+stamps each dependency's hash beside the caller's cache and drops the cache when it moves.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+
+def drop_stale_cache(cache_dir: Path, module: str, dependency: Path) -> bool:
+    """Delete ``module``'s numba cache files in ``cache_dir`` when ``dependency``'s source changed
+    since they were written; True if it did. numba keys a cached function on its own file only, so
+    a cached pass kept calling the *old* plan search after ``plan_kernel.py`` alone was edited
+    (results and timings from code no longer there). A stamp of the dependency's hash beside the
+    cache says which plan search the cache was compiled with. Best effort: an unwritable cache
+    (an installed package) is numba's to place elsewhere, and nothing here may stop an import."""
+    try:
+        digest = hashlib.sha256(dependency.read_bytes()).hexdigest()
+        stamp = cache_dir / f"{module}.{dependency.stem}.sha256"
+        if stamp.exists() and stamp.read_text() == digest:
+            return False
+        stale = [*cache_dir.glob(f"{module}.*.nbi"), *cache_dir.glob(f"{module}.*.nbc")]
+        for path in stale:
+            path.unlink(missing_ok=True)
+        cache_dir.mkdir(exist_ok=True)
+        stamp.write_text(digest)
+        return bool(stale)
+    except OSError:
+        return False
