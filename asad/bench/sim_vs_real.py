@@ -176,7 +176,11 @@ EPILOG_S = 0.4  # the fixed replay's end to the epilog message's release and pas
 # after the end; the indirect label called 15 of 15 of its "epilog" ends there wrongly (the
 # reply's queued pass at the next loop tick). Replays with the direct values lose 8 of 87 pair
 # rows (multifactor runs 5 and 7, which have no slurmd.log to check them): kept until they do
-# (docs/results/sim.md, "Ninth session, fidelity").
+# (docs/results/sim.md, "Ninth session, fidelity"). t37f's logged multifactor 8-9 and aged-deps 7:
+# 181 of 185 by the reply (all eight logs 407 of 424, 0.960; the message 4-33 ms, median 9); the
+# rows the direct values lose are the evenly spread sequence sending one end (multifactor's m36,
+# the reply in run 9's slurmd.log) down the epilog path; with each end on its logged path they
+# replay multifactor 8 at tau 0.999 (these values 0.899). Still kept: docs/results/sim.md, "t37f".
 ALREADY_COMPLETE_SHARE = 12 / 18
 # "Time limit exhausted" (slurmctld.log) to the last node's "sent epilog complete msg" (slurmd.log),
 # median over the time-limit kills in the recordings kept with slurmd.logs (end_path_direct.py)
