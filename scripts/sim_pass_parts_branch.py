@@ -1,10 +1,11 @@
 """The saturated span with CPU clocks around each part of `backfill.compiled_pass`: an instrumented
 copy of its body (this branch's), per pass averaged over the 277 passes of 0.1 day from the snapshot.
-Ninth session's measurement (docs/results/sim.md); the snapshot path is fixed at /tmp/s37c/snap-main.pkl.
+Ninth session's measurement (docs/results/sim.md); the snapshot is the first argument (default /tmp/s37c/snap-main.pkl, where it was made:
+`sim_schedule_equal.py run --preset hpc2n --days 4 --then 0.1 --snapshot`).
 """
 import pickle, time, numpy as np, sys
 from asad.slurm.sim import backfill, pass_kernel, pass_inputs, fit_cache
-blob=open('/tmp/s37c/snap-main.pkl','rb').read()
+blob=open(sys.argv[1] if len(sys.argv) > 1 else '/tmp/s37c/snap-main.pkl','rb').read()
 w=pickle.loads(blob); w.run_until(w.now()+0.01*86400); del w
 sim=pickle.loads(blob)
 T={}
