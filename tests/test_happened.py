@@ -7,7 +7,7 @@ import json
 from asad.core.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun
 from asad.slurm.backend import JobRequest, JobState
 from asad.spec.load import parse_workflow
-from asad.view.status import render_explain
+from asad.view.explain import render_explain
 
 SPEC = ("name: two\nstages:\n  - {name: a, cpus: 8, time: 10m, run: 'true'}\n"
         "  - {name: b, cpus: 8, time: 10m, run: 'true', after: [a]}\n")

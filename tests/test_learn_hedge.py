@@ -168,7 +168,7 @@ def test_explain_names_the_dominant_expert_of_a_planned_stage(db_url):
     from asad.common.config import Settings
     from asad.slurm.sim import make_simulator
     from asad.spec.load import load_workflow
-    from asad.view.status import render_explain
+    from asad.view.explain import render_explain
     from asad.store.repo import Store
     from tests.conftest import EXAMPLES
 

@@ -16,7 +16,7 @@ from asad.store.repo import Store
 from asad.strategies.expected_start import GRID
 from asad.strategies.merge_cost import StageCost, idle_core_s, merged_cost_s, own_job_cost_s
 from asad.strategies.share import shared_request
-from asad.view.status import render_explain
+from asad.view.explain import render_explain
 
 POINT = [100.0] * len(GRID)  # a wait known exactly: 100 s
 

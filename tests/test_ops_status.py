@@ -82,7 +82,7 @@ def test_more_squeue_letters_and_json(db_url, capsys):
 
 def test_learners_show_a_picture_of_p():
     from asad.learn.registry import make_predictor
-    from asad.view.status import render_learners
+    from asad.view.learners import render_learners
 
     pred = make_predictor("asa-full", grid="log", log_weight_floor=8.0, seed=1)
     for wait in (30, 40, 30, 35, 30, 30):

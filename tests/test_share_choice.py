@@ -12,7 +12,7 @@ from asad.common.config import ConfigError, Settings, load_settings
 from asad.core.share_choice import ALONE, EXPLORE_EVERY, SHARED, WINDOW, ShareChoice
 from asad.slurm.sim import make_simulator
 from asad.spec.load import load_workflow
-from asad.view.status import render_explain
+from asad.view.explain import render_explain
 from asad.store.repo import Store
 from tests.conftest import EXAMPLES
 

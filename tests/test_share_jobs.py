@@ -16,7 +16,8 @@ from asad.core.model import JobPhase
 from asad.slurm.backend import JobRequest
 from asad.slurm.sim import make_simulator
 from asad.spec.load import load_workflow, parse_workflow
-from asad.view.status import _stage_rows, render_explain
+from asad.view.explain import render_explain
+from asad.view.status import _stage_rows
 from asad.store.repo import Store
 from tests.conftest import EXAMPLES
 from tests.test_crash import crash_and_restart

@@ -8,7 +8,8 @@ import pytest
 from asad.daemon.wiring import run_in_process
 from asad.slurm.sim import make_simulator
 from asad.spec.load import parse_workflow
-from asad.view.status import render_explain, render_summary
+from asad.view.explain import render_explain
+from asad.view.status import render_summary
 from asad.store.repo import Store
 
 OOM_WF = """

@@ -13,7 +13,7 @@ from asad.slurm.sim import make_simulator
 from asad.sizing.base import Request
 from asad.sizing.cpus import keep_user_cpus
 from asad.spec.load import SpecError, parse_workflow
-from asad.view.status import render_explain
+from asad.view.explain import render_explain
 from asad.store.repo import Store
 from tests.test_sizing_engine import OOM_WF, _run
 

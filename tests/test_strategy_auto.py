@@ -12,7 +12,7 @@ from asad.common.config import DEFAULT_IDLE_PRICE
 from asad.slurm.priority_rules import PriorityRules, rules_from_scontrol, rules_of
 from asad.slurm.sim import make_simulator
 from asad.spec.load import SpecError, WorkflowSpec, load_workflow, parse_workflow
-from asad.view.status import render_explain
+from asad.view.explain import render_explain
 from asad.store.repo import Store
 from asad.strategies.auto import begin_offset, quantile_level
 from tests.conftest import EXAMPLES

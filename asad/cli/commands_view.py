@@ -231,7 +231,7 @@ def _default_partition(store, cluster: str) -> str:  # noqa: ANN001
 @guarded
 def cmd_learners(args: argparse.Namespace) -> int:
     from asad.daemon.wiring import engine_learned
-    from asad.view.status import LEARNER_QS, render_learners
+    from asad.view.learners import LEARNER_QS, render_learners
 
     settings = settings_from(args)
     store = open_store(settings, read_only=True)
@@ -253,7 +253,7 @@ def cmd_learners(args: argparse.Namespace) -> int:
 
 @guarded
 def cmd_explain(args: argparse.Namespace) -> int:
-    from asad.view.status import render_explain
+    from asad.view.explain import render_explain
 
     wfs = _load_workflow(args)
     if not wfs:

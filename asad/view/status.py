@@ -1,4 +1,4 @@
-"""What ``asad status``, ``show``, ``history`` and ``learners`` print.
+"""What ``asad status``, ``show`` and ``history`` print (``learners``: learners.py; ``explain``: explain.py).
 
 ``asad status`` speaks squeue: the same column names where squeue has them, and the same
 ``-o`` format letters (``%i`` JOBID, ``%P`` PARTITION, ``%j`` NAME, ``%t`` ST, ``%M`` TIME,
@@ -17,7 +17,6 @@ A width works as in squeue: ``%.10i`` right-aligns in 10 columns, ``%-10i`` or `
 from __future__ import annotations
 
 import glob
-import json
 import os
 import pwd
 import re
@@ -27,10 +26,8 @@ from datetime import datetime, timezone
 
 from asad.core import markers
 from asad.core.array_view import ArrayProgress, array_progress, format_tasks
-from asad.core.attempts import attempts_by_stage, describe, retry_note, sized_below
+from asad.core.attempts import attempts_by_stage, retry_note, sized_below
 from asad.core.attempts import tries as count_tries
-from asad.core.happened import describe as describe_happened
-from asad.core.happened import happened
 from asad.core.model import JobPhase, JobRecord, StageRun, StageState, WorkflowRun
 from asad.slurm.backend import JobState
 from asad.common.units import format_duration, format_mem
@@ -502,109 +499,3 @@ def render_history(items: list[dict]) -> str:
                      f"{_clock(it['created_at']):>12} {d(it['makespan_s']):>10} {d(it['total_wait_s']):>9} "
                      f"{ch:>8} {oh:>8} {'SIMULATED' if it.get('simulated') else it.get('backend') or '-'}")
     return "\n".join(lines)
-
-
-_BARS = " ▁▂▃▄▅▆▇█"
-
-
-def sparkline(values: list[float]) -> str:
-    top = max(values) if values else 0.0
-    if top <= 0:
-        return ""
-    return "".join(_BARS[min(8, int(round(8 * v / top)))] for v in values)
-
-
-def _distribution(pred, state: dict) -> tuple[list[float] | None, list[float] | None]:  # noqa: ANN001
-    """ASA's probabilities over its grid of waits (the grid points only, not Slurm's expert)."""
-    probs = state.get("p") or state.get("probabilities")
-    grid = getattr(pred, "_grid", None)
-    if probs is None and hasattr(pred, "p"):
-        probs = [float(x) for x in pred.p]
-    if probs is None:
-        return None, None
-    grid_list = [float(g) for g in grid] if grid is not None else None
-    if grid_list is not None:
-        probs = probs[: len(grid_list)]
-    return probs, grid_list
-
-
-LEARNER_QS = (0.1, 0.5, 0.9)
-
-
-def render_learners(rows: list[tuple[str, dict, int, float]], as_json: bool = False,
-                    engine_view=None) -> str:  # noqa: ANN001
-    """``engine_view(key, kind)``: (estimate, quantiles at ``LEARNER_QS``) as the engine is told them (its
-    learner, pooled with coarser keys and calibrated, as ``asad predict`` says), or None for a
-    learner of another kind; then the stored learner alone answers."""
-    from asad.learn.registry import predictor_from_state
-
-    items = []
-    for key, state, n, updated in rows:
-        pred = predictor_from_state(state)
-        probs, grid = _distribution(pred, state)
-        seen = engine_view(key, state.get("kind")) if engine_view is not None else None
-        estimate, quantiles = seen if seen is not None else (pred.estimate(), pred.quantiles(list(LEARNER_QS)))
-        items.append({"key": key, "kind": state.get("kind"), "observations": n, "estimate_s": estimate,
-                      "median_s": quantiles[LEARNER_QS.index(0.5)], "updated_at": updated,
-                      "quantiles_s": {str(q): max(0.0, float(v)) for q, v in zip(LEARNER_QS, quantiles, strict=True)},
-                      "p": probs, "grid_s": grid})
-    if as_json:
-        return json.dumps(items, indent=2)
-    grids = [it["grid_s"] for it in items if it["grid_s"]]
-    span = f" ({format_duration(grids[0][0])} … {format_duration(grids[0][-1])}, log scale)" if grids else ""
-    width = max([len("GEOMETRY"), *(len(it["key"]) for it in items)])  # a key cut short names another
-    lines = [f"{'GEOMETRY':<{width}} {'KIND':<14} {'OBS':>5} {'ESTIMATE':>9}  p over the grid{span}, or quantiles"]
-    for it in items:
-        pic = (sparkline([float(x) for x in it["p"]]) if it["p"] else
-               "  ".join(f"p{round(float(q) * 100)} {format_duration(v)}" for q, v in it["quantiles_s"].items()))
-        lines.append(f"{it['key']:<{width}} {str(it['kind'])[:14]:<14} {it['observations']:>5} "
-                     f"{format_duration(it['estimate_s']):>9}  {pic}")
-    if not items:
-        lines.append("(no learners yet: they appear once a submitted job has started)")
-    return "\n".join(lines)
-
-
-def render_explain(wf: WorkflowRun, stage: str | None, as_json: bool = False) -> str:
-    items = []
-    tries = attempts_by_stage(wf)
-    for name, run in wf.stages.items():
-        if stage and name != stage:
-            continue
-        spec = wf.spec.stage(name)
-        job = wf.current_job(name)
-        req = job.request if job else None
-        shared = None
-        if job is not None and job.rides:  # the job's request is the whole shared job's: show the stage's own
-            shared = (f"one job ({job.job_id if job.job_id is not None else 'not yet submitted'}) runs "
-                      f"{', '.join(job.stages)} in turn: {format_duration(req.time_limit_s)} in all, "
-                      f"{format_mem(req.total_mem_mb())}")
-            req = None
-        items.append({"stage": name, "cpus": req.cpus if req else (run.cpus or spec.cpus),
-                      "mem_mb": req.total_mem_mb() if req else (run.mem_mb or spec.total_mem_mb()),
-                      "time_s": req.time_limit_s if req else (run.time_s or spec.time_s), "shared_job": shared,
-                      "user_cpus": spec.cpus, "user_mem_mb": spec.total_mem_mb(), "user_time_s": spec.time_s,
-                      "why": run.size_why or "the workflow file's values (no sizing agent has decided yet)",
-                      "when": run.plan_why, "message": run.message,
-                      "happened": (h.to_dict() if (h := happened(wf, name)) is not None else None),
-                      "happened_line": describe_happened(h) if h is not None else None,
-                      "attempts": [a.to_dict() for a in tries.get(name, [])],
-                      "attempt_lines": [describe(a) for a in tries.get(name, [])]})
-    if as_json:
-        return json.dumps(items, indent=2)
-    lines = []
-    for it in items:
-        lines.append(f"{it['stage']}: cpus {it['cpus']} (file {it['user_cpus']}), mem {format_mem(it['mem_mb'])} "
-                     f"(file {format_mem(it['user_mem_mb'])}), time {format_duration(it['time_s'])} "
-                     f"(file {format_duration(it['user_time_s'])})")
-        lines.append(f"    {it['why']}")
-        if it["when"]:
-            lines.append(f"    when: {it['when']}")
-        if it["happened_line"]:
-            lines.append(f"    happened: {it['happened_line']}")
-        if it["shared_job"]:
-            lines.append(f"    shared job: {it['shared_job']}")
-        if it["message"]:
-            lines.append(f"    last event: {it['message']}")
-        if len(it["attempts"]) > 1:
-            lines.extend(f"    {line}" for line in it["attempt_lines"])
-    return "\n".join(lines) or f"no stage {stage!r} in workflow {wf.id}"
