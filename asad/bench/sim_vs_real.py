@@ -126,6 +126,10 @@ def sim_settings(rec: dict) -> dict:
         loop_tick_s=LOOP_TICK_S,
         **bf_thread_timing(params, conf),
         oom_time_fraction=0.5,
+        # the OOM kill on slurmstepd's sample clock (config.py mem_sample_s; MEM_SAMPLE_S below)
+        mem_sample_s=MEM_SAMPLE_S,
+        mem_sample_phase_s=MEM_SAMPLE_PHASE_S,
+        oom_kill_end_s=OOM_KILL_END_S,
         timer_origin_s=rec["timers"]["loop_start"],
         bf_origin_s=rec["timers"]["backfill_start"],
         # The decay thread starts in priority_g_init() (controller.c), just before slurm_mcs_init()
@@ -166,7 +170,23 @@ def enforce_limits(text: str | None) -> bool:
 
 
 LAUNCH_DELAY_S = 0.05  # start to the program's end beyond its sleep, median, where no log says
-OOM_KILL_LAG_S = 1.5  # the fixed replay's OOM kill after the program's oom_after_s (and launch)
+# Without the sample clock (MEM_SAMPLE_S None): the OOM kill this long after the program's
+# oom_after_s (and launch); 0.46-0.74 s off slurmctld's logged kill instants either side
+# (scripts/sim_oom_kill_instants.py), as it sits between two of slurmstepd's samples.
+OOM_KILL_LAG_S = 1.5
+# slurmstepd's RSS samples, one a second on the step's own clock (config.py mem_sample_s;
+# JobAcctGatherFrequency=task=1 in local-cluster.sh's slurm.conf). Read from the slurmd.logs of
+# the four runs with OOM kills (scripts/oom_sample_clock.py: ends-deps 4-5, timeouts-oom 4-5,
+# 22 kills): the killing sample ("exceeded memory limit") falls 0.017-0.057 s (median 0.037)
+# past a whole number of seconds after slurmctld's allocation, and slurmctld's "_job_complete"
+# comes 0.019-0.115 s (median 0.049) after it. The recorded program sleeps oom_after_s and then
+# fills 2 x --mem: the sample at oom_after_s + 0.04 s found it under the limit in 22 of 22 kills,
+# the next over it in 17 (the other 5 one sample later, the fill slower than a second on the
+# loaded machine). The replay has the memory pass the limit as the sleep ends (work start +
+# oom_after_s), so the kill comes at the first sample after it, as in the 17.
+MEM_SAMPLE_S = 1.0
+MEM_SAMPLE_PHASE_S = 0.037
+OOM_KILL_END_S = 0.049
 LOOP_TICK_S = 1.0022
 # Each job end's path read from the nodes' slurmd.logs (scripts/end_path_direct.py, the eight
 # recordings kept with them: aged-deps 7, ends-deps 4-5, fairshare-users 4, multifactor 8-9,
@@ -283,10 +303,11 @@ def replay(rec: dict, submit_at: dict[str, float] | None = None, **overrides) ->
         if job["dep_type"]:
             dep = Dependency(DependencyType(job["dep_type"]), tuple(ids[d] for d in job["dep_on"]))
         if job["oom_after_s"] is not None:
-            # the program exceeds --mem once its allocation is done; slurmd samples memory every
-            # second (JobAcctGatherFrequency=task=1): the kill comes ~1.5 s after oom_after_s,
-            # or a lag drawn per job (oom_kill_lag_dist_s, the 20-seed figure)
-            lag = 0.0 if settings.get("oom_kill_lag_dist_s") is not None else OOM_KILL_LAG_S
+            # the program exceeds --mem as its sleep ends; the kill at slurmstepd's next sample
+            # (mem_sample_s, sim_settings), or a lag drawn per job (oom_kill_lag_dist_s, the
+            # 20-seed figure), or without either OOM_KILL_LAG_S after it
+            sampled = settings.get("mem_sample_s") is not None
+            lag = 0.0 if sampled or settings.get("oom_kill_lag_dist_s") is not None else OOM_KILL_LAG_S
             oom_at = job["oom_after_s"] + lag
             truth = SimTruth(runtime_s=oom_at / 0.5, peak_mem_mb=2.0 * job["mem_mb"] * job["nodes"])
         else:

@@ -64,6 +64,9 @@ def latency_draws(rec: dict, runs: list[dict] | None = None) -> dict:
     if kills is not None:
         launch = out["launch_delay_dist_s"][1]
         out["oom_kill_lag_dist_s"] = tuple(round(max(0.0, k - launch), 3) for k in kills)
+        # the drawn lag is measured whole (start to end less oom_after_s): it holds the wait for
+        # slurmstepd's sample already, so no sample clock on top of it
+        out["mem_sample_s"] = None
     return out
 
 
