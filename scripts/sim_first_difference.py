@@ -6,7 +6,7 @@ replay's offset in seconds), how many jobs start in their logged second, and the
 
 Usage: python scripts/sim_first_difference.py [--set NAME=PYVALUE ...] [--mode grid|bf_poll] [ID ...]
   --set: a module constant of asad.bench.sim_vs_real replaced first (as sim_vs_real_variant.py
-  does), e.g. the slurmd.logs' direct values ALREADY_COMPLETE_SHARE=0.946 EPILOG_S=0.007
+  does), e.g. the slurmd.logs' direct values FIXED_REPLY_SHARE=0.946 "EPILOG_MESSAGE_DIST_S=(0.004,0.007,0.024)" (main before f37m: FIXED_REPLY_SHARE=0.6666666666666666 "EPILOG_MESSAGE_DIST_S=(0.08,0.4,0.54)")
 """
 
 from __future__ import annotations

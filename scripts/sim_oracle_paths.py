@@ -3,7 +3,8 @@ it (issue 37, t37f): what the measured end-path values give when the race's outc
 apart from which ends a fixed sequence at that share happens to send the other way.
 
 Three replays per recording (tests/data/sim_vs_real/ with logs/ID.slurmd-nK.log.gz), one process:
-  A  the module's constants (ALREADY_COMPLETE_SHARE 12/18, EPILOG_S 0.4: the loop's tick)
+  A  the module's constants (since f37m every racing end by the reply, FIXED_REPLY_SHARE 1.0;
+     before it 12/18 with the message 0.4 s after the end: the loop's tick)
   B  the direct share and delay (0.946, 0.007) as an evenly spread sequence (sim_vs_real_variant.py's
      "measured" row)
   O  the direct delay (0.007 s) with each end's own path from its batch host's slurmd.log
@@ -25,7 +26,8 @@ from asad.slurm.sim import simulator as sim_mod
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from end_path_direct import ends, slurmd_logs  # noqa: E402
 
-MEASURED = {"ALREADY_COMPLETE_SHARE": 0.946, "EPILOG_S": 0.007}
+# the fixed replay's share and the message's delay (its median, EPILOG_MESSAGE_DIST_S[1]) as s37f measured
+MEASURED = {"FIXED_REPLY_SHARE": 0.946, "EPILOG_MESSAGE_DIST_S": (0.004, 0.007, 0.024)}
 
 
 def _with(consts: dict, fn):  # noqa: ANN001, ANN202

@@ -3,7 +3,7 @@ there (issue 37, t37f): the check behind "the measured end-path values lose thes
 
 For each recording, the fixed replay is run twice in one process: with the module's constants
 (A, the default) and with ``--set NAME=PYVALUE`` applied (B), e.g. the slurmd.logs' direct
-values ``ALREADY_COMPLETE_SHARE=0.946 EPILOG_S=0.007``. It prints the first job, by the earlier
+values ``FIXED_REPLY_SHARE=0.946 "EPILOG_MESSAGE_DIST_S=(0.004,0.007,0.024)" (main before f37m: FIXED_REPLY_SHARE=0.6666666666666666 "EPILOG_MESSAGE_DIST_S=(0.08,0.4,0.54)")``. It prints the first job, by the earlier
 of its two replayed starts, whose start differs between A and B, Slurm's start of it, both
 replayed starts (seconds after the loop's start), how many jobs start in Slurm's second under
 A and under B, and, with ``--log``, slurmctld.log's ends and starts in the seconds before that

@@ -104,19 +104,18 @@ def sim_settings(rec: dict) -> dict:
         node_select="consec",
         # Measured in slurmctld's log of the recorded runs (not fitted to the comparison): from
         # "sched: Allocate"/"Started" to "_job_complete" takes the sleep plus 0.03-0.13 s (median
-        # 0.05); from "_job_complete" to the next "sched: Allocate" on the freed nodes 0.08-0.54 s
-        # (median 0.4): the epilog-complete message that brings the nodes back and runs a pass.
-        # A recording with its own slurmctld.log takes the median measured there (0.16-0.23 s in
-        # the logs kept: sim_vs_real_logs.py).
+        # 0.05). A recording with its own slurmctld.log takes the median measured there (0.16-0.23 s
+        # in the logs kept: sim_vs_real_logs.py).
         launch_delay_s=LAUNCH_DELAY_S if own is None else own[1],
-        epilog_s=EPILOG_S,
-        # The same logs (fairshare-shares 4, aged-deps 4, multifactor 5), at the ends where the
-        # replay agrees with the log up to then and a job could start on the freed nodes at once:
-        # a main pass started it 0.13-0.65 s after "_job_complete" (the epilog message) at 6 of
-        # 18; at 12 none did, the next backfill pass started it on nodes idle since slurmd's
-        # ALREADY_COMPLETE reply (config.py, already_complete_share). Three more ends, a main
-        # pass 0.86-1.16 s after the end off the loop's ticks, are left out as unclear.
-        already_complete_share=ALREADY_COMPLETE_SHARE,
+        # A racing end's nodes come back by slurmd's ALREADY_COMPLETE reply or by the epilog
+        # message (config.py, already_complete_share). The fixed replay is the simulator's point
+        # estimate: every racing end takes the path slurmd's logs show for most of them, the
+        # reply (FIXED_REPLY_SHARE; the lead's decision, docs/results/sim.md "f37m"). The
+        # 20-seed draws race at the measured share instead (sim_vs_real_pairs.latency_draws).
+        # epilog_s is the measured message delay's median: no racing end of the fixed replay
+        # takes it, only a replay that lowers the share (the ablation, scripts' --set).
+        epilog_s=EPILOG_MESSAGE_DIST_S[1],
+        already_complete_share=FIXED_REPLY_SHARE,
         # A time-limit kill never races (slurmd's _rpc_timelimit finds the step running: the
         # epilog message, config.py timeout_epilog_s), measured in the slurmd.logs kept with the
         # ninth session's recordings (scripts/end_path_direct.py).
@@ -127,6 +126,10 @@ def sim_settings(rec: dict) -> dict:
         loop_tick_s=LOOP_TICK_S,
         **bf_thread_timing(params, conf),
         oom_time_fraction=0.5,
+        # the OOM kill on slurmstepd's sample clock (config.py mem_sample_s; MEM_SAMPLE_S below)
+        mem_sample_s=MEM_SAMPLE_S,
+        mem_sample_phase_s=MEM_SAMPLE_PHASE_S,
+        oom_kill_end_s=OOM_KILL_END_S,
         timer_origin_s=rec["timers"]["loop_start"],
         bf_origin_s=rec["timers"]["backfill_start"],
         # The decay thread starts in priority_g_init() (controller.c), just before slurm_mcs_init()
@@ -167,21 +170,36 @@ def enforce_limits(text: str | None) -> bool:
 
 
 LAUNCH_DELAY_S = 0.05  # start to the program's end beyond its sleep, median, where no log says
-OOM_KILL_LAG_S = 1.5  # the fixed replay's OOM kill after the program's oom_after_s (and launch)
+# Without the sample clock (MEM_SAMPLE_S None): the OOM kill this long after the program's
+# oom_after_s (and launch); 0.46-0.74 s off slurmctld's logged kill instants either side
+# (scripts/sim_oom_kill_instants.py), as it sits between two of slurmstepd's samples.
+OOM_KILL_LAG_S = 1.5
+# slurmstepd's RSS samples, one a second on the step's own clock (config.py mem_sample_s;
+# JobAcctGatherFrequency=task=1 in local-cluster.sh's slurm.conf). Read from the slurmd.logs of
+# the four runs with OOM kills (scripts/oom_sample_clock.py: ends-deps 4-5, timeouts-oom 4-5,
+# 22 kills): the killing sample ("exceeded memory limit") falls 0.017-0.057 s (median 0.037)
+# past a whole number of seconds after slurmctld's allocation, and slurmctld's "_job_complete"
+# comes 0.019-0.115 s (median 0.049) after it. The recorded program sleeps oom_after_s and then
+# fills 2 x --mem: the sample at oom_after_s + 0.04 s found it under the limit in 22 of 22 kills,
+# the next over it in 17 (the other 5 one sample later, the fill slower than a second on the
+# loaded machine). The replay has the memory pass the limit as the sleep ends (work start +
+# oom_after_s), so the kill comes at the first sample after it, as in the 17.
+MEM_SAMPLE_S = 1.0
+MEM_SAMPLE_PHASE_S = 0.037
+OOM_KILL_END_S = 0.049
 LOOP_TICK_S = 1.0022
-EPILOG_S = 0.4  # the fixed replay's end to the epilog message's release and pass (see sim_settings)
-# Both measured indirectly (a main pass on the freed nodes within 0.75 s read as the epilog message).
-# Read directly in the four slurmd-logged runs of the ninth session (scripts/end_path_direct.py)
-# the racing ends take the reply 173 times in 180 and the epilog message comes 4-24 ms (median 5)
-# after the end; the indirect label called 15 of 15 of its "epilog" ends there wrongly (the
-# reply's queued pass at the next loop tick). Replays with the direct values lose 8 of 87 pair
-# rows (multifactor runs 5 and 7, which have no slurmd.log to check them): kept until they do
-# (docs/results/sim.md, "Ninth session, fidelity"). t37f's logged multifactor 8-9 and aged-deps 7:
-# 181 of 185 by the reply (all eight logs 407 of 424, 0.960; the message 4-33 ms, median 9); the
-# rows the direct values lose are the evenly spread sequence sending one end (multifactor's m36,
-# the reply in run 9's slurmd.log) down the epilog path; with each end on its logged path they
-# replay multifactor 8 at tau 0.999 (these values 0.899). Still kept: docs/results/sim.md, "t37f".
-ALREADY_COMPLETE_SHARE = 12 / 18
+# Each job end's path read from the nodes' slurmd.logs (scripts/end_path_direct.py, the eight
+# recordings kept with them: aged-deps 7, ends-deps 4-5, fairshare-users 4, multifactor 8-9,
+# timeouts-oom 4-5): of the 424 ends that race (a clean exit, an OOM kill, a clean exit past the
+# limit; not a time-limit kill) 407 took slurmd's ALREADY_COMPLETE reply; the other 17 the epilog
+# message, 4-33 ms after slurmctld's "_job_complete" (median 9). Per end the race reads no job
+# attribute (s37f, r37e), so the 20-seed draws take each end's path independently at this share.
+# They replace the indirect 12/18, 0.4 s and 0.08-0.54 s (a main pass on the freed nodes within
+# 0.75 s read as the message: that measured the loop's tick, not the path).
+REPLY_SHARE = 407 / 424
+EPILOG_MESSAGE_DIST_S = (0.004, 0.009, 0.033)
+# The fixed replay: every racing end by its most likely path, the reply (REPLY_SHARE > 1/2).
+FIXED_REPLY_SHARE = 1.0
 # "Time limit exhausted" (slurmctld.log) to the last node's "sent epilog complete msg" (slurmd.log),
 # median over the time-limit kills in the recordings kept with slurmd.logs (end_path_direct.py)
 TIMEOUT_EPILOG_S = 0.0375
@@ -285,10 +303,11 @@ def replay(rec: dict, submit_at: dict[str, float] | None = None, **overrides) ->
         if job["dep_type"]:
             dep = Dependency(DependencyType(job["dep_type"]), tuple(ids[d] for d in job["dep_on"]))
         if job["oom_after_s"] is not None:
-            # the program exceeds --mem once its allocation is done; slurmd samples memory every
-            # second (JobAcctGatherFrequency=task=1): the kill comes ~1.5 s after oom_after_s,
-            # or a lag drawn per job (oom_kill_lag_dist_s, the 20-seed figure)
-            lag = 0.0 if settings.get("oom_kill_lag_dist_s") is not None else OOM_KILL_LAG_S
+            # the program exceeds --mem as its sleep ends; the kill at slurmstepd's next sample
+            # (mem_sample_s, sim_settings), or a lag drawn per job (oom_kill_lag_dist_s, the
+            # 20-seed figure), or without either OOM_KILL_LAG_S after it
+            sampled = settings.get("mem_sample_s") is not None
+            lag = 0.0 if sampled or settings.get("oom_kill_lag_dist_s") is not None else OOM_KILL_LAG_S
             oom_at = job["oom_after_s"] + lag
             truth = SimTruth(runtime_s=oom_at / 0.5, peak_mem_mb=2.0 * job["mem_mb"] * job["nodes"])
         else:
@@ -412,7 +431,9 @@ def noise_floor(recs: list[dict]) -> list[dict]:
 ABLATIONS: dict[str, dict] = {
     "full model": {},
     "will_run=exact (earliest instant, no batches)": {"will_run": "exact"},
-    "no completing phase (epilog_s=0)": {"epilog_s": 0.0},
+    # every end frees its nodes at once with a pass (no reply, no message delay, no kill's message)
+    "no completing phase (epilog_s=0, no reply)": {"epilog_s": 0.0, "already_complete_share": 0.0,
+                                                   "timeout_epilog_s": None},
     "launch_delay_s=0.5 (the earlier guess)": {"launch_delay_s": 0.5},
     "no timer drift (1 s loop, bf_interval)": {"loop_tick_s": 1.0, "bf_tick_s": None, "bf_pass_cost_s": None},
     "bf_poll (one-second looks when nothing changed)": {"bf_poll": True, "bf_plan_all": True},

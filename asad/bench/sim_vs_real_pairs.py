@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asad.bench.sim_vs_real import compare, compare_runs, replay, sim_settings
+from asad.bench.sim_vs_real import EPILOG_MESSAGE_DIST_S, REPLY_SHARE, compare, compare_runs, replay, sim_settings
 from asad.bench.sim_vs_real_logs import launch_latencies
 from asad.slurm.sim.job_end import draw_latency
 
@@ -34,8 +34,11 @@ TAU_MARGIN = 0.02
 MEDIAN_FLOOR_S = 2.0
 MEDIAN_MARGIN_S = 1.0
 # Measured in slurmctld's log of the recorded runs (sim_settings): (min, median, max) seconds from
-# "sched: Allocate" to the program running, and from "_job_complete" to the nodes' return.
-LATENCY_DRAWS = {"launch_delay_dist_s": (0.03, 0.05, 0.13), "epilog_dist_s": (0.08, 0.4, 0.54)}
+# "sched: Allocate" to the program running. A racing end's path drawn per end: the reply with
+# P = REPLY_SHARE, else the epilog message after a delay from EPILOG_MESSAGE_DIST_S (both read
+# from the slurmd.logs, sim_vs_real.py); the fixed replay sends every racing end by the reply.
+LATENCY_DRAWS = {"launch_delay_dist_s": (0.03, 0.05, 0.13), "epilog_dist_s": EPILOG_MESSAGE_DIST_S,
+                 "already_complete_share": REPLY_SHARE}
 # The background loop's tick length, (min, median, max) s: measured between the loop's logged
 # passes in the kept slurmctld.logs (sim_vs_real_logs.loop_tick_spans; 30 spans in eight logs, all
 # within a run's first 30 s: later passes are too far apart to count their ticks). t37f's three
@@ -61,6 +64,9 @@ def latency_draws(rec: dict, runs: list[dict] | None = None) -> dict:
     if kills is not None:
         launch = out["launch_delay_dist_s"][1]
         out["oom_kill_lag_dist_s"] = tuple(round(max(0.0, k - launch), 3) for k in kills)
+        # the drawn lag is measured whole (start to end less oom_after_s): it holds the wait for
+        # slurmstepd's sample already, so no sample clock on top of it
+        out["mem_sample_s"] = None
     return out
 
 

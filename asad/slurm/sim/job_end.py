@@ -37,6 +37,8 @@ def work_end(job: SimJob, cfg: SimConfig, work_start: float,
         runtime = runtime_s / job.part.speed
         if peak_mb is not None and peak_mb > job.mem_total_mb:
             oom_at = t + runtime * cfg.oom_time_fraction + oom_lag_s
+            if cfg.mem_sample_s is not None:
+                oom_at = oom_kill_at(job.start_time, oom_at, cfg)
             if oom_at < kill_at:
                 return oom_at, JobState.OUT_OF_MEMORY
         if t + runtime >= kill_at:  # still running at the check: killed there
@@ -52,6 +54,15 @@ def work_end(job: SimJob, cfg: SimConfig, work_start: float,
         # where its launch latency puts its end (issue 37).
         return t, JobState.TIMEOUT
     return t, JobState.COMPLETED
+
+
+def oom_kill_at(start: float, over_at: float, cfg: SimConfig) -> float:
+    """The end of a job whose memory passes its limit at ``over_at``: slurmstepd's first RSS
+    sample at or after it (samples every ``mem_sample_s`` on the step's own clock, the first
+    ``mem_sample_phase_s`` after the start; see config.py) plus ``oom_kill_end_s``."""
+    first = start + cfg.mem_sample_phase_s
+    k = max(0, math.ceil((over_at - first) / cfg.mem_sample_s - 1e-9))
+    return first + k * cfg.mem_sample_s + cfg.oom_kill_end_s
 
 
 def draw_latency(rng, dist: tuple[float, float, float]) -> float:  # noqa: ANN001 -- numpy Generator
