@@ -47,6 +47,12 @@ quantile-coverage gap (every job answered, q 0.1 .. 0.9) is within 5 points OR n
 kept, the largest summed median-error margin over Graham's two cells; ties: the smaller worst
 gap over the 4 cells, then the label.
 
+Result of the tuning run (docs/results/learn.md, thirteenth round), before the judged read:
+**kept and chosen h-fl-win-told-a20** (Graham +0.0274 / +0.0007, Cedar +0.0115 / +0.0174, worst
+gap 4.8). h-fl-wmed-m5 fails Cedar's second window's coverage (5.3, allowed 5.0); h-fl-miss-cum
+fails Cedar's second window's coverage (5.04, allowed 5.0) and Graham's second
+window's median error (-0.0004).
+
 None kept: no change, the judged windows are not read. One chosen: it is judged ONCE on the
 rolling windows (the eleventh read of those windows), by a full replay per cluster of
 ``median-backoff``, the running medians and it alone (``--judge LABEL``), read with
