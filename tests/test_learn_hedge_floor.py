@@ -117,7 +117,9 @@ def test_the_told_answer_is_the_contexts_leaders():
     pool.log_weights["cluster=g#floor:<0.25#top"] = [-20.0, 0.0]  # a small floor: the panel
     now = 1e6
     assert math.isclose(pool.told(key, now, None)[0], backoff)
+    cached = (pool._estimates.get(key), pool._strata.get(key))
     assert math.isclose(pool.told(key, now, now - 1.0)[0], mixture)  # log10(2): under both answers
+    assert (pool._estimates.get(key), pool._strata.get(key)) == cached  # the cache put back as it was
     assert math.isclose(pool.told(key, now, None)[0], backoff)  # the cache keeps the "none" answer
     view = pool.view(key)
     assert math.isclose(math.log10(1.0 + view.estimate(now_s=now, pending_since_s=now - 1.0)), mixture)

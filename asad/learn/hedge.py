@@ -77,7 +77,8 @@ from typing import Any
 from asad.learn.base import clean_wait
 from asad.learn.calibration import Told
 from asad.learn.experts import ExpertsPool
-from asad.learn.hedge_context import NO_FLOOR, ToldIn, disagreement_bucket, floor_share_bucket, told_context
+from asad.learn.hedge_context import (NO_FLOOR, UNSET, ToldIn, disagreement_bucket, floor_share_bucket, floor_top,
+                                      told_context)
 from asad.learn.hedge_memory import RunningMedian, TopMemory, follow
 from asad.learn.key_levels import key_levels_by_slot
 from asad.learn.key_stats import count_bucket
@@ -219,7 +220,8 @@ class HedgePool(ExpertsPool):
             context = disagreement_bucket(backoff, self.mix(panel))
             panel = dataclasses.replace(panel, top=f"{self.levels(key)[-1]}#{context}#top")
         elif self.config.hedge_top_groups == "floor":
-            panel = in_floor_context(panel, NO_FLOOR)  # a job told under a floor: told() moves it
+            # the "none" bucket's; a job told under a floor: told() moves it to its bucket's
+            panel = dataclasses.replace(panel, top=floor_top(panel.group, NO_FLOOR))
         return panel
 
     def told(self, key: str, now_s: float | None = None, pending_since_s: float | None = None,
@@ -237,13 +239,19 @@ class HedgePool(ExpertsPool):
         context = floor_share_bucket(floor, panel.backoff)
         if context == NO_FLOOR:  # the answer cached per key is the "none" context's
             told = super().told(key, now_s, pending_since_s, shifts)
-        else:  # this job's context's answer, put in the cache for the floor and the strata to read
-            panel = in_floor_context(panel, context)
+        else:  # this job's context's answer, put in the cache for the floor and the strata to read,
+            # then the cache put back as it was (the "none" context's, or nothing)
+            saved = [(cache, cache.get(key, UNSET)) for cache in (self._estimates, self._strata)]
+            panel = dataclasses.replace(panel, top=floor_top(panel.group, context))
             self._estimates[key], self._strata[key] = self.answer(panel), self.stratum(panel)
             try:
                 told = super().told(key, now_s, pending_since_s, shifts)
             finally:
-                self._estimates.pop(key, None)
+                for cache, value in saved:
+                    if value is UNSET:
+                        cache.pop(key, None)
+                    else:
+                        cache[key] = value
         return None if told is None else ToldIn(told, context)
 
     def prior(self, spoke: Sequence[int]) -> dict[int, float]:
@@ -552,7 +560,8 @@ class HedgePool(ExpertsPool):
         decided_s = None if at_s is None else float(at_s) - wait
         panel = self.panel(key, decided_s)
         if panel is not None and self.config.hedge_top_groups == "floor":
-            panel = in_floor_context(panel, told_context(told))  # the context it was told in
+            # the context it was told in (the floor is not known now)
+            panel = dataclasses.replace(panel, top=floor_top(panel.group, told_context(told)))
         if panel is not None:
             if told is None:  # rebuilt: the mixture as it stood (the weights since moved little)
                 told = (self.answer(panel), self.stratum(panel), None)
@@ -590,12 +599,6 @@ class HedgePool(ExpertsPool):
         state = super().to_state()
         state["keys"] = {key: self.key_state(key) for key in sorted(self.stats)}
         return state
-
-
-def in_floor_context(panel: Panel, context: str) -> Panel:
-    """``panel`` judged by the top weights of the floor-share bucket ``context``, kept in the
-    cluster's row (``<cluster>#floor:<bucket>#top``)."""
-    return dataclasses.replace(panel, top=f"{panel.group.split('#', 1)[0]}#floor:{context}#top")
 
 
 def _logsumexp(weights: Sequence[float], indices: Sequence[int]) -> float:

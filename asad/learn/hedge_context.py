@@ -54,6 +54,15 @@ def floor_share_bucket(floor: float | None, backoff: float) -> str:
     return FLOOR_NAMES[bisect.bisect_right(FLOOR_EDGES, share)]
 
 
+UNSET = object()  # a key absent from a cache (the pool's told() under a floor puts it back so)
+
+
+def floor_top(group: str, context: str) -> str:
+    """The top group of the floor-share bucket ``context`` for a panel of weight group ``group``,
+    kept in the cluster's row: ``<cluster>#floor:<bucket>#top``."""
+    return f"{group.split('#', 1)[0]}#floor:{context}#top"
+
+
 class ToldIn(tuple):
     """A ``Told`` (estimate, stratum, shifts; still a 3-tuple, so whatever reads a Told reads it)
     that also names the top level's context the job was told in, so the wait's feedback moves that
