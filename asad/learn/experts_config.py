@@ -111,7 +111,9 @@ class ExpertsConfig:
     # account; a key without an account, as in real use, is its cluster). ``hedge_top``
     # "learners-median20" adds a third learner, the answering level's running median of its last
     # 20 waits (the panel's nearest to the ``median-k`` baseline). Twelfth round: "disagreement",
-    # per cluster and bucket of |back-off - mixture| with its sign (asad/learn/hedge_context.py)
+    # per cluster and bucket of |back-off - mixture| with its sign (asad/learn/hedge_context.py);
+    # thirteenth: "floor", per cluster and bucket of the pending floor's share of the back-off's
+    # answer as the job was told (carried back with its wait)
     hedge_top_window: int = 1000
     hedge_top_groups: str = "cluster"
     # judge the top level's learners on what the job would have been told: when the pending floor
@@ -205,8 +207,10 @@ class ExpertsConfig:
                 or self.hedge_top_tau_scope not in ("group", "cluster")):
             raise ValueError("hedge_top_memory_s >= 0 (seconds; 0: every wait) or -1 (off), with the 'leader' "
                              "only; hedge_top_min_n >= 0 with a memory only; hedge_top_tau_scope 'group'|'cluster'")
-        if self.hedge_top_window < 1 or self.hedge_top_groups not in ("cluster", "account", "disagreement"):
-            raise ValueError("hedge_top_window >= 1 (waits) and hedge_top_groups 'cluster'|'account'|'disagreement'")
+        if self.hedge_top_window < 1 or self.hedge_top_groups not in ("cluster", "account", "disagreement",
+                                                                   "floor"):
+            raise ValueError("hedge_top_window >= 1 (waits) and hedge_top_groups 'cluster'|'account'|'disagreement'"
+                             "|'floor'")
         if self.hedge_top_margin < 0 or (self.hedge_top_margin and not memory and (
                 self.hedge_top_loss, self.hedge_top_combine) != ("window", "leader")):
             raise ValueError("hedge_top_margin >= 0, with hedge_top_loss 'window' and the 'leader', or with "

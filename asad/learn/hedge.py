@@ -47,7 +47,8 @@ The eleventh round: ``hedge_top_memory_s`` keeps each top group's judged waits o
 memory (asad/learn/hedge_memory.py) and follows the learner with the smaller mean loss (or
 median |error|) over it, the back-off until the group has ``hedge_top_min_n`` of them; the
 ``clip`` loss, min(|error|, tau) / tau; ``hedge_top_tau_scope: cluster``, the ``over`` loss's
-running threshold over the cluster's waits when the weights are per account.
+running threshold over the cluster's waits when the weights are per account. The twelfth and
+thirteenth: top weights per context (asad/learn/hedge_context.py), ``disagreement`` or ``floor``.
 
 The pending floor (the oldest job of the same class still pending, raising the answer), the
 strata of calibrated quantiles and ACI are the back-off's (:class:`ExpertsPool`, ``backoff``
@@ -76,8 +77,9 @@ from typing import Any
 from asad.learn.base import clean_wait
 from asad.learn.calibration import Told
 from asad.learn.experts import ExpertsPool
-from asad.learn.hedge_context import disagreement_bucket
-from asad.learn.hedge_memory import TopMemory, follow
+from asad.learn.hedge_context import (NO_FLOOR, UNSET, ToldIn, disagreement_bucket, floor_share_bucket, floor_top,
+                                      told_context)
+from asad.learn.hedge_memory import RunningMedian, TopMemory, follow
 from asad.learn.key_levels import key_levels_by_slot
 from asad.learn.key_stats import count_bucket
 
@@ -119,24 +121,6 @@ class Dominant:
     answer_log10: float  # its answer, log10(1 + s)
 
 
-class _RunningMedian:
-    """The median of the last ``size`` values added (kept in arrival order and sorted)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.recent: deque[float] = deque()
-        self.ordered: list[float] = []
-
-    def add(self, value: float) -> None:
-        self.recent.append(value)
-        bisect.insort(self.ordered, value)
-        if len(self.recent) > self.size:
-            del self.ordered[bisect.bisect_left(self.ordered, self.recent.popleft())]
-
-    def median(self) -> float:
-        return self.ordered[len(self.ordered) // 2]
-
-
 @dataclass
 class _Batch:
     """One group's round of batched feedback: the waits that started within ``hedge_batch_s``
@@ -162,7 +146,7 @@ class HedgePool(ExpertsPool):
         self._tau_sorted: dict[str, list[float]] = {}
         # ``hedge_top_loss: window``: each learner's last |errors| per top group (not saved: after
         # a restart the window refills)
-        self._window: dict[tuple[str, int], _RunningMedian] = {}
+        self._window: dict[tuple[str, int], RunningMedian] = {}
         # ``hedge_top_combine: draw``: the learner followed per top group until its next round,
         # drawn from the weights by a seeded generator (not saved: after a restart the leader
         # answers until the next wait)
@@ -235,7 +219,40 @@ class HedgePool(ExpertsPool):
             # group is saved and loaded with the cluster's row like the others
             context = disagreement_bucket(backoff, self.mix(panel))
             panel = dataclasses.replace(panel, top=f"{self.levels(key)[-1]}#{context}#top")
+        elif self.config.hedge_top_groups == "floor":
+            # the "none" bucket's; a job told under a floor: told() moves it to its bucket's
+            panel = dataclasses.replace(panel, top=floor_top(panel.group, NO_FLOOR))
         return panel
+
+    def told(self, key: str, now_s: float | None = None, pending_since_s: float | None = None,
+             shifts: bool = True) -> Told | None:
+        """With ``hedge_top_groups: floor``, the answer of the top group of the floor's share the
+        job is told under (hedge_context.py), carried with what it was told (:class:`ToldIn`)."""
+        if not (self.has_top and self.config.hedge_top_groups == "floor"):
+            return super().told(key, now_s, pending_since_s, shifts)
+        panel = self.panel(key)
+        if panel is None:
+            return None
+        floor = None
+        if self.config.pending_floor and now_s is not None and pending_since_s is not None:
+            floor = math.log10(1.0 + max(0.0, float(now_s) - float(pending_since_s)))
+        context = floor_share_bucket(floor, panel.backoff)
+        if context == NO_FLOOR:  # the answer cached per key is the "none" context's
+            told = super().told(key, now_s, pending_since_s, shifts)
+        else:  # this job's context's answer, put in the cache for the floor and the strata to read,
+            # then the cache put back as it was (the "none" context's, or nothing)
+            saved = [(cache, cache.get(key, UNSET)) for cache in (self._estimates, self._strata)]
+            panel = dataclasses.replace(panel, top=floor_top(panel.group, context))
+            self._estimates[key], self._strata[key] = self.answer(panel), self.stratum(panel)
+            try:
+                told = super().told(key, now_s, pending_since_s, shifts)
+            finally:
+                for cache, value in saved:
+                    if value is UNSET:
+                        cache.pop(key, None)
+                    else:
+                        cache[key] = value
+        return None if told is None else ToldIn(told, context)
 
     def prior(self, spoke: Sequence[int]) -> dict[int, float]:
         """The prior over the experts that spoke (sums to 1): ``hedge_prior`` on the back-off,
@@ -473,7 +490,7 @@ class HedgePool(ExpertsPool):
             for i, e in enumerate(errors):
                 window = self._window.get((group, i))
                 if window is None:
-                    window = self._window[(group, i)] = _RunningMedian(cfg.hedge_top_window)
+                    window = self._window[(group, i)] = RunningMedian(cfg.hedge_top_window)
                 window.add(e)
                 out[i] = window.median()
             return out
@@ -542,6 +559,9 @@ class HedgePool(ExpertsPool):
         wait = clean_wait(wait_s)
         decided_s = None if at_s is None else float(at_s) - wait
         panel = self.panel(key, decided_s)
+        if panel is not None and self.config.hedge_top_groups == "floor":
+            # the context it was told in (the floor is not known now)
+            panel = dataclasses.replace(panel, top=floor_top(panel.group, told_context(told)))
         if panel is not None:
             if told is None:  # rebuilt: the mixture as it stood (the weights since moved little)
                 told = (self.answer(panel), self.stratum(panel), None)

@@ -82,3 +82,22 @@ def follow(statistic: list[float], n: int, kept: int, min_n: int, margin: float)
         return 0
     best = min(range(len(statistic)), key=lambda i: (statistic[i], i))
     return best if statistic[best] < statistic[kept] - margin else kept
+
+
+class RunningMedian:
+    """The median of the last ``size`` values added (kept in arrival order and sorted); the
+    ``window`` loss's per learner and top group (asad/learn/hedge.py)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.recent: deque[float] = deque()
+        self.ordered: list[float] = []
+
+    def add(self, value: float) -> None:
+        self.recent.append(value)
+        bisect.insort(self.ordered, value)
+        if len(self.recent) > self.size:
+            del self.ordered[bisect.bisect_left(self.ordered, self.recent.popleft())]
+
+    def median(self) -> float:
+        return self.ordered[len(self.ordered) // 2]
