@@ -45,7 +45,8 @@ def main() -> int:
             part = self.parts[0]
             q = self.queues[0]
             order = [j for j in (q.jobs[i] for i in range(q.first_live(), len(q.jobs))) if j.queued]
-            print(f"--- pass at {now - t0:.3f}; free cores per node {part.np_free_c.tolist()}; completing {sorted(part.completing)}")
+            sim0 = self.start_fn.__self__
+            print(f"--- pass at {now - t0:.3f}; free cores per node {part.np_free_c.tolist()}; completing {sorted(part.completing)}; last change {sim0._last_change_t - t0:.3f}; last bf end {sim0._last_bf_end - t0:.3f}")
             print("  queue:", ", ".join(
                 f"{j.name}({j.nodes}x{j.cpus_per_node},{int(j.time_limit_s)}s,p={-j.sort_key[0]})"
                 for j in order))
