@@ -451,6 +451,8 @@ def _planned_start_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now,
                              or (by != -INF and not counted and times[i] <= by)):
                 idx[m] = i
                 m += 1
+        if m < k:  # never on a true state (the test above counted k); a stale one: say so
+            raise RuntimeError("plan search: fewer usable nodes than counted (stale kept state)")
         free_idx = np.empty(m, dtype=np.int64)
         for j in range(m):
             free_idx[j] = free_then[idx[j]]
