@@ -173,24 +173,6 @@ def _ensure_sorted(si, s_ok, s_times, s_order, s_sort, sh_c, sh_m, free_c, free_
         s_ok[si] = True
 
 
-def _add_interval(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e, sp_n, se_b, se_e, se_n, n_sp,
-                  min_b, node, b, e):  # noqa: ANN001, ANN202
-    """BackfillMap.reserve for one node of a plan, in every form the pass keeps the plans in:
-    the interval itself, its node's list of intervals (the plan search's clash test), the
-    merged spans in both orders, the node's earliest plan begin. One function for both places
-    that add plans (a search's plan, a start on completing nodes) so no form is left behind.
-    Returns the new counts of intervals and spans."""
-    iv_node[n_iv] = node
-    iv_b[n_iv] = b
-    iv_e[n_iv] = e
-    iv_next[n_iv] = node_iv[node]
-    node_iv[node] = n_iv
-    n_sp = plan_kernel.add_span_twice(sp_b, sp_e, sp_n, se_b, se_e, se_n, n_sp, node, b, e)
-    if b < min_b[node]:
-        min_b[node] = b
-    return n_iv + 1, n_sp
-
-
 def _py_min(a, lo, hi):  # noqa: ANN001, ANN202
     """Python's min() over a[lo:hi], NaN included (a NaN first stays; later ones never win)."""
     m = a[lo]
@@ -481,8 +463,8 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
             for node in nodes:
                 ev_nodes[n_evn] = node
                 n_evn += 1
-                n_iv, n_sp = _add_interval(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e, sp_n,
-                                           se_b, se_e, se_n, n_sp, min_b, node, b, e)
+                n_iv, n_sp = plan_maps.add_interval(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e,
+                                                    sp_n, se_b, se_e, se_n, n_sp, min_b, node, b, e)
             any_plan = True
         if action == 0:
             continue
@@ -546,8 +528,8 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
             n_bnd = plan_kernel.insert_bound(bnd, n_bnd, b)
             n_bnd = plan_kernel.insert_bound(bnd, n_bnd, e)
             for node in nodes:
-                n_iv, n_sp = _add_interval(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e, sp_n,
-                                           se_b, se_e, se_n, n_sp, min_b, node, b, e)
+                n_iv, n_sp = plan_maps.add_interval(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e,
+                                                    sp_n, se_b, se_e, se_n, n_sp, min_b, node, b, e)
             any_plan = True
             continue
         # the start (Simulator._start_job's allocation, BackfillMap.started)
@@ -619,7 +601,6 @@ if plan_kernel.njit is not None:
     count_fitting = plan_kernel.njit(cache=True)(count_fitting)
     _ensure_sorted = plan_kernel.njit(cache=True)(_ensure_sorted)
     _py_min = plan_kernel.njit(cache=True)(_py_min)
-    _add_interval = plan_kernel.njit(cache=True)(_add_interval)
     backfill_pass = plan_kernel.njit(cache=True)(_pass)
 else:  # pragma: no cover
     backfill_pass = None

@@ -308,9 +308,13 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
     that has entered (a span further on that has not yet lies past the window's end, and the
     answer is wanted only up to the cap: a few looks). (Until the ninth session a min-heap of
     the entered spans' ends did this, ~17 % of a search.) The k-th fit time of the usable nodes
-    is a Fenwick tree's select over the nodes in fit-time order (a saturated queue's ~200 held nodes came first in that order and
-    were walked past on every try, ~10 tries a plan). The per-try version (each try looking at
-    every span) is this one's reference in ``tests/test_sim_plan_kernel.py``."""
+    is a select over the nodes in fit-time order (a saturated queue's ~200 held nodes came first
+    in that order and were walked past on every try, ~10 tries a plan): a Fenwick tree built per
+    search until the tenth session, a bitmap by fit-time position now. The per-try version
+    (each try looking at every span) is this one's reference in ``tests/test_sim_plan_kernel.py``.
+
+    This entry makes the per-shape state (fits-now marks, ranks, the intervals per node) for
+    one search and calls ``_planned_start_kept``, which the pass calls with its kept copies."""
     n = len(times)
     fits_now = np.empty(n, dtype=np.bool_)
     n_fits_now = shape_fits(fits_now, free_c, free_m, cpn, mem)

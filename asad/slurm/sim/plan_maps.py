@@ -1,8 +1,9 @@
 """The plans' map that the compiled plan search reads and the pass keeps (numba, as plan_kernel):
 each node's plans merged into spans, the plans' boundaries sorted and distinct (what ``_cap``
 bisects), the same spans in end order (``add_span_by_end``: the tries' window lets spans leave
-in that order), and the Fenwick tree of usable fit times (the k-th one) the window keeps from try
-to try. The heap of span ends (``_heap_push``/``_heap_pop``) did that until the ninth session of
+in that order; ``add_span_twice`` keeps both orders in one walk, ``add_interval`` every form of a
+plan's node), and the bitmap of usable fit-time positions (the k-th one) the window keeps from
+try to try (a Fenwick tree until the tenth session; it stays for the scripts). The heap of span ends (``_heap_push``/``_heap_pop``) did that until the ninth session of
 issue 37; it stays for the scripts that time the earlier search (``scripts/sim_plan_search_*``).
 
 Split from ``plan_kernel`` (the search itself) so that each file holds one idea. Plain Python
@@ -240,6 +241,24 @@ def _add_span_twice(span_b, span_e, span_n, end_b, end_e, end_n, ns, node, b, e)
     return kb + 1
 
 
+def _add_interval(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e, sp_n, se_b, se_e, se_n, n_sp,
+                  min_b, node, b, e):  # noqa: ANN001, ANN202
+    """BackfillMap.reserve for one node of a plan, in every form the pass keeps the plans in:
+    the interval itself, its node's list of intervals (the plan search's clash test), the
+    merged spans in both orders, the node's earliest plan begin. One function for both places
+    that add plans (a search's plan, a start on completing nodes) so no form is left behind.
+    Returns the new counts of intervals and spans."""
+    iv_node[n_iv] = node
+    iv_b[n_iv] = b
+    iv_e[n_iv] = e
+    iv_next[n_iv] = node_iv[node]
+    node_iv[node] = n_iv
+    n_sp = add_span_twice(sp_b, sp_e, sp_n, se_b, se_e, se_n, n_sp, node, b, e)
+    if b < min_b[node]:
+        min_b[node] = b
+    return n_iv + 1, n_sp
+
+
 def _bits_reset(bits, cnt, n):  # noqa: ANN001, ANN202
     """The usable-positions bitmap with every position < n usable: ``bits[w]`` holds positions
     64 w .. 64 w + 63, ``cnt[w]`` how many of them are set. Why a bitmap and not the Fenwick
@@ -374,6 +393,7 @@ if njit is not None:
     add_span = njit(cache=True)(_add_span)
     add_span_by_end = njit(cache=True)(_add_span_by_end)
     add_span_twice = njit(cache=True)(_add_span_twice)
+    add_interval = njit(cache=True)(_add_interval)
     _bits_reset = njit(cache=True)(_bits_reset)
     _bits_clear = njit(cache=True)(_bits_clear)
     _bits_set = njit(cache=True)(_bits_set)
@@ -386,3 +406,4 @@ if njit is not None:
 else:  # pragma: no cover
     distinct_bounds, insert_bound, add_span = _distinct_bounds, _insert_bound, _add_span
     add_span_by_end, by_end, add_span_twice = _add_span_by_end, _by_end, _add_span_twice
+    add_interval = _add_interval
