@@ -257,13 +257,18 @@ class _PlanKernel:
     def planned_start_cursor(self, *a):  # noqa: ANN002, ANN201
         return self.on_search(*a)
 
+    def planned_start_kept(self, *a):  # noqa: ANN002, ANN201
+        # the pass's call since the tenth session: planned_start_cursor's 31 arguments, then the
+        # per-shape state the pass keeps (which planned_start_cursor makes again per search)
+        return self.on_search(*a[:31])
+
 
 def python_pass(on_search):  # noqa: ANN001, ANN201
     """pass_kernel._pass from its own source, run as Python, with the job being planned noted in
     ``CUR[0]`` before each search."""
     src = Path(pass_kernel.__file__).read_text()
     src = src.split("\nif plan_kernel.njit is not None:")[0]
-    call = "start, nodes = plan_kernel.planned_start_cursor("
+    call = "start, nodes = plan_kernel.planned_start_kept("
     assert src.count(call) == 1
     src = src.replace(call, "CUR[0] = j_id[pj_i]; " + call)
     ns = {"__name__": "pass_kernel_recorded"}

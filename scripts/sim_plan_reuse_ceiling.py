@@ -29,12 +29,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sim_pass_replay as replay  # noqa: E402
 
 TREE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CALL = "            start, nodes = plan_kernel.planned_start_cursor("
+# (the pass calls the search with its kept per-shape state since the tenth session)
+CALL = "            start, nodes = plan_kernel.planned_start_kept("
 COPY = """            ci = _find_copy(cp_jid, j_id[pj_i])
             if ci >= 0:
                 start, nodes = cp_start[ci], cp_nodes[cp_off[ci]:cp_off[ci] + cp_len[ci]].copy()
             else:
-                start, nodes = plan_kernel.planned_start_cursor("""
+                start, nodes = plan_kernel.planned_start_kept("""
 FIND = '''
 
 def _find_copy(cp_jid, jid):  # noqa: ANN001, ANN202

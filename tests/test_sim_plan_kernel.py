@@ -182,6 +182,40 @@ def test_spans_kept_one_plan_at_a_time_equal_the_rebuilt_spans(plans) -> None:  
         kept = sorted(zip(span_n[:count].tolist(), span_b[:count].tolist(), span_e[:count].tolist()))
         assert kept == sorted(zip(want_n.tolist(), want_b.tolist(), want_e.tolist()))
         assert span_b[:count].tolist() == sorted(span_b[:count].tolist())  # the search reads them so
+    # the pass adds each plan to both orders in one walk (add_span_twice): the same two arrays
+    sb, se, sn = np.empty(len(plans) + 1), np.empty(len(plans) + 1), np.empty(len(plans) + 1, dtype=np.int64)
+    eb, ee, en = np.empty(len(plans) + 1), np.empty(len(plans) + 1), np.empty(len(plans) + 1, dtype=np.int64)
+    both = 0
+    for i in range(len(plans)):
+        both = plan_kernel.add_span_twice(sb, se, sn, eb, ee, en, both, iv_node[i], iv_b[i], iv_e[i])
+    assert both == count
+    assert (sb[:both].tolist(), se[:both].tolist(), sn[:both].tolist()) == (
+        span_b[:count].tolist(), span_e[:count].tolist(), span_n[:count].tolist())
+    assert (eb[:both].tolist(), ee[:both].tolist(), en[:both].tolist()) == (
+        end_b[:count].tolist(), end_e[:count].tolist(), end_n[:count].tolist())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 200), st.lists(st.tuples(st.integers(0, 199), st.integers(1, 200)), max_size=60))
+def test_the_usable_bitmap_selects_as_a_sorted_list(n, ops) -> None:  # noqa: ANN001
+    """The search's usable positions (plan_maps._bits_*, which replaced the Fenwick tree): after
+    any sequence of positions turned unusable and back (a position toggles), the k-th set
+    position is the k-th of the set kept in Python, across word boundaries (n up to 200)."""
+    bits = np.empty((n + 63) // 64, dtype=np.uint64)
+    cnt = np.empty((n + 63) // 64, dtype=np.int64)
+    plan_kernel._bits_reset(bits, cnt, n)
+    usable = set(range(n))
+    for p, k in ops:
+        p %= n
+        if p in usable:
+            plan_kernel._bits_clear(bits, cnt, p)
+            usable.remove(p)
+        else:
+            plan_kernel._bits_set(bits, cnt, p)
+            usable.add(p)
+        assert int(cnt.sum()) == len(usable)
+        if k <= len(usable):
+            assert plan_kernel._bits_select(bits, cnt, k) == sorted(usable)[k - 1]
 
 
 # The third session's try loop, each try looking at every span and walking the nodes in fit-time
@@ -303,7 +337,7 @@ _planned_start_scan = plan_kernel.njit(_planned_start_scan) if plan_kernel.njit 
 def test_the_kept_window_equals_the_per_try_scan(monkeypatch, n_nodes, running, reservations, shape, guess_s,
                                                  res) -> None:  # noqa: ANN001
     """planned_start_spans (spans entering in begin order, leaving in end order, the k-th
-    usable fit time from a Fenwick tree) plans as the per-try scan does, on random partitions
+    usable fit time from a bitmap) plans as the per-try scan does, on random partitions
     and plans (their ends off the bf_resolution grid too)."""
     plan, job, horizon, got = _random_search(n_nodes, running, reservations, shape)
     if got is None:

@@ -217,6 +217,9 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
     iv_b = np.empty(max(total_nodes, 1))
     iv_e = np.empty(max(total_nodes, 1))
     n_iv = 0
+    # and per node as a list (plan_kernel.node_intervals), for the plan search's clash test
+    iv_next = np.empty(max(total_nodes, 1), dtype=np.int64)
+    node_iv = np.full(n, -1, dtype=np.int64)
     min_b = np.full(n, INF)
     # their boundaries, sorted and distinct (plan_kernel._cap_sorted), kept as plans are added
     bnd = np.empty(max(2 * total_nodes, 1))
@@ -267,6 +270,12 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
     # per shape, how many nodes hold it now (count_fitting); a start makes them stale too
     n_fit = np.zeros(max(n_sh, 1), dtype=np.int64)
     n_fit_ok = np.zeros(max(n_sh, 1), dtype=np.bool_)
+    # per shape, what every plan search of it reads and only a start changes (tenth session):
+    # the nodes it fits on now (with n_fit) and each node's position in its fit-time order
+    s_fits = np.empty((max(n_sh, 1), n), dtype=np.bool_)
+    s_fits_ok = np.zeros(max(n_sh, 1), dtype=np.bool_)
+    s_rank = np.empty((max(n_sh, 1), n), dtype=np.int64)
+    s_rank_ok = np.zeros(max(n_sh, 1), dtype=np.bool_)
     # shapes known to fail: BackfillMap.failed (start now, with plans), failed_free (start now,
     # ignoring plans), no_plan
     f_n = np.empty(n_jobs + 1, dtype=np.int64)
@@ -415,12 +424,20 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
                     np_l[n_np] = lim
                     n_np += 1
                 continue
-            start, nodes = plan_kernel.planned_start_cursor(
+            if not s_fits_ok[si]:
+                n_fit[si] = plan_kernel.shape_fits(s_fits[si], free_c, free_m, c, m)
+                n_fit_ok[si] = True
+                s_fits_ok[si] = True
+            if not s_rank_ok[si]:
+                plan_kernel.shape_rank(s_order[si], s_rank[si])
+                s_rank_ok[si] = True
+            start, nodes = plan_kernel.planned_start_kept(
                 s_times[si], s_order[si], free_c, free_m, k, c, m, float(lim), now, horizon, guess_s,
                 iv_node[:n_iv], iv_b[:n_iv], iv_e[:n_iv], pe[:n_p], pn[:n_p], pc[:n_p], pm[:n_p],
                 first_piece[:n_groups], job_ends[:n_groups], bnd[:n_bnd], res,
                 sp_b[:n_sp], sp_e[:n_sp], sp_n[:n_sp], cur_c, cur_m, cur_g,
-                se_b[:n_sp], se_e[:n_sp], se_n[:n_sp])
+                se_b[:n_sp], se_e[:n_sp], se_n[:n_sp], s_fits[si], n_fit[si], s_rank[si],
+                iv_next[:n_iv], node_iv)
             if start == -INF:
                 if n_np < 64:
                     np_k[n_np] = k
@@ -446,14 +463,8 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
             for node in nodes:
                 ev_nodes[n_evn] = node
                 n_evn += 1
-                iv_node[n_iv] = node
-                iv_b[n_iv] = b
-                iv_e[n_iv] = e
-                n_iv += 1
-                plan_kernel.add_span_by_end(se_b, se_e, se_n, n_sp, node, b, e)
-                n_sp = plan_kernel.add_span(sp_b, sp_e, sp_n, n_sp, node, b, e)
-                if b < min_b[node]:
-                    min_b[node] = b
+                n_iv, n_sp = plan_maps.add_interval(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e,
+                                                    sp_n, se_b, se_e, se_n, n_sp, min_b, node, b, e)
             any_plan = True
         if action == 0:
             continue
@@ -517,14 +528,8 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
             n_bnd = plan_kernel.insert_bound(bnd, n_bnd, b)
             n_bnd = plan_kernel.insert_bound(bnd, n_bnd, e)
             for node in nodes:
-                iv_node[n_iv] = node
-                iv_b[n_iv] = b
-                iv_e[n_iv] = e
-                n_iv += 1
-                plan_kernel.add_span_by_end(se_b, se_e, se_n, n_sp, node, b, e)
-                n_sp = plan_kernel.add_span(sp_b, sp_e, sp_n, n_sp, node, b, e)
-                if b < min_b[node]:
-                    min_b[node] = b
+                n_iv, n_sp = plan_maps.add_interval(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e,
+                                                    sp_n, se_b, se_e, se_n, n_sp, min_b, node, b, e)
             any_plan = True
             continue
         # the start (Simulator._start_job's allocation, BackfillMap.started)
@@ -564,6 +569,8 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
         for s in range(n_sh):
             s_ok[s] = False
             n_fit_ok[s] = False
+            s_fits_ok[s] = False
+            s_rank_ok[s] = False
         cur_g[0] = -1
     # the started nodes' slots were moved by this pass's own start; the next pass's inputs say
     # what the simulator made of it, so they are computed again then

@@ -25,8 +25,9 @@ from asad.slurm.sim.numba_cache import drop_stale_cache
 # the plans' map; add_span, insert_bound, distinct_bounds and _cap are re-exported for pass_kernel
 # and the tests, which read them here
 from asad.slurm.sim.plan_maps import (  # noqa: F401
-    _bisect_right, _cap, _cap_sorted, _free_spans, _heap_pop, _heap_push, _tree_add, _tree_select,
-    add_span, add_span_by_end, by_end, distinct_bounds, insert_bound)
+    _bisect_right, _bits_clear, _bits_reset, _bits_select, _bits_set, _cap, _cap_sorted, _free_spans,
+    _heap_pop, _heap_push, _tree_add, _tree_select, add_span, add_span_by_end, add_span_twice, by_end,
+    distinct_bounds, insert_bound)
 
 try:  # numba is a dependency; its absence (or ASAD_SIM_COMPILED=0) falls back to the reference
     from numba import njit
@@ -307,31 +308,76 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
     that has entered (a span further on that has not yet lies past the window's end, and the
     answer is wanted only up to the cap: a few looks). (Until the ninth session a min-heap of
     the entered spans' ends did this, ~17 % of a search.) The k-th fit time of the usable nodes
-    is a Fenwick tree's select over the nodes in fit-time order (a saturated queue's ~200 held nodes came first in that order and
-    were walked past on every try, ~10 tries a plan). The per-try version (each try looking at
-    every span) is this one's reference in ``tests/test_sim_plan_kernel.py``."""
+    is a select over the nodes in fit-time order (a saturated queue's ~200 held nodes came first
+    in that order and were walked past on every try, ~10 tries a plan): a Fenwick tree built per
+    search until the tenth session, a bitmap by fit-time position now. The per-try version
+    (each try looking at every span) is this one's reference in ``tests/test_sim_plan_kernel.py``.
+
+    This entry makes the per-shape state (fits-now marks, ranks, the intervals per node) for
+    one search and calls ``_planned_start_kept``, which the pass calls with its kept copies."""
     n = len(times)
-    n_iv = len(iv_node)
-    ns = len(span_e)
-    # the nodes the job fits on now; each try counts those a plan holds, not every node
     fits_now = np.empty(n, dtype=np.bool_)
+    n_fits_now = shape_fits(fits_now, free_c, free_m, cpn, mem)
+    rank = np.empty(n, dtype=np.int64)
+    shape_rank(by_time, rank)
+    iv_next, node_iv = node_intervals(n, iv_node)
+    return _planned_start_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon,
+                               guess_s, iv_node, iv_b, iv_e, p_end, p_node, p_c, p_m, first_piece,
+                               job_ends, bounds, res, span_b, span_e, span_n, cur_c, cur_m, cur_g,
+                               end_b, end_e, end_n, fits_now, n_fits_now, rank, iv_next, node_iv)
+
+
+def shape_fits(fits_now, free_c, free_m, cpn, mem):  # noqa: ANN001, ANN202
+    """Into ``fits_now`` the nodes a (cpn, mem) job fits on now; how many (the pass keeps both
+    per shape)."""
+    n = len(free_c)
     n_fits_now = 0
     for i in range(n):
         fits_now[i] = free_c[i] >= cpn and free_m[i] >= mem
         n_fits_now += fits_now[i]
-    rank = np.empty(n, dtype=np.int64)  # each node's position in fit-time order
-    for p in range(n):
+    return n_fits_now
+
+
+def shape_rank(by_time, rank):  # noqa: ANN001, ANN202
+    """Each node's position in fit-time order, into ``rank`` (the pass keeps it per shape)."""
+    for p in range(len(by_time)):
         rank[by_time[p]] = p
+
+
+def node_intervals(n, iv_node):  # noqa: ANN001, ANN202
+    """Each node's plan intervals as a list (``node_iv[node]``: its last, -1 none; ``iv_next[i]``:
+    the one before ``i`` on its node). The pass keeps them as it adds plans."""
+    iv_next = np.empty(len(iv_node), dtype=np.int64)
+    node_iv = np.full(n, -1, dtype=np.int64)
+    for i in range(len(iv_node)):
+        iv_next[i] = node_iv[iv_node[i]]
+        node_iv[iv_node[i]] = i
+    return iv_next, node_iv
+
+
+def _planned_start_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
+                        iv_node, iv_b, iv_e, p_end, p_node, p_c, p_m, first_piece, job_ends, bounds,
+                        res, span_b, span_e, span_n, cur_c, cur_m, cur_g, end_b, end_e, end_n,
+                        fits_now, n_fits_now, rank, iv_next, node_iv):  # noqa: ANN001, ANN202
+    """``planned_start_cursor`` given what depends only on the job's shape and the pass's state
+    between two starts, which the pass keeps instead of making it per search (tenth session: a
+    pass's ~260 searches are of a few shapes and a start comes ~0.8 times a pass): ``fits_now``
+    and ``n_fits_now`` (``shape_fits``), ``rank`` (``shape_rank`` of ``by_time``), and the plan
+    intervals per node (``node_intervals``: the clash test walks the chosen nodes' intervals,
+    not every plan interval with an O(nodes) mark of the chosen ones). The usable nodes in
+    fit-time order are a bitmap (``plan_maps._bits_*``) moved as spans enter and leave, not a
+    Fenwick tree built per search."""
+    n = len(times)
+    ns = len(span_e)
     # the spans that entered the window ([:nb] in begin order) and left it ([:ne] in end order)
     ne = 0
     n_over = np.zeros(n, dtype=np.int64)  # spans of the node overlapping the window
     avail = np.ones(n, dtype=np.bool_)
     n_avail = n
-    tree = np.zeros(n + 1, dtype=np.int64)  # Fenwick tree over fit-time positions: 1 = usable
-    top = 1
-    while top * 2 <= n:
-        top *= 2
-    built = False
+    nw = (n + 63) // 64  # the usable nodes by fit-time position, a bitmap (plan_maps._bits_*)
+    bits = np.empty(max(nw, 1), dtype=np.uint64)
+    cnt = np.empty(max(nw, 1), dtype=np.int64)
+    _bits_reset(bits, cnt, n)
     nb = 0
     held_fit = 0
     start_res = now
@@ -343,7 +389,7 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
             n_over[:] = 0
             avail[:] = True
             n_avail = n
-            built = False
+            _bits_reset(bits, cnt, n)
             nb = ne = held_fit = 0
         last_start = start_res
         end_time = start_res + limit
@@ -355,8 +401,7 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
                 avail[node] = False
                 n_avail -= 1
                 held_fit += fits_now[node]
-                if built:
-                    _tree_add(tree, rank[node] + 1, -1)
+                _bits_clear(bits, cnt, rank[node])
         while ne < ns and end_e[ne] <= start_res:  # those that end by its start leave
             node = end_n[ne]
             ne += 1
@@ -365,8 +410,7 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
                 avail[node] = True
                 n_avail += 1
                 held_fit -= fits_now[node]
-                if built:
-                    _tree_add(tree, rank[node] + 1, 1)
+                _bits_set(bits, cnt, rank[node])
         cap = _cap_sorted(bounds, start_res, end_time)
         # later_start: the first end among the spans overlapping the window, if by the cap
         later = INF
@@ -379,17 +423,9 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
         if n_fits_now - held_fit >= k:
             at, by, gone, counted = now, -INF, 0, False
         else:
-            if not built:  # the first try that needs it: built at once from the usable nodes
-                for p in range(n):
-                    tree[p + 1] = avail[by_time[p]]
-                for i in range(1, n + 1):
-                    up = i + (i & -i)
-                    if up <= n:
-                        tree[up] += tree[i]
-                built = True
             kth = INF
             if n_avail >= k:
-                kth = times[by_time[_tree_select(tree, n, top, k)]]
+                kth = times[by_time[_bits_select(bits, cnt, k)]]
             if kth > later:
                 # The will-run start would be at kth or after, past later_start (or there is
                 # none): either way this try ends in start_res = later, without the walk.
@@ -419,13 +455,12 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
                              or (by != -INF and not counted and times[i] <= by)):
                 idx[m] = i
                 m += 1
+        if m < k:  # never on a true state (the test above counted k); a stale one: say so
+            raise RuntimeError("plan search: fewer usable nodes than counted (stale kept state)")
         free_idx = np.empty(m, dtype=np.int64)
         for j in range(m):
             free_idx[j] = free_then[idx[j]]
         nodes = _consec_pick(idx[:m], free_idx, k, cpn)
-        chosen = np.zeros(n, dtype=np.bool_)
-        for node in nodes:
-            chosen[node] = True
         clash_end = INF
         clash = False
         # _test_resv_overlap (backfill.c): the plan [start, start + limit], both rounded down to
@@ -433,10 +468,13 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
         # reservation that begins as this plan ends does not clash (issue 37)
         b_res = (start // res) * res
         e_res = ((start + limit) // res) * res
-        for i in range(n_iv):
-            if chosen[iv_node[i]] and iv_e[i] > b_res and iv_b[i] < e_res:
-                clash = True
-                clash_end = min(clash_end, iv_e[i])
+        for node in nodes:  # (distinct nodes: each interval looked at once)
+            i = node_iv[node]
+            while i >= 0:
+                if iv_e[i] > b_res and iv_b[i] < e_res:
+                    clash = True
+                    clash_end = min(clash_end, iv_e[i])
+                i = iv_next[i]
         if clash:
             start_res = start if start > start_res else clash_end
             continue
@@ -456,9 +494,14 @@ if njit is not None:
     _will_run = njit(cache=True)(_will_run)
     new_cursor = njit(cache=True)(new_cursor)
     _free_after = njit(cache=True)(_free_after)
+    shape_fits = njit(cache=True)(shape_fits)
+    shape_rank = njit(cache=True)(shape_rank)
+    node_intervals = njit(cache=True)(node_intervals)
+    planned_start_kept = _planned_start_kept = njit(cache=True)(_planned_start_kept)
     planned_start_cursor = _planned_start_cursor = njit(cache=True)(_planned_start_cursor)
     planned_start_spans = njit(cache=True)(_planned_start_spans)
     _planned_start_spans = planned_start_spans
     planned_start = njit(cache=True)(_planned_start)
 else:  # pragma: no cover
     planned_start = consec_pick = find_consec = planned_start_spans = planned_start_cursor = None
+    planned_start_kept = None

@@ -1,8 +1,9 @@
 """The plans' map that the compiled plan search reads and the pass keeps (numba, as plan_kernel):
 each node's plans merged into spans, the plans' boundaries sorted and distinct (what ``_cap``
 bisects), the same spans in end order (``add_span_by_end``: the tries' window lets spans leave
-in that order), and the Fenwick tree of usable fit times (the k-th one) the window keeps from try
-to try. The heap of span ends (``_heap_push``/``_heap_pop``) did that until the ninth session of
+in that order; ``add_span_twice`` keeps both orders in one walk, ``add_interval`` every form of a
+plan's node), and the bitmap of usable fit-time positions (the k-th one) the window keeps from
+try to try (a Fenwick tree until the tenth session; it stays for the scripts). The heap of span ends (``_heap_push``/``_heap_pop``) did that until the ninth session of
 issue 37; it stays for the scripts that time the earlier search (``scripts/sim_plan_search_*``).
 
 Split from ``plan_kernel`` (the search itself) so that each file holds one idea. Plain Python
@@ -191,6 +192,124 @@ def _add_span_by_end(end_b, end_e, end_n, ns, node, b, e):  # noqa: ANN001, ANN2
     return kept + 1
 
 
+def _add_span_twice(span_b, span_e, span_n, end_b, end_e, end_n, ns, node, b, e):  # noqa: ANN001, ANN202
+    """``_add_span`` and ``_add_span_by_end`` in one walk over the spans (the pass keeps both
+    orders of the same spans): the same spans are absorbed from each order (the node's spans
+    meeting [b, e]; both orders hold the same set, so the merged span's bounds come from the
+    begin order), then the merged span goes after every span that begins by its begin in one
+    order and after every span that ends by its end in the other. The new count. Why one
+    function: two copies of the absorb rule could drift apart (a span absorbed in one order
+    and not the other would make the window's counts wrong), and one loop over ~500 spans
+    costs less than two."""
+    lo, hi = b, e
+    kb = 0
+    ke = 0
+    for i in range(ns):
+        if span_n[i] == node and span_b[i] <= e and b <= span_e[i]:
+            lo = min(lo, span_b[i])
+            hi = max(hi, span_e[i])
+        else:  # kept, moved down over the absorbed ones
+            span_b[kb] = span_b[i]
+            span_e[kb] = span_e[i]
+            span_n[kb] = span_n[i]
+            kb += 1
+        if not (end_n[i] == node and end_b[i] <= e and b <= end_e[i]):
+            end_b[ke] = end_b[i]
+            end_e[ke] = end_e[i]
+            end_n[ke] = end_n[i]
+            ke += 1
+    at = kb  # after every span that begins by lo
+    while at > 0 and span_b[at - 1] > lo:
+        at -= 1
+    for i in range(kb, at, -1):
+        span_b[i] = span_b[i - 1]
+        span_e[i] = span_e[i - 1]
+        span_n[i] = span_n[i - 1]
+    span_b[at] = lo
+    span_e[at] = hi
+    span_n[at] = node
+    at = ke  # after every span that ends by hi
+    while at > 0 and end_e[at - 1] > hi:
+        at -= 1
+    for i in range(ke, at, -1):
+        end_b[i] = end_b[i - 1]
+        end_e[i] = end_e[i - 1]
+        end_n[i] = end_n[i - 1]
+    end_b[at] = lo
+    end_e[at] = hi
+    end_n[at] = node
+    return kb + 1
+
+
+def _add_interval(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e, sp_n, se_b, se_e, se_n, n_sp,
+                  min_b, node, b, e):  # noqa: ANN001, ANN202
+    """BackfillMap.reserve for one node of a plan, in every form the pass keeps the plans in:
+    the interval itself, its node's list of intervals (the plan search's clash test), the
+    merged spans in both orders, the node's earliest plan begin. One function for both places
+    that add plans (a search's plan, a start on completing nodes) so no form is left behind.
+    Returns the new counts of intervals and spans."""
+    iv_node[n_iv] = node
+    iv_b[n_iv] = b
+    iv_e[n_iv] = e
+    iv_next[n_iv] = node_iv[node]
+    node_iv[node] = n_iv
+    n_sp = add_span_twice(sp_b, sp_e, sp_n, se_b, se_e, se_n, n_sp, node, b, e)
+    if b < min_b[node]:
+        min_b[node] = b
+    return n_iv + 1, n_sp
+
+
+def _bits_reset(bits, cnt, n):  # noqa: ANN001, ANN202
+    """The usable-positions bitmap with every position < n usable: ``bits[w]`` holds positions
+    64 w .. 64 w + 63, ``cnt[w]`` how many of them are set. Why a bitmap and not the Fenwick
+    tree it replaced (tenth session): the tree was built per search from every node (O(nodes)
+    reads and sums) at its first try that needed it, then moved in O(log n) per span that
+    entered or left; the bitmap starts full in ~10 word writes, moves in O(1), and its select
+    reads ~10 counts and one word."""
+    nw = len(bits)
+    for w in range(nw):
+        left = n - 64 * w
+        if left >= 64:
+            bits[w] = np.uint64(0xFFFFFFFFFFFFFFFF)
+            cnt[w] = 64
+        else:
+            bits[w] = (np.uint64(1) << np.uint64(left)) - np.uint64(1) if left > 0 else np.uint64(0)
+            cnt[w] = max(left, 0)
+
+
+def _bits_clear(bits, cnt, p):  # noqa: ANN001, ANN202
+    """Position ``p`` (set) becomes unusable."""
+    w = p >> 6
+    bits[w] &= ~(np.uint64(1) << np.uint64(p & 63))
+    cnt[w] -= 1
+
+
+def _bits_set(bits, cnt, p):  # noqa: ANN001, ANN202
+    """Position ``p`` (clear) becomes usable."""
+    w = p >> 6
+    bits[w] |= np.uint64(1) << np.uint64(p & 63)
+    cnt[w] += 1
+
+
+def _bits_select(bits, cnt, k):  # noqa: ANN001, ANN202
+    """The 0-based position of the k-th set bit (there are at least k): the word by its count,
+    then the word's lowest set bits dropped until the k-th is the lowest, found by halving."""
+    w = 0
+    while cnt[w] < k:
+        k -= cnt[w]
+        w += 1
+    x = bits[w]
+    for _ in range(k - 1):
+        x &= x - np.uint64(1)
+    x &= ~x + np.uint64(1)  # the lowest set bit alone
+    pos = 0
+    for sh in (32, 16, 8, 4, 2, 1):
+        if x >> np.uint64(sh):
+            x >>= np.uint64(sh)
+            pos += sh
+    return 64 * w + pos
+
+
 def _by_end(span_b, span_e, span_n):  # noqa: ANN001, ANN202
     """The spans in order of their ends (stable: ties in begin order), for a search given only
     the begin order (``plan_kernel.planned_start_spans``)."""
@@ -273,6 +392,12 @@ if njit is not None:
     insert_bound = njit(cache=True)(_insert_bound)
     add_span = njit(cache=True)(_add_span)
     add_span_by_end = njit(cache=True)(_add_span_by_end)
+    add_span_twice = njit(cache=True)(_add_span_twice)
+    add_interval = njit(cache=True)(_add_interval)
+    _bits_reset = njit(cache=True)(_bits_reset)
+    _bits_clear = njit(cache=True)(_bits_clear)
+    _bits_set = njit(cache=True)(_bits_set)
+    _bits_select = njit(cache=True)(_bits_select)
     by_end = njit(cache=True)(_by_end)
     _tree_add = njit(cache=True)(_tree_add)
     _tree_select = njit(cache=True)(_tree_select)
@@ -280,4 +405,5 @@ if njit is not None:
     _heap_pop = njit(cache=True)(_heap_pop)
 else:  # pragma: no cover
     distinct_bounds, insert_bound, add_span = _distinct_bounds, _insert_bound, _add_span
-    add_span_by_end, by_end = _add_span_by_end, _by_end
+    add_span_by_end, by_end, add_span_twice = _add_span_by_end, _by_end, _add_span_twice
+    add_interval = _add_interval
