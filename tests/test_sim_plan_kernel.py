@@ -158,10 +158,10 @@ def test_a_plan_may_end_as_a_reservation_begins(reference, res, begin, want) -> 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 5), boundary, st.integers(0, 8)), max_size=40))
 def test_spans_kept_one_plan_at_a_time_equal_the_rebuilt_spans(plans) -> None:  # noqa: ANN001
-    """The pass kernel keeps the plans' merged spans with add_span as plans are added; after
-    every plan they are _free_spans's (the same spans, in begin order), touching plans and
-    zero-length ones included (the grid makes shared boundaries common); and the same spans kept
-    in end order beside them with add_span_by_end (the search lets spans leave in that order)."""
+    """The pass kernel keeps the plans' merged spans with add_span_twice as plans are added; after
+    every plan they are _free_spans's (the same spans), touching plans and zero-length ones
+    included (the grid makes shared boundaries common), once in begin order (the search lets
+    spans enter its window so) and once in end order (it lets them leave so)."""
     n_nodes = 6
     iv_node = np.array([node for node, _, _ in plans], dtype=np.int64)
     iv_b = np.array([b for _, b, _ in plans], dtype=np.float64)
@@ -172,27 +172,14 @@ def test_spans_kept_one_plan_at_a_time_equal_the_rebuilt_spans(plans) -> None:  
     end_n = np.empty(len(plans) + 1, dtype=np.int64)
     count = 0
     for i in range(len(plans)):
-        by_end = plan_kernel.add_span_by_end(end_b, end_e, end_n, count, iv_node[i], iv_b[i], iv_e[i])
-        count = plan_kernel.add_span(span_b, span_e, span_n, count, iv_node[i], iv_b[i], iv_e[i])
-        assert by_end == count
-        kept_by_end = sorted(zip(end_n[:count].tolist(), end_b[:count].tolist(), end_e[:count].tolist()))
-        assert kept_by_end == sorted(zip(span_n[:count].tolist(), span_b[:count].tolist(), span_e[:count].tolist()))
-        assert end_e[:count].tolist() == sorted(end_e[:count].tolist())
+        count = plan_kernel.add_span_twice(span_b, span_e, span_n, end_b, end_e, end_n, count,
+                                           iv_node[i], iv_b[i], iv_e[i])
         want_b, want_e, want_n = plan_kernel._free_spans(n_nodes, iv_node[:i + 1], iv_b[:i + 1], iv_e[:i + 1])
-        kept = sorted(zip(span_n[:count].tolist(), span_b[:count].tolist(), span_e[:count].tolist()))
-        assert kept == sorted(zip(want_n.tolist(), want_b.tolist(), want_e.tolist()))
-        assert span_b[:count].tolist() == sorted(span_b[:count].tolist())  # the search reads them so
-    # the pass adds each plan to both orders in one walk (add_span_twice): the same two arrays
-    sb, se, sn = np.empty(len(plans) + 1), np.empty(len(plans) + 1), np.empty(len(plans) + 1, dtype=np.int64)
-    eb, ee, en = np.empty(len(plans) + 1), np.empty(len(plans) + 1), np.empty(len(plans) + 1, dtype=np.int64)
-    both = 0
-    for i in range(len(plans)):
-        both = plan_kernel.add_span_twice(sb, se, sn, eb, ee, en, both, iv_node[i], iv_b[i], iv_e[i])
-    assert both == count
-    assert (sb[:both].tolist(), se[:both].tolist(), sn[:both].tolist()) == (
-        span_b[:count].tolist(), span_e[:count].tolist(), span_n[:count].tolist())
-    assert (eb[:both].tolist(), ee[:both].tolist(), en[:both].tolist()) == (
-        end_b[:count].tolist(), end_e[:count].tolist(), end_n[:count].tolist())
+        want = sorted(zip(want_n.tolist(), want_b.tolist(), want_e.tolist()))
+        assert sorted(zip(span_n[:count].tolist(), span_b[:count].tolist(), span_e[:count].tolist())) == want
+        assert sorted(zip(end_n[:count].tolist(), end_b[:count].tolist(), end_e[:count].tolist())) == want
+        assert span_b[:count].tolist() == sorted(span_b[:count].tolist())
+        assert end_e[:count].tolist() == sorted(end_e[:count].tolist())
 
 
 @settings(max_examples=300, deadline=None)

@@ -22,11 +22,11 @@ import numpy as np
 from asad.slurm.sim import plan_maps
 from asad.slurm.sim.numba_cache import drop_stale_cache
 
-# the plans' map; add_span, insert_bound, distinct_bounds and _cap are re-exported for pass_kernel
+# the plans' map; add_span_twice, insert_bound, distinct_bounds and _cap are re-exported for pass_kernel
 # and the tests, which read them here
 from asad.slurm.sim.plan_maps import (  # noqa: F401
     _bisect_right, _bits_clear, _bits_reset, _bits_select, _bits_set, _cap, _cap_sorted, _free_spans,
-    _heap_pop, _heap_push, _tree_add, _tree_select, add_span, add_span_by_end, add_span_twice, by_end,
+    _heap_pop, _heap_push, _tree_add, _tree_select, add_span_twice, by_end,
     distinct_bounds, insert_bound)
 
 try:  # numba is a dependency; its absence (or ASAD_SIM_COMPILED=0) falls back to the reference
@@ -293,11 +293,11 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
                           iv_node, iv_b, iv_e, p_end, p_node, p_c, p_m, first_piece, job_ends, bounds,
                           res, span_b, span_e, span_n, cur_c, cur_m, cur_g, end_b, end_e, end_n):  # noqa: ANN001, ANN202
     """``_planned_start`` given the plans' merged spans (``_free_spans``, or kept by the pass
-    kernel with ``add_span`` as it adds plans instead of rebuilt per plan: ~a fifth of a plan's
+    kernel with ``add_span_twice`` as it adds plans instead of rebuilt per plan: ~a fifth of a plan's
     cost on a saturated queue).
 
-    The spans come twice: ``span_*`` in order of their begins (``add_span`` keeps them so) and
-    ``end_*`` in order of their ends (``add_span_by_end``). The tries'
+    The spans come twice: ``span_*`` in order of their begins and ``end_*`` in order of their
+    ends (``add_span_twice`` keeps both). The tries'
     window [start_res, start_res + limit] only moves forward (each try ends at a later
     ``start_res``: a span's end past it, a will-run start past it, or a clashing plan's end, a
     multiple of ``res`` past ``start_res``'s own multiple), so the held nodes are kept from try

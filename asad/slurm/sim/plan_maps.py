@@ -1,7 +1,7 @@
 """The plans' map that the compiled plan search reads and the pass keeps (numba, as plan_kernel):
 each node's plans merged into spans, the plans' boundaries sorted and distinct (what ``_cap``
-bisects), the same spans in end order (``add_span_by_end``: the tries' window lets spans leave
-in that order; ``add_span_twice`` keeps both orders in one walk, ``add_interval`` every form of a
+bisects), the same spans in end order (the tries' window lets spans leave in that order;
+``add_span_twice`` keeps both orders in one walk, ``add_interval`` every form of a
 plan's node), and the bitmap of usable fit-time positions (the k-th one) the window keeps from
 try to try (a Fenwick tree until the tenth session; it stays for the scripts). The heap of span ends (``_heap_push``/``_heap_pop``) did that until the ninth session of
 issue 37; it stays for the scripts that time the earlier search (``scripts/sim_plan_search_*``).
@@ -132,75 +132,17 @@ def _cap_sorted(bnd, start_res, end_time):  # noqa: ANN001, ANN202
     return bnd[i + 1] if i + 1 < u else bnd[u - 1]
 
 
-def _add_span(span_b, span_e, span_n, ns, node, b, e):  # noqa: ANN001, ANN202
-    """Add the plan interval [b, e] of ``node`` to the merged spans ``[:ns]``, kept in order of
-    their begins (room for one more behind); the new count. A node's spans are the union of its
-    plans, those that meet or touch joined (what ``_free_spans`` makes by merging in begin
-    order), so the interval absorbs every span of the node it meets. The plan search reads the
-    spans in begin order (they enter its window in that order)."""
-    lo, hi = b, e
-    kept = 0
-    for i in range(ns):
-        if span_n[i] == node and span_b[i] <= e and b <= span_e[i]:
-            lo = min(lo, span_b[i])
-            hi = max(hi, span_e[i])
-        else:  # kept, moved down over the absorbed ones
-            span_b[kept] = span_b[i]
-            span_e[kept] = span_e[i]
-            span_n[kept] = span_n[i]
-            kept += 1
-    at = kept  # after every span that begins by lo
-    while at > 0 and span_b[at - 1] > lo:
-        at -= 1
-    for i in range(kept, at, -1):
-        span_b[i] = span_b[i - 1]
-        span_e[i] = span_e[i - 1]
-        span_n[i] = span_n[i - 1]
-    span_b[at] = lo
-    span_e[at] = hi
-    span_n[at] = node
-    return kept + 1
-
-
-def _add_span_by_end(end_b, end_e, end_n, ns, node, b, e):  # noqa: ANN001, ANN202
-    """``_add_span`` on the same spans kept in order of their ends (room for one more behind);
-    the new count. The same spans are absorbed (the node's spans meeting [b, e]) and the merged
-    one goes after every span that ends by its end. The plan search walks this order to let
-    spans leave its window as its start passes their ends, instead of a heap of ends per
-    search (the heap was ~17 % of a search's cost on a saturated queue)."""
-    lo, hi = b, e
-    kept = 0
-    for i in range(ns):
-        if end_n[i] == node and end_b[i] <= e and b <= end_e[i]:
-            lo = min(lo, end_b[i])
-            hi = max(hi, end_e[i])
-        else:
-            end_b[kept] = end_b[i]
-            end_e[kept] = end_e[i]
-            end_n[kept] = end_n[i]
-            kept += 1
-    at = kept
-    while at > 0 and end_e[at - 1] > hi:
-        at -= 1
-    for i in range(kept, at, -1):
-        end_b[i] = end_b[i - 1]
-        end_e[i] = end_e[i - 1]
-        end_n[i] = end_n[i - 1]
-    end_b[at] = lo
-    end_e[at] = hi
-    end_n[at] = node
-    return kept + 1
-
-
 def _add_span_twice(span_b, span_e, span_n, end_b, end_e, end_n, ns, node, b, e):  # noqa: ANN001, ANN202
-    """``_add_span`` and ``_add_span_by_end`` in one walk over the spans (the pass keeps both
-    orders of the same spans): the same spans are absorbed from each order (the node's spans
-    meeting [b, e]; both orders hold the same set, so the merged span's bounds come from the
-    begin order), then the merged span goes after every span that begins by its begin in one
-    order and after every span that ends by its end in the other. The new count. Why one
-    function: two copies of the absorb rule could drift apart (a span absorbed in one order
-    and not the other would make the window's counts wrong), and one loop over ~500 spans
-    costs less than two."""
+    """Add the plan interval [b, e] of ``node`` to the merged spans ``[:ns]``, kept twice: in
+    order of their begins (``span_*``, the order they enter the plan search's window) and of their
+    ends (``end_*``, the order they leave it); room for one more behind in each; the new count.
+    A node's spans are the union of its plans, those that meet or touch joined (what
+    ``_free_spans`` makes by merging in begin order), so the interval absorbs every span of the
+    node it meets, in each order (both hold the same set, so the merged span's bounds come from
+    the begin order); the merged span goes after every span that begins by its begin in one
+    order and after every span that ends by its end in the other. One walk keeps both, so the
+    absorb rule cannot drift apart between them (a span absorbed in one order and not the other
+    would make the window's counts wrong), and one loop over ~500 spans costs less than two."""
     lo, hi = b, e
     kb = 0
     ke = 0
@@ -390,8 +332,6 @@ if njit is not None:
     _cap_sorted = njit(cache=True)(_cap_sorted)
     distinct_bounds = njit(cache=True)(_distinct_bounds)
     insert_bound = njit(cache=True)(_insert_bound)
-    add_span = njit(cache=True)(_add_span)
-    add_span_by_end = njit(cache=True)(_add_span_by_end)
     add_span_twice = njit(cache=True)(_add_span_twice)
     add_interval = njit(cache=True)(_add_interval)
     _bits_reset = njit(cache=True)(_bits_reset)
@@ -404,6 +344,6 @@ if njit is not None:
     _heap_push = njit(cache=True)(_heap_push)
     _heap_pop = njit(cache=True)(_heap_pop)
 else:  # pragma: no cover
-    distinct_bounds, insert_bound, add_span = _distinct_bounds, _insert_bound, _add_span
-    add_span_by_end, by_end, add_span_twice = _add_span_by_end, _by_end, _add_span_twice
+    distinct_bounds, insert_bound = _distinct_bounds, _insert_bound
+    by_end, add_span_twice = _by_end, _add_span_twice
     add_interval = _add_interval
