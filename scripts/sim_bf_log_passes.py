@@ -131,6 +131,11 @@ def main() -> int:
         print(f"pass {i:3d} log {a if a is None else round(a, 3)} replay {b if b is None else round(b, 3)}{mark}")
         if mark:
             break
+    # where the thread skipped a look (a gap of 3 s or more between passes: the phase moves)
+    def gaps(ts: list[float]) -> list[tuple[float, float]]:
+        return [(round(a, 2), round(b - a, 2)) for a, b in zip(ts, ts[1:]) if b - a > 2.5 and lo <= a <= hi]
+    print(f"# gaps > 2.5 s (pass before, gap): log {gaps(logged)}")
+    print(f"#                                  replay {gaps(replayed)}")
     c = svr.compare(rec, out)
     print(f"# bf_poll replay vs run: tau {c['kendall_tau']} median {c['median_abs_start_diff_s']} s")
     return 0

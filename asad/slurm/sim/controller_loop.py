@@ -55,7 +55,7 @@ class ControllerLoop:
                     # its end and clears the marks at the next pass's start, each time setting
                     # last_node_update (_handle_planned, backfill.c): the next look has work
                     planned = self._plans_on_idle_nodes()
-                    if planned or self._bf_planned:
+                    if planned or self._bf_planned or self._plans_later(now):
                         self._last_change_t = now
                     self._bf_planned = planned
                     self._bf_next = now + (cfg.bf_interval_s if cfg.bf_tick_s is None else cfg.bf_tick_s) + length
@@ -84,6 +84,22 @@ class ControllerLoop:
         sched = self.sched
         if sched.blockers and sched.eligible_count > len(sched.blockers):
             self._last_change_t = now
+
+    def _plans_later(self, now: float) -> bool:
+        """Whether the backfill pass just made planned a pending job to start later than now.
+        _attempt_backfill clears every pending job's start_time at its start
+        (_clear_job_estimates); for each job it then finds a start for, the will-run test sets
+        start_time = now, and a plan later than that sets it again and sets last_job_update = now
+        (``if (start_res > job_ptr->start_time)``, backfill.c, 22.05.8): so while any pending job
+        has a plan, the next look has work and the thread runs every bf_interval. The debug-level
+        logs of fairshare-users 5-6 show exactly that (a pass every 2 s, no skipped look, from the
+        first pending job to the queue's end). A plan a second ahead because the job's nodes are
+        still completing (start_time = now + 1 after that test) sets nothing: left out."""
+        for part in self.sched.parts:
+            for res in part.reservations:
+                if res.start > now and res.start != now + 1.0:
+                    return True
+        return False
 
     def _plans_on_idle_nodes(self) -> bool:
         """Whether the backfill pass just made planned a job on a node that runs no job (the
