@@ -86,19 +86,39 @@ class ControllerLoop:
             self._last_change_t = now
 
     def _plans_later(self, now: float) -> bool:
-        """Whether the backfill pass just made planned a pending job to start later than now.
-        _attempt_backfill clears every pending job's start_time at its start
-        (_clear_job_estimates); for each job it then finds a start for, the will-run test sets
-        start_time = now, and a plan later than that sets it again and sets last_job_update = now
-        (``if (start_res > job_ptr->start_time)``, backfill.c, 22.05.8): so while any pending job
-        has a plan, the next look has work and the thread runs every bf_interval. The debug-level
-        logs of fairshare-users 5-6 show exactly that (a pass every 2 s, no skipped look, from the
-        first pending job to the queue's end). A plan a second ahead because the job's nodes are
-        still completing (start_time = now + 1 after that test) sets nothing: left out."""
-        for part in self.sched.parts:
-            for res in part.reservations:
-                if res.start > now and res.start != now + 1.0:
-                    return True
+        """Whether the backfill pass just made planned a pending job later than the running jobs
+        alone would let it start on the plan's nodes: a plan held back by another plan.
+        _attempt_backfill clears every pending job's start_time (_clear_job_estimates); the
+        will-run test on the nodes free of plans at start_res sets start_time to when the running
+        jobs there leave room (select's _will_run_test ignores plans), and ``if (start_res >
+        job_ptr->start_time)`` sets last_job_update = now (backfill.c, 22.05.8). A plan set by a
+        running job's end sets nothing (multifactor 7: passes 7 s apart while m21 pended); one held
+        back by a higher job's plan does, so the next look has work. fairshare-users 5's
+        debug-level log: a pass every 2 s, no look skipped, while u04 waited behind u29's plan.
+        A plan a second ahead because its nodes are still completing (start_time = now + 1 after
+        that test) sets nothing: left out. One partition only (node numbers are the partition's)."""
+        if len(self.sched.parts) != 1:
+            return False
+        part = self.sched.parts[0]
+        later = [r for r in part.reservations if r.start > now and r.start != now + 1.0]
+        if not later:
+            return False
+        ends: dict[int, list[tuple[float, int, int]]] = {}
+        for job in self._running.values():
+            for node in job.alloc_nodes:
+                ends.setdefault(node, []).append(
+                    (job.start_time + job.time_limit_s, job.cpus_per_node, job.mem_per_node_mb))
+        for res in later:
+            room_at = now  # when every node of the plan has room, running jobs' expected ends only
+            for node in res.nodes:
+                cores, mem, t = int(part.np_free_c[node]), int(part.np_free_m[node]), now
+                for end, c, m in sorted(ends.get(node, ())):
+                    if cores >= res.cores and mem >= res.mem_mb:
+                        break
+                    cores, mem, t = cores + c, mem + m, end
+                room_at = max(room_at, t)
+            if res.start > room_at + 0.5:  # Slurm compares whole seconds
+                return True
         return False
 
     def _plans_on_idle_nodes(self) -> bool:
