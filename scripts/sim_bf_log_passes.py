@@ -103,7 +103,11 @@ def main() -> int:
     ap.add_argument("id")
     ap.add_argument("--from", dest="t_from", type=float, default=0.0)
     ap.add_argument("--until", type=float, default=1e9)
+    ap.add_argument("--without-plan-rule", action="store_true",
+                    help="replay without b37p's rule (a plan held back by a plan is work for the next look)")
     args = ap.parse_args()
+    if args.without_plan_rule:
+        cl_mod.ControllerLoop._plans_later = lambda self, now: False
     rec = next(r for r in svr.load_recordings(None) if r["id"] == args.id)
     events = log_events(rec)
     passes, updates, out = replay_passes(rec)
@@ -136,6 +140,11 @@ def main() -> int:
         return [(round(a, 2), round(b - a, 2)) for a, b in zip(ts, ts[1:]) if b - a > 2.5 and lo <= a <= hi]
     print(f"# gaps > 2.5 s (pass before, gap): log {gaps(logged)}")
     print(f"#                                  replay {gaps(replayed)}")
+    first = replayed[0] if replayed else 0.0
+    seen = [a for a in logged if first - 0.5 <= a <= hi and a >= lo]
+    hit = sum(1 for a in seen if any(abs(a - b) <= 0.5 for b in replayed))
+    print(f"# logged passes from the replay's first on with a replay pass within 0.5 s (the same look): {hit} of {len(seen)}; "
+          f"replay passes {sum(1 for b in replayed if lo <= b <= hi)}")
     c = svr.compare(rec, out)
     print(f"# bf_poll replay vs run: tau {c['kendall_tau']} median {c['median_abs_start_diff_s']} s")
     return 0
