@@ -19,6 +19,7 @@
 # socket and port) and slurmdbd. Nothing under /etc is read or written. Ports start at
 # $ASAD_CLUSTER_PORT_BASE (default 16810): +0 slurmctld, +1 slurmdbd, +2 MariaDB, +10.. one per slurmd.
 # $ASAD_SLURMD_DEBUG (default info): SlurmdDebug, e.g. debug4 (slurmd then logs how each job end was answered).
+# $ASAD_SLURMCTLD_DEBUG (default info): SlurmctldDebug, e.g. debug (backfill logs "beginning" at every pass).
 #
 # Idempotent: `up` starts only the daemons that are not running; `down` stops only the daemons whose
 # pid files `up` wrote. Needs root (slurmd launches jobs; CI runs as root).
@@ -181,7 +182,7 @@ SlurmctldPidFile=$DIR/run/slurmctld.pid
 SlurmdPidFile=$DIR/run/slurmd-%n.pid
 SlurmctldLogFile=$DIR/log/slurmctld.log
 SlurmdLogFile=$DIR/log/slurmd-%n.log
-SlurmctldDebug=info
+SlurmctldDebug=${ASAD_SLURMCTLD_DEBUG:-info}
 SlurmdDebug=${ASAD_SLURMD_DEBUG:-info}
 SlurmdParameters=config_overrides
 ProctrackType=proctrack/linuxproc

@@ -298,6 +298,30 @@ def test_bf_poll_jobs_passed_over_behind_a_blocked_partition_are_work_for_the_ne
     assert passes == {1: 1, 2: 2}
 
 
+def test_bf_poll_a_plan_held_back_by_another_plan_is_work_for_the_next_look():
+    # _attempt_backfill sets last_job_update when a job's plan (start_res) is later than the
+    # will-run start on its nodes, which counts running jobs only (backfill.c, 22.05.8): a job
+    # held back by a higher job's plan. With the head planned on all nodes at the filler's end,
+    # the small job behind it is planned after the head's end: every pass leaves work, so the
+    # thread keeps bf_interval (101, 131, 161 s). With the small job alone, its plan is the
+    # filler's end (a running job's), which sets nothing: no pass at 161 s (the look at 131 s
+    # still sees the submissions' main pass). fairshare-users 5-6's debug-level logs: a pass
+    # every 2 s while u04 waited behind u29's plan.
+    passes = {}
+    for head in (False, True):
+        sim = _bf_poll_sim()
+        sim.submit(job(nodes=4, cpus=28, runtime=5000, limit=5000))  # every node full
+        sim.run_until(T0 + 100.5)
+        if head:
+            sim.submit(job(nodes=4, cpus=28, runtime=100, limit=600))  # planned at 5000 s, all nodes
+        sim.submit(job(nodes=1, cpus=8, runtime=100, limit=600))
+        sim.run_until(T0 + 150.0)
+        before = sim.sched.backfill_passes
+        sim.run_until(T0 + 165.0)
+        passes[head] = sim.sched.backfill_passes - before
+    assert passes == {False: 0, True: 1}
+
+
 def test_bf_poll_a_job_waiting_for_a_dependency_is_work_for_the_next_look():
     # The new job record sets last_job_update (_job_create) even though the job cannot run
     # yet: the idle thread runs a pass at its next look (101 s), though it finds nothing.

@@ -235,3 +235,13 @@ def test_the_first_full_pass_at_the_loops_sixth_tick_starts_what_was_submitted_s
     for overrides in ({}, {"bf_poll": True, "bf_plan_all": True}):
         sim = replay(rec, **overrides)
         assert [sim[label]["start"] for label in labels] == [real[label] for label in labels], overrides
+
+
+def test_a_debug_level_slurmctld_run_sets_no_target():
+    """Runs recorded with slurmctld at debug (b37p: every backfill pass logged) are kept out of the
+    pair rows like the DebugFlags runs; info (or no record of the level: older runs) is Slurm as run."""
+    base = {"DebugFlags": "(null)"}
+    assert unperturbed({"slurm_config": {**base, "SlurmctldDebug": "info"}})
+    assert unperturbed({"slurm_config": base})
+    assert not unperturbed({"slurm_config": {**base, "SlurmctldDebug": "debug"}})
+    assert not unperturbed({"slurm_config": {"DebugFlags": "Backfill", "SlurmctldDebug": "info"}})

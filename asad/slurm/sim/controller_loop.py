@@ -55,7 +55,7 @@ class ControllerLoop:
                     # its end and clears the marks at the next pass's start, each time setting
                     # last_node_update (_handle_planned, backfill.c): the next look has work
                     planned = self._plans_on_idle_nodes()
-                    if planned or self._bf_planned:
+                    if planned or self._bf_planned or self._plans_later(now):
                         self._last_change_t = now
                     self._bf_planned = planned
                     self._bf_next = now + (cfg.bf_interval_s if cfg.bf_tick_s is None else cfg.bf_tick_s) + length
@@ -84,6 +84,42 @@ class ControllerLoop:
         sched = self.sched
         if sched.blockers and sched.eligible_count > len(sched.blockers):
             self._last_change_t = now
+
+    def _plans_later(self, now: float) -> bool:
+        """Whether the backfill pass just made planned a pending job later than the running jobs
+        alone would let it start on the plan's nodes: a plan held back by another plan.
+        _attempt_backfill clears every pending job's start_time (_clear_job_estimates); the
+        will-run test on the nodes free of plans at start_res sets start_time to when the running
+        jobs there leave room (select's _will_run_test ignores plans), and ``if (start_res >
+        job_ptr->start_time)`` sets last_job_update = now (backfill.c, 22.05.8). A plan set by a
+        running job's end sets nothing (multifactor 7: passes 7 s apart while m21 pended); one held
+        back by a higher job's plan does, so the next look has work. fairshare-users 5's
+        debug-level log: a pass every 2 s, no look skipped, while u04 waited behind u29's plan.
+        A plan a second ahead because its nodes are still completing (start_time = now + 1 after
+        that test) sets nothing: left out. One partition only (node numbers are the partition's)."""
+        if len(self.sched.parts) != 1:
+            return False
+        part = self.sched.parts[0]
+        later = [r for r in part.reservations if r.start > now and r.start != now + 1.0]
+        if not later:
+            return False
+        ends: dict[int, list[tuple[float, int, int]]] = {}
+        for job in self._running.values():
+            for node in job.alloc_nodes:
+                ends.setdefault(node, []).append(
+                    (job.start_time + job.time_limit_s, job.cpus_per_node, job.mem_per_node_mb))
+        for res in later:
+            room_at = now  # when every node of the plan has room, running jobs' expected ends only
+            for node in res.nodes:
+                cores, mem, t = int(part.np_free_c[node]), int(part.np_free_m[node]), now
+                for end, c, m in sorted(ends.get(node, ())):
+                    if cores >= res.cores and mem >= res.mem_mb:
+                        break
+                    cores, mem, t = cores + c, mem + m, end
+                room_at = max(room_at, t)
+            if res.start > room_at + 0.5:  # Slurm compares whole seconds
+                return True
+        return False
 
     def _plans_on_idle_nodes(self) -> bool:
         """Whether the backfill pass just made planned a job on a node that runs no job (the
