@@ -322,6 +322,30 @@ def test_bf_poll_a_plan_held_back_by_another_plan_is_work_for_the_next_look():
     assert passes == {False: 0, True: 1}
 
 
+def test_bf_poll_a_plan_at_a_will_run_batch_edge_is_no_work_for_the_next_look():
+    # The will-run test removes running jobs in batches (cons_common job_test.c _will_run_test:
+    # every job ending within time_window, 30 s at first, of the batch's first end) and answers
+    # the batch's last end; _attempt_backfill sets last_job_update only if its start_res (now, or
+    # a plan segment's end after TRY_LATER) is later than that answer. A plan later than the
+    # single running-job end that makes room, because the batch reaches further, is still the
+    # will-run answer: no other plan held it back, so nothing is updated. Here A (14 cores) ends
+    # at 1000 s and B (14 cores) at 1020 s on every node: the 14-core job is planned at B's end
+    # (the batch's last) though A's end leaves room. The thread then looks every second and runs
+    # no pass between 150 and 165 s. multifactor run 8: m21 planned alone at m47's end (145.8 s)
+    # beside room at 137.8 s by the single ends; Slurm's passes 23.8, 25.8, 32.8 s.
+    sim = _bf_poll_sim()
+    sim.submit(job(nodes=4, cpus=14, runtime=1000, limit=1000))
+    sim.submit(job(nodes=4, cpus=14, runtime=1020, limit=1020))
+    sim.run_until(T0 + 100.5)
+    sim.submit(job(nodes=1, cpus=14, runtime=100, limit=600))
+    sim.run_until(T0 + 150.0)
+    res = sim.sched.parts[0].reservations
+    assert len(res) == 1 and res[0].start - T0 > 1001.0  # planned at the batch's edge, not A's end
+    before = sim.sched.backfill_passes
+    sim.run_until(T0 + 165.0)
+    assert sim.sched.backfill_passes - before == 0
+
+
 def test_bf_poll_a_job_waiting_for_a_dependency_is_work_for_the_next_look():
     # The new job record sets last_job_update (_job_create) even though the job cannot run
     # yet: the idle thread runs a pass at its next look (101 s), though it finds nothing.
