@@ -141,3 +141,28 @@ def test_such_a_job_gets_slurms_plan_not_none() -> None:
         finally:
             plan_kernel._ENABLED = saved
         assert got == (NOW + 3780, [0, 1]), compiled
+
+
+def test_a_guessed_end_is_the_whole_second_after_now() -> None:
+    # Lead (a): Slurm holds times as whole-second time_t. A running job already past its limit
+    # (being killed) is the will-run walk's last job; _guess_job_end (cons_common/job_test.c)
+    # gives end_time + KillWait + OverTimeLimit, and at least now + 1 with now = time(NULL). At
+    # 0.6 s into a second that is the next whole second, not now + 1.0 (1.6 s on).
+    from asad.slurm.sim import plan_kernel
+    from asad.slurm.sim.jobs import SimJob
+    from asad.slurm.sim.planner import planned_start_slurm
+
+    now = NOW + 0.6
+    part = PartitionState(PartitionSpec("p", nodes=1, cores_per_node=8, mem_per_node_mb=8000), 0)
+    part.select = "consec"
+    part.allocate([0], 8, 100, NOW - 10, owner=1)  # its end_time (start + limit) has passed
+    for compiled in (True, False):
+        plan = BackfillMap(part)
+        job = SimJob(9999, "j", [part], 1, 8, 100, 60, now, 10.0, background=False)
+        saved = plan_kernel._ENABLED
+        plan_kernel._ENABLED = compiled and saved
+        try:
+            got = planned_start_slurm(plan, job, now, now + WINDOW, 0.0, 1.0)
+        finally:
+            plan_kernel._ENABLED = saved
+        assert got == (NOW + 1.0, [0]), compiled

@@ -14,6 +14,7 @@ arrays here: numba compiles library calls such as ``np.partition`` or ``np.uniqu
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -220,7 +221,8 @@ def _will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece, job_ends, fr
                         return -INF, 0.0, 0, False
                     continue
             if last <= now:  # the batch's last job is past its limit: still being killed
-                last = max(last + guess_s, now + 1.0)
+                # _guess_job_end: at least now + 1 on time(NULL)'s whole second (f37o)
+                last = max(last + guess_s, math.floor(now) + 1.0)
             return last, by, gone, counted
         if pos >= n_jobs:
             return -INF, 0.0, 0, False

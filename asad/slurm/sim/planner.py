@@ -6,6 +6,7 @@ the plans of higher-priority jobs made earlier in the pass."""
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, bisect_right
 from typing import TYPE_CHECKING
 
@@ -80,7 +81,8 @@ def will_run(plan: BackfillMap, times: np.ndarray, avail: np.ndarray, job: SimJo
     the first batch ends 30 s past the first end rounded up to 30 s, each next one doubles that
     window (``_will_run_test``). After each batch the job is tried again; the start is the end
     of the batch's last job, not the first instant the job would fit, and for a job already past
-    its limit a guess (``_guess_job_end``: its limit plus ``guess_s``, at least a second ahead).
+    its limit a guess (``_guess_job_end``: its limit plus ``guess_s``, at least the second after
+    ``now``'s whole second: time(NULL) + 1).
 
     A batch holds exactly the jobs it took away: when one reaches past the window (jobs on no
     usable node are passed over unchecked), the next job is left for the next batch even if it
@@ -146,7 +148,8 @@ def will_run(plan: BackfillMap, times: np.ndarray, avail: np.ndarray, job: SimJo
                 fits = avail & (times <= by)
             if np.count_nonzero(fits) >= k:
                 if last <= now:  # the batch's last job is past its limit: still being killed
-                    last = max(last + guess_s, now + 1.0)
+                    # _guess_job_end: at least now + 1 on time(NULL)'s whole second (f37o)
+                    last = max(last + guess_s, math.floor(now) + 1.0)
                 return last, fits, gone
         if pos >= n:
             return None
