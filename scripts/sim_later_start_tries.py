@@ -39,4 +39,4 @@ for rec in svr.load_recordings(None):
     svr.replay(rec)
     if stats["differ"] > before:
         print(rec["id"], stats["differ"] - before, stats["where"][before:before + 3])
-print("tries", stats["tries"], "differ", stats["differ"])
+print("tries", stats["tries"], "differ", stats["differ"], "old finite", sum(1 for _, o, _n in stats["where"] if o != INF), "new earlier", sum(1 for _, o, n in stats["where"] if n < o))
