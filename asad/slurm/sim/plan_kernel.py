@@ -14,6 +14,7 @@ arrays here: numba compiles library calls such as ``np.partition`` or ``np.uniqu
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -220,7 +221,8 @@ def _will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece, job_ends, fr
                         return -INF, 0.0, 0, False
                     continue
             if last <= now:  # the batch's last job is past its limit: still being killed
-                last = max(last + guess_s, now + 1.0)
+                # _guess_job_end: at least now + 1 on time(NULL)'s whole second (f37o)
+                last = max(last + guess_s, math.floor(now) + 1.0)
             return last, by, gone, counted
         if pos >= n_jobs:
             return -INF, 0.0, 0, False
@@ -304,9 +306,9 @@ def _planned_start_cursor(times, by_time, free_c, free_m, k, cpn, mem, limit, no
     to try instead of found again: spans enter in begin order as the window's end passes their
     begin, and leave in end order as the window's start passes their end (every span that ends
     by the start has entered: it began before it); a count per node of the spans that overlap
-    the window. ``later_start`` is then the first span in end order, from the leaving cursor on,
-    that has entered (a span further on that has not yet lies past the window's end, and the
-    answer is wanted only up to the cap: a few looks). (Until the ninth session a min-heap of
+    the window. ``later_start`` is then the first span in end order from the leaving cursor on,
+    if it ends by the cap (``planner.later_start``: entered or not, as Slurm's segment walk
+    counts it; until f37o only an entered one counted). (Until the ninth session a min-heap of
     the entered spans' ends did this, ~17 % of a search.) The k-th fit time of the usable nodes
     is a select over the nodes in fit-time order (a saturated queue's ~200 held nodes came first
     in that order and were walked past on every try, ~10 tries a plan): a Fenwick tree built per
@@ -412,14 +414,11 @@ def _planned_start_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now,
                 held_fit -= fits_now[node]
                 _bits_set(bits, cnt, rank[node])
         cap = _cap_sorted(bounds, start_res, end_time)
-        # later_start: the first end among the spans overlapping the window, if by the cap
+        # later_start: the first span end after start_res, if by the cap (planner.later_start:
+        # also a span that has not entered the window, one filling the segment after it)
         later = INF
-        for i in range(ne, ns):
-            if end_e[i] > cap:
-                break
-            if end_b[i] <= end_time:
-                later = end_e[i]
-                break
+        if ne < ns and end_e[ne] <= cap:
+            later = end_e[ne]
         if n_fits_now - held_fit >= k:
             at, by, gone, counted = now, -INF, 0, False
         else:

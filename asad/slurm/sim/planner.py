@@ -6,6 +6,7 @@ the plans of higher-priority jobs made earlier in the pass."""
 
 from __future__ import annotations
 
+import math
 from bisect import bisect_left, bisect_right
 from typing import TYPE_CHECKING
 
@@ -80,7 +81,8 @@ def will_run(plan: BackfillMap, times: np.ndarray, avail: np.ndarray, job: SimJo
     the first batch ends 30 s past the first end rounded up to 30 s, each next one doubles that
     window (``_will_run_test``). After each batch the job is tried again; the start is the end
     of the batch's last job, not the first instant the job would fit, and for a job already past
-    its limit a guess (``_guess_job_end``: its limit plus ``guess_s``, at least a second ahead).
+    its limit a guess (``_guess_job_end``: its limit plus ``guess_s``, at least the second after
+    ``now``'s whole second: time(NULL) + 1).
 
     A batch holds exactly the jobs it took away: when one reaches past the window (jobs on no
     usable node are passed over unchecked), the next job is left for the next batch even if it
@@ -146,7 +148,8 @@ def will_run(plan: BackfillMap, times: np.ndarray, avail: np.ndarray, job: SimJo
                 fits = avail & (times <= by)
             if np.count_nonzero(fits) >= k:
                 if last <= now:  # the batch's last job is past its limit: still being killed
-                    last = max(last + guess_s, now + 1.0)
+                    # _guess_job_end: at least now + 1 on time(NULL)'s whole second (f37o)
+                    last = max(last + guess_s, math.floor(now) + 1.0)
                 return last, fits, gone
         if pos >= n:
             return None
@@ -194,7 +197,7 @@ def try_later(plan: BackfillMap, times: np.ndarray, job: SimJob, now: float, hor
     part = plan.part
     k, cpn, limit = job.nodes, job.cpus_per_node, job.time_limit_s
     iv_node, iv_b, iv_e = plan.arrays()
-    _, span_b, span_e, bounds = plan.free_instants()
+    _, _, span_e, bounds = plan.free_instants()
     start_res = now
     for _ in range(1000):
         if start_res > horizon:
@@ -202,12 +205,7 @@ def try_later(plan: BackfillMap, times: np.ndarray, job: SimJob, now: float, hor
         end_time = start_res + limit
         avail = np.ones(part.n, dtype=bool)
         avail[iv_node[(iv_e > start_res) & (iv_b <= end_time)]] = False
-        # later_start: the first segment end after which a node held so far is free again;
-        # Slurm looks only at the segments up to the one after the job's end
-        i_res, i_end = np.searchsorted(bounds, (start_res, end_time), side="right")
-        cap = bounds[min(i_end + 1, len(bounds) - 1)] if i_res < len(bounds) else INF
-        frees = span_e[(span_e > start_res) & (span_b <= end_time) & (span_e <= cap)]
-        later = float(frees.min()) if len(frees) else INF
+        later = later_start(span_e, bounds, start_res, end_time)
         got = will_run(plan, times, avail, job, now, guess_s)
         if got is None:
             if later == INF:
@@ -231,6 +229,22 @@ def try_later(plan: BackfillMap, times: np.ndarray, job: SimJob, now: float, hor
             continue
         return start, nodes
     return None
+
+
+def later_start(span_e: np.ndarray, bounds: np.ndarray, start_res: float, end_time: float) -> float:
+    """``_attempt_backfill``'s ``later_start`` for the try window [start_res, end_time]: the end of
+    the first node_space segment (ending after start_res) whose next segment frees a usable node
+    the current one lacks, among the segments the loop looks at: those up to the first that
+    begins after end_time, which is looked at too (the test comes before the loop's ``break``,
+    backfill.c 2390-2425). A node comes free at a merged plan span's end, so this is the first
+    span end after start_res up to that segment's end (the cap: the second boundary after
+    end_time). Any span counts, also one that begins after end_time: a plan filling exactly the
+    segment after the window ends at the cap and frees its node there (issue 37, f37o; until
+    then only spans that overlapped the window counted, and such a job got no plan at all)."""
+    i_res, i_end = np.searchsorted(bounds, (start_res, end_time), side="right")
+    cap = bounds[min(i_end + 1, len(bounds) - 1)] if i_res < len(bounds) else INF
+    frees = span_e[(span_e > start_res) & (span_e <= cap)]
+    return float(frees.min()) if len(frees) else INF
 
 
 def earliest_sweep(times: np.ndarray, sorted_fit: np.ndarray, merged: tuple[np.ndarray, ...],
