@@ -61,6 +61,12 @@ the mean. The default (``RECOMMENDED``) changes only if it meets every target on
 judged windows (median error no worse than the back-off's and x3 no worse than the best running
 median's in >= 75 % of windows, every quantile's coverage within +-5 points: Graham 3 of 3,
 Cedar 3 of 4).
+
+Result of the tuning run (docs/results/learn.md, fourteenth round; the replays' JSON in
+docs/results/data/learn-r14), before the judged read: **kept and chosen h-mx-lead** (summed mean
+Graham margin +0.0273: W1 +0.0258, W2 +0.0015 with seeds -0.0004 / +0.0039 / +0.0012; Cedar
++0.0067 / +0.0163; worst mean gap 5.0 in Cedar W1, allowed 7.7). h-mx-wlead is kept too (Graham
++0.0224). h-mx-draw fails Graham's W2 on the mean (-0.0012; seeds -0.0017 / -0.0003 / -0.0014).
 """
 
 from __future__ import annotations
