@@ -142,6 +142,14 @@ class ExpertsConfig:
     hedge_top_memory_s: float = -1.0
     hedge_top_min_n: int = 0
     hedge_top_tau_scope: str = "group"
+    # issue 38, fourteenth round: ``hedge_top_groups: floor+cluster`` keeps both top levels, the
+    # cluster's and the floor share's, each with its own weights as alone, and a meta level per
+    # cluster (asad/learn/hedge_meta.py) chooses between them by exponential weights: the
+    # "meta" combine ("draw": a seeded draw; "leader": the heavier, ties to the cluster's) and
+    # loss ("win": 1 for the top level farther from the wait; "window": its median |error| over
+    # the cluster's last ``hedge_top_window`` waits), at the top level's rate and share
+    hedge_meta_combine: str = "draw"
+    hedge_meta_loss: str = "win"
     # issue 38, seventh round: cold answers (a stratum whose answering level is coarser than the
     # key, the key had no wait of its own) step ACI at their own rate (0: ``aci_gamma``), and
     # while their stratum is short of residuals read the pooled residuals of cold answers
@@ -208,9 +216,11 @@ class ExpertsConfig:
             raise ValueError("hedge_top_memory_s >= 0 (seconds; 0: every wait) or -1 (off), with the 'leader' "
                              "only; hedge_top_min_n >= 0 with a memory only; hedge_top_tau_scope 'group'|'cluster'")
         if self.hedge_top_window < 1 or self.hedge_top_groups not in ("cluster", "account", "disagreement",
-                                                                   "floor"):
+                                                                   "floor", "floor+cluster"):
             raise ValueError("hedge_top_window >= 1 (waits) and hedge_top_groups 'cluster'|'account'|'disagreement'"
-                             "|'floor'")
+                             "|'floor'|'floor+cluster'")
+        if self.hedge_meta_combine not in ("draw", "leader") or self.hedge_meta_loss not in ("win", "window"):
+            raise ValueError("hedge_meta_combine 'draw'|'leader', hedge_meta_loss 'win'|'window'")
         if self.hedge_top_margin < 0 or (self.hedge_top_margin and not memory and (
                 self.hedge_top_loss, self.hedge_top_combine) != ("window", "leader")):
             raise ValueError("hedge_top_margin >= 0, with hedge_top_loss 'window' and the 'leader', or with "

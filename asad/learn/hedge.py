@@ -49,6 +49,8 @@ median |error|) over it, the back-off until the group has ``hedge_top_min_n`` of
 ``clip`` loss, min(|error|, tau) / tau; ``hedge_top_tau_scope: cluster``, the ``over`` loss's
 running threshold over the cluster's waits when the weights are per account. The twelfth and
 thirteenth: top weights per context (asad/learn/hedge_context.py), ``disagreement`` or ``floor``.
+The fourteenth: the top level's methods in asad/learn/hedge_top.py, and ``floor+cluster``, a meta
+level choosing between the cluster's and the floor share's top levels (asad/learn/hedge_meta.py).
 
 The pending floor (the oldest job of the same class still pending, raising the answer), the
 strata of calibrated quantiles and ACI are the back-off's (:class:`ExpertsPool`, ``backoff``
@@ -65,7 +67,6 @@ noted there, so its panel and figures are the six experts' above.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import math
 import random
@@ -77,48 +78,20 @@ from typing import Any
 from asad.learn.base import clean_wait
 from asad.learn.calibration import Told
 from asad.learn.experts import ExpertsPool
-from asad.learn.hedge_context import (NO_FLOOR, UNSET, ToldIn, disagreement_bucket, floor_share_bucket, floor_top,
-                                      told_context)
-from asad.learn.hedge_memory import RunningMedian, TopMemory, follow
+from asad.learn.hedge_context import (FLOOR_GROUPS, NO_FLOOR, UNSET, ToldIn, disagreement_bucket, floor_share_bucket,
+                                      floor_top, told_context)
+from asad.learn.hedge_memory import RunningMedian, TopMemory
+from asad.learn.hedge_meta import META_SUFFIX, META_TOPS
+from asad.learn.hedge_panel import (PANEL, SLURM, SLURM_PROBES_KEPT, TOP, TOP_MEDIAN20, TOP_TAU_WINDOW, Dominant,
+                                    Panel)
+from asad.learn.hedge_top import TopLevel
 from asad.learn.key_levels import key_levels_by_slot
 from asad.learn.key_stats import count_bucket
 
 # ``hedge_top_groups: account``: the level whose key names an account's top-level weights
 ACCOUNT_LEVEL = (("cluster", "account"),)
-
-PANEL = ("backoff", "last", "median5", "median20", "median100", "parent", "slurm")
-SLURM = PANEL.index("slurm")  # Slurm's estimate: speaks only where a probe was noted (hedge_slurm)
-# probes kept per key for judging the panel as it stood when a job was told (bounded; not saved:
-# after a restart a wait told before it is judged without the probe)
-SLURM_PROBES_KEPT = 64
-# the experts of the top level (``hedge_top: learners``): whole learners, the back-off's answer
-# and the panel's mixture; ``learners-median20`` adds the answering level's running median of 20
-TOP = ("backoff", "panel")
-TOP_MEDIAN20 = (*TOP, "median20")
-# ``hedge_top_loss: over`` with ``hedge_top_tau`` 0: the threshold is the running median of the
-# back-off's |error| over this many of the group's last waits (not saved: rebuilt after a restart)
-TOP_TAU_WINDOW = 1000
-
-
-@dataclass(frozen=True)
-class Panel:
-    """What the experts say for one key at one instant, and the group whose weights judge them."""
-
-    backoff: float  # the back-off median (log10(1 + s))
-    stratum: str  # the back-off's residual stratum (which level answered)
-    group: str  # whose weights: "<coarsest key>#<slot>[:<count bucket>]"
-    values: tuple[float | None, ...]  # in PANEL order; None: that expert has nothing to say
-    top: str = ""  # the top level's weight group ("": the cluster's, "<coarsest key>#top")
-
-
-@dataclass(frozen=True)
-class Dominant:
-    """The expert that weighs most in a prediction (what ``asad explain`` shows)."""
-
-    expert: str
-    weight: float  # its share of the weight among the experts that spoke, 0..1
-    group: str
-    answer_log10: float  # its answer, log10(1 + s)
+__all__ = ["ACCOUNT_LEVEL", "PANEL", "SLURM", "SLURM_PROBES_KEPT", "TOP", "TOP_MEDIAN20", "TOP_TAU_WINDOW", "Dominant",
+           "HedgePool", "Panel"]  # the panel's names, read from here by scripts and tests
 
 
 @dataclass
@@ -132,7 +105,7 @@ class _Batch:
     count: dict[int, int]
 
 
-class HedgePool(ExpertsPool):
+class HedgePool(TopLevel, ExpertsPool):
     """An :class:`ExpertsPool` in back-off mode whose answer is a Hedge mixture of its panel."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -219,7 +192,7 @@ class HedgePool(ExpertsPool):
             # group is saved and loaded with the cluster's row like the others
             context = disagreement_bucket(backoff, self.mix(panel))
             panel = dataclasses.replace(panel, top=f"{self.levels(key)[-1]}#{context}#top")
-        elif self.config.hedge_top_groups == "floor":
+        elif self.config.hedge_top_groups in FLOOR_GROUPS:
             # the "none" bucket's; a job told under a floor: told() moves it to its bucket's
             panel = dataclasses.replace(panel, top=floor_top(panel.group, NO_FLOOR))
         return panel
@@ -228,7 +201,7 @@ class HedgePool(ExpertsPool):
              shifts: bool = True) -> Told | None:
         """With ``hedge_top_groups: floor``, the answer of the top group of the floor's share the
         job is told under (hedge_context.py), carried with what it was told (:class:`ToldIn`)."""
-        if not (self.has_top and self.config.hedge_top_groups == "floor"):
+        if not (self.has_top and self.config.hedge_top_groups in FLOOR_GROUPS):
             return super().told(key, now_s, pending_since_s, shifts)
         panel = self.panel(key)
         if panel is None:
@@ -303,64 +276,6 @@ class HedgePool(ExpertsPool):
             return pairs[-1][0]
         return sum(share * float(panel.values[i]) for i, share in shares)  # type: ignore[arg-type]
 
-    # -- the top level over whole learners (hedge_top: learners) -----------------------
-    @property
-    def has_top(self) -> bool:
-        return self.config.hedge_top != "none"
-
-    @property
-    def has_memory(self) -> bool:
-        return self.has_top and self.config.hedge_top_memory_s >= 0
-
-    @property
-    def top_names(self) -> tuple[str, ...]:
-        return TOP_MEDIAN20 if self.config.hedge_top == "learners-median20" else TOP
-
-    @staticmethod
-    def top_group(panel: Panel) -> str:
-        """The top level's weights are kept per coarsest key (the cluster; the learners answer
-        every job, so one group sees every wait), or per account (``hedge_top_groups``)."""
-        return panel.top or f"{panel.group.split('#', 1)[0]}#top"
-
-    def top_values(self, panel: Panel) -> tuple[float, ...]:
-        """What the learners say: the back-off's answer and the panel's mixture (and with
-        ``learners-median20`` the answering level's running median of 20)."""
-        if self.config.hedge_top == "learners-median20":
-            return panel.backoff, self.mix(panel), float(panel.values[PANEL.index("median20")])  # type: ignore[arg-type]
-        return panel.backoff, self.mix(panel)
-
-    def top_weights(self, group: str) -> list[float]:
-        weights = self.log_weights.get(group)
-        if weights is None:
-            n = len(self.top_names)
-            prior = self.prior(range(n))
-            weights = self.log_weights[group] = [math.log(prior[i] * n) for i in range(n)]
-        return weights
-
-    def top_shares(self, panel: Panel) -> list[tuple[int, float]]:
-        """(learner index, share of the weight) at the top level; shares sum to 1."""
-        weights = self.top_weights(self.top_group(panel))
-        top = max(weights)
-        raw = [math.exp(w - top) for w in weights]
-        total = sum(raw)
-        return [(i, w / total) for i, w in enumerate(raw)]
-
-    def top_followed(self, panel: Panel) -> int:
-        """The learner a ``leader``/``draw`` top level follows now: the drawn one (``draw``, once
-        a round has drawn), else the heaviest (ties to the back-off, index 0)."""
-        drawn = self._drawn.get(self.top_group(panel))
-        if self.config.hedge_top_combine == "draw" and drawn is not None:
-            return drawn
-        if self.config.hedge_top_margin or self.has_memory:
-            return self._kept.get(self.top_group(panel), 0)
-        return max(self.top_shares(panel), key=lambda item: (item[1], -item[0]))[0]
-
-    def top_mix(self, panel: Panel) -> float:
-        values = self.top_values(panel)
-        if self.config.hedge_top_combine in ("leader", "draw"):
-            return values[self.top_followed(panel)]
-        return sum(share * values[i] for i, share in self.top_shares(panel))
-
     def answer(self, panel: Panel) -> float:
         """The pool's answer for a panel: the top level's, or the panel's mixture."""
         return self.top_mix(panel) if self.has_top else self.mix(panel)
@@ -379,9 +294,10 @@ class HedgePool(ExpertsPool):
             else:
                 followed = self.top_followed(panel)
             if followed == 0:
-                return Dominant("backoff", shares[0], self.top_group(panel), panel.backoff)
+                return Dominant("backoff", shares[0], self.followed_group(panel), panel.backoff)
             if followed == 2:
-                return Dominant("median20", shares[2], self.top_group(panel), self.top_values(panel)[2])
+                return Dominant("median20", shares[2], self.followed_group(panel),
+                                self.top_values(panel)[2])
         i, share = max(self.shares(panel), key=lambda item: (item[1], -item[0]))
         return Dominant(PANEL[i], share, panel.group, float(panel.values[i]))  # type: ignore[arg-type]
 
@@ -415,99 +331,6 @@ class HedgePool(ExpertsPool):
             # the round renormalised (else it would come back with the initial scale's weight)
             others = list(losses)
             weights[SLURM] = before[SLURM] + _logsumexp(weights, others) - _logsumexp(before, others)
-
-    def _update_top(self, panel: Panel, learners: tuple[float, ...], y: float, at_s: float | None) -> None:
-        """Hedge with fixed share over the learners, in the panel's top group, with the top
-        level's own loss, rate and share; then ``draw`` draws the learner it follows next."""
-        cfg = self.config
-        group = self.top_group(panel)
-        eta = cfg.hedge_top_eta or cfg.hedge_eta
-        if self.has_memory:
-            self._remember(group, panel, learners, y, at_s, eta)
-            return
-        losses = self.top_losses(group, learners, y)
-        share = cfg.hedge_share if cfg.hedge_top_share < 0 else cfg.hedge_top_share
-        weights = self.top_weights(group)
-        self._step(group, weights, losses, at_s, self.prior, eta, share)
-        if cfg.hedge_top_margin:
-            # hysteresis: a switch of the learner followed moves every told answer (and the
-            # residuals that calibrate the quantiles), so a learner is followed only once its
-            # running median error beats the followed one's by the margin, not on every lead
-            kept = self._kept.get(group, 0)
-            best = min(losses, key=lambda i: (losses[i], i))
-            if losses[best] < losses[kept] - cfg.hedge_top_margin:
-                self._kept[group] = best
-        if cfg.hedge_top_combine == "draw":
-            top = max(weights)
-            raw = [math.exp(w - top) for w in weights]
-            u, drawn = self._rng.random() * sum(raw), 0
-            while drawn < len(raw) - 1 and u >= raw[drawn]:
-                u -= raw[drawn]
-                drawn += 1
-            self._drawn[group] = drawn
-
-    def _remember(self, group: str, panel: Panel, learners: tuple[float, ...], y: float,
-                  at_s: float | None, eta: float) -> None:
-        """The long memory's round (``hedge_top_memory_s``): the wait joins the group's memory
-        (the waits older than its span leave), the weights become ``exp(-eta * n * statistic)``
-        and the leader is chosen from the statistic, with the minimum count and the margin."""
-        cfg = self.config
-        median = cfg.hedge_top_loss == "window"
-        memory = self._memory.get(group)
-        if memory is None:
-            memory = self._memory[group] = TopMemory(len(learners), cfg.hedge_top_memory_s, median)
-        if median:  # the score itself: each learner's median |error| over the memory
-            paid = tuple(abs(float(v) - y) for v in learners)
-        else:
-            cluster_top = f"{panel.group.split('#', 1)[0]}#top"
-            losses = self.top_losses(group, learners, y, cluster_top if cfg.hedge_top_tau_scope == "cluster" else None)
-            paid = tuple(losses[i] for i in range(len(learners)))
-        memory.add(at_s, paid)
-        statistic = memory.statistic()
-        weights = self.top_weights(group)
-        log_w = [-eta * memory.n * s for s in statistic]
-        top = max(log_w)
-        weights[:] = [w - top for w in log_w]
-        self._kept[group] = follow(statistic, memory.n, self._kept.get(group, 0), cfg.hedge_top_min_n,
-                                   cfg.hedge_top_margin)
-
-    def top_losses(self, group: str, learners: Sequence[float], y: float,
-                   tau_group: str | None = None) -> dict[int, float]:
-        """What each learner pays at the top level for the wait ``y`` (see ``hedge_top_loss``);
-        ``tau_group``: whose running threshold ``over`` reads (None: the top group's own)."""
-        cfg = self.config
-        if cfg.hedge_top_loss == "charged":
-            return {i: self.loss(float(v), y) for i, v in enumerate(learners)}
-        errors = [abs(float(v) - y) for v in learners]
-        if cfg.hedge_top_loss == "clip":
-            return {i: min(e, cfg.hedge_top_tau) / cfg.hedge_top_tau for i, e in enumerate(errors)}
-        if cfg.hedge_top_loss == "win":
-            best = min(errors)
-            return {i: 1.0 if e > best else 0.0 for i, e in enumerate(errors)}
-        if cfg.hedge_top_loss == "window":
-            # the score itself: each learner's median |error| over the group's last waits
-            out = {}
-            for i, e in enumerate(errors):
-                window = self._window.get((group, i))
-                if window is None:
-                    window = self._window[(group, i)] = RunningMedian(cfg.hedge_top_window)
-                window.add(e)
-                out[i] = window.median()
-            return out
-        tau = cfg.hedge_top_tau or self.running_tau(tau_group or group, errors[0])
-        return {i: 1.0 if e > tau else 0.0 for i, e in enumerate(errors)}
-
-    def running_tau(self, group: str, backoff_error: float) -> float:
-        """The median of the back-off's |error| over the group's last waits before this one
-        (log10 3, the score's factor, before any), then this wait's error joins the window."""
-        recent = self._tau_recent.setdefault(group, deque())
-        ordered = self._tau_sorted.setdefault(group, [])
-        tau = ordered[len(ordered) // 2] if ordered else math.log10(3.0)
-        recent.append(backoff_error)
-        bisect.insort(ordered, backoff_error)
-        if len(recent) > TOP_TAU_WINDOW:
-            del ordered[bisect.bisect_left(ordered, recent.popleft())]
-        return tau
 
     def _step(self, group: str, weights: list[float], losses: dict[int, float],
               at_s: float | None, prior_of: Any, eta: float, alpha: float) -> None:
@@ -559,7 +382,7 @@ class HedgePool(ExpertsPool):
         wait = clean_wait(wait_s)
         decided_s = None if at_s is None else float(at_s) - wait
         panel = self.panel(key, decided_s)
-        if panel is not None and self.config.hedge_top_groups == "floor":
+        if panel is not None and self.config.hedge_top_groups in FLOOR_GROUPS:
             # the context it was told in (the floor is not known now)
             panel = dataclasses.replace(panel, top=floor_top(panel.group, told_context(told)))
         if panel is not None:
@@ -587,6 +410,10 @@ class HedgePool(ExpertsPool):
     def load_key_state(self, key: str, state: dict[str, Any]) -> None:
         super().load_key_state(key, state)
         for group, weights in state.get("hedge_weights", {}).items():
+            if group.endswith(META_SUFFIX):  # the meta level's (hedge_meta.py): one per top level
+                if len(weights) == len(META_TOPS):
+                    self.log_weights[group] = [float(w) for w in weights]
+                continue
             if not group.endswith("#top") and len(weights) == len(PANEL) - 1:
                 # saved before the ``slurm`` expert: it joins with a non-back-off expert's prior
                 # share of the saved weights' total (on their scale, which rounds renormalised)

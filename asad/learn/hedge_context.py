@@ -42,6 +42,9 @@ def disagreement_bucket(backoff: float, mixture: float) -> str:
 FLOOR_EDGES = (0.25, 0.5, 0.75, 1.0)
 FLOOR_NAMES = ("<0.25", "0.25-0.5", "0.5-0.75", "0.75-1", "binds")
 NO_FLOOR = "none"
+# the ``hedge_top_groups`` values whose top level reads the floor share's bucket (``floor+cluster``:
+# with the cluster's beside it and a meta level between them, asad/learn/hedge_meta.py)
+FLOOR_GROUPS = ("floor", "floor+cluster")
 
 
 def floor_share_bucket(floor: float | None, backoff: float) -> str:
