@@ -101,3 +101,17 @@ class RunningMedian:
 
     def median(self) -> float:
         return self.ordered[len(self.ordered) // 2]
+
+
+def window_losses(windows: dict[tuple[str, int], RunningMedian], group: str, errors: list[float],
+                  size: int) -> dict[int, float]:
+    """The ``window`` loss: each learner's median |error| over the group's last ``size`` waits,
+    this wait's included (the score itself, per group: a top group or a meta group)."""
+    out = {}
+    for i, error in enumerate(errors):
+        window = windows.get((group, i))
+        if window is None:
+            window = windows[(group, i)] = RunningMedian(size)
+        window.add(error)
+        out[i] = window.median()
+    return out

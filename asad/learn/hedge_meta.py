@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from asad.learn.experts_config import ExpertsConfig
-from asad.learn.hedge_memory import RunningMedian
+from asad.learn.hedge_memory import RunningMedian, window_losses
 from asad.learn.hedge_panel import Panel
 
 META_SUFFIX = "#meta"
@@ -98,13 +98,7 @@ class MetaLevel:
         if cfg.hedge_meta_loss == "win":
             losses = {i: 1.0 if e > min(errors) else 0.0 for i, e in enumerate(errors)}
         else:
-            losses = {}
-            for i, e in enumerate(errors):
-                window = self._window.get((group, i))
-                if window is None:
-                    window = self._window[(group, i)] = RunningMedian(cfg.hedge_top_window)
-                window.add(e)
-                losses[i] = window.median()
+            losses = window_losses(self._window, group, errors, cfg.hedge_top_window)
         eta = cfg.hedge_top_eta or cfg.hedge_eta
         share = cfg.hedge_share if cfg.hedge_top_share < 0 else cfg.hedge_top_share
         weights = self.meta_weights(group)

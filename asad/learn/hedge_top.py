@@ -17,10 +17,9 @@ import math
 import random
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
 
 from asad.learn.experts_config import ExpertsConfig
-from asad.learn.hedge_memory import RunningMedian, TopMemory, follow
+from asad.learn.hedge_memory import RunningMedian, TopMemory, follow, window_losses
 from asad.learn.hedge_meta import MetaLevel, cluster_top
 from asad.learn.hedge_panel import PANEL, TOP, TOP_MEDIAN20, TOP_TAU_WINDOW, Panel
 
@@ -204,15 +203,7 @@ class TopLevel(MetaLevel):
             best = min(errors)
             return {i: 1.0 if e > best else 0.0 for i, e in enumerate(errors)}
         if cfg.hedge_top_loss == "window":
-            # the score itself: each learner's median |error| over the group's last waits
-            out = {}
-            for i, e in enumerate(errors):
-                window = self._window.get((group, i))
-                if window is None:
-                    window = self._window[(group, i)] = RunningMedian(cfg.hedge_top_window)
-                window.add(e)
-                out[i] = window.median()
-            return out
+            return window_losses(self._window, group, errors, cfg.hedge_top_window)
         tau = cfg.hedge_top_tau or self.running_tau(tau_group or group, errors[0])
         return {i: 1.0 if e > tau else 0.0 for i, e in enumerate(errors)}
 
