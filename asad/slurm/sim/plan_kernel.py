@@ -26,8 +26,7 @@ from asad.slurm.sim.numba_cache import drop_stale_cache
 # and the tests, which read them here
 from asad.slurm.sim.plan_maps import (  # noqa: F401
     _bisect_right, _bits_clear, _bits_reset, _bits_select, _bits_set, _cap, _cap_sorted, _free_spans,
-    _heap_pop, _heap_push, _tree_add, _tree_select, add_span_twice, by_end,
-    distinct_bounds, insert_bound)
+    add_span_twice, by_end, distinct_bounds, insert_bound)
 
 try:  # numba is a dependency; its absence (or ASAD_SIM_COMPILED=0) falls back to the reference
     from numba import njit

@@ -3,8 +3,9 @@ each node's plans merged into spans, the plans' boundaries sorted and distinct (
 bisects), the same spans in end order (the tries' window lets spans leave in that order;
 ``add_span_twice`` keeps both orders in one walk, ``add_interval`` every form of a
 plan's node), and the bitmap of usable fit-time positions (the k-th one) the window keeps from
-try to try (a Fenwick tree until the tenth session; it stays for the scripts). The heap of span ends (``_heap_push``/``_heap_pop``) did that until the ninth session of
-issue 37; it stays for the scripts that time the earlier search (``scripts/sim_plan_search_*``).
+try to try. The Fenwick tree (until the tenth session) and the heap of span ends (until the
+ninth) that earlier searches used live in ``scripts/_plan_search_legacy.py`` now, beside the
+scripts that still time those searches (``scripts/sim_plan_search_*``).
 
 Split from ``plan_kernel`` (the search itself) so that each file holds one idea. Plain Python
 functions first, the readable reference when numba is absent; compiled at the bottom.
@@ -267,64 +268,6 @@ def _by_end(span_b, span_e, span_n):  # noqa: ANN001, ANN202
     return span_b[order], span_e[order], span_n[order]
 
 
-def _tree_add(tree, i, d):  # noqa: ANN001, ANN202
-    """Fenwick tree: add ``d`` at 1-based position ``i``."""
-    n = len(tree) - 1
-    while i <= n:
-        tree[i] += d
-        i += i & -i
-
-
-def _tree_select(tree, n, top, k):  # noqa: ANN001, ANN202
-    """Fenwick tree: the 0-based position of the k-th 1 (there are at least k); ``top``: the
-    largest power of two <= n."""
-    pos = 0
-    step = top
-    while step > 0:
-        if pos + step <= n and tree[pos + step] < k:
-            pos += step
-            k -= tree[pos]
-        step //= 2
-    return pos
-
-
-def _heap_push(heap_e, heap_n, size, e, node):  # noqa: ANN001, ANN202
-    """Min-heap on ``heap_e`` (``heap_n`` alongside): push; the new size."""
-    i = size
-    while i > 0:
-        up = (i - 1) // 2
-        if heap_e[up] <= e:
-            break
-        heap_e[i] = heap_e[up]
-        heap_n[i] = heap_n[up]
-        i = up
-    heap_e[i] = e
-    heap_n[i] = node
-    return size + 1
-
-
-def _heap_pop(heap_e, heap_n, size):  # noqa: ANN001, ANN202
-    """Min-heap: drop the top; the new size."""
-    size -= 1
-    e = heap_e[size]
-    node = heap_n[size]
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= size:
-            break
-        if c + 1 < size and heap_e[c + 1] < heap_e[c]:
-            c += 1
-        if heap_e[c] >= e:
-            break
-        heap_e[i] = heap_e[c]
-        heap_n[i] = heap_n[c]
-        i = c
-    if size > 0:
-        heap_e[i] = e
-        heap_n[i] = node
-    return size
-
 if njit is not None:
     _bisect_right = njit(cache=True)(_bisect_right)
     _free_spans = njit(cache=True)(_free_spans)
@@ -339,10 +282,6 @@ if njit is not None:
     _bits_set = njit(cache=True)(_bits_set)
     _bits_select = njit(cache=True)(_bits_select)
     by_end = njit(cache=True)(_by_end)
-    _tree_add = njit(cache=True)(_tree_add)
-    _tree_select = njit(cache=True)(_tree_select)
-    _heap_push = njit(cache=True)(_heap_push)
-    _heap_pop = njit(cache=True)(_heap_pop)
 else:  # pragma: no cover
     distinct_bounds, insert_bound = _distinct_bounds, _insert_bound
     by_end, add_span_twice = _by_end, _add_span_twice
