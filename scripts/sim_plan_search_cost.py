@@ -31,6 +31,7 @@ import types
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _plan_search_legacy as legacy  # noqa: E402
 import sim_plan_search_profile as prof  # noqa: E402
 
 
@@ -41,6 +42,9 @@ def _variant(tree: str, name: str, edit) -> types.FunctionType:  # noqa: ANN001
     mod = types.ModuleType(f"plan_kernel_{name}")
     mod.__file__ = path
     sys.modules[mod.__name__] = mod
+    # an older tree's search (or the window edits below) calls the heap and the tree, which
+    # plan_kernel no longer re-exports
+    mod.__dict__.update({k: getattr(legacy, k) for k in ("_heap_push", "_heap_pop", "_tree_add", "_tree_select")})
     exec(compile(src, path, "exec"), mod.__dict__)  # noqa: S102 - our own source, to time it
     return mod.planned_start_cursor
 

@@ -33,9 +33,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sim_plan_certificate as cert  # noqa: E402
 
 from asad.slurm.sim import fit_cache, plan_kernel  # noqa: E402
+from _plan_search_legacy import _heap_pop, _heap_push, _tree_add, _tree_select  # noqa: E402
+
 from asad.slurm.sim.plan_kernel import (  # noqa: E402
-    WILL_RUN_WINDOW_S, _bisect_right, _cap_sorted, _consec_pick, _free_after, _heap_pop, _heap_push,
-    _tree_add, _tree_select)
+    WILL_RUN_WINDOW_S, _bisect_right, _cap_sorted, _consec_pick, _free_after)
 from asad.slurm.sim.plan_kernel import njit  # noqa: E402
 
 INF = np.inf

@@ -183,6 +183,66 @@ def test_spans_kept_one_plan_at_a_time_equal_the_rebuilt_spans(plans) -> None:  
 
 
 @settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), boundary, st.integers(0, 8)), max_size=40))
+def test_intervals_added_with_the_bisection_shortcut_equal_the_absorbing_walk(plans) -> None:  # noqa: ANN001
+    """plan_maps.add_interval puts a plan interval that meets none of its node's intervals into
+    both span orders by bisection (eleventh session) and only otherwise walks every span to absorb
+    those it meets. After every plan the arrays are exactly those of the walk alone (both orders,
+    element by element, ties included) and _free_spans's set: a shortcut taken when the interval
+    touches a span (a shared boundary on the grid) or misplaced by one would differ here."""
+    n_nodes = 6
+    m = len(plans) + 1
+    got = [np.empty(m), np.empty(m), np.empty(m, dtype=np.int64), np.empty(m), np.empty(m),
+           np.empty(m, dtype=np.int64)]
+    want = [a.copy() for a in got]
+    iv_node, iv_b, iv_e = np.empty(m, dtype=np.int64), np.empty(m), np.empty(m)
+    iv_next, node_iv = np.empty(m, dtype=np.int64), np.full(n_nodes, -1, dtype=np.int64)
+    min_b = np.full(n_nodes, np.inf)
+    n_iv = n_sp = count = 0
+    for node, b, d in plans:
+        e = b + 60.0 * d
+        n_iv, n_sp = plan_kernel.plan_maps.add_interval(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, *got, n_sp,
+                                                        min_b, node, float(b), e)
+        count = plan_kernel.add_span_twice(*want, count, node, float(b), e)
+        assert n_sp == count
+        for g, w in zip(got, want):
+            assert g[:n_sp].tolist() == w[:count].tolist()
+        spans = plan_kernel._free_spans(n_nodes, iv_node[:n_iv], iv_b[:n_iv], iv_e[:n_iv])
+        assert sorted(zip(got[2][:n_sp].tolist(), got[0][:n_sp].tolist(), got[1][:n_sp].tolist())) == \
+            sorted(zip(spans[2].tolist(), spans[0].tolist(), spans[1].tolist()))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(1, 200), st.lists(st.integers(0, 12), min_size=200, max_size=200),
+       st.lists(st.booleans(), min_size=200, max_size=200), st.integers(-1, 13))
+def test_the_pick_s_usable_nodes_from_the_bitmap_equal_the_scan(n, slots, usable, by) -> None:  # noqa: ANN001
+    """plan_kernel.pick_from_bits (eleventh session) reads the final pick's usable nodes fitting by
+    ``by`` from the usable bitmap by fit-time position instead of scanning every node: the same
+    nodes in node order as the scan (``avail and times <= by``), or -1 when more than 64, with
+    ties of fit times (few distinct values), times equal to ``by``, never-fitting nodes (inf) and
+    prefixes across word boundaries (n up to 200)."""
+    times = np.array([np.inf if t == 12 else 100.0 + 10 * t for t in slots[:n]])
+    by_time = np.argsort(times, kind="stable")
+    avail = np.array(usable[:n], dtype=np.bool_)
+    bits = np.empty((n + 63) // 64, dtype=np.uint64)
+    cnt = np.empty((n + 63) // 64, dtype=np.int64)
+    plan_kernel._bits_reset(bits, cnt, n)
+    rank = np.empty(n, dtype=np.int64)
+    plan_kernel.shape_rank(by_time, rank)
+    for node in range(n):
+        if not avail[node]:
+            plan_kernel._bits_clear(bits, cnt, rank[node])
+    t_by = 100.0 + 10 * by
+    want = [i for i in range(n) if avail[i] and times[i] <= t_by]
+    idx = np.empty(n, dtype=np.int64)
+    m = plan_kernel.pick_from_bits(bits, times, by_time, t_by, idx)
+    if len(want) > 64:
+        assert m == -1
+    else:
+        assert idx[:m].tolist() == want
+
+
+@settings(max_examples=300, deadline=None)
 @given(st.integers(1, 200), st.lists(st.tuples(st.integers(0, 199), st.integers(1, 200)), max_size=60))
 def test_the_usable_bitmap_selects_as_a_sorted_list(n, ops) -> None:  # noqa: ANN001
     """The search's usable positions (plan_maps._bits_*, which replaced the Fenwick tree): after

@@ -3,8 +3,9 @@ each node's plans merged into spans, the plans' boundaries sorted and distinct (
 bisects), the same spans in end order (the tries' window lets spans leave in that order;
 ``add_span_twice`` keeps both orders in one walk, ``add_interval`` every form of a
 plan's node), and the bitmap of usable fit-time positions (the k-th one) the window keeps from
-try to try (a Fenwick tree until the tenth session; it stays for the scripts). The heap of span ends (``_heap_push``/``_heap_pop``) did that until the ninth session of
-issue 37; it stays for the scripts that time the earlier search (``scripts/sim_plan_search_*``).
+try to try. The Fenwick tree (until the tenth session) and the heap of span ends (until the
+ninth) that earlier searches used live in ``scripts/_plan_search_legacy.py`` now, beside the
+scripts that still time those searches (``scripts/sim_plan_search_*``).
 
 Split from ``plan_kernel`` (the search itself) so that each file holds one idea. Plain Python
 functions first, the readable reference when numba is absent; compiled at the bottom.
@@ -183,6 +184,41 @@ def _add_span_twice(span_b, span_e, span_n, end_b, end_e, end_n, ns, node, b, e)
     return kb + 1
 
 
+def _insert_span_twice(span_b, span_e, span_n, end_b, end_e, end_n, ns, node, b, e):  # noqa: ANN001, ANN202
+    """``add_span_twice`` for an interval that meets no span of its node (nothing to absorb):
+    the same places, found by bisection (both orders are sorted: after every span that begins by
+    ``b`` in one, that ends by ``e`` in the other) and the tails moved up by one; the new count."""
+    lo, hi = 0, ns
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if b < span_b[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    for i in range(ns, lo, -1):
+        span_b[i] = span_b[i - 1]
+        span_e[i] = span_e[i - 1]
+        span_n[i] = span_n[i - 1]
+    span_b[lo] = b
+    span_e[lo] = e
+    span_n[lo] = node
+    lo, hi = 0, ns
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if e < end_e[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    for i in range(ns, lo, -1):
+        end_b[i] = end_b[i - 1]
+        end_e[i] = end_e[i - 1]
+        end_n[i] = end_n[i - 1]
+    end_b[lo] = b
+    end_e[lo] = e
+    end_n[lo] = node
+    return ns + 1
+
+
 def _add_interval(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e, sp_n, se_b, se_e, se_n, n_sp,
                   min_b, node, b, e):  # noqa: ANN001, ANN202
     """BackfillMap.reserve for one node of a plan, in every form the pass keeps the plans in:
@@ -190,12 +226,27 @@ def _add_interval(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e, sp_n,
     merged spans in both orders, the node's earliest plan begin. One function for both places
     that add plans (a search's plan, a start on completing nodes) so no form is left behind.
     Returns the new counts of intervals and spans."""
+    # Does [b, e] meet (or touch) one of the node's spans? A span is its plans' union, joined
+    # where they meet or touch, so it has no gap: it meets the span exactly when it meets one of
+    # the node's own intervals, a few on the list, not ~200 spans. Usually none: the new span
+    # goes in by bisection (``insert_span_twice``); else the walk that absorbs (eleventh session:
+    # that walk per plan node was ~15 % of the kernel with the boundaries, a doubled upkeep).
+    meets = False
+    i = node_iv[node]
+    while i >= 0:
+        if iv_b[i] <= e and b <= iv_e[i]:
+            meets = True
+            break
+        i = iv_next[i]
     iv_node[n_iv] = node
     iv_b[n_iv] = b
     iv_e[n_iv] = e
     iv_next[n_iv] = node_iv[node]
     node_iv[node] = n_iv
-    n_sp = add_span_twice(sp_b, sp_e, sp_n, se_b, se_e, se_n, n_sp, node, b, e)
+    if meets:
+        n_sp = add_span_twice(sp_b, sp_e, sp_n, se_b, se_e, se_n, n_sp, node, b, e)
+    else:
+        n_sp = insert_span_twice(sp_b, sp_e, sp_n, se_b, se_e, se_n, n_sp, node, b, e)
     if b < min_b[node]:
         min_b[node] = b
     return n_iv + 1, n_sp
@@ -267,64 +318,6 @@ def _by_end(span_b, span_e, span_n):  # noqa: ANN001, ANN202
     return span_b[order], span_e[order], span_n[order]
 
 
-def _tree_add(tree, i, d):  # noqa: ANN001, ANN202
-    """Fenwick tree: add ``d`` at 1-based position ``i``."""
-    n = len(tree) - 1
-    while i <= n:
-        tree[i] += d
-        i += i & -i
-
-
-def _tree_select(tree, n, top, k):  # noqa: ANN001, ANN202
-    """Fenwick tree: the 0-based position of the k-th 1 (there are at least k); ``top``: the
-    largest power of two <= n."""
-    pos = 0
-    step = top
-    while step > 0:
-        if pos + step <= n and tree[pos + step] < k:
-            pos += step
-            k -= tree[pos]
-        step //= 2
-    return pos
-
-
-def _heap_push(heap_e, heap_n, size, e, node):  # noqa: ANN001, ANN202
-    """Min-heap on ``heap_e`` (``heap_n`` alongside): push; the new size."""
-    i = size
-    while i > 0:
-        up = (i - 1) // 2
-        if heap_e[up] <= e:
-            break
-        heap_e[i] = heap_e[up]
-        heap_n[i] = heap_n[up]
-        i = up
-    heap_e[i] = e
-    heap_n[i] = node
-    return size + 1
-
-
-def _heap_pop(heap_e, heap_n, size):  # noqa: ANN001, ANN202
-    """Min-heap: drop the top; the new size."""
-    size -= 1
-    e = heap_e[size]
-    node = heap_n[size]
-    i = 0
-    while True:
-        c = 2 * i + 1
-        if c >= size:
-            break
-        if c + 1 < size and heap_e[c + 1] < heap_e[c]:
-            c += 1
-        if heap_e[c] >= e:
-            break
-        heap_e[i] = heap_e[c]
-        heap_n[i] = heap_n[c]
-        i = c
-    if size > 0:
-        heap_e[i] = e
-        heap_n[i] = node
-    return size
-
 if njit is not None:
     _bisect_right = njit(cache=True)(_bisect_right)
     _free_spans = njit(cache=True)(_free_spans)
@@ -333,17 +326,15 @@ if njit is not None:
     distinct_bounds = njit(cache=True)(_distinct_bounds)
     insert_bound = njit(cache=True)(_insert_bound)
     add_span_twice = njit(cache=True)(_add_span_twice)
+    insert_span_twice = njit(cache=True)(_insert_span_twice)
     add_interval = njit(cache=True)(_add_interval)
     _bits_reset = njit(cache=True)(_bits_reset)
     _bits_clear = njit(cache=True)(_bits_clear)
     _bits_set = njit(cache=True)(_bits_set)
     _bits_select = njit(cache=True)(_bits_select)
     by_end = njit(cache=True)(_by_end)
-    _tree_add = njit(cache=True)(_tree_add)
-    _tree_select = njit(cache=True)(_tree_select)
-    _heap_push = njit(cache=True)(_heap_push)
-    _heap_pop = njit(cache=True)(_heap_pop)
 else:  # pragma: no cover
     distinct_bounds, insert_bound = _distinct_bounds, _insert_bound
     by_end, add_span_twice = _by_end, _add_span_twice
+    insert_span_twice = _insert_span_twice
     add_interval = _add_interval
