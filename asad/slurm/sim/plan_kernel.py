@@ -26,8 +26,8 @@ from asad.slurm.sim.numba_cache import drop_stale_cache
 # the plans' map; add_span_twice, insert_bound, distinct_bounds and _cap are re-exported for pass_kernel
 # and the tests, which read them here
 from asad.slurm.sim.plan_maps import (  # noqa: F401
-    _bisect_right, _bits_clear, _bits_reset, _bits_select, _bits_set, _cap, _cap_sorted, _free_spans,
-    add_span_twice, by_end, distinct_bounds, insert_bound)
+    _bisect_left, _bisect_right, _bits_clear, _bits_reset, _bits_select, _bits_set, _cap, _cap_sorted,
+    _free_spans, add_span_twice, by_end, distinct_bounds, insert_bound)
 
 try:  # numba is a dependency; its absence (or ASAD_SIM_COMPILED=0) falls back to the reference
     from numba import njit
@@ -279,18 +279,6 @@ def _walk_past(kth, later, now, avail, p_node, first_piece, job_ends, cap):  # n
         if seen == cap:
             return False
     return False
-
-
-def _bisect_left(a, x):  # noqa: ANN001, ANN202
-    """The first index whose value is >= x (``a`` sorted)."""
-    lo, hi = 0, len(a)
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if a[mid] < x:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 def _usable(j, avail, p_node, first_piece, n_jobs, n_pieces):  # noqa: ANN001, ANN202
@@ -608,7 +596,6 @@ if njit is not None:
     _usable = njit(cache=True)(_usable)
     _kth_avail = njit(cache=True)(_kth_avail)
     _will_run_kth = njit(cache=True)(_will_run_kth)
-    _bisect_left = njit(cache=True)(_bisect_left)
     _walk_past = njit(cache=True)(_walk_past)
     _will_run = njit(cache=True)(_will_run)
     new_cursor = njit(cache=True)(new_cursor)
