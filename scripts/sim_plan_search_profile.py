@@ -43,14 +43,16 @@ INF = np.inf
 # counters (st[...])
 SEARCH, TRY, FITS_NOW, KTH_SKIP, WALK, WALK_NONE, WALK_LATE, PICK, CLASH, PLAN, NO_PLAN, \
     USABLE, PIECES, PICK_SCAN, CLASH_IV, SPAN_IN, SPAN_OUT, FIRST_TRY_PLAN, CLASH_FITS_NOW, \
-    WALK_BATCHES, CLASH_RETRY_START, COUNTED_SCAN, PICK_CAND = range(23)
+    WALK_BATCHES, CLASH_RETRY_START, COUNTED_SCAN, PICK_CAND, WALK_PAST, WALK_PAST_WRONG = range(25)
 NAMES = ["searches", "tries", "tries: fits now", "tries: kth > later (no walk)", "tries: walked",
          "tries: walk found none", "tries: walk start past later", "tries: node pick",
          "tries: pick clashed", "tries: plan", "searches without a plan", "walk: running jobs looked at",
          "walk: pieces read", "pick: nodes scanned", "pick: plan intervals tested",
          "window: spans in", "window: spans out", "searches planned at the first try",
          "clashes on the fits-now path", "walk: batches", "clash retried at start (start > start_res)",
-         "walk: counted scans (nodes)", "pick: candidate nodes"]
+         "walk: counted scans (nodes)", "pick: candidate nodes",
+         "tries walked that plan_kernel._walk_past skips (eleventh session, second cut)",
+         "of those, walks that did start by later_start (must be 0)"]
 
 
 def _usable(j, avail, p_node, first_piece, n_jobs, n_pieces, st):  # noqa: ANN001, ANN202
@@ -228,8 +230,14 @@ def counting_search(times, by_time, free_c, free_m, k, cpn, mem, limit, now, hor
                 start_res = later
                 continue
             st[WALK] += 1
+            past = plan_kernel._walk_past(kth, later, now, avail, p_node, first_piece, job_ends,
+                                          plan_kernel.WALK_PAST_CAP)
             at, by, gone, counted = _walk(kth, avail, k, now, guess_s, p_node, first_piece,
                                           job_ends, free_c, free_m, p_c, p_m, cpn, mem, st)
+            if past:
+                st[WALK_PAST] += 1
+                if at != -INF and max(at, start_res) <= later:
+                    st[WALK_PAST_WRONG] += 1
         if at == -INF:
             st[WALK_NONE] += 1
             if later == INF:

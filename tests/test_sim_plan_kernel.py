@@ -453,3 +453,69 @@ def test_later_start_counts_a_span_that_has_not_entered_the_window() -> None:
     got = plan_kernel.planned_start_spans(*args, *spans)
     assert (got[0], got[1].tolist()) == (want[0], want[1].tolist())
     assert got[0] == NOW + 3780.0
+
+
+def _walk_instance(ends, nodes_of, avail_nodes, n=12):  # noqa: ANN001, ANN202
+    """Running jobs (ends in order, each with its nodes) as the walk reads them: one piece per
+    (job, node), one core and no memory each, every node full now."""
+    order = sorted(range(len(ends)), key=lambda j: ends[j])
+    job_ends = np.array([NOW + ends[j] for j in order], dtype=np.float64)
+    first_piece = np.empty(len(order), dtype=np.int64)
+    p_node = []
+    for i, j in enumerate(order):
+        first_piece[i] = len(p_node)
+        p_node.extend(sorted(set(nodes_of[j])))
+    p_node = np.array(p_node, dtype=np.int64)
+    avail = np.zeros(n, dtype=np.bool_)
+    avail[list(avail_nodes)] = True
+    ones = np.ones(len(p_node), dtype=np.int64)
+    return job_ends, first_piece, p_node, avail, ones
+
+
+def _walk_start(kth, avail, job_ends, first_piece, p_node, ones):  # noqa: ANN001, ANN202
+    n = len(avail)
+    at, _, _, _ = plan_kernel._will_run_kth(kth, avail, 1, NOW, 10.0, p_node, first_piece, job_ends,
+                                            np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
+                                            ones, np.zeros(len(p_node), dtype=np.int64), 1, 0)
+    return at
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 4000).map(lambda x: 7.0 * x), st.lists(st.integers(0, 11), min_size=1,
+                                                                                  max_size=3)),
+                min_size=1, max_size=40),
+       st.sets(st.integers(0, 11), min_size=1), st.integers(0, 39), st.integers(0, 6000), st.integers(1, 16))
+def test_a_walk_skipped_as_past_later_start_ends_past_it(jobs, avail_nodes, which, gap, cap) -> None:  # noqa: ANN001
+    """_walk_past says True only when the will-run walk gives no start or one past later_start
+    (kth: a job's end, as on a true queue, or just past it; later_start: kth plus a gap). It
+    fails if the test for a usable job ending between the highest edge below kth and kth is
+    left out (the walk's first usable job after that edge is then kth's)."""
+    ends = [e for e, _ in jobs]
+    job_ends, first_piece, p_node, avail, ones = _walk_instance(ends, [ns for _, ns in jobs], avail_nodes)
+    kth = float(job_ends[which % len(job_ends)]) + (which % 3 == 2)
+    later = kth + gap
+    if plan_kernel._walk_past(kth, later, NOW, avail, p_node, first_piece, job_ends, cap):
+        at = _walk_start(kth, avail, job_ends, first_piece, p_node, ones)
+        assert at == -INF or at > later
+
+
+def test_the_walk_is_skipped_often_on_a_crowded_queue() -> None:
+    """On random crowded queues (200 jobs over a day, a third of the nodes usable, kth a usable
+    job's end, later_start up to an hour after) _walk_past skips some walks, and every skipped
+    walk ends past later_start or nowhere: the shortcut is not a test that cannot fire."""
+    rng = np.random.default_rng(37)
+    skipped = 0
+    for _ in range(400):
+        ends = list(rng.integers(1, 86400, 200).astype(float))
+        nodes_of = [list(rng.integers(0, 12, rng.integers(1, 3))) for _ in ends]
+        avail_nodes = set(rng.choice(12, 4, replace=False).tolist())
+        job_ends, first_piece, p_node, avail, ones = _walk_instance(ends, nodes_of, avail_nodes)
+        usable = [j for j in range(len(job_ends))
+                  if avail[p_node[first_piece[j]:(first_piece[j + 1] if j + 1 < len(job_ends) else len(p_node))]].any()]
+        kth = float(job_ends[usable[rng.integers(len(usable))]])
+        later = kth + float(rng.integers(0, 3600))
+        if plan_kernel._walk_past(kth, later, NOW, avail, p_node, first_piece, job_ends, 16):
+            skipped += 1
+            at = _walk_start(kth, avail, job_ends, first_piece, p_node, ones)
+            assert at == -INF or at > later
+    assert skipped > 40

@@ -27,41 +27,6 @@ INF = np.inf
 EV_START, EV_PLAN = 0, 1
 
 
-def _argsort(a):  # noqa: ANN001, ANN202
-    """Stable merge argsort (numba compiles np.argsort slowly); ties keep index order, which
-    the callers do not depend on (only the k-th value is read)."""
-    n = len(a)
-    idx = np.arange(n)
-    tmp = np.empty(n, dtype=np.int64)
-    width = 1
-    while width < n:
-        lo = 0
-        while lo < n:
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
-            i, j, k = lo, mid, lo
-            while i < mid and j < hi:
-                if a[idx[j]] < a[idx[i]]:
-                    tmp[k] = idx[j]
-                    j += 1
-                else:
-                    tmp[k] = idx[i]
-                    i += 1
-                k += 1
-            while i < mid:
-                tmp[k] = idx[i]
-                i += 1
-                k += 1
-            while j < hi:
-                tmp[k] = idx[j]
-                j += 1
-                k += 1
-            lo = hi
-        idx, tmp = tmp, idx
-        width *= 2
-    return idx
-
-
 def _shape_times(out, free_c, free_m, pe, pn, pc, pm, n_p, cores, mem, now):  # noqa: ANN001, ANN202
     """PartitionState.fit_times into ``out``: per node the first time it holds (cores, mem)
     with running jobs ending at their limits (now: free already; inf: never). One sweep over
@@ -594,7 +559,6 @@ def run_pass(cache, *args):  # noqa: ANN001, ANN002, ANN201
 if plan_kernel.njit is not None:
     for _dependency in (plan_kernel, plan_maps, fit_cache):
         drop_stale_cache(Path(__file__).with_name("__pycache__"), Path(__file__).stem, Path(_dependency.__file__))
-    _argsort = plan_kernel.njit(cache=True)(_argsort)
     _shape_times = plan_kernel.njit(cache=True)(_shape_times)
     _shape_times_sorted = plan_kernel.njit(cache=True)(_shape_times_sorted)
     _job_groups = plan_kernel.njit(cache=True)(_job_groups)

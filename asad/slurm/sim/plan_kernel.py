@@ -26,8 +26,8 @@ from asad.slurm.sim.numba_cache import drop_stale_cache
 # the plans' map; add_span_twice, insert_bound, distinct_bounds and _cap are re-exported for pass_kernel
 # and the tests, which read them here
 from asad.slurm.sim.plan_maps import (  # noqa: F401
-    _bisect_right, _bits_clear, _bits_reset, _bits_select, _bits_set, _cap, _cap_sorted, _free_spans,
-    add_span_twice, by_end, distinct_bounds, insert_bound)
+    _bisect_left, _bisect_right, _bits_clear, _bits_reset, _bits_select, _bits_set, _cap, _cap_sorted,
+    _free_spans, add_span_twice, by_end, distinct_bounds, insert_bound)
 
 try:  # numba is a dependency; its absence (or ASAD_SIM_COMPILED=0) falls back to the reference
     from numba import njit
@@ -36,6 +36,7 @@ except ImportError:  # pragma: no cover - exercised only on a machine without nu
 
 INF = np.inf
 WILL_RUN_WINDOW_S = 30.0  # cons_common/job_test.c: _will_run_test's first time_window
+WALK_PAST_CAP = 16  # jobs _walk_past looks at per side before it gives up (and the walk runs)
 
 
 _ENABLED = njit is not None and os.environ.get("ASAD_SIM_COMPILED", "1") != "0"
@@ -225,6 +226,59 @@ def _will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece, job_ends, fr
             return last, by, gone, counted
         if pos >= n_jobs:
             return -INF, 0.0, 0, False
+
+
+def _walk_past(kth, later, now, avail, p_node, first_piece, job_ends, cap):  # noqa: ANN001, ANN202
+    """True only if ``_will_run_kth(kth, ...)`` would give no start or one past ``later``, found
+    without the walk (False: unknown, walk). Why: of a search's ~10 tries ~5.8 walked only to
+    learn that (eleventh session), and ``kth``, the bound the search had, is itself the end of a
+    usable job. The walk's batches end at ``anchor + 30 * 2**i``, its start is the ``last`` of
+    such an edge E with ``last >= kth`` (``kth > now``), and ``last`` is a usable job's end: the
+    last one ending by E, or the first one ending after E. For E below ``kth`` the latter is at
+    least ``kth`` only if no usable job ends in (E, kth): none if one ends in (E_lo, kth), E_lo
+    the highest edge below ``kth``. For E from E1, the lowest edge at or past ``kth``, on, both
+    are past ``later`` once a usable job ends in (later, E1]. ``cap``: jobs looked at per side."""
+    n_jobs = len(job_ends)
+    if not (later < INF and now < kth <= later) or n_jobs == 0:
+        return False
+    n_pieces = len(p_node)
+    first_use = 0
+    while first_use < n_jobs and not _usable(first_use, avail, p_node, first_piece, n_jobs, n_pieces):
+        first_use += 1
+    if first_use == n_jobs:
+        return True  # the walk finds no usable job: no start
+    first = job_ends[first_use]
+    anchor = first + (WILL_RUN_WINDOW_S - first % WILL_RUN_WINDOW_S)
+    window = WILL_RUN_WINDOW_S
+    while anchor + window < kth:  # the walk's window: 30 * 2**i, as it doubles it
+        window *= 2
+    e1 = anchor + window
+    if not e1 > later:
+        return False
+    # a usable job ending in (later, e1]: the jobs ending by e1, from the last, down past later
+    j = _bisect_right(job_ends, e1) - 1
+    seen = 0
+    while j >= 0 and job_ends[j] > later and not _usable(j, avail, p_node, first_piece, n_jobs, n_pieces):
+        j -= 1
+        seen += 1
+        if seen == cap:
+            return False
+    if j < 0 or not job_ends[j] > later:
+        return False
+    if window == WILL_RUN_WINDOW_S:  # no edge below kth
+        return True
+    e_lo = anchor + window / 2
+    # a usable job ending in (e_lo, kth): the jobs ending before kth, from the last, down past e_lo
+    j = _bisect_left(job_ends, kth) - 1
+    seen = 0
+    while j >= 0 and job_ends[j] > e_lo:
+        if _usable(j, avail, p_node, first_piece, n_jobs, n_pieces):
+            return True
+        j -= 1
+        seen += 1
+        if seen == cap:
+            return False
+    return False
 
 
 def _usable(j, avail, p_node, first_piece, n_jobs, n_pieces):  # noqa: ANN001, ANN202
@@ -472,6 +526,9 @@ def _planned_start_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now,
                 # none): either way this try ends in start_res = later, without the walk.
                 start_res = later
                 continue
+            if _walk_past(kth, later, now, avail, p_node, first_piece, job_ends, WALK_PAST_CAP):
+                start_res = later  # as the walk's answer would give: no start, or one past later
+                continue
             at, by, gone, counted = _will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece,
                                                   job_ends, free_c, free_m, p_c, p_m, cpn, mem)
         if at == -INF:
@@ -539,6 +596,7 @@ if njit is not None:
     _usable = njit(cache=True)(_usable)
     _kth_avail = njit(cache=True)(_kth_avail)
     _will_run_kth = njit(cache=True)(_will_run_kth)
+    _walk_past = njit(cache=True)(_walk_past)
     _will_run = njit(cache=True)(_will_run)
     new_cursor = njit(cache=True)(new_cursor)
     _free_after = njit(cache=True)(_free_after)

@@ -33,6 +33,18 @@ def _bisect_right(a, x):  # noqa: ANN001, ANN202
     return lo
 
 
+def _bisect_left(a, x):  # noqa: ANN001, ANN202
+    """The first index whose value is >= x (``a`` sorted)."""
+    lo, hi = 0, len(a)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 def _free_spans(n, iv_node, iv_b, iv_e):  # noqa: ANN001, ANN202
     """backfill_map.BackfillMap.free_instants' spans: the plans merged per node (a plan that begins
     by the time the previous one ends joins it), as (begin, end, node). Plans are grouped by node
@@ -320,6 +332,7 @@ def _by_end(span_b, span_e, span_n):  # noqa: ANN001, ANN202
 
 if njit is not None:
     _bisect_right = njit(cache=True)(_bisect_right)
+    _bisect_left = njit(cache=True)(_bisect_left)
     _free_spans = njit(cache=True)(_free_spans)
     _cap = njit(cache=True)(_cap)
     _cap_sorted = njit(cache=True)(_cap_sorted)
