@@ -196,38 +196,31 @@ def _add_span_twice(span_b, span_e, span_n, end_b, end_e, end_n, ns, node, b, e)
     return kb + 1
 
 
+def _insert_sorted(keys, arr_b, arr_e, arr_n, ns, key, b, e, node):  # noqa: ANN001, ANN202
+    """Insert (b, e, node) into one span order, after every span whose ``keys`` value (``arr_b``
+    or ``arr_e`` itself) is <= ``key``: the place by bisection, the tail moved up by one."""
+    lo, hi = 0, ns
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if key < keys[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    for i in range(ns, lo, -1):
+        arr_b[i] = arr_b[i - 1]
+        arr_e[i] = arr_e[i - 1]
+        arr_n[i] = arr_n[i - 1]
+    arr_b[lo] = b
+    arr_e[lo] = e
+    arr_n[lo] = node
+
+
 def _insert_span_twice(span_b, span_e, span_n, end_b, end_e, end_n, ns, node, b, e):  # noqa: ANN001, ANN202
     """``add_span_twice`` for an interval that meets no span of its node (nothing to absorb):
     the same places, found by bisection (both orders are sorted: after every span that begins by
     ``b`` in one, that ends by ``e`` in the other) and the tails moved up by one; the new count."""
-    lo, hi = 0, ns
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if b < span_b[mid]:
-            hi = mid
-        else:
-            lo = mid + 1
-    for i in range(ns, lo, -1):
-        span_b[i] = span_b[i - 1]
-        span_e[i] = span_e[i - 1]
-        span_n[i] = span_n[i - 1]
-    span_b[lo] = b
-    span_e[lo] = e
-    span_n[lo] = node
-    lo, hi = 0, ns
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if e < end_e[mid]:
-            hi = mid
-        else:
-            lo = mid + 1
-    for i in range(ns, lo, -1):
-        end_b[i] = end_b[i - 1]
-        end_e[i] = end_e[i - 1]
-        end_n[i] = end_n[i - 1]
-    end_b[lo] = b
-    end_e[lo] = e
-    end_n[lo] = node
+    _insert_sorted(span_b, span_b, span_e, span_n, ns, b, b, e, node)
+    _insert_sorted(end_e, end_b, end_e, end_n, ns, e, b, e, node)
     return ns + 1
 
 
@@ -339,6 +332,7 @@ if njit is not None:
     distinct_bounds = njit(cache=True)(_distinct_bounds)
     insert_bound = njit(cache=True)(_insert_bound)
     add_span_twice = njit(cache=True)(_add_span_twice)
+    _insert_sorted = njit(cache=True)(_insert_sorted)
     insert_span_twice = njit(cache=True)(_insert_span_twice)
     add_interval = njit(cache=True)(_add_interval)
     _bits_reset = njit(cache=True)(_bits_reset)
