@@ -486,8 +486,8 @@ def test_partitions_with_max_nodes():
 
 
 # ------------------------------------------------------------------ OOM rules -------------------
-def _st(state: JobState, signal: int | None = None, exit_code: int | None = 0) -> JobStatus:
-    return JobStatus(job_id=1, state=state, signal=signal, exit_code=exit_code)
+def _st(state: JobState, signal: int | None = None, exit_code: int | None = 0, reason: str = "None") -> JobStatus:
+    return JobStatus(job_id=1, state=state, signal=signal, exit_code=exit_code, reason=reason)
 
 
 def _use(peak: float | None) -> Usage:
@@ -503,6 +503,16 @@ def test_is_oom_rules():
     assert not is_oom(_st(JobState.FAILED, signal=9), None, 100)
     assert not is_oom(_st(JobState.CANCELLED, signal=9), _use(150), 100)
     assert not is_oom(_st(JobState.COMPLETED), _use(150), 100)
+
+
+def test_an_over_memory_kill_reported_as_a_launch_failure_is_oom():
+    """Seen in CI (2026-11-28): slurmstepd logged "exceeded memory limit (331513856 > 104857600),
+    being killed" for a merged job's batch step and sacct said FAILED, JobLaunchFailure, exit 0:0
+    with MaxRSS 316 MB against --mem 100M; the stage was failed instead of retried."""
+    assert is_oom(_st(JobState.FAILED, reason="JobLaunchFailure"), _use(316), 100)
+    assert not is_oom(_st(JobState.FAILED, reason="JobLaunchFailure"), _use(90), 100)  # not memory
+    assert not is_oom(_st(JobState.FAILED, reason="JobLaunchFailure"), None, 100)
+    assert not is_oom(_st(JobState.FAILED, reason="NonZeroExitCode"), _use(316), 100)
 
 
 def test_placeholder_sacct_record_does_not_override_squeue():

@@ -72,17 +72,24 @@ LIMITATIONS_WITHOUT_ACCOUNTING = (
 )
 
 
+def killed_by_slurmstepd(status: JobStatus) -> bool:
+    """FAILED the way an OverMemoryKill ends: signal 9, or at times (22.05, seen in CI: a merged
+    job's batch step killed "exceeded memory limit" by slurmstepd) reason JobLaunchFailure, 0:0."""
+    return status.state is JobState.FAILED and (status.signal == 9 or status.reason == "JobLaunchFailure")
+
+
 def is_oom(status: JobStatus, usage: Usage | None, req_mem_mb: float | None) -> bool:
     """Did the job die for lack of memory?
 
-    Yes when Slurm says ``OUT_OF_MEMORY``, or when it ``FAILED`` from signal 9 while its peak RSS
+    Yes when Slurm says ``OUT_OF_MEMORY``, or when it ``FAILED`` from signal 9 (or with reason
+    ``JobLaunchFailure``, how Slurm 22.05 sometimes ends a batch step it killed) while its peak RSS
     (``MaxRSS``) was above the request — what ``JobAcctGatherParams=OverMemoryKill`` does. Never
     from the exit code alone: a ``kill -9`` or an exit status 137 is not evidence of memory.
     ``req_mem_mb`` is the limit the peak is compared with (per node, as ``--mem``).
     """
     if status.state is JobState.OUT_OF_MEMORY:
         return True
-    if status.state is not JobState.FAILED or status.signal != 9:
+    if not killed_by_slurmstepd(status):
         return False
     if usage is None or usage.peak_rss_mb is None or req_mem_mb is None:
         return False
@@ -450,11 +457,11 @@ class SlurmCLI:
         self._accounting_down = not answers
 
     def _verdict_pending(self, status: JobStatus, rec: SacctRecord | None) -> bool:
-        """A job killed by signal 9 whose peak memory slurmdbd has not recorded yet (its step
-        records arrive a moment after the job's end): OOM or not cannot be told, so the job is
-        reported as still ending, for at most ``_VERDICT_WAIT_S`` after its end, or for as long
-        as sacct does not answer at all."""
-        if status.state is not JobState.FAILED or status.signal != 9:
+        """A job killed by slurmstepd (``killed_by_slurmstepd``) whose peak memory slurmdbd has not
+        recorded yet (its step records arrive a moment after the job's end): OOM or not cannot be
+        told, so the job is reported as still ending, for at most ``_VERDICT_WAIT_S`` after its
+        end, or for as long as sacct does not answer at all."""
+        if not killed_by_slurmstepd(status):
             return False
         if self._accounting_down:
             return True
