@@ -185,8 +185,10 @@ def search(times, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s, iv_
         cap = _cap_sorted(bounds, start_res, end_time)
         u = len(bounds)
         cap_last = u > 0 and bounds[u - 1] > start_res and int(np.searchsorted(bounds, end_time, side="right")) + 1 >= u
-        ends_over = span_e[over]
-        later = float(ends_over.min()) if len(ends_over) and ends_over.min() <= cap else INF
+        # later_start: the first span end after start_res, entered or not (planner.later_start
+        # since f37o: a span filling the segment after the window counts too), if by the cap
+        ends_after = span_e[span_e > start_res]
+        later = float(ends_after.min()) if len(ends_after) and ends_after.min() <= cap else INF
         fitcount = int((fits_now & avail).sum())
         tr = {"T": start_res, "cap": cap, "cap_last": cap_last, "later": later, "avail": avail,
               "fitcount": fitcount, "kth": None, "walk": None, "pick": None}
@@ -372,7 +374,7 @@ def certify(old: dict, new: dict) -> list[str]:
             avail_n = np.ones(len(avail_o), dtype=bool)
             avail_n[nw["sp_n"][over]] = False
             cap_n = _cap_sorted(nw["bounds"], tn, tn + L)
-            ends = nw["sp_e"][over]
+            ends = nw["sp_e"][nw["sp_e"] > tn]  # (entered or not, as the search takes it)
             later_n = float(ends.min()) if len(ends) and ends.min() <= cap_n else INF
             if later_n != tr["later"]:
                 no("clock: the first try's later_start moved")
@@ -481,6 +483,9 @@ def main() -> int:
     parser.add_argument("--start", type=int, default=0, help="from the N-th pass on (a held-out part)")
     parser.add_argument("--json", help="write the figures here too")
     parser.add_argument("--copies", help="pickle the certified searches' answers per pass here (for the ceiling)")
+    parser.add_argument("--copies-equal", help="pickle here, per pass, the answers equal to the previous pass's"
+                                               " (what an oracle that knew which answers stay could copy)")
+    parser.add_argument("--copies-all", help="pickle here every search's answer per pass (every search free)")
     parser.add_argument("--explain", type=int, default=-1, metavar="PASS",
                         help="print why each of that pass's first 25 searches was (not) certified")
     parser.add_argument("--weaken", action="append", default=[], metavar="KIND",
@@ -528,6 +533,8 @@ def main() -> int:
     n_explained = 0
     n_tries_after = 0
     copies: dict = {}  # pass -> the certified searches' (job id, start, nodes): what a planner would copy
+    copies_equal: dict = {}  # pass -> the searches whose answer is the previous pass's (an oracle's copies)
+    copies_all: dict = {}  # pass -> every search's answer
     for p, a in enumerate(calls):
         this_pass.clear()
         out = ns["_pass"](*[x.copy() if isinstance(x, np.ndarray) else x for x in a],
@@ -540,12 +547,15 @@ def main() -> int:
             n_plans += s["start"] != -INF
             n_tries += len(s["rec"]["tries"])
             n_tries_after += len(s["rec"]["tries"]) if p > 0 else 0
+            copies_all.setdefault(p, []).append((jid, s["start"], s["nodes"]))
             o = prev.get(jid)
             if o is None:
                 reasons["not searched in the previous pass"] += 1
                 continue
             same = o["start"] == s["start"] and np.array_equal(o["nodes"], s["nodes"])
             n_equal += same
+            if same:
+                copies_equal.setdefault(p, []).append((jid, s["start"], s["nodes"]))
             why = [w for w in certify(o, s) if w.split(":")[0] not in args.weaken]
             kinds = {w.split(":")[0] for w in why}
             if p == args.explain and n_explained < 25:
@@ -601,9 +611,10 @@ def main() -> int:
     print(json.dumps(fig, indent=1))
     if args.json:
         Path(args.json).write_text(json.dumps(fig, indent=1))
-    if args.copies:
-        with open(args.copies, "wb") as fh:
-            pickle.dump(copies, fh)
+    for path, what in ((args.copies, copies), (args.copies_equal, copies_equal), (args.copies_all, copies_all)):
+        if path:
+            with open(path, "wb") as fh:
+                pickle.dump(what, fh)
     ok = fig["digest_is_recorded"] is not False and not mismatches and not n_cert_wrong
     return 0 if ok else 1
 
