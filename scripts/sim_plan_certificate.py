@@ -191,7 +191,8 @@ def search(times, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s, iv_
         later = float(ends_after.min()) if len(ends_after) and ends_after.min() <= cap else INF
         fitcount = int((fits_now & avail).sum())
         tr = {"T": start_res, "cap": cap, "cap_last": cap_last, "later": later, "avail": avail,
-              "fitcount": fitcount, "kth": None, "walk": None, "pick": None}
+              "fitcount": fitcount, "kth": None, "walk": None, "pick": None,
+              "exit": "later"}  # how the try ended: moved to later_start (else set below)
         tries.append(tr)
         if fitcount >= k:
             at, by, gone, counted = now, -INF, 0, False
@@ -212,6 +213,7 @@ def search(times, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s, iv_
         if at == -INF:
             if later == INF:
                 rec["stop"] = "none"
+                tr["exit"] = "none"
                 break
             start_res = later
             continue
@@ -238,9 +240,11 @@ def search(times, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s, iv_
                       "start": start, "b_res": b_res,
                       "e_res": e_res, "nodes": nodes.copy(), "cand": cand}
         if hit.any():
+            tr["exit"] = "clash"
             start_res = start if start > start_res else float(iv_e[hit].min())
             continue
         rec["stop"] = "plan"
+        tr["exit"] = "plan"
         return start, nodes, rec
     return -INF, np.empty(0, dtype=np.int64), rec
 
@@ -376,7 +380,12 @@ def certify(old: dict, new: dict) -> list[str]:
             cap_n = _cap_sorted(nw["bounds"], tn, tn + L)
             ends = nw["sp_e"][nw["sp_e"] > tn]  # (entered or not, as the search takes it)
             later_n = float(ends.min()) if len(ends) and ends.min() <= cap_n else INF
-            if later_n != tr["later"]:
+            # A first try that ended in a plan or a clash read later_start only through
+            # "kth > later", "start > later" and the walk's skip test (_walk_past, which says
+            # skip only when the walk's start is past later): all false for pass k's later, so
+            # false for any later one. A later_start that moved later (spans that left with the
+            # clock) then changes nothing; one that moved earlier, or a try that moved to it, does.
+            if later_n != tr["later"] and not (tr["exit"] in ("plan", "clash") and later_n > tr["later"]):
                 no("clock: the first try's later_start moved")
         else:
             reach = max(TL, cap)
