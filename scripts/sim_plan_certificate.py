@@ -185,11 +185,14 @@ def search(times, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s, iv_
         cap = _cap_sorted(bounds, start_res, end_time)
         u = len(bounds)
         cap_last = u > 0 and bounds[u - 1] > start_res and int(np.searchsorted(bounds, end_time, side="right")) + 1 >= u
-        ends_over = span_e[over]
-        later = float(ends_over.min()) if len(ends_over) and ends_over.min() <= cap else INF
+        # later_start: the first span end after start_res, entered or not (planner.later_start
+        # since f37o: a span filling the segment after the window counts too), if by the cap
+        ends_after = span_e[span_e > start_res]
+        later = float(ends_after.min()) if len(ends_after) and ends_after.min() <= cap else INF
         fitcount = int((fits_now & avail).sum())
         tr = {"T": start_res, "cap": cap, "cap_last": cap_last, "later": later, "avail": avail,
-              "fitcount": fitcount, "kth": None, "walk": None, "pick": None}
+              "fitcount": fitcount, "kth": None, "walk": None, "pick": None,
+              "exit": "later"}  # how the try ended: moved to later_start (else set below)
         tries.append(tr)
         if fitcount >= k:
             at, by, gone, counted = now, -INF, 0, False
@@ -210,6 +213,7 @@ def search(times, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s, iv_
         if at == -INF:
             if later == INF:
                 rec["stop"] = "none"
+                tr["exit"] = "none"
                 break
             start_res = later
             continue
@@ -236,9 +240,11 @@ def search(times, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s, iv_
                       "start": start, "b_res": b_res,
                       "e_res": e_res, "nodes": nodes.copy(), "cand": cand}
         if hit.any():
+            tr["exit"] = "clash"
             start_res = start if start > start_res else float(iv_e[hit].min())
             continue
         rec["stop"] = "plan"
+        tr["exit"] = "plan"
         return start, nodes, rec
     return -INF, np.empty(0, dtype=np.int64), rec
 
@@ -372,9 +378,14 @@ def certify(old: dict, new: dict) -> list[str]:
             avail_n = np.ones(len(avail_o), dtype=bool)
             avail_n[nw["sp_n"][over]] = False
             cap_n = _cap_sorted(nw["bounds"], tn, tn + L)
-            ends = nw["sp_e"][over]
+            ends = nw["sp_e"][nw["sp_e"] > tn]  # (entered or not, as the search takes it)
             later_n = float(ends.min()) if len(ends) and ends.min() <= cap_n else INF
-            if later_n != tr["later"]:
+            # A first try that ended in a plan or a clash read later_start only through
+            # "kth > later", "start > later" and the walk's skip test (_walk_past, which says
+            # skip only when the walk's start is past later): all false for pass k's later, so
+            # false for any later one. A later_start that moved later (spans that left with the
+            # clock) then changes nothing; one that moved earlier, or a try that moved to it, does.
+            if later_n != tr["later"] and not (tr["exit"] in ("plan", "clash") and later_n > tr["later"]):
                 no("clock: the first try's later_start moved")
         else:
             reach = max(TL, cap)
@@ -481,6 +492,9 @@ def main() -> int:
     parser.add_argument("--start", type=int, default=0, help="from the N-th pass on (a held-out part)")
     parser.add_argument("--json", help="write the figures here too")
     parser.add_argument("--copies", help="pickle the certified searches' answers per pass here (for the ceiling)")
+    parser.add_argument("--copies-equal", help="pickle here, per pass, the answers equal to the previous pass's"
+                                               " (what an oracle that knew which answers stay could copy)")
+    parser.add_argument("--copies-all", help="pickle here every search's answer per pass (every search free)")
     parser.add_argument("--explain", type=int, default=-1, metavar="PASS",
                         help="print why each of that pass's first 25 searches was (not) certified")
     parser.add_argument("--weaken", action="append", default=[], metavar="KIND",
@@ -528,6 +542,8 @@ def main() -> int:
     n_explained = 0
     n_tries_after = 0
     copies: dict = {}  # pass -> the certified searches' (job id, start, nodes): what a planner would copy
+    copies_equal: dict = {}  # pass -> the searches whose answer is the previous pass's (an oracle's copies)
+    copies_all: dict = {}  # pass -> every search's answer
     for p, a in enumerate(calls):
         this_pass.clear()
         out = ns["_pass"](*[x.copy() if isinstance(x, np.ndarray) else x for x in a],
@@ -540,12 +556,15 @@ def main() -> int:
             n_plans += s["start"] != -INF
             n_tries += len(s["rec"]["tries"])
             n_tries_after += len(s["rec"]["tries"]) if p > 0 else 0
+            copies_all.setdefault(p, []).append((jid, s["start"], s["nodes"]))
             o = prev.get(jid)
             if o is None:
                 reasons["not searched in the previous pass"] += 1
                 continue
             same = o["start"] == s["start"] and np.array_equal(o["nodes"], s["nodes"])
             n_equal += same
+            if same:
+                copies_equal.setdefault(p, []).append((jid, s["start"], s["nodes"]))
             why = [w for w in certify(o, s) if w.split(":")[0] not in args.weaken]
             kinds = {w.split(":")[0] for w in why}
             if p == args.explain and n_explained < 25:
@@ -601,9 +620,10 @@ def main() -> int:
     print(json.dumps(fig, indent=1))
     if args.json:
         Path(args.json).write_text(json.dumps(fig, indent=1))
-    if args.copies:
-        with open(args.copies, "wb") as fh:
-            pickle.dump(copies, fh)
+    for path, what in ((args.copies, copies), (args.copies_equal, copies_equal), (args.copies_all, copies_all)):
+        if path:
+            with open(path, "wb") as fh:
+                pickle.dump(what, fh)
     ok = fig["digest_is_recorded"] is not False and not mismatches and not n_cert_wrong
     return 0 if ok else 1
 

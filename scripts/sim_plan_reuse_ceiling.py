@@ -1,12 +1,20 @@
 """The most incremental planning could save on the compiled pass with a given certificate: the
-recorded passes replayed through this tree's pass kernel twice in one process, once as it is and
-once with the searches the certificate passed (``sim_plan_certificate.py --copies``) answered by a
-copy instead of the plan search, i.e. with a certificate that costs nothing. Timed as
-``sim_pass_replay.py ab`` times two kernels (pass by pass, alternating which goes first, each
-round from a cold fit-time cache; the sum over the passes of each pass's minimum, medians beside).
-Both must return the recorded run's digest: the copies are the searches' own answers.
+recorded passes replayed through this tree's pass kernel in one process, as it is and with some
+searches answered by a copy instead of the plan search (``sim_plan_certificate.py --copies``: the
+certified ones, i.e. a certificate that costs nothing; ``--copies-equal``: every answer equal to
+the previous pass's, an oracle's; ``--copies-all``: every search, the searches' whole cost).
+Timed as ``sim_pass_replay.py ab`` times two kernels (pass by pass, the kernels' order rotated
+from pass to pass, each round from a cold fit-time cache; the sum over the passes of each pass's
+minimum, medians beside), and with an A/A pair: the kernel as it is compiled twice, timed against
+itself. The fit-time cache's ``note_pass`` (Python, the same in every variant) is outside the
+clock: the figure is the compiled kernel's. Every variant must return the recorded run's digest
+(the copies are the searches' own answers).
 
-    python scripts/sim_plan_reuse_ceiling.py passes.pkl copies.pkl --rounds 7
+    python scripts/sim_plan_reuse_ceiling.py passes.pkl --copies cert=copies.pkl --copies all=all.pkl --rounds 7
+
+The kernel is this tree's ``pass_kernel`` source (read through the installed package's module,
+so a search moved to another module is followed), compiled uncached, with the plan search call
+wrapped by a lookup of the copies; its callees are the package's own compiled functions.
 
 Why: the certificate's share of searches times the searches' share of the kernel (measured by
 doubling) is arithmetic; this measures it on the kernel itself, before anything is built.
@@ -16,9 +24,9 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import pickle
-import re
 import sys
 import time
 import types
@@ -28,7 +36,6 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sim_pass_replay as replay  # noqa: E402
 
-TREE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # (the pass calls the search with its kept per-shape state since the tenth session)
 CALL = "            start, nodes = plan_kernel.planned_start_kept("
 COPY = """            ci = _find_copy(cp_jid, j_id[pj_i])
@@ -56,27 +63,25 @@ if plan_kernel.njit is not None:
 
 
 def load(tag: str, copying: bool):  # noqa: ANN201
-    """This tree's pass kernel on its own plan_kernel and fit_cache, compiled uncached; with
-    ``copying`` its ``_pass`` takes the copies (five arrays after ``fc``) and skips their searches."""
-    mods = {}
-    for name in ("plan_kernel", "fit_cache", "pass_kernel"):
-        path = f"{TREE}/asad/slurm/sim/{name}.py"
-        src = open(path).read().replace("cache=True", "cache=False")
-        src = re.sub(r"^from asad\.slurm\.sim import .*$", "", src, flags=re.M)
-        src = src.replace("    drop_stale_cache(", "    (lambda *a: None)(")
-        if name == "pass_kernel" and copying:
-            assert src.count(CALL) == 1 and src.count("pj0, plan_all, fc):") == 1
-            src = src.replace(CALL, COPY)
-            src = src.replace("pj0, plan_all, fc):", "pj0, plan_all, fc, cp_jid, cp_start, cp_off, cp_len, cp_nodes):")
-            head, tail = src.split("\n\ndef _pass(", 1)
-            src = head + FIND + "\n\ndef _pass(" + tail
-        mod = types.ModuleType(f"{name}_{tag}")
-        mod.__file__ = path
-        mod.__dict__.update(mods)
-        sys.modules[mod.__name__] = mod
-        exec(compile(src, path, "exec"), mod.__dict__)  # noqa: S102 - this tree's own source, to time it
-        mods[name] = mod
-    return mods["pass_kernel"]
+    """This tree's pass kernel compiled uncached from its source (its imports of the other
+    kernel modules kept: the package's compiled functions); with ``copying`` its ``_pass`` takes
+    the copies (five arrays after ``fc``) and skips their searches."""
+    from asad.slurm.sim import pass_kernel
+
+    path = pass_kernel.__file__
+    src = open(path).read().replace("cache=True", "cache=False")
+    src = src.replace("    drop_stale_cache(", "    (lambda *a: None)(")
+    if copying:
+        assert src.count(CALL) == 1 and src.count("pj0, plan_all, fc):") == 1
+        src = src.replace(CALL, COPY)
+        src = src.replace("pj0, plan_all, fc):", "pj0, plan_all, fc, cp_jid, cp_start, cp_off, cp_len, cp_nodes):")
+        head, tail = src.split("\n\ndef _pass(", 1)
+        src = head + FIND + "\n\ndef _pass(" + tail
+    mod = types.ModuleType(f"pass_kernel_{tag}")
+    mod.__file__ = path
+    sys.modules[mod.__name__] = mod  # (dataclasses look their module up there)
+    exec(compile(src, path, "exec"), mod.__dict__)  # noqa: S102 - this tree's own source, to time it
+    return mod
 
 
 def copies_of(entries: list) -> tuple:
@@ -92,58 +97,76 @@ def copies_of(entries: list) -> tuple:
 
 def runner(module, extra: list | None):  # noqa: ANN001, ANN201
     """The kernel with a fit-time cache of its own kept from pass to pass (as ``run_pass``); with
-    ``extra`` (per pass, the copies' arrays) called with them."""
-    cache = module.fit_cache.FitCache(0)
+    ``extra`` (per pass, the copies' arrays) called with them. Returns (outputs, CPU s of the
+    kernel alone)."""
+    from asad.slurm.sim import fit_cache
+
+    cache = fit_cache.FitCache(0)
 
     def run(i, *a):  # noqa: ANN001, ANN002, ANN202
         nonlocal cache
         if cache.n != len(a[9]):
-            cache = module.fit_cache.FitCache(len(a[9]))
+            cache = fit_cache.FitCache(len(a[9]))
         cache.note_pass(a[9], a[10], a[18:23])
-        if extra is None:
-            return module.backfill_pass(*a, cache.arrays)
-        return module.backfill_pass(*a, cache.arrays, *extra[i])
+        t0 = time.process_time()
+        out = (module.backfill_pass(*a, cache.arrays) if extra is None
+               else module.backfill_pass(*a, cache.arrays, *extra[i]))
+        return out, time.process_time() - t0
     return run
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("calls")
-    parser.add_argument("copies")
+    parser.add_argument("--copies", action="append", default=[], metavar="NAME=FILE",
+                        help="a pickle of copies per pass (sim_plan_certificate.py --copies*), timed as NAME")
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--json", help="write the figures here too")
     args = parser.parse_args()
     with open(args.calls, "rb") as fh:
         recorded = pickle.load(fh)
-    with open(args.copies, "rb") as fh:
-        copies = pickle.load(fh)
     calls = recorded["calls"]
-    extra = [copies_of(copies.get(i, [])) for i in range(len(calls))]
-    modules = [load("full", False), load("copy", True)]
-    extras = [None, extra]
-    ok = True
-    for module, ex in zip(modules, extras):
+    full_a, full_b, copy = load("full_a", False), load("full_b", False), load("copy", True)
+    variants = [("as it is", full_a, None), ("as it is, A/A copy", full_b, None),
+                ("copy kernel, nothing copied", copy, [copies_of([]) for _ in calls])]
+    n_copied = {}
+    for spec in args.copies:
+        name, path = spec.split("=", 1)
+        with open(path, "rb") as fh:
+            copies = pickle.load(fh)
+        n_copied[name] = sum(len(v) for v in copies.values())
+        variants.append((f"copied: {name}", copy, [copies_of(copies.get(i, [])) for i in range(len(calls))]))
+    ok = {}
+    for name, module, ex in variants:
         run = runner(module, ex)
         digest = hashlib.sha256()
         for i, a in enumerate(calls):
-            replay._add(digest, run(i, *replay._copies(a)))
-        ok = ok and digest.hexdigest()[:16] == recorded["digest"]
-    times = [[[] for _ in calls] for _ in modules]
+            replay._add(digest, run(i, *replay._copies(a))[0])
+        ok[name] = digest.hexdigest()[:16] == recorded["digest"]
+    nv = len(variants)
+    times = [[[] for _ in calls] for _ in variants]
     for r in range(args.rounds):
-        runs = [runner(m, ex) for m, ex in zip(modules, extras)]
+        runs = [runner(m, ex) for _, m, ex in variants]
         for i, a in enumerate(calls):
-            inputs = [replay._copies(a), replay._copies(a)]
-            for k in ((0, 1) if (r + i) % 2 else (1, 0)):
-                t0 = time.process_time()
-                runs[k](i, *inputs[k])
-                times[k][i].append(time.process_time() - t0)
+            inputs = [replay._copies(a) for _ in variants]
+            for j in range(nv):  # the order rotated from pass to pass and round to round
+                k = (j + i + r) % nv
+                times[k][i].append(runs[k](i, *inputs[k])[1])
     n = max(len(calls), 1)
     mins = [sum(min(v) for v in t) / n * 1e3 for t in times]
     meds = [sum(sorted(v)[len(v) // 2] for v in t) / n * 1e3 for t in times]
-    n_copied = sum(len(v) for v in copies.values())
-    print(f"{len(calls)} passes x {args.rounds} rounds, {n_copied} searches copied; CPU ms a pass: searched"
-          f" {mins[0]:.3f} (medians {meds[0]:.3f}), copied {mins[1]:.3f} (medians {meds[1]:.3f});"
-          f" ceiling {mins[0] / mins[1]:.3f}x (medians {meds[0] / meds[1]:.3f}x); both the recorded digest: {ok}")
-    return 0 if ok else 1
+    fig = {"passes": len(calls), "rounds": args.rounds, "copied": n_copied, "variants": {}}
+    print(f"{len(calls)} passes x {args.rounds} rounds; CPU ms a pass of the kernel (sum of each pass's minimum;"
+          f" medians); ratio to 'as it is'; the recorded digest")
+    for (name, _, _), mn, md in zip(variants, mins, meds):
+        fig["variants"][name] = {"ms_min": round(mn, 4), "ms_median": round(md, 4), "ratio_min": round(mins[0] / mn, 4),
+                                 "ratio_median": round(meds[0] / md, 4), "digest_ok": ok[name]}
+        print(f"  {name:32s} {mn:7.3f} ({md:7.3f})  {mins[0] / mn:6.3f}x ({meds[0] / md:6.3f}x)  {ok[name]}")
+    print(json.dumps(fig))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(fig, fh, indent=1)
+    return 0 if all(ok.values()) else 1
 
 
 if __name__ == "__main__":

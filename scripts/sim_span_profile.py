@@ -7,6 +7,11 @@ the Python around them), the rest is the simulator. ``--cprofile FILE`` instead 
 of the span (for the order of the Python parts, not their shares).
 
     python scripts/sim_span_profile.py /tmp/snap.pkl --then 0.1
+    python scripts/sim_span_profile.py --fresh hpc2n --then 30    # the issue's 30 days, from empty
+
+``--fresh PRESET`` plays ``--then`` days from an empty cluster as ``sim_days_cpu.py`` does
+(``make_simulator(PRESET, warmup_s=0)``, fifo, seed 0), so the shares are those of the issue's
+whole 30-day measure, not only of a saturated span.
 """
 
 from __future__ import annotations
@@ -19,19 +24,27 @@ import time
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("snapshot")
+    ap.add_argument("snapshot", nargs="?")
+    ap.add_argument("--fresh", metavar="PRESET", help="play from an empty PRESET instead of a snapshot")
     ap.add_argument("--then", type=float, default=0.1)
     ap.add_argument("--cprofile")
     args = ap.parse_args()
     from asad.slurm.sim import backfill, fit_cache, pass_kernel
 
-    with open(args.snapshot, "rb") as fh:
-        blob = fh.read()
-    # numba loads (or compiles) its functions at their first call: a throw-away copy of the
-    # simulator plays a little first, so that the timed span holds none of it
-    warm = pickle.loads(blob)
-    warm.run_until(warm.now() + 0.01 * 86400)
-    sim = pickle.loads(blob)
+    if args.fresh:
+        from asad.slurm.sim import make_simulator
+
+        warm = make_simulator("small", seed=1, warmup_s=0)  # as sim_days_cpu.py warms the kernels
+        warm.run_until(warm.now() + 0.3 * 86400)
+        sim = make_simulator(args.fresh, warmup_s=0)
+    else:
+        with open(args.snapshot, "rb") as fh:
+            blob = fh.read()
+        # numba loads (or compiles) its functions at their first call: a throw-away copy of the
+        # simulator plays a little first, so that the timed span holds none of it
+        warm = pickle.loads(blob)
+        warm.run_until(warm.now() + 0.01 * 86400)
+        sim = pickle.loads(blob)
     clocks = {"kernel": 0.0, "note_pass": 0.0, "compiled_pass": 0.0, "main_pass": 0.0,
               "backfill_starts": 0.0}
     calls = {"passes": 0}
@@ -65,7 +78,7 @@ def main() -> int:
     else:
         sim.run_until(sim.now() + args.then * 86400)
     span = clock() - t0
-    out = {"span_cpu_s": round(span, 3), **{k: round(v, 3) for k, v in clocks.items()}, **calls}
+    out = {"span_cpu_s": round(span, 3), "jobs": len(sim.jobs), **{k: round(v, 3) for k, v in clocks.items()}, **calls}
     if not args.cprofile and span > 0:
         around = (clocks["compiled_pass"] - clocks["kernel"] - clocks["note_pass"]
                   - clocks["backfill_starts"])
