@@ -467,11 +467,25 @@ def one_seed_analogue(runs: list[dict]) -> tuple[int, int]:
     return met, asked
 
 
-def simulator_rows(recs: list[dict]) -> list[dict]:
-    """The simulator's rows as the scorer gives them (pair_rows, main's fixed replay)."""
-    from asad.bench.sim_vs_real_pairs import pair_rows
+def simulator_rows(recs: list[dict]) -> tuple[list[dict], dict[str, list[float]]]:
+    """The simulator's rows as the scorer gives them (pair_rows, the fixed replay), and per
+    scenario tau_b between its replays of two different runs, each on its run's clock aligned
+    as the scorer aligns two runs: is it a one-schedule simulator?"""
+    from asad.bench.sim_vs_real import compare, replay
+    from asad.bench.sim_vs_real_pairs import by_scenario, pair_rows
 
-    return pair_rows(recs)
+    reps = {}
+    apart: dict[str, list[float]] = {}
+    for name, runs in by_scenario(recs).items():
+        labels = common_labels(runs)
+        aligned = {}
+        for r in runs:
+            reps[r["id"]] = replay(r)
+            first = min(j["submit"] for j in r["jobs"])
+            aligned[r["run"]] = [reps[r["id"]][lab]["start"] - first for lab in labels]
+        apart[name] = [tau_b(pair_counts(aligned[i], aligned[k])) for i, k in itertools.combinations(aligned, 2)]
+    rows = pair_rows(recs, sims={rid: compare(next(r for r in recs if r["id"] == rid), rep) for rid, rep in reps.items()})
+    return rows, apart
 
 
 def main(argv: list[str]) -> int:
@@ -486,10 +500,12 @@ def main(argv: list[str]) -> int:
     recs = load_recordings(None)
     scen = by_scenario(recs)
     sim_met: dict = {}
+    apart: dict = {}
     if args.sim:
-        for r in simulator_rows(recs):
+        rows_sim, apart = simulator_rows(recs)
+        for r in rows_sim:
             sim_met.setdefault(r["scenario"], {})[(tuple(int(x) for x in r["pair"].split("-")), r["run"])] = r["met"]
-    report: dict = {"inputs": {}, "slurm": {}, "bound": {}, "witness": {}}
+    report: dict = {"inputs": {}, "slurm": {}, "bound": {}, "witness": {}, "replays_apart": apart}
 
     print("## Inputs: what a simulator reading only the workload sees, run against run")
     for name, runs in scen.items():
@@ -558,6 +574,13 @@ def main(argv: list[str]) -> int:
         print(f"| {name} | {free['rows']} | {free['met']} | {free['over_capacity']} / {free['deps_broken']} | "
               f"{held['met']} | {missed} |")
     print(f"| total | {total[0]} | {total[1]} | | {total[2]} | |")
+    if apart:
+        print()
+        print("## The simulator's own replays of two different runs (tau_b, aligned as two real runs)")
+        print("| scenario | replay pairs | identical order | tau_b min / median |")
+        print("|---|---:|---:|---:|")
+        for name, taus in apart.items():
+            print(f"| {name} | {len(taus)} | {sum(t == 1.0 for t in taus)} | {min(taus):.3f} / {np.median(taus):.3f} |")
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(report, fh, default=str, indent=1)
