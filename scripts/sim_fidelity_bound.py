@@ -3,7 +3,7 @@
 A *row* is (scenario, unordered pair {a, b} of unperturbed real runs, one run x of the pair): the
 replay of x must reach tau(replay, x) >= tau_min and median |dstart| <= median_max, both set by the
 real pair (``PairTarget.of(compare_runs(a, b))``). A scenario with n runs has n (n - 1) rows; 170 in
-all. This script measures two things (no simulator change; it only imports the scorer):
+all. This script measures three things (no simulator change; it only imports the scorer):
 
 1. **Slurm in the simulator's place.** For a scenario with >= 3 runs, each real run c is scored as
    if it were the simulator's replay of x, on every row whose pair does not contain c:
@@ -19,15 +19,23 @@ all. This script measures two things (no simulator change; it only imports the s
 
    so tau_b >= t (t > 0) gives K <= r(t, U, V) = (P - max(0, U + V - P) - t sqrt((P-U)(P-V))) / 2,
    and is possible at all only if t sqrt((P-U)(P-V)) <= P - max(U, V) (tau_b <= (C + D) / denom).
+   The second metric is the angle arccos(tau_b) between the rankings' sign vectors over the pairs
+   (tau_b is their cosine), for which tau_b >= t is exactly angle <= arccos(t).
    For a simulator whose replays of a scenario's runs are one ranking S (one schedule up to a
    whole-second clock shift), two rows on runs i != k can both hold only if
-   K(R_i, R_k) <= r_i + r_k. The rows that can hold together are an independent set of that
-   conflict graph; its maximum, maximised over S's unknown tie count V, bounds the rows any such
-   simulator meets. The median condition is dropped (a weaker requirement: the bound stays sound)
-   except where S ties every pair (V = P, where the code's tau_b is 1 by convention): there a
-   row needs ceil(n/2) of the run's starts inside one window of 2 * median_max seconds.
+   d(R_i, R_k) <= r_i + r_k under both metrics. The rows that can hold together are an independent
+   set of that conflict graph; its maximum, maximised over S's unknown tie count V, bounds the
+   rows any such simulator meets. The median condition is dropped (a weaker requirement: the
+   bound stays sound) except where S ties every pair (V = P, where the code's tau_b is 1 by
+   convention): there a row needs ceil(n/2) of the run's starts inside one window of
+   2 * median_max seconds.
 
-Usage: python scripts/sim_fidelity_bound.py [--json OUT]
+3. **Witnesses.** One schedule per scenario found from hindsight and scored by ``compare`` on
+   each run's clock: how many rows one schedule does meet (a lower bound on the optimum the
+   metric bound bounds from above), free and within the cluster's capacity and dependencies.
+
+Usage: python scripts/sim_fidelity_bound.py [--sim] [--iterations N] [--json OUT]
+  --sim: replay every run too (the simulator's rows on the same rows; its replays of two runs)
 """
 
 from __future__ import annotations
