@@ -117,7 +117,7 @@ def test_the_vectorised_score_is_the_scorers():
     ties = np.array([np.count_nonzero(x == 0) for x in sign], dtype=float)
     s = base + rng.integers(-3, 4, 12)
     tau_min, med_max, row_run = np.array([0.8, 0.9, 0.95]), np.array([2.0, 3.0, 2.0]), np.array([0, 1, 2])
-    met, _ = B._fast_score(sign, ties, runs_aligned, s, iu, tau_min, med_max, row_run)
+    met, _ = B.W.fast_score(sign, ties, runs_aligned, s, iu, tau_min, med_max, row_run)
     want = 0
     for k in range(3):
         rec = {"scenario": "toy", "jobs": [{"label": f"j{i}", "job_id": i, "start": float(runs_aligned[k, i]),
