@@ -345,8 +345,12 @@ def witness(runs: list[dict], sweeps: int = 40, deltas: tuple[int, ...] = (-3, -
         s, best = W.anneal(s.copy(), lambda x: W.fast_score(sign_runs, ties, aligned, x, *args), aligned, iterations,
                           seed, allowed)
     if slack_iterations and best[0] < len(rows):
-        s, _ = W.anneal_slack(s.copy(), lambda x: W.min_slack(sign_runs, ties, aligned, x, *args), aligned,
-                              slack_iterations, slack_seed, allowed)
+        # the least slack is not the count: kept only where it meets more rows
+        tried, _ = W.anneal_slack(s.copy(), lambda x: W.min_slack(sign_runs, ties, aligned, x, *args), aligned,
+                                  slack_iterations, slack_seed, allowed)
+        got = W.fast_score(sign_runs, ties, aligned, tried, *args)
+        if got[0] > best[0]:
+            s, best = tried, got
     met = []
     for r in rows:
         rec = runs[index[r["run"]]]
