@@ -519,22 +519,3 @@ def test_the_walk_is_skipped_often_on_a_crowded_queue() -> None:
             at = _walk_start(kth, avail, job_ends, first_piece, p_node, ones)
             assert at == -INF or at > later
     assert skipped > 40
-
-
-def test_a_walk_whose_batches_step_over_kth_is_skipped() -> None:
-    """Three usable jobs ending 10 s, 200 s and 250 s from now, kth the second's end, later_start
-    kth: the walk's edges are now + 60, 90, 150, 270 (anchor now + 30); no usable job ends
-    between the edge below kth (150) and kth, but the last job ending by that edge (10 s) is
-    usable, so the batch there ends at it and the next edge (270) gives 250 s, past later_start.
-    _walk_past skips it (twelfth session; the eleventh's rule asked only for a usable job in
-    (150, 200) and walked); it fails if the last job by the edge below kth is not looked at."""
-    job_ends, first_piece, p_node, avail, ones = _walk_instance([10.0, 200.0, 250.0], [[0], [0], [0]], {0}, n=3)
-    kth = later = NOW + 200.0
-    assert _walk_start(kth, avail, job_ends, first_piece, p_node, ones) == NOW + 250.0
-    assert plan_kernel._walk_past(kth, later, NOW, avail, p_node, first_piece, job_ends, 16)
-    # with a job on a held node ending at 120 s, the last job by 150 is not usable: the batch
-    # there ends at the first usable job after it, kth's own, so the walk starts by later_start
-    job_ends, first_piece, p_node, avail, ones = _walk_instance([10.0, 120.0, 200.0, 250.0],
-                                                                [[0], [1], [0], [0]], {0}, n=3)
-    assert _walk_start(kth, avail, job_ends, first_piece, p_node, ones) == NOW + 200.0
-    assert not plan_kernel._walk_past(kth, later, NOW, avail, p_node, first_piece, job_ends, 16)
