@@ -519,3 +519,26 @@ def test_the_walk_is_skipped_often_on_a_crowded_queue() -> None:
             at = _walk_start(kth, avail, job_ends, first_piece, p_node, ones)
             assert at == -INF or at > later
     assert skipped > 40
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 40), st.integers(0, 6)), min_size=1, max_size=30),
+       st.integers(-2, 45), st.integers(0, 12))
+def test_later_start_skips_the_cap_only_when_it_cannot_matter(plans, start, limit) -> None:  # noqa: ANN001
+    """plan_kernel.later_start (twelfth session) reads the cap only for a span end past the
+    window's end: the same later_start as the cap's test on every end, for plans on a grid (ties,
+    touching plans, many boundaries between the window's end and the next span end). It fails if
+    the end is taken without the cap further out (e.g. by end_time + limit)."""
+    iv_node = np.array([p[0] for p in plans], dtype=np.int64)
+    iv_b = np.array([NOW + 60.0 * p[1] for p in plans])
+    iv_e = iv_b + 60.0 * np.array([p[2] for p in plans])
+    bounds = plan_kernel.distinct_bounds(iv_b, iv_e)
+    span_b, span_e, span_n = plan_kernel._free_spans(6, iv_node, iv_b, iv_e)
+    order = np.argsort(span_b, kind="stable")
+    _, end_e, _ = plan_kernel.by_end(span_b[order], span_e[order], span_n[order])
+    start_res = NOW + 60.0 * start
+    end_time = start_res + 60.0 * limit
+    ne = int(np.sum(end_e <= start_res))
+    cap = plan_kernel._cap_sorted(bounds, start_res, end_time)
+    want = end_e[ne] if ne < len(end_e) and end_e[ne] <= cap else INF
+    assert plan_kernel.later_start(end_e, ne, len(end_e), bounds, start_res, end_time) == want
