@@ -542,3 +542,22 @@ def test_later_start_skips_the_cap_only_when_it_cannot_matter(plans, start, limi
     cap = plan_kernel._cap_sorted(bounds, start_res, end_time)
     want = end_e[ne] if ne < len(end_e) and end_e[ne] <= cap else INF
     assert plan_kernel.later_start(end_e, ne, len(end_e), bounds, start_res, end_time) == want
+
+
+def test_a_walk_whose_batches_step_over_kth_is_skipped() -> None:
+    """Three usable jobs ending 10 s, 200 s and 250 s from now, kth the second's end, later_start
+    kth: the walk's edges are now + 60, 90, 150, 270 (anchor now + 30); no usable job ends
+    between the edge below kth (150) and kth, but the last job ending by that edge (10 s) is
+    usable, so the batch there ends at it and the next edge (270) gives 250 s, past later_start.
+    _walk_past skips it (twelfth session; the eleventh's rule asked only for a usable job in
+    (150, 200) and walked); it fails if the last job by the edge below kth is not looked at."""
+    job_ends, first_piece, p_node, avail, ones = _walk_instance([10.0, 200.0, 250.0], [[0], [0], [0]], {0}, n=3)
+    kth = later = NOW + 200.0
+    assert _walk_start(kth, avail, job_ends, first_piece, p_node, ones) == NOW + 250.0
+    assert plan_kernel._walk_past(kth, later, NOW, avail, p_node, first_piece, job_ends, 16)
+    # with a job on a held node ending at 120 s, the last job by 150 is not usable: the batch
+    # there ends at the first usable job after it, kth's own, so the walk starts by later_start
+    job_ends, first_piece, p_node, avail, ones = _walk_instance([10.0, 120.0, 200.0, 250.0],
+                                                                [[0], [1], [0], [0]], {0}, n=3)
+    assert _walk_start(kth, avail, job_ends, first_piece, p_node, ones) == NOW + 200.0
+    assert not plan_kernel._walk_past(kth, later, NOW, avail, p_node, first_piece, job_ends, 16)
