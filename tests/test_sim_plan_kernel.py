@@ -186,10 +186,14 @@ def test_spans_kept_one_plan_at_a_time_equal_the_rebuilt_spans(plans) -> None:  
 @given(st.lists(st.tuples(st.integers(0, 5), boundary, st.integers(0, 8)), max_size=40))
 def test_intervals_added_with_the_bisection_shortcut_equal_the_absorbing_walk(plans) -> None:  # noqa: ANN001
     """plan_maps.add_interval puts a plan interval that meets none of its node's intervals into
-    both span orders by bisection (eleventh session) and only otherwise walks every span to absorb
-    those it meets. After every plan the arrays are exactly those of the walk alone (both orders,
+    both span orders by bisection (eleventh session), and one that meets some absorbs them by
+    bisection too, the merged span found from the node's intervals (twelfth session). After every
+    plan the arrays are exactly those of add_span_twice's walk over every span (both orders,
     element by element, ties included) and _free_spans's set: a shortcut taken when the interval
-    touches a span (a shared boundary on the grid) or misplaced by one would differ here."""
+    touches a span (a shared boundary on the grid) or misplaced by one would differ here. (It
+    fails when the merged span is grown by one look at the intervals, not until none adds; when
+    the absorbing range stops before spans keyed exactly hi; when ties place the merged span
+    before the kept spans with its key.)"""
     n_nodes = 6
     m = len(plans) + 1
     got = [np.empty(m), np.empty(m), np.empty(m, dtype=np.int64), np.empty(m), np.empty(m),
