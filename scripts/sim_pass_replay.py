@@ -132,21 +132,24 @@ def _load_kernel(tree: str, tag: str):  # noqa: ANN202
     import types
 
     mods = {}
-    for name in ("plan_maps", "plan_kernel", "fit_cache", "pass_kernel"):
+    # the tree's own modules, lowest first; a module a tree does not have (will_run before the
+    # twelfth session) is skipped
+    for name in ("plan_maps", "will_run", "plan_kernel", "fit_cache", "pass_kernel"):
         path = f"{tree}/asad/slurm/sim/{name}.py"
         if not os.path.exists(path):
             continue
         src = open(path).read().replace("cache=True", "cache=False")
         src = re.sub(r"^from asad\.slurm\.sim import .*$", "", src, flags=re.M)
-        # the tree's own plans' map (split from plan_kernel in the ninth session), not the
-        # installed one: its names are put in the module below
-        src = re.sub(r"^from asad\.slurm\.sim\.plan_maps import \([^)]*\)", "", src, flags=re.M | re.S)
+        # the tree's own plans' map (split from plan_kernel in the ninth session) and will-run
+        # walk (split in the twelfth), not the installed ones: their names are put in the module below
+        src = re.sub(r"^from asad\.slurm\.sim\.(plan_maps|will_run) import \([^)]*\)", "", src, flags=re.M | re.S)
         src = src.replace("    drop_stale_cache(", "    (lambda *a: None)(")
         mod = types.ModuleType(f"{name}_{tag}")
         mod.__file__ = path
         mod.__dict__.update(mods)
-        if "plan_maps" in mods and name == "plan_kernel":
-            mod.__dict__.update({k: v for k, v in vars(mods["plan_maps"]).items() if not k.startswith("__")})
+        for lower in ("plan_maps", "will_run"):  # what ``from ... import (names)`` gave
+            if lower in mods and name in ("will_run", "plan_kernel") and lower != name:
+                mod.__dict__.update({k: v for k, v in vars(mods[lower]).items() if not k.startswith("__")})
         sys.modules[mod.__name__] = mod  # (dataclasses look their module up there)
         exec(compile(src, path, "exec"), mod.__dict__)  # noqa: S102 - our own source, to time it
         mods[name] = mod

@@ -186,10 +186,14 @@ def test_spans_kept_one_plan_at_a_time_equal_the_rebuilt_spans(plans) -> None:  
 @given(st.lists(st.tuples(st.integers(0, 5), boundary, st.integers(0, 8)), max_size=40))
 def test_intervals_added_with_the_bisection_shortcut_equal_the_absorbing_walk(plans) -> None:  # noqa: ANN001
     """plan_maps.add_interval puts a plan interval that meets none of its node's intervals into
-    both span orders by bisection (eleventh session) and only otherwise walks every span to absorb
-    those it meets. After every plan the arrays are exactly those of the walk alone (both orders,
+    both span orders by bisection (eleventh session), and one that meets some absorbs them by
+    bisection too, the merged span found from the node's intervals (twelfth session). After every
+    plan the arrays are exactly those of add_span_twice's walk over every span (both orders,
     element by element, ties included) and _free_spans's set: a shortcut taken when the interval
-    touches a span (a shared boundary on the grid) or misplaced by one would differ here."""
+    touches a span (a shared boundary on the grid) or misplaced by one would differ here. (It
+    fails when the merged span is grown by one look at the intervals, not until none adds; when
+    the absorbing range stops before spans keyed exactly hi; when ties place the merged span
+    before the kept spans with its key.)"""
     n_nodes = 6
     m = len(plans) + 1
     got = [np.empty(m), np.empty(m), np.empty(m, dtype=np.int64), np.empty(m), np.empty(m),
@@ -519,3 +523,45 @@ def test_the_walk_is_skipped_often_on_a_crowded_queue() -> None:
             at = _walk_start(kth, avail, job_ends, first_piece, p_node, ones)
             assert at == -INF or at > later
     assert skipped > 40
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 40), st.integers(0, 6)), min_size=1, max_size=30),
+       st.integers(-2, 45), st.integers(0, 12))
+def test_later_start_skips_the_cap_only_when_it_cannot_matter(plans, start, limit) -> None:  # noqa: ANN001
+    """plan_kernel.later_start (twelfth session) reads the cap only for a span end past the
+    window's end: the same later_start as the cap's test on every end, for plans on a grid (ties,
+    touching plans, many boundaries between the window's end and the next span end). It fails if
+    the end is taken without the cap further out (e.g. by end_time + limit)."""
+    iv_node = np.array([p[0] for p in plans], dtype=np.int64)
+    iv_b = np.array([NOW + 60.0 * p[1] for p in plans])
+    iv_e = iv_b + 60.0 * np.array([p[2] for p in plans])
+    bounds = plan_kernel.distinct_bounds(iv_b, iv_e)
+    span_b, span_e, span_n = plan_kernel._free_spans(6, iv_node, iv_b, iv_e)
+    order = np.argsort(span_b, kind="stable")
+    _, end_e, _ = plan_kernel.by_end(span_b[order], span_e[order], span_n[order])
+    start_res = NOW + 60.0 * start
+    end_time = start_res + 60.0 * limit
+    ne = int(np.sum(end_e <= start_res))
+    cap = plan_kernel._cap_sorted(bounds, start_res, end_time)
+    want = end_e[ne] if ne < len(end_e) and end_e[ne] <= cap else INF
+    assert plan_kernel.later_start(end_e, ne, len(end_e), bounds, start_res, end_time) == want
+
+
+def test_a_walk_whose_batches_step_over_kth_is_skipped() -> None:
+    """Three usable jobs ending 10 s, 200 s and 250 s from now, kth the second's end, later_start
+    kth: the walk's edges are now + 60, 90, 150, 270 (anchor now + 30); no usable job ends
+    between the edge below kth (150) and kth, but the last job ending by that edge (10 s) is
+    usable, so the batch there ends at it and the next edge (270) gives 250 s, past later_start.
+    _walk_past skips it (twelfth session; the eleventh's rule asked only for a usable job in
+    (150, 200) and walked); it fails if the last job by the edge below kth is not looked at."""
+    job_ends, first_piece, p_node, avail, ones = _walk_instance([10.0, 200.0, 250.0], [[0], [0], [0]], {0}, n=3)
+    kth = later = NOW + 200.0
+    assert _walk_start(kth, avail, job_ends, first_piece, p_node, ones) == NOW + 250.0
+    assert plan_kernel._walk_past(kth, later, NOW, avail, p_node, first_piece, job_ends, 16)
+    # with a job on a held node ending at 120 s, the last job by 150 is not usable: the batch
+    # there ends at the first usable job after it, kth's own, so the walk starts by later_start
+    job_ends, first_piece, p_node, avail, ones = _walk_instance([10.0, 120.0, 200.0, 250.0],
+                                                                [[0], [1], [0], [0]], {0}, n=3)
+    assert _walk_start(kth, avail, job_ends, first_piece, p_node, ones) == NOW + 200.0
+    assert not plan_kernel._walk_past(kth, later, NOW, avail, p_node, first_piece, job_ends, 16)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asad.slurm.sim import fit_cache, plan_kernel, plan_maps
+from asad.slurm.sim import fit_cache, plan_kernel, plan_maps, will_run
 from asad.slurm.sim.numba_cache import drop_stale_cache  # noqa: F401 (tests read it here)
 
 INF = np.inf
@@ -557,7 +557,7 @@ def run_pass(cache, *args):  # noqa: ANN001, ANN002, ANN201
 
 
 if plan_kernel.njit is not None:
-    for _dependency in (plan_kernel, plan_maps, fit_cache):
+    for _dependency in (plan_kernel, plan_maps, will_run, fit_cache):  # compiled into the pass
         drop_stale_cache(Path(__file__).with_name("__pycache__"), Path(__file__).stem, Path(_dependency.__file__))
     _shape_times = plan_kernel.njit(cache=True)(_shape_times)
     _shape_times_sorted = plan_kernel.njit(cache=True)(_shape_times_sorted)

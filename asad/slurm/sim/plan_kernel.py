@@ -5,22 +5,20 @@ test and node pick as ``planner.planned_start_slurm``, ``planner.will_run`` and
 
 Why: a backfill pass on a full ``hpc2n`` queue makes ~300 plans, each some 13 will-run tests
 over 602 nodes and ~1,700 running pieces; as numpy calls a plan costs ~0.6 ms, most of it call
-overhead. Compiled, it takes ~55-80 us. A will-run test asks whether a running job has a piece
-on a usable node only at its batches' edges, not for every running job: the walk ends at the
-first batch after which the job fits. ``tests/test_sim_plan_kernel.py`` checks that both give
+overhead. Compiled, it takes ~55-80 us. The will-run walk itself (asked only at its batches'
+edges) is ``will_run``'s, compiled into the search here. ``tests/test_sim_plan_kernel.py`` checks that both give
 the same plan on random partitions; without numba the reference is used. Only plain loops and
 arrays here: numba compiles library calls such as ``np.partition`` or ``np.unique`` slowly.
 """
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 
 import numpy as np
 
-from asad.slurm.sim import plan_maps
+from asad.slurm.sim import plan_maps, will_run
 from asad.slurm.sim.numba_cache import drop_stale_cache
 
 # the plans' map; add_span_twice, insert_bound, distinct_bounds and _cap are re-exported for pass_kernel
@@ -29,14 +27,17 @@ from asad.slurm.sim.plan_maps import (  # noqa: F401
     _bisect_left, _bisect_right, _bits_clear, _bits_reset, _bits_select, _bits_set, _cap, _cap_sorted,
     _free_spans, add_span_twice, by_end, distinct_bounds, insert_bound)
 
+# the will-run walk (its own module since the twelfth session); re-exported for the tests and
+# scripts that read it here
+from asad.slurm.sim.will_run import (  # noqa: F401
+    WALK_PAST_CAP, WILL_RUN_WINDOW_S, _kth_avail, _usable, _walk_past, _will_run, _will_run_kth)
+
 try:  # numba is a dependency; its absence (or ASAD_SIM_COMPILED=0) falls back to the reference
     from numba import njit
 except ImportError:  # pragma: no cover - exercised only on a machine without numba
     njit = None
 
 INF = np.inf
-WILL_RUN_WINDOW_S = 30.0  # cons_common/job_test.c: _will_run_test's first time_window
-WALK_PAST_CAP = 16  # jobs _walk_past looks at per side before it gives up (and the walk runs)
 
 
 _ENABLED = njit is not None and os.environ.get("ASAD_SIM_COMPILED", "1") != "0"
@@ -122,172 +123,6 @@ def _find_consec(free_c, free_m, blocked, nodes, cores, mem):  # noqa: ANN001, A
     for j in range(m):
         free[j] = free_c[idx[j]]
     return _consec_pick(idx, free, nodes, cores)
-
-
-def _will_run(times, by_time, avail, free_now, k, now, guess_s, p_node, first_piece,
-              job_ends, free_c, free_m, p_c, p_m, cpn, mem):  # noqa: ANN001, ANN202
-    """planner.will_run: (start, fit-by instant, pieces gone, counted), start -inf for none.
-    The nodes that fit are those in ``avail`` free now (fit-by instant -inf, start = now) or
-    fitting by the fit-by instant, or where ``counted``, fitting once the first ``gone``
-    pieces have gone. ``by_time``: the nodes in order of ``times``; ``free_now``: how many
-    nodes in ``avail`` the job fits on now."""
-    if free_now >= k:
-        return now, -INF, 0, False
-    return _will_run_kth(_kth_avail(times, by_time, avail, k), avail, k, now, guess_s, p_node,
-                         first_piece, job_ends, free_c, free_m, p_c, p_m, cpn, mem)
-
-
-def _kth_avail(times, by_time, avail, k):  # noqa: ANN001, ANN202
-    """The k-th smallest fit time of the usable nodes (inf if fewer than k ever fit)."""
-    seen = 0
-    for i in by_time:
-        if avail[i]:
-            seen += 1
-            if seen == k:
-                return times[i]
-    return INF
-
-
-def _will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece, job_ends, free_c, free_m,
-                  p_c, p_m, cpn, mem):  # noqa: ANN001, ANN202
-    """_will_run's walk once the job does not fit now, given ``kth`` (``_kth_avail``). The start
-    it returns is never before ``kth``: a batch ends at ``last`` with ``kth <= max(last, now)``,
-    and when ``last <= now`` the start is after ``now``. Also how many pieces (in end order) the
-    batches took away, and whether the nodes were counted on them: when a job left for the next
-    batch ends by the fit-by instant too (planner.will_run)."""
-    n_jobs = len(job_ends)
-    if n_jobs == 0:
-        return -INF, 0.0, 0, False
-    if kth == INF:
-        return -INF, 0.0, 0, False
-    # Per running job (in end order) the walk needs to know only whether it has a piece on a
-    # usable node, and only at its batches' edges: asked job by job, not for all ~1,500.
-    n_pieces = len(p_node)
-    first_use = 0
-    while first_use < n_jobs and not _usable(first_use, avail, p_node, first_piece, n_jobs, n_pieces):
-        first_use += 1
-    if first_use == n_jobs:
-        return -INF, 0.0, 0, False
-    none_from = n_jobs  # no job from this index on is usable (learned by a forward search)
-    first = job_ends[first_use]
-    anchor = first + (WILL_RUN_WINDOW_S - first % WILL_RUN_WINDOW_S)
-    window = WILL_RUN_WINDOW_S
-    pos = 0
-    while True:
-        q = max(pos, _bisect_right(job_ends, anchor + window))
-        # the batch ends at its last job (q - 1) if usable; else at the first usable job after
-        # it; else at the last usable job in it; no usable job at all: no start
-        last_i = -1
-        if q > pos and _usable(q - 1, avail, p_node, first_piece, n_jobs, n_pieces):
-            last_i = q - 1
-        else:
-            j = q
-            while j < none_from and not _usable(j, avail, p_node, first_piece, n_jobs, n_pieces):
-                j += 1
-            if j < none_from:
-                last_i = j
-            else:
-                none_from = min(none_from, q)
-                j = q - 2
-                while j >= pos and not _usable(j, avail, p_node, first_piece, n_jobs, n_pieces):
-                    j -= 1
-                if j >= pos:
-                    last_i = j
-        if last_i < 0:
-            return -INF, 0.0, 0, False
-        pos = last_i + 1
-        if pos < n_jobs:
-            window *= 2
-            while job_ends[pos] > anchor + window:
-                window *= 2
-        last = job_ends[last_i]
-        by = max(last, now)
-        if kth <= by:
-            gone = first_piece[pos] if pos < n_jobs else n_pieces
-            counted = pos < n_jobs and job_ends[pos] <= by
-            if counted:  # a job not taken away yet ends by then: count what the batch freed
-                fc = free_c.copy()
-                fm = free_m.copy()
-                for p in range(gone):
-                    fc[p_node[p]] += p_c[p]
-                    fm[p_node[p]] += p_m[p]
-                fit = 0
-                for i in range(len(fc)):
-                    if avail[i] and fc[i] >= cpn and fm[i] >= mem:
-                        fit += 1
-                counted = fit >= k
-                if not counted:
-                    if pos >= n_jobs:
-                        return -INF, 0.0, 0, False
-                    continue
-            if last <= now:  # the batch's last job is past its limit: still being killed
-                # _guess_job_end: at least now + 1 on time(NULL)'s whole second (f37o)
-                last = max(last + guess_s, math.floor(now) + 1.0)
-            return last, by, gone, counted
-        if pos >= n_jobs:
-            return -INF, 0.0, 0, False
-
-
-def _walk_past(kth, later, now, avail, p_node, first_piece, job_ends, cap):  # noqa: ANN001, ANN202
-    """True only if ``_will_run_kth(kth, ...)`` would give no start or one past ``later``, found
-    without the walk (False: unknown, walk). Why: of a search's ~10 tries ~5.8 walked only to
-    learn that (eleventh session), and ``kth``, the bound the search had, is itself the end of a
-    usable job. The walk's batches end at ``anchor + 30 * 2**i``, its start is the ``last`` of
-    such an edge E with ``last >= kth`` (``kth > now``), and ``last`` is a usable job's end: the
-    last one ending by E, or the first one ending after E. For E below ``kth`` the latter is at
-    least ``kth`` only if no usable job ends in (E, kth): none if one ends in (E_lo, kth), E_lo
-    the highest edge below ``kth``. For E from E1, the lowest edge at or past ``kth``, on, both
-    are past ``later`` once a usable job ends in (later, E1]. ``cap``: jobs looked at per side."""
-    n_jobs = len(job_ends)
-    if not (later < INF and now < kth <= later) or n_jobs == 0:
-        return False
-    n_pieces = len(p_node)
-    first_use = 0
-    while first_use < n_jobs and not _usable(first_use, avail, p_node, first_piece, n_jobs, n_pieces):
-        first_use += 1
-    if first_use == n_jobs:
-        return True  # the walk finds no usable job: no start
-    first = job_ends[first_use]
-    anchor = first + (WILL_RUN_WINDOW_S - first % WILL_RUN_WINDOW_S)
-    window = WILL_RUN_WINDOW_S
-    while anchor + window < kth:  # the walk's window: 30 * 2**i, as it doubles it
-        window *= 2
-    e1 = anchor + window
-    if not e1 > later:
-        return False
-    # a usable job ending in (later, e1]: the jobs ending by e1, from the last, down past later
-    j = _bisect_right(job_ends, e1) - 1
-    seen = 0
-    while j >= 0 and job_ends[j] > later and not _usable(j, avail, p_node, first_piece, n_jobs, n_pieces):
-        j -= 1
-        seen += 1
-        if seen == cap:
-            return False
-    if j < 0 or not job_ends[j] > later:
-        return False
-    if window == WILL_RUN_WINDOW_S:  # no edge below kth
-        return True
-    e_lo = anchor + window / 2
-    # a usable job ending in (e_lo, kth): the jobs ending before kth, from the last, down past e_lo
-    j = _bisect_left(job_ends, kth) - 1
-    seen = 0
-    while j >= 0 and job_ends[j] > e_lo:
-        if _usable(j, avail, p_node, first_piece, n_jobs, n_pieces):
-            return True
-        j -= 1
-        seen += 1
-        if seen == cap:
-            return False
-    return False
-
-
-def _usable(j, avail, p_node, first_piece, n_jobs, n_pieces):  # noqa: ANN001, ANN202
-    """Whether running job ``j`` (in end order) has a piece on an ``avail`` node."""
-    stop = first_piece[j + 1] if j + 1 < n_jobs else n_pieces
-    for p in range(first_piece[j], stop):
-        if avail[p_node[p]]:
-            return True
-    return False
 
 
 def _planned_start(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
@@ -453,6 +288,18 @@ def _pick_from_bits(bits, times, by_time, by, idx):  # noqa: ANN001, ANN202
     return m
 
 
+def _later_start(end_e, ne, ns, bounds, start_res, end_time):  # noqa: ANN001, ANN202
+    """planner.later_start for the search's window: ``end_e[ne]`` (the first span end after
+    ``start_res``) if it is by ``_cap_sorted(bounds, start_res, end_time)``, else inf. A span end
+    is one of the plans' boundaries (``bounds`` holds every begin and end), and the cap is the
+    second boundary past ``end_time`` or else the last boundary, so an end by ``end_time`` is
+    always by the cap: the cap's bisection (~540 boundaries, every try) only for an end past it
+    (twelfth session: ~2 % of the kernel)."""
+    if ne < ns and (end_e[ne] <= end_time or end_e[ne] <= _cap_sorted(bounds, start_res, end_time)):
+        return end_e[ne]
+    return INF
+
+
 def _planned_start_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
                         iv_node, iv_b, iv_e, p_end, p_node, p_c, p_m, first_piece, job_ends, bounds,
                         res, span_b, span_e, span_n, cur_c, cur_m, cur_g, end_b, end_e, end_n,
@@ -509,12 +356,9 @@ def _planned_start_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now,
                 n_avail += 1
                 held_fit -= fits_now[node]
                 _bits_set(bits, cnt, rank[node])
-        cap = _cap_sorted(bounds, start_res, end_time)
         # later_start: the first span end after start_res, if by the cap (planner.later_start:
         # also a span that has not entered the window, one filling the segment after it)
-        later = INF
-        if ne < ns and end_e[ne] <= cap:
-            later = end_e[ne]
+        later = later_start(end_e, ne, ns, bounds, start_res, end_time)
         if n_fits_now - held_fit >= k:
             at, by, gone, counted = now, -INF, 0, False
         else:
@@ -591,16 +435,13 @@ def _planned_start_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now,
 if njit is not None:
     # the plans' map is compiled into the search: a cache made with an older plan_maps.py is stale
     drop_stale_cache(Path(__file__).with_name("__pycache__"), Path(__file__).stem, Path(plan_maps.__file__))
+    drop_stale_cache(Path(__file__).with_name("__pycache__"), Path(__file__).stem, Path(will_run.__file__))
     _consec_pick = consec_pick = njit(cache=True)(_consec_pick)
     find_consec = njit(cache=True)(_find_consec)
-    _usable = njit(cache=True)(_usable)
-    _kth_avail = njit(cache=True)(_kth_avail)
-    _will_run_kth = njit(cache=True)(_will_run_kth)
-    _walk_past = njit(cache=True)(_walk_past)
-    _will_run = njit(cache=True)(_will_run)
     new_cursor = njit(cache=True)(new_cursor)
     _free_after = njit(cache=True)(_free_after)
     pick_from_bits = njit(cache=True)(_pick_from_bits)
+    later_start = njit(cache=True)(_later_start)
     shape_fits = njit(cache=True)(shape_fits)
     shape_rank = njit(cache=True)(shape_rank)
     node_intervals = njit(cache=True)(node_intervals)
@@ -613,3 +454,4 @@ else:  # pragma: no cover
     planned_start = consec_pick = find_consec = planned_start_spans = planned_start_cursor = None
     planned_start_kept = None
     pick_from_bits = _pick_from_bits
+    later_start = _later_start
