@@ -52,15 +52,14 @@ def climb(s: np.ndarray, sweeps: int, deltas: tuple[int, ...], score, aligned: n
     return s, best
 
 
-def anneal(s: np.ndarray, score, aligned: np.ndarray, iterations: int, seed: int,  # noqa: ANN001
-            allowed=None) -> tuple:  # noqa: ANN001
+def _anneal(s: np.ndarray, objective, better, rank, aligned: np.ndarray, iterations: int,  # noqa: ANN001
+            seed: int, allowed, temp: float, temp_min: float, cooling: float, done) -> tuple:  # noqa: ANN001
     """Simulated annealing from ``s``: a random job moved onto a random run's start or by up to
-    5 s; a worse schedule kept with probability exp(-loss / T). Returns the best seen."""
+    5 s; ``objective(s)`` scored by ``better(got) - better(cur)`` (a worse schedule kept with
+    probability exp(that / T)); the best by ``rank`` kept, and the search stops once ``done(best)``."""
     rng = np.random.default_rng(seed)
-    def value(g: tuple) -> float:
-        return g[0] * 5.0 - g[1]
-    cur = score(s)
-    best, best_s, temp = cur, s.copy(), 2.0
+    cur = objective(s)
+    best, best_s = cur, s.copy()
     for _ in range(iterations):
         j = int(rng.integers(len(s)))
         old = s[j]
@@ -68,15 +67,26 @@ def anneal(s: np.ndarray, score, aligned: np.ndarray, iterations: int, seed: int
         if allowed is not None and not allowed(s):
             s[j] = old
             continue
-        got = score(s)
-        if value(got) >= value(cur) or rng.random() < math.exp((value(got) - value(cur)) / temp):
+        got = objective(s)
+        gain = better(got) - better(cur)
+        if gain >= 0 or rng.random() < math.exp(gain / temp):
             cur = got
         else:
             s[j] = old
-        if (cur[0], -cur[1]) > (best[0], -best[1]):
+        if rank(cur) > rank(best):
             best, best_s = cur, s.copy()
-        temp = max(0.05, temp * 0.9995)
+            if done(best):
+                break
+        temp = max(temp_min, temp * cooling)
     return best_s, best
+
+
+def anneal(s: np.ndarray, score, aligned: np.ndarray, iterations: int, seed: int,  # noqa: ANN001
+           allowed=None) -> tuple:  # noqa: ANN001
+    """Annealing on the count: ``score(s)`` is (rows met, shortfall), valued rows x 5 - shortfall.
+    Returns the best seen."""
+    return _anneal(s, score, lambda g: g[0] * 5.0 - g[1], lambda g: (g[0], -g[1]), aligned, iterations, seed, allowed,
+                   2.0, 0.05, 0.9995, lambda best: False)
 
 
 class Capacity:
@@ -130,24 +140,5 @@ def anneal_slack(s: np.ndarray, slack, aligned: np.ndarray, iterations: int, see
     """Annealing on the least slack over the rows (not on the count): where the count's search
     leaves a row just short, this trades the other rows' room for it. Stops at the first
     schedule that meets every row. Returns the best seen and its slack."""
-    rng = np.random.default_rng(seed)
-    cur = slack(s)
-    best, best_s, temp = cur, s.copy(), 0.5
-    for _ in range(iterations):
-        j = int(rng.integers(len(s)))
-        old = s[j]
-        s[j] = aligned[int(rng.integers(len(aligned))), j] if rng.random() < 0.5 else old + int(rng.integers(-5, 6))
-        if allowed is not None and not allowed(s):
-            s[j] = old
-            continue
-        got = slack(s)
-        if got >= cur or rng.random() < math.exp((got - cur) / temp):
-            cur = got
-        else:
-            s[j] = old
-        if cur > best:
-            best, best_s = cur, s.copy()
-            if best >= 0:
-                break
-        temp = max(0.01, temp * 0.9998)
-    return best_s, best
+    return _anneal(s, slack, lambda g: g, lambda g: g, aligned, iterations, seed, allowed, 0.5, 0.01, 0.9998,
+                   lambda best: best >= 0)
