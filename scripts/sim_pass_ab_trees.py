@@ -3,7 +3,7 @@ alternating the order; CPU ms a pass (sum of each pass's minimum, and of medians
 
     python scripts/sim_pass_ab_trees.py passes.pkl ROUNDS MAIN_TREE MAIN_COPY NEW_TREE ...
 """
-import hashlib, os, pickle, sys, time
+import hashlib, os, pickle, sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sim_pass_replay as spr
 calls_file, rounds, trees = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
@@ -15,20 +15,7 @@ for t, m in zip(trees, mods):
     for a in calls:
         spr._add(d, k(*spr._copies(a)))
     print(t, "digest", d.hexdigest()[:16], "recorded" if d.hexdigest()[:16] == rec["digest"] else "NOT RECORDED", flush=True)
-times = [[[] for _ in calls] for _ in mods]
-for r in range(rounds):
-    ks = [spr._runner(m) for m in mods]
-    for i, a in enumerate(calls):
-        order = list(range(len(mods)))
-        sh = (r + i) % len(mods)
-        order = order[sh:] + order[:sh]
-        if (r + i) % 2:
-            order.reverse()
-        for j in order:
-            inp = spr._copies(a)
-            t0 = time.process_time()
-            ks[j](*inp)
-            times[j][i].append(time.process_time() - t0)
+times = spr.time_rotated(mods, calls, rounds)
 n = len(calls)
 mins = [sum(min(v) for v in t) / n * 1e3 for t in times]
 meds = [sum(sorted(v)[len(v) // 2] for v in t) / n * 1e3 for t in times]

@@ -32,7 +32,6 @@ import pickle
 import shutil
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sim_pass_replay as spr  # noqa: E402
@@ -174,19 +173,7 @@ def main() -> int:
             print(f"{name}: NOT the recorded digest")
             return 1
     names = list(mods)
-    times = {name: [[] for _ in calls] for name in names}
-    for r in range(args.rounds):
-        kernels = {name: spr._runner(mods[name]) for name in names}
-        for i, a in enumerate(calls):
-            shift = (r + i) % len(names)
-            order = names[shift:] + names[:shift]
-            if (r + i) % 2:
-                order.reverse()
-            for name in order:
-                inp = spr._copies(a)
-                t0 = time.process_time()
-                kernels[name](*inp)
-                times[name][i].append(time.process_time() - t0)
+    times = dict(zip(names, spr.time_rotated([mods[name] for name in names], calls, args.rounds)))
     n = max(len(calls), 1)
     base = sum(min(v) for v in times["as is"]) / n * 1e3
     print(f"{len(calls)} passes x {args.rounds} rounds; CPU ms a pass (sum of minima / n), every copy the"

@@ -156,6 +156,28 @@ def _load_kernel(tree: str, tag: str):  # noqa: ANN202
     return mods["pass_kernel"]
 
 
+def time_rotated(modules: list, calls: list[tuple], rounds: int) -> list[list[list[float]]]:
+    """CPU seconds of each module's kernel on each recorded pass, per round: ``[module][pass]`` lists.
+    Every round starts from cold kernels (passes in order); within a pass the modules run in an
+    order rotated by round and pass and reversed every other one, so none always runs first
+    (``sim_pass_parts_cost.py``, ``sim_pass_ab_trees.py``)."""
+    times = [[[] for _ in calls] for _ in modules]
+    for r in range(rounds):
+        kernels = [_runner(m) for m in modules]
+        for i, a in enumerate(calls):
+            shift = (r + i) % len(modules)
+            order = list(range(len(modules)))
+            order = order[shift:] + order[:shift]
+            if (r + i) % 2:
+                order.reverse()
+            for k in order:
+                inputs = _copies(a)
+                t0 = time.process_time()
+                kernels[k](*inputs)
+                times[k][i].append(time.process_time() - t0)
+    return times
+
+
 def cmd_ab(args: argparse.Namespace) -> int:
     with open(args.calls, "rb") as fh:
         recorded = pickle.load(fh)
