@@ -9,7 +9,7 @@ from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 ORDER = ["targets", "strategies", "learn", "sim", "sizing", "slurm", "ops", "spec"]
-TITLES = {"targets": "Targets at a glance (open issues 10–12)", "strategies": "Strategies (ASA paper Tables 1–2)", "learn": "Wait learners (Figure 5, real queue data)",
+TITLES = {"targets": "Targets at a glance", "strategies": "Strategies (ASA paper Tables 1–2)", "learn": "Wait learners (Figure 5, real queue data)",
           "sim": "Simulator performance", "sizing": "Sizing and placement", "slurm": "Real Slurm",
           "ops": "Operations: overhead, faults, big workflows", "spec": "workflow.yaml loading"}
 
@@ -26,7 +26,9 @@ assembled from them by `scripts/gen_results.py`.
 def main() -> None:
     parts = [HEADER, "| area | page |\n|---|---|\n"]
     pages = [(name, DOCS / "results" / f"{name}.md") for name in ORDER]
-    pages += [(p.stem, p) for p in sorted((DOCS / "results").glob("*.md")) if p.stem not in ORDER]
+    # a page's long form (its history, "-history.md") is linked from the page, not assembled here
+    pages += [(p.stem, p) for p in sorted((DOCS / "results").glob("*.md"))
+              if p.stem not in ORDER and not p.stem.endswith("-history")]
     present = [(n, p) for n, p in pages if p.exists()]
     parts += [f"| [{TITLES.get(n, n)}](#{n}) | [results/{p.name}](results/{p.name}) |\n" for n, p in present]
     for name, path in present:
