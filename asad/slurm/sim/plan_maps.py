@@ -197,15 +197,9 @@ def _add_span_twice(span_b, span_e, span_n, end_b, end_e, end_n, ns, node, b, e)
 
 
 def _insert_sorted(keys, arr_b, arr_e, arr_n, ns, key, b, e, node):  # noqa: ANN001, ANN202
-    """Insert (b, e, node) into one span order, after every span whose ``keys`` value (``arr_b``
-    or ``arr_e`` itself) is <= ``key``: the place by bisection, the tail moved up by one."""
-    lo, hi = 0, ns
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if key < keys[mid]:
-            hi = mid
-        else:
-            lo = mid + 1
+    """Insert (b, e, node) into one span order, sorted by (``keys`` value, node) (``keys``: ``arr_b``
+    or ``arr_e`` itself; ``_bisect_kn``): the place by bisection, the tail moved up by one."""
+    lo = _bisect_kn(keys, arr_n, ns, key, node, True)
     for i in range(ns, lo, -1):
         arr_b[i] = arr_b[i - 1]
         arr_e[i] = arr_e[i - 1]
@@ -245,7 +239,7 @@ def _absorb_sorted(keys, arr_b, arr_e, arr_n, ns, node, b, e, lo, hi, key):  # n
         arr_n[w] = arr_n[p]
         w += 1
     gone = r1 - w
-    q = _bisect_right(keys[:w], key)  # after every kept span whose key is <= key
+    q = _bisect_kn(keys, arr_n, w, key, node, True)  # its (key, node) place among the kept spans
     if gone != 1:  # the tail [r1, ns) moves to [w + 1, ...)
         if gone == 0:
             for i in range(ns - 1, r1 - 1, -1):
@@ -267,37 +261,30 @@ def _absorb_sorted(keys, arr_b, arr_e, arr_n, ns, node, b, e, lo, hi, key):  # n
     return ns - gone + 1
 
 
-def _absorbed_one(keys, arr_n, ns, node, iv_key, iv_next, node_iv, lo, hi):  # noqa: ANN001, ANN202
-    """Where in one span order (``keys``: its begins or its ends) the one span of ``node`` lies that
-    an interval whose merged span is [lo, hi] absorbs; -2 if it absorbs more than one. Why not
-    the range scan of ``_absorb_sorted``: a long plan's [lo, hi] holds ~100 spans of other nodes
-    (thirteenth session), but each span of the node begins (ends) where one of its intervals does
-    (``iv_key``: ``iv_b`` or ``iv_e``), the node's spans neither meet nor touch, so no two share a
-    begin or an end, and a span of the node whose begin or end is in [lo, hi] meets [lo, hi] and
-    is absorbed: the node's few intervals' keys in [lo, hi], each found by bisection among its
-    ties, are exactly the absorbed spans' places."""
-    p = -1
-    i = node_iv[node]
-    while i >= 0:
-        k = iv_key[i]
-        if lo <= k <= hi:
-            t = _bisect_left(keys[:ns], k)
-            while t < ns and keys[t] == k:
-                if arr_n[t] == node:
-                    if p >= 0 and p != t:
-                        return -2
-                    p = t
-                    break
-                t += 1
-        i = iv_next[i]
-    return p
+def _bisect_kn(keys, arr_n, ns, key, node, right):  # noqa: ANN001, ANN202
+    """In one span order sorted by (key, node): the first index whose (key, node) is > (key,
+    node) (``right``) or >= it. Why the node as a second key (thirteenth session; until then
+    ties kept their order of insertion): a span of a node is then found by bisection alone, not
+    by a walk along the spans that share its key (a plan's nodes, and plans that end together, do),
+    and the search reads each order's ties together (a window lets every span with one key enter,
+    or leave, in one step; ``later_start`` reads the value), so their order changes no answer."""
+    lo, hi = 0, ns
+    while lo < hi:
+        mid = (lo + hi) // 2
+        k = keys[mid]
+        if k < key or (k == key and (arr_n[mid] < node or (right and arr_n[mid] == node))):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 def _move_one(keys, arr_b, arr_e, arr_n, ns, p, lo, hi, node, key):  # noqa: ANN001, ANN202
-    """One span order when the span at ``p`` is the only one absorbed: the merged span [lo, hi]
-    goes where ``_absorb_sorted`` puts it (after every kept span whose key is <= ``key``), and only
-    the spans between the two places move (not every span keyed in [lo, hi])."""
-    q = _bisect_right(keys[:ns], key)  # counting the absorbed span when its key is <= key
+    """One span order when the span at ``p`` (of ``node``) is the only one absorbed and the merged
+    span [lo, hi] has another ``key`` there: it goes to its (key, node) place and only the spans
+    between the two places move (not every span keyed in [lo, hi]: a long plan's range holds
+    ~100 spans of other nodes, thirteenth session)."""
+    q = _bisect_kn(keys, arr_n, ns, key, node, True)  # counting the old span when before
     if p < q:
         q -= 1  # its place among the kept spans
         for i in range(p, q):
@@ -340,6 +327,7 @@ def _add_interval(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e, sp_n,
             meets = True
             break
         i = iv_next[i]
+    sb, se = INF, -INF
     if meets:
         # the merged span: [b, e] and the node's spans it meets; a span is the closure of its
         # intervals by meeting, so grow [lo, hi] by the node's intervals until none adds
@@ -355,18 +343,31 @@ def _add_interval(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e, sp_n,
                     hi = max(hi, iv_e[i])
                     grew = True
                 i = iv_next[i]
+        # the node's intervals it absorbs reach from sb to se: one span when the span that
+        # begins at sb ends at se (it holds them all), which is what usually happens
+        i = node_iv[node]
+        while i >= 0:
+            if iv_b[i] <= hi and lo <= iv_e[i]:
+                sb = min(sb, iv_b[i])
+                se = max(se, iv_e[i])
+            i = iv_next[i]
     iv_node[n_iv] = node
     iv_b[n_iv] = b
     iv_e[n_iv] = e
     iv_next[n_iv] = node_iv[node]
     node_iv[node] = n_iv
     if meets:
-        # usually one span is absorbed: found by the node's intervals, moved by the places between
-        pb = _absorbed_one(sp_b, sp_n, n_sp, node, iv_b, iv_next, node_iv, lo, hi)
-        pe = _absorbed_one(se_e, se_n, n_sp, node, iv_e, iv_next, node_iv, lo, hi)
-        if pb >= 0 and pe >= 0:
-            _move_one(sp_b, sp_b, sp_e, sp_n, n_sp, pb, lo, hi, node, lo)
-            _move_one(se_e, se_b, se_e, se_n, n_sp, pe, lo, hi, node, hi)
+        pb = _bisect_kn(sp_b, sp_n, n_sp, sb, node, False)  # the span that begins at sb
+        if sp_e[pb] == se:  # one span absorbed: its two places found by bisection
+            pe = _bisect_kn(se_e, se_n, n_sp, se, node, False)
+            if lo == sb:  # the same place in begin order: a longer span
+                sp_e[pb] = hi
+            else:
+                _move_one(sp_b, sp_b, sp_e, sp_n, n_sp, pb, lo, hi, node, lo)
+            if hi == se:  # the same place in end order
+                se_b[pe] = lo
+            else:
+                _move_one(se_e, se_b, se_e, se_n, n_sp, pe, lo, hi, node, hi)
         else:
             n_sp = absorb_span_twice(sp_b, sp_e, sp_n, se_b, se_e, se_n, n_sp, node, b, e, lo, hi)
     else:
@@ -455,7 +456,7 @@ if njit is not None:
     insert_span_twice = njit(cache=True)(_insert_span_twice)
     _absorb_sorted = njit(cache=True)(_absorb_sorted)
     absorb_span_twice = njit(cache=True)(_absorb_span_twice)
-    _absorbed_one = njit(cache=True)(_absorbed_one)
+    _bisect_kn = njit(cache=True)(_bisect_kn)
     _move_one = njit(cache=True)(_move_one)
     add_interval = njit(cache=True)(_add_interval)
     _bits_reset = njit(cache=True)(_bits_reset)
