@@ -569,3 +569,49 @@ def test_a_walk_whose_batches_step_over_kth_is_skipped() -> None:
                                                                 [[0], [1], [0], [0]], {0}, n=3)
     assert _walk_start(kth, avail, job_ends, first_piece, p_node, ones) == NOW + 200.0
     assert not plan_kernel._walk_past(kth, later, NOW, avail, p_node, first_piece, job_ends, 16)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sets(st.integers(0, 5), min_size=1, max_size=6), boundary, st.integers(0, 8)),
+                max_size=25))
+def test_a_plan_s_nodes_added_together_equal_them_added_one_at_a_time(plans) -> None:  # noqa: ANN001
+    """plan_maps.add_plan (thirteenth session) puts the nodes of a plan whose interval meets none
+    of their spans into both span orders in one merge, the others through add_interval: after
+    every plan the intervals, the node lists, the earliest begins and both span orders are
+    element by element those of add_interval called once per node (nodes in the plan's order,
+    not sorted), touching and zero-length plans included. (It fails when the merge breaks ties
+    by key alone, or when a fresh node is merged in before it is sorted.)"""
+    n_nodes = 6
+    m = sum(len(nodes) for nodes, _, _ in plans) + 1
+
+    def state() -> list:
+        return [np.empty(m, dtype=np.int64), np.empty(m), np.empty(m), np.empty(m, dtype=np.int64),
+                np.full(n_nodes, -1, dtype=np.int64), np.empty(m), np.empty(m), np.empty(m, dtype=np.int64),
+                np.empty(m), np.empty(m), np.empty(m, dtype=np.int64), np.full(n_nodes, np.inf)]
+
+    got, want = state(), state()
+    fresh = np.empty(n_nodes, dtype=np.int64)
+    g_iv = g_sp = w_iv = w_sp = 0
+    for k, (nodes, b, d) in enumerate(plans):
+        order = sorted(nodes, key=lambda x: (x * 7 + k) % 6)  # a plan's nodes come in any order
+        e = b + 60.0 * d
+        g_iv, g_sp = plan_kernel.plan_maps.add_plan(*got[:5], g_iv, *got[5:11], g_sp, got[11],
+                                                    np.array(order, dtype=np.int64), float(b), e, fresh)
+        for node in order:
+            w_iv, w_sp = plan_kernel.plan_maps.add_interval(*want[:5], w_iv, *want[5:11], w_sp, want[11],
+                                                            node, float(b), e)
+        assert (g_iv, g_sp) == (w_iv, w_sp)
+        for g, w in zip(got[5:11], want[5:11]):
+            assert g[:g_sp].tolist() == w[:w_sp].tolist()
+        assert sorted(zip(got[0][:g_iv].tolist(), got[1][:g_iv].tolist())) == \
+            sorted(zip(want[0][:w_iv].tolist(), want[1][:w_iv].tolist()))
+        assert got[11].tolist() == want[11].tolist()
+        for node in range(n_nodes):  # each node's list holds the same intervals
+            lists = []
+            for arrs in (got, want):
+                i, seen = arrs[4][node], []
+                while i >= 0:
+                    seen.append((arrs[1][i], arrs[2][i]))
+                    i = arrs[3][i]
+                lists.append(sorted(seen))
+            assert lists[0] == lists[1]
