@@ -1,8 +1,9 @@
 """The plans' map that the compiled plan search reads and the pass keeps (numba, as plan_kernel):
 each node's plans merged into spans, the plans' boundaries sorted and distinct (what ``_cap``
 bisects), the same spans in end order (the tries' window lets spans leave in that order;
-``add_span_twice`` keeps both orders in one walk, ``add_interval`` every form of a
-plan's node), and the bitmap of usable fit-time positions (the k-th one) the window keeps from
+``add_span_twice`` keeps both orders in one walk, the reference; ``add_interval`` every form of
+a plan's node and ``add_plan`` of all its nodes, each order sorted by (key, node) since the
+thirteenth session), and the bitmap of usable fit-time positions (the k-th one) the window keeps from
 try to try. The Fenwick tree (until the tenth session) and the heap of span ends (until the
 ninth) that earlier searches used live in ``scripts/_plan_search_legacy.py`` now, beside the
 scripts that still time those searches (``scripts/sim_plan_search_*``).
@@ -211,8 +212,8 @@ def _insert_sorted(keys, arr_b, arr_e, arr_n, ns, key, b, e, node):  # noqa: ANN
 
 def _insert_span_twice(span_b, span_e, span_n, end_b, end_e, end_n, ns, node, b, e):  # noqa: ANN001, ANN202
     """``add_span_twice`` for an interval that meets no span of its node (nothing to absorb):
-    the same places, found by bisection (both orders are sorted: after every span that begins by
-    ``b`` in one, that ends by ``e`` in the other) and the tails moved up by one; the new count."""
+    the same places up to ties, found by bisection (both orders are sorted by (key, node), the
+    key ``b`` in one and ``e`` in the other) and the tails moved up by one; the new count."""
     _insert_sorted(span_b, span_b, span_e, span_n, ns, b, b, e, node)
     _insert_sorted(end_e, end_b, end_e, end_n, ns, e, b, e, node)
     return ns + 1
@@ -220,9 +221,9 @@ def _insert_span_twice(span_b, span_e, span_n, end_b, end_e, end_n, ns, node, b,
 
 def _absorb_sorted(keys, arr_b, arr_e, arr_n, ns, node, b, e, lo, hi, key):  # noqa: ANN001, ANN202
     """One span order of ``add_span_twice`` when [b, e] meets spans of ``node`` whose union with
-    it is [lo, hi]: those spans go (the others keep their order) and [lo, hi] goes after every
-    span whose ``keys`` value (``arr_b`` or ``arr_e`` itself) is <= ``key`` (lo or hi); the new
-    count. Every span it absorbs lies in [lo, hi], so its key does too: only the spans whose
+    it is [lo, hi]: those spans go (the others keep their order) and [lo, hi] goes to its
+    (``keys`` value, node) place (``keys``: ``arr_b`` or ``arr_e`` itself; ``key``: lo or hi;
+    ``add_interval`` calls this only when more than one span goes); the new count. Every span it absorbs lies in [lo, hi], so its key does too: only the spans whose
     key is in [lo, hi], found by bisection, are looked at, and the tail past them moves only
     when more than one span went (twelfth session: the walk over every span of both orders was
     most of the plans' map upkeep, ~13 % of the kernel, and ~60 % of the intervals added meet a
