@@ -7,7 +7,8 @@ cost is its doubled copy's time minus the tree's.
 
 - ``search x2``: every plan search (``planned_start_kept``) made twice;
 - ``map x2``: every plan's intervals and boundaries also added to shadow arrays (the plans' map
-  upkeep: ``add_interval``, ``insert_bound``);
+  upkeep: ``add_interval``, ``insert_bound``); ``map x2 (plans added together)`` the same for a
+  tree whose pass adds a plan's nodes with ``add_plan`` (thirteenth session; each tree has one);
 - ``start-now x2``: the start-now test with plans (the held nodes and ``find_consec``) twice;
 - ``shape x2``: the per-shape state (``shape_fits``, ``shape_rank``, ``_ensure_sorted``) twice;
 - ``entry x2``: a search's window arrays and first window's spans entered twice (into scratch);
@@ -43,6 +44,15 @@ PLAN_BLOCK = """                n_bnd = plan_kernel.insert_bound(bnd, n_bnd, b)
                 n_evn += 1
                 n_iv, n_sp = plan_maps.add_interval(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e,
                                                     sp_n, se_b, se_e, se_n, n_sp, min_b, node, b, e)
+"""
+# the same block since the thirteenth session: a plan's nodes added together (plan_maps.add_plan)
+PLAN_BLOCK_TOGETHER = """                n_bnd = plan_kernel.insert_bound(bnd, n_bnd, b)
+                n_bnd = plan_kernel.insert_bound(bnd, n_bnd, e)
+            for node in nodes:
+                ev_nodes[n_evn] = node
+                n_evn += 1
+            n_iv, n_sp = plan_maps.add_plan(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e,
+                                            sp_n, se_b, se_e, se_n, n_sp, min_b, nodes, b, e, fresh)
 """
 SEARCH_CALL = """            start, nodes = plan_kernel.planned_start_kept(
                 s_times[si], s_order[si], free_c, free_m, k, c, m, float(lim), now, horizon, guess_s,
@@ -110,6 +120,9 @@ def _shadowed(block: str) -> str:
         if "insert_bound(bnd, n_bnd," in line:
             out.append(line.replace("n_bnd", "n_bnd2").replace("(bnd,", "(bnd2,"))
     text = "".join(out)
+    if "add_plan" in block:
+        return text + ("            n_iv2, n_sp2 = plan_maps.add_plan(iv_node2, iv_b2, iv_e2, iv_next2, node_iv2, n_iv2,"
+                       " sp_b2, sp_e2, sp_n2, se_b2, se_e2, se_n2, n_sp2, min_b2, nodes, b, e, fresh)\n")
     call = ("                n_iv2, n_sp2 = plan_maps.add_interval(iv_node2, iv_b2, iv_e2, iv_next2, node_iv2, n_iv2,"
             " sp_b2, sp_e2, sp_n2, se_b2, se_e2, se_n2, n_sp2, min_b2, node, b, e)\n")
     return text + call
@@ -119,6 +132,8 @@ def _shadowed(block: str) -> str:
 PARTS = {
     "search x2": ("pass_kernel.py", [(SEARCH_CALL, SEARCH_CALL + SEARCH_CALL)]),
     "map x2": ("pass_kernel.py", [SHADOWS, (PLAN_BLOCK, _shadowed(PLAN_BLOCK))]),
+    "map x2 (plans added together)": ("pass_kernel.py", [SHADOWS, (PLAN_BLOCK_TOGETHER,
+                                                                   _shadowed(PLAN_BLOCK_TOGETHER))]),
     "start-now x2": ("pass_kernel.py", [(HELD_SCAN, HELD_SCAN + HELD_SCAN)]),
     "shape x2": ("pass_kernel.py", [(SHAPE_FITS, SHAPE_FITS + SHAPE_FITS
                                      + "                plan_kernel.shape_rank(s_order[si], s_rank[si])\n"),

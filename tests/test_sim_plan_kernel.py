@@ -189,7 +189,7 @@ def test_intervals_added_with_the_bisection_shortcut_equal_the_absorbing_walk(pl
     both span orders by bisection (eleventh session), and one that meets some absorbs them by
     bisection too, the merged span found from the node's intervals (twelfth session). After every
     plan the arrays are exactly those of add_span_twice's walk over every span (both orders,
-    element by element, ties included) and _free_spans's set: a shortcut taken when the interval
+    element by element, ties by node) and _free_spans's set: a shortcut taken when the interval
     touches a span (a shared boundary on the grid) or misplaced by one would differ here. (It
     fails when the merged span is grown by one look at the intervals, not until none adds; when
     the absorbing range stops before spans keyed exactly hi; when ties place the merged span
@@ -209,8 +209,12 @@ def test_intervals_added_with_the_bisection_shortcut_equal_the_absorbing_walk(pl
                                                         min_b, node, float(b), e)
         count = plan_kernel.add_span_twice(*want, count, node, float(b), e)
         assert n_sp == count
-        for g, w in zip(got, want):
-            assert g[:n_sp].tolist() == w[:count].tolist()
+        # the same spans in each order; ties (one key) by node since the thirteenth session, where
+        # add_span_twice keeps them in order of insertion: both orders sorted by (key, node)
+        for key, (g_b, g_e, g_n), (w_b, w_e, w_n) in ((0, got[:3], want[:3]), (1, got[3:], want[3:])):
+            g_rows = list(zip(g_b[:n_sp].tolist(), g_e[:n_sp].tolist(), g_n[:n_sp].tolist()))
+            w_rows = list(zip(w_b[:count].tolist(), w_e[:count].tolist(), w_n[:count].tolist()))
+            assert g_rows == sorted(w_rows, key=lambda r: (r[key], r[2]))
         spans = plan_kernel._free_spans(n_nodes, iv_node[:n_iv], iv_b[:n_iv], iv_e[:n_iv])
         assert sorted(zip(got[2][:n_sp].tolist(), got[0][:n_sp].tolist(), got[1][:n_sp].tolist())) == \
             sorted(zip(spans[2].tolist(), spans[0].tolist(), spans[1].tolist()))
@@ -565,3 +569,49 @@ def test_a_walk_whose_batches_step_over_kth_is_skipped() -> None:
                                                                 [[0], [1], [0], [0]], {0}, n=3)
     assert _walk_start(kth, avail, job_ends, first_piece, p_node, ones) == NOW + 200.0
     assert not plan_kernel._walk_past(kth, later, NOW, avail, p_node, first_piece, job_ends, 16)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sets(st.integers(0, 5), min_size=1, max_size=6), boundary, st.integers(0, 8)),
+                max_size=25))
+def test_a_plan_s_nodes_added_together_equal_them_added_one_at_a_time(plans) -> None:  # noqa: ANN001
+    """plan_maps.add_plan (thirteenth session) puts the nodes of a plan whose interval meets none
+    of their spans into both span orders in one merge, the others through add_interval: after
+    every plan the intervals, the node lists, the earliest begins and both span orders are
+    element by element those of add_interval called once per node (nodes in the plan's order,
+    not sorted), touching and zero-length plans included. (It fails when the merge breaks ties
+    by key alone, or when a fresh node is merged in before it is sorted.)"""
+    n_nodes = 6
+    m = sum(len(nodes) for nodes, _, _ in plans) + 1
+
+    def state() -> list:
+        return [np.empty(m, dtype=np.int64), np.empty(m), np.empty(m), np.empty(m, dtype=np.int64),
+                np.full(n_nodes, -1, dtype=np.int64), np.empty(m), np.empty(m), np.empty(m, dtype=np.int64),
+                np.empty(m), np.empty(m), np.empty(m, dtype=np.int64), np.full(n_nodes, np.inf)]
+
+    got, want = state(), state()
+    fresh = np.empty(n_nodes, dtype=np.int64)
+    g_iv = g_sp = w_iv = w_sp = 0
+    for k, (nodes, b, d) in enumerate(plans):
+        order = sorted(nodes, key=lambda x: (x * 7 + k) % 6)  # a plan's nodes come in any order
+        e = b + 60.0 * d
+        g_iv, g_sp = plan_kernel.plan_maps.add_plan(*got[:5], g_iv, *got[5:11], g_sp, got[11],
+                                                    np.array(order, dtype=np.int64), float(b), e, fresh)
+        for node in order:
+            w_iv, w_sp = plan_kernel.plan_maps.add_interval(*want[:5], w_iv, *want[5:11], w_sp, want[11],
+                                                            node, float(b), e)
+        assert (g_iv, g_sp) == (w_iv, w_sp)
+        for g, w in zip(got[5:11], want[5:11]):
+            assert g[:g_sp].tolist() == w[:w_sp].tolist()
+        assert sorted(zip(got[0][:g_iv].tolist(), got[1][:g_iv].tolist())) == \
+            sorted(zip(want[0][:w_iv].tolist(), want[1][:w_iv].tolist()))
+        assert got[11].tolist() == want[11].tolist()
+        for node in range(n_nodes):  # each node's list holds the same intervals
+            lists = []
+            for arrs in (got, want):
+                i, seen = arrs[4][node], []
+                while i >= 0:
+                    seen.append((arrs[1][i], arrs[2][i]))
+                    i = arrs[3][i]
+                lists.append(sorted(seen))
+            assert lists[0] == lists[1]

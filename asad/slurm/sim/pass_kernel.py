@@ -199,6 +199,7 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
     se_b = np.empty(max(total_nodes, 1))
     se_e = np.empty(max(total_nodes, 1))
     se_n = np.empty(max(total_nodes, 1), dtype=np.int64)
+    fresh = np.empty(n, dtype=np.int64)  # a plan's nodes that make new spans (plan_maps.add_plan)
     # job shapes (cores, mem per node): each job's index into the fit-time cache
     j_shape = np.empty(n_jobs, dtype=np.int64)
     sh_c = np.empty(max(n_jobs, 1), dtype=np.int64)
@@ -428,8 +429,8 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
             for node in nodes:
                 ev_nodes[n_evn] = node
                 n_evn += 1
-                n_iv, n_sp = plan_maps.add_interval(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e,
-                                                    sp_n, se_b, se_e, se_n, n_sp, min_b, node, b, e)
+            n_iv, n_sp = plan_maps.add_plan(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e,
+                                            sp_n, se_b, se_e, se_n, n_sp, min_b, nodes, b, e, fresh)
             any_plan = True
         if action == 0:
             continue
@@ -492,9 +493,8 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
             n_ev += 1
             n_bnd = plan_kernel.insert_bound(bnd, n_bnd, b)
             n_bnd = plan_kernel.insert_bound(bnd, n_bnd, e)
-            for node in nodes:
-                n_iv, n_sp = plan_maps.add_interval(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e,
-                                                    sp_n, se_b, se_e, se_n, n_sp, min_b, node, b, e)
+            n_iv, n_sp = plan_maps.add_plan(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e,
+                                            sp_n, se_b, se_e, se_n, n_sp, min_b, nodes, b, e, fresh)
             any_plan = True
             continue
         # the start (Simulator._start_job's allocation, BackfillMap.started)

@@ -1,8 +1,9 @@
 """The plans' map that the compiled plan search reads and the pass keeps (numba, as plan_kernel):
 each node's plans merged into spans, the plans' boundaries sorted and distinct (what ``_cap``
 bisects), the same spans in end order (the tries' window lets spans leave in that order;
-``add_span_twice`` keeps both orders in one walk, ``add_interval`` every form of a
-plan's node), and the bitmap of usable fit-time positions (the k-th one) the window keeps from
+``add_span_twice`` keeps both orders in one walk, the reference; ``add_interval`` every form of
+a plan's node and ``add_plan`` of all its nodes, each order sorted by (key, node) since the
+thirteenth session), and the bitmap of usable fit-time positions (the k-th one) the window keeps from
 try to try. The Fenwick tree (until the tenth session) and the heap of span ends (until the
 ninth) that earlier searches used live in ``scripts/_plan_search_legacy.py`` now, beside the
 scripts that still time those searches (``scripts/sim_plan_search_*``).
@@ -197,15 +198,9 @@ def _add_span_twice(span_b, span_e, span_n, end_b, end_e, end_n, ns, node, b, e)
 
 
 def _insert_sorted(keys, arr_b, arr_e, arr_n, ns, key, b, e, node):  # noqa: ANN001, ANN202
-    """Insert (b, e, node) into one span order, after every span whose ``keys`` value (``arr_b``
-    or ``arr_e`` itself) is <= ``key``: the place by bisection, the tail moved up by one."""
-    lo, hi = 0, ns
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if key < keys[mid]:
-            hi = mid
-        else:
-            lo = mid + 1
+    """Insert (b, e, node) into one span order, sorted by (``keys`` value, node) (``keys``: ``arr_b``
+    or ``arr_e`` itself; ``_bisect_kn``): the place by bisection, the tail moved up by one."""
+    lo = _bisect_kn(keys, arr_n, ns, key, node, True)
     for i in range(ns, lo, -1):
         arr_b[i] = arr_b[i - 1]
         arr_e[i] = arr_e[i - 1]
@@ -217,8 +212,8 @@ def _insert_sorted(keys, arr_b, arr_e, arr_n, ns, key, b, e, node):  # noqa: ANN
 
 def _insert_span_twice(span_b, span_e, span_n, end_b, end_e, end_n, ns, node, b, e):  # noqa: ANN001, ANN202
     """``add_span_twice`` for an interval that meets no span of its node (nothing to absorb):
-    the same places, found by bisection (both orders are sorted: after every span that begins by
-    ``b`` in one, that ends by ``e`` in the other) and the tails moved up by one; the new count."""
+    the same places up to ties, found by bisection (both orders are sorted by (key, node), the
+    key ``b`` in one and ``e`` in the other) and the tails moved up by one; the new count."""
     _insert_sorted(span_b, span_b, span_e, span_n, ns, b, b, e, node)
     _insert_sorted(end_e, end_b, end_e, end_n, ns, e, b, e, node)
     return ns + 1
@@ -226,9 +221,9 @@ def _insert_span_twice(span_b, span_e, span_n, end_b, end_e, end_n, ns, node, b,
 
 def _absorb_sorted(keys, arr_b, arr_e, arr_n, ns, node, b, e, lo, hi, key):  # noqa: ANN001, ANN202
     """One span order of ``add_span_twice`` when [b, e] meets spans of ``node`` whose union with
-    it is [lo, hi]: those spans go (the others keep their order) and [lo, hi] goes after every
-    span whose ``keys`` value (``arr_b`` or ``arr_e`` itself) is <= ``key`` (lo or hi); the new
-    count. Every span it absorbs lies in [lo, hi], so its key does too: only the spans whose
+    it is [lo, hi]: those spans go (the others keep their order) and [lo, hi] goes to its
+    (``keys`` value, node) place (``keys``: ``arr_b`` or ``arr_e`` itself; ``key``: lo or hi;
+    ``add_interval`` calls this only when more than one span goes); the new count. Every span it absorbs lies in [lo, hi], so its key does too: only the spans whose
     key is in [lo, hi], found by bisection, are looked at, and the tail past them moves only
     when more than one span went (twelfth session: the walk over every span of both orders was
     most of the plans' map upkeep, ~13 % of the kernel, and ~60 % of the intervals added meet a
@@ -245,7 +240,7 @@ def _absorb_sorted(keys, arr_b, arr_e, arr_n, ns, node, b, e, lo, hi, key):  # n
         arr_n[w] = arr_n[p]
         w += 1
     gone = r1 - w
-    q = _bisect_right(keys[:w], key)  # after every kept span whose key is <= key
+    q = _bisect_kn(keys, arr_n, w, key, node, True)  # its (key, node) place among the kept spans
     if gone != 1:  # the tail [r1, ns) moves to [w + 1, ...)
         if gone == 0:
             for i in range(ns - 1, r1 - 1, -1):
@@ -265,6 +260,46 @@ def _absorb_sorted(keys, arr_b, arr_e, arr_n, ns, node, b, e, lo, hi, key):  # n
     arr_e[q] = hi
     arr_n[q] = node
     return ns - gone + 1
+
+
+def _bisect_kn(keys, arr_n, ns, key, node, right):  # noqa: ANN001, ANN202
+    """In one span order sorted by (key, node): the first index whose (key, node) is > (key,
+    node) (``right``) or >= it. Why the node as a second key (thirteenth session; until then
+    ties kept their order of insertion): a span of a node is then found by bisection alone, not
+    by a walk along the spans that share its key (a plan's nodes, and plans that end together, do),
+    and the search reads each order's ties together (a window lets every span with one key enter,
+    or leave, in one step; ``later_start`` reads the value), so their order changes no answer."""
+    lo, hi = 0, ns
+    while lo < hi:
+        mid = (lo + hi) // 2
+        k = keys[mid]
+        if k < key or (k == key and (arr_n[mid] < node or (right and arr_n[mid] == node))):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _move_one(keys, arr_b, arr_e, arr_n, ns, p, lo, hi, node, key):  # noqa: ANN001, ANN202
+    """One span order when the span at ``p`` (of ``node``) is the only one absorbed and the merged
+    span [lo, hi] has another ``key`` there: it goes to its (key, node) place and only the spans
+    between the two places move (not every span keyed in [lo, hi]: a long plan's range holds
+    ~100 spans of other nodes, thirteenth session)."""
+    q = _bisect_kn(keys, arr_n, ns, key, node, True)  # counting the old span when before
+    if p < q:
+        q -= 1  # its place among the kept spans
+        for i in range(p, q):
+            arr_b[i] = arr_b[i + 1]
+            arr_e[i] = arr_e[i + 1]
+            arr_n[i] = arr_n[i + 1]
+    else:
+        for i in range(p, q, -1):
+            arr_b[i] = arr_b[i - 1]
+            arr_e[i] = arr_e[i - 1]
+            arr_n[i] = arr_n[i - 1]
+    arr_b[q] = lo
+    arr_e[q] = hi
+    arr_n[q] = node
 
 
 def _absorb_span_twice(span_b, span_e, span_n, end_b, end_e, end_n, ns, node, b, e, lo, hi):  # noqa: ANN001, ANN202
@@ -293,6 +328,7 @@ def _add_interval(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e, sp_n,
             meets = True
             break
         i = iv_next[i]
+    sb, se = INF, -INF
     if meets:
         # the merged span: [b, e] and the node's spans it meets; a span is the closure of its
         # intervals by meeting, so grow [lo, hi] by the node's intervals until none adds
@@ -308,18 +344,101 @@ def _add_interval(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e, sp_n,
                     hi = max(hi, iv_e[i])
                     grew = True
                 i = iv_next[i]
+        # the node's intervals it absorbs reach from sb to se: one span when the span that
+        # begins at sb ends at se (it holds them all), which is what usually happens
+        i = node_iv[node]
+        while i >= 0:
+            if iv_b[i] <= hi and lo <= iv_e[i]:
+                sb = min(sb, iv_b[i])
+                se = max(se, iv_e[i])
+            i = iv_next[i]
     iv_node[n_iv] = node
     iv_b[n_iv] = b
     iv_e[n_iv] = e
     iv_next[n_iv] = node_iv[node]
     node_iv[node] = n_iv
     if meets:
-        n_sp = absorb_span_twice(sp_b, sp_e, sp_n, se_b, se_e, se_n, n_sp, node, b, e, lo, hi)
+        pb = _bisect_kn(sp_b, sp_n, n_sp, sb, node, False)  # the span that begins at sb
+        if sp_e[pb] == se:  # one span absorbed: its two places found by bisection
+            pe = _bisect_kn(se_e, se_n, n_sp, se, node, False)
+            if lo == sb:  # the same place in begin order: a longer span
+                sp_e[pb] = hi
+            else:
+                _move_one(sp_b, sp_b, sp_e, sp_n, n_sp, pb, lo, hi, node, lo)
+            if hi == se:  # the same place in end order
+                se_b[pe] = lo
+            else:
+                _move_one(se_e, se_b, se_e, se_n, n_sp, pe, lo, hi, node, hi)
+        else:
+            n_sp = absorb_span_twice(sp_b, sp_e, sp_n, se_b, se_e, se_n, n_sp, node, b, e, lo, hi)
     else:
         n_sp = insert_span_twice(sp_b, sp_e, sp_n, se_b, se_e, se_n, n_sp, node, b, e)
     if b < min_b[node]:
         min_b[node] = b
     return n_iv + 1, n_sp
+
+
+def _merge_fresh(keys, arr_b, arr_e, arr_n, ns, fresh, nf, b, e, key):  # noqa: ANN001, ANN202
+    """Into one span order (sorted by (``keys`` value, node): ``keys`` is ``arr_b`` or ``arr_e``)
+    the spans [b, e] of the nodes ``fresh[:nf]`` (ascending, none of them with a span that meets
+    [b, e]), keyed ``key``, in one merge from the back: the spans past the first place move once,
+    not once per node."""
+    i = ns - 1
+    w = ns + nf - 1
+    j = nf - 1
+    while j >= 0:
+        if i >= 0 and (keys[i] > key or (keys[i] == key and arr_n[i] > fresh[j])):
+            arr_b[w] = arr_b[i]
+            arr_e[w] = arr_e[i]
+            arr_n[w] = arr_n[i]
+            i -= 1
+        else:
+            arr_b[w] = b
+            arr_e[w] = e
+            arr_n[w] = fresh[j]
+            j -= 1
+        w -= 1
+
+
+def _add_plan(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e, sp_n, se_b, se_e, se_n, n_sp,
+              min_b, nodes, b, e, fresh):  # noqa: ANN001, ANN202
+    """``add_interval`` for every node of a plan ([b, e] on each, ``nodes`` distinct), with the
+    nodes whose interval meets none of their intervals (a new span each, ~2/3 of them) put into
+    both span orders by one merge (``_merge_fresh``) instead of one tail move per node
+    (thirteenth session: a plan holds ~2 nodes on a saturated queue, up to 10). ``fresh``: room
+    for the nodes. The spans are those of ``add_interval`` one node at a time, in the same
+    (key, node) order. Returns the new counts."""
+    nf = 0
+    for node in nodes:
+        meets = False
+        i = node_iv[node]
+        while i >= 0:
+            if iv_b[i] <= e and b <= iv_e[i]:
+                meets = True
+                break
+            i = iv_next[i]
+        if meets:
+            n_iv, n_sp = add_interval(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e, sp_n,
+                                      se_b, se_e, se_n, n_sp, min_b, node, b, e)
+            continue
+        iv_node[n_iv] = node
+        iv_b[n_iv] = b
+        iv_e[n_iv] = e
+        iv_next[n_iv] = node_iv[node]
+        node_iv[node] = n_iv
+        n_iv += 1
+        if b < min_b[node]:
+            min_b[node] = b
+        t = nf  # ascending by node (insertion: a few nodes)
+        while t > 0 and fresh[t - 1] > node:
+            fresh[t] = fresh[t - 1]
+            t -= 1
+        fresh[t] = node
+        nf += 1
+    if nf:
+        _merge_fresh(sp_b, sp_b, sp_e, sp_n, n_sp, fresh, nf, b, e, b)
+        _merge_fresh(se_e, se_b, se_e, se_n, n_sp, fresh, nf, b, e, e)
+    return n_iv, n_sp + nf
 
 
 def _bits_reset(bits, cnt, n):  # noqa: ANN001, ANN202
@@ -401,7 +520,11 @@ if njit is not None:
     insert_span_twice = njit(cache=True)(_insert_span_twice)
     _absorb_sorted = njit(cache=True)(_absorb_sorted)
     absorb_span_twice = njit(cache=True)(_absorb_span_twice)
+    _bisect_kn = njit(cache=True)(_bisect_kn)
+    _move_one = njit(cache=True)(_move_one)
     add_interval = njit(cache=True)(_add_interval)
+    _merge_fresh = njit(cache=True)(_merge_fresh)
+    add_plan = njit(cache=True)(_add_plan)
     _bits_reset = njit(cache=True)(_bits_reset)
     _bits_clear = njit(cache=True)(_bits_clear)
     _bits_set = njit(cache=True)(_bits_set)
@@ -413,3 +536,4 @@ else:  # pragma: no cover
     insert_span_twice = _insert_span_twice
     absorb_span_twice = _absorb_span_twice
     add_interval = _add_interval
+    add_plan = _add_plan
