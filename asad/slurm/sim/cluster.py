@@ -96,6 +96,9 @@ class PartitionState:
         self.buckets: list[set[int]] = [set() for _ in range(self.cores + 1)]
         self.buckets[self.cores] = set(range(self.n))
         self.free_cores_total = self.n * self.cores
+        # nodes whose free resources or running pieces changed since the compiled backfill pass
+        # last read this (FitCache.note_marked), set at each allocation and release
+        self.fit_changed = np.ones(self.n, dtype=np.bool_)
         self.busy_core_s = 0.0  # integrated over finished and running jobs, for utilisation
         cap = max(64, self.n * 4)
         self.p_end = np.zeros(cap)
@@ -117,6 +120,12 @@ class PartitionState:
         # change log they are up to date
         self._change_log: list[int] = []
         self._fit_cache: dict[tuple[int, int], tuple[np.ndarray, int]] = {}
+
+    def __setstate__(self, state: dict) -> None:
+        """A partition pickled before ``fit_changed`` was kept marks every node changed."""
+        self.__dict__.update(state)
+        if "fit_changed" not in state:
+            self.fit_changed = np.ones(self.n, dtype=np.bool_)
 
     # ---- capacity checks -------------------------------------------------------------------
 
@@ -238,8 +247,10 @@ class PartitionState:
     # ---- allocation --------------------------------------------------------------------------
     def allocate(self, nodes: list[int], cores: int, mem_mb: int, end_latest: float, owner: int = 0) -> list[int]:
         free_c, free_m, buckets = self.free_c, self.free_m, self.buckets
+        changed = self.fit_changed
         slots = []
         for node in nodes:
+            changed[node] = True
             before = free_c[node]
             buckets[before].discard(node)
             buckets[before - cores].add(node)
@@ -255,7 +266,9 @@ class PartitionState:
 
     def release(self, nodes: list[int], cores: int, mem_mb: int, slots: list[int]) -> None:
         free_c, free_m, buckets = self.free_c, self.free_m, self.buckets
+        changed = self.fit_changed
         for node in nodes:
+            changed[node] = True
             before = free_c[node]
             buckets[before].discard(node)
             buckets[before + cores].add(node)

@@ -79,14 +79,139 @@ def record_plans(queue: Any, live: np.ndarray, which: np.ndarray, ts: np.ndarray
     pos = live[which]
     lower = np.flatnonzero(ts < queue.a_res_min[pos])
     if len(lower):
-        jobs, a_res_min = queue.jobs, queue.a_res_min
-        for p, t in zip(pos[lower].tolist(), ts[lower].tolist()):
-            job = jobs[p]
-            if job.res_time_min is None or t < job.res_time_min:
-                job.res_time_min = t
-            a_res_min[p] = job.res_time_min
+        _lower(queue, pos[lower], ts[lower])
     return PassPlans(queue.a_id[pos], queue.a_limit_f[pos], queue.a_cpn[pos], queue.a_mem[pos],
                      ts, offs, lens, flat)
+
+
+def _gather_tested(a_live, head, end, max_test, a_nodes, a_cpn, a_cpus, a_mem, a_limit_f,
+                   a_id):  # noqa: ANN001, ANN202
+    """``tested_positions`` and the six gathers of the tested jobs' shapes the kernel reads, in
+    one compiled loop (numpy: a flatnonzero, a slice, an add and six fancy gathers, ~30 µs a
+    saturated pass of mostly call overhead)."""
+    n = 0
+    for i in range(head, end):
+        if a_live[i]:
+            n += 1
+            if n == max_test:
+                break
+    live = np.empty(n, dtype=np.int64)
+    k = 0
+    for i in range(head, end):
+        if k == n:
+            break
+        if a_live[i]:
+            live[k] = i
+            k += 1
+    nodes = np.empty(n, dtype=np.int64)
+    cpn = np.empty(n, dtype=np.int64)
+    cpus = np.empty(n, dtype=np.int64)
+    mem = np.empty(n, dtype=np.int64)
+    limit = np.empty(n)
+    ids = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        p = live[k]
+        nodes[k] = a_nodes[p]
+        cpn[k] = a_cpn[p]
+        cpus[k] = a_cpus[p]
+        mem[k] = a_mem[p]
+        limit[k] = a_limit_f[p]
+        ids[k] = a_id[p]
+    return live, nodes, cpn, cpus, mem, limit, ids
+
+
+def tested_inputs(queue: Any, max_test: int) -> tuple[np.ndarray, ...]:
+    """The tested positions (``tested_positions``) and the tested jobs' nodes, cores per node,
+    cores, memory per node, time limit and id, as the pass kernel takes them."""
+    head = queue.first_live()
+    if _gather_tested_jit is None:  # pragma: no cover
+        live = tested_positions(queue, max_test)
+        return (live, queue.a_nodes[live], queue.a_cpn[live], queue.a_cpus[live], queue.a_mem[live],
+                queue.a_limit_f[live], queue.a_id[live])
+    return _gather_tested_jit(queue.a_live, head, len(queue.jobs), max_test if max_test > 0 else -1,
+                              queue.a_nodes, queue.a_cpn, queue.a_cpus, queue.a_mem, queue.a_limit_f,
+                              queue.a_id)
+
+
+def _split_events(kinds, which, ts, offs, lens, live, a_res_min, a_id, a_limit_f, a_cpn, a_mem,
+                  ev_plan):  # noqa: ANN001, ANN202
+    """The kernel's events split as ``backfill.compiled_pass`` and ``record_plans`` split them,
+    in one compiled loop: the plans' (id, limit, cores, memory, start, offset, length), the
+    plans that lower their job's kept earliest start (queue position, start; compared with
+    ``a_res_min`` as it was before any of them), and the starts (queue position, offset,
+    length), each in the kernel's order."""
+    n_ev = len(kinds)
+    n_pl = 0
+    for e in range(n_ev):
+        if kinds[e] == ev_plan:
+            n_pl += 1
+    n_st = n_ev - n_pl
+    p_id = np.empty(n_pl, dtype=np.int64)
+    p_lim = np.empty(n_pl)
+    p_c = np.empty(n_pl, dtype=np.int64)
+    p_m = np.empty(n_pl, dtype=np.int64)
+    p_t = np.empty(n_pl)
+    p_off = np.empty(n_pl, dtype=offs.dtype)
+    p_len = np.empty(n_pl, dtype=lens.dtype)
+    low_pos = np.empty(n_pl, dtype=np.int64)
+    low_t = np.empty(n_pl)
+    s_pos = np.empty(n_st, dtype=np.int64)
+    s_off = np.empty(n_st, dtype=np.int64)
+    s_len = np.empty(n_st, dtype=np.int64)
+    a, b, n_low = 0, 0, 0
+    for e in range(n_ev):
+        pos = live[which[e]]
+        if kinds[e] == ev_plan:
+            t = ts[e]
+            p_id[a] = a_id[pos]
+            p_lim[a] = a_limit_f[pos]
+            p_c[a] = a_cpn[pos]
+            p_m[a] = a_mem[pos]
+            p_t[a] = t
+            p_off[a] = offs[e]
+            p_len[a] = lens[e]
+            a += 1
+            if t < a_res_min[pos]:
+                low_pos[n_low] = pos
+                low_t[n_low] = t
+                n_low += 1
+        else:
+            s_pos[b] = pos
+            s_off[b] = offs[e]
+            s_len[b] = lens[e]
+            b += 1
+    return p_id, p_lim, p_c, p_m, p_t, p_off, p_len, low_pos[:n_low], low_t[:n_low], s_pos, s_off, s_len
+
+
+def split_events(queue: Any, live: np.ndarray, kinds: np.ndarray, which: np.ndarray, ts: np.ndarray,
+                 offs: np.ndarray, lens: np.ndarray, flat: np.ndarray,
+                 ev_plan: int) -> tuple[PassPlans, np.ndarray, np.ndarray, np.ndarray]:
+    """``record_plans`` of the kernel's plan events (the same ``PassPlans``, the same jobs'
+    earliest planned starts lowered) and its start events as (queue position, offset into
+    ``flat``, node count), in the kernel's order."""
+    if _split_events_jit is None:  # pragma: no cover
+        is_plan = kinds == ev_plan
+        pl = np.flatnonzero(is_plan)
+        st = np.flatnonzero(~is_plan)
+        return (record_plans(queue, live, which[pl], ts[pl], offs[pl], lens[pl], flat),
+                live[which[st]], offs[st], lens[st])
+    (p_id, p_lim, p_c, p_m, p_t, p_off, p_len, low_pos, low_t, s_pos, s_off,
+     s_len) = _split_events_jit(kinds, which, ts, offs, lens, live, queue.a_res_min, queue.a_id,
+                                queue.a_limit_f, queue.a_cpn, queue.a_mem, ev_plan)
+    if len(low_pos):
+        _lower(queue, low_pos, low_t)
+    return PassPlans(p_id, p_lim, p_c, p_m, p_t, p_off, p_len, flat), s_pos, s_off, s_len
+
+
+def _lower(queue: Any, pos: np.ndarray, ts: np.ndarray) -> None:
+    """Each job at ``pos`` gets its earliest planned start lowered to ``ts`` where earlier
+    (``record_plans``' loop)."""
+    jobs, a_res_min = queue.jobs, queue.a_res_min
+    for p, t in zip(pos.tolist(), ts.tolist()):
+        job = jobs[p]
+        if job.res_time_min is None or t < job.res_time_min:
+            job.res_time_min = t
+        a_res_min[p] = job.res_time_min
 
 
 def _sort_slots(idx, p_end, p_job):  # noqa: ANN001, ANN202
@@ -220,5 +345,7 @@ _EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0), *(np.zeros(0, dtype=np.int64
 if plan_kernel.njit is not None:
     _sort_slots = plan_kernel.njit(cache=True)(_sort_slots)
     _running_merged_jit = plan_kernel.njit(cache=True)(_running_merged)
+    _gather_tested_jit = plan_kernel.njit(cache=True)(_gather_tested)
+    _split_events_jit = plan_kernel.njit(cache=True)(_split_events)
 else:  # pragma: no cover
-    _running_merged_jit = None
+    _running_merged_jit = _gather_tested_jit = _split_events_jit = None
