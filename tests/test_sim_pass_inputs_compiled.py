@@ -73,8 +73,8 @@ def test_split_events_equal_record_plans_and_the_starts(shapes, events, res_min)
     """Two queues alike (jobs with and without an earlier planned start, some planned twice in
     a pass): ``split_events`` on one and ``record_plans`` plus the start events on the other
     give the same plans' arrays, the same jobs' earliest planned starts (job and queue mirror)
-    and the starts in the kernel's order. Fails when the lowering compares with a mirror already
-    lowered by an earlier plan of the same pass, or a start's offset is a plan's (checked)."""
+    and the starts in the kernel's order. Fails when a start's offset or a tested job's bound is
+    off (checked by breaking them)."""
     made = []
     for _ in range(2):
         queue, jobs = _queue(shapes, [])
