@@ -182,8 +182,8 @@ class PartitionState:
         will-run test sees their cores as free). Without ``allow`` and ``blocked``, a shape that
         found too few nodes is remembered (``no_fit``) until a release or the end of an epilog
         gives resources back: allocations and epilogs only take nodes away, so it still finds too
-        few (the main pass asks its blocked head job's shape again at each event; ~50 % of its
-        answers came this way on a saturated ``hpc2n`` span)."""
+        few (the main pass asks its blocked head job's shape again at each event: 3,230 of the
+        5,823 calls of a saturated ``hpc2n`` half day from day 4 were answered so)."""
         if nodes * cores > self.free_cores_total:
             return None
         if allow is None and blocked is None:
