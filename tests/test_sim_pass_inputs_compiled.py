@@ -72,7 +72,7 @@ event_st = st.tuples(st.booleans(), st.integers(0, 9), st.sampled_from([50.0, 10
 def test_split_events_equal_record_plans_and_the_starts(shapes, events, res_min) -> None:  # noqa: ANN001
     """Two queues alike (jobs with and without an earlier planned start, some planned twice in
     a pass): ``split_events`` on one and ``record_plans`` plus the start events on the other
-    give the same plans' arrays, the same jobs' earliest planned starts (job and queue mirror)
+    give the same plan records, the same jobs' earliest planned starts (job and queue mirror)
     and the starts in the kernel's order. Fails when a start's offset or a tested job's bound is
     off (checked by breaking them)."""
     made = []
@@ -90,20 +90,18 @@ def test_split_events_equal_record_plans_and_the_starts(shapes, events, res_min)
     offs = np.concatenate([[0], np.cumsum(lens)[:-1]]).astype(np.int64) if len(events) else np.zeros(0, dtype=np.int64)
     flat = np.arange(int(lens.sum()), dtype=np.int64) % N
     (qa, ja), (qb, jb) = made
-    live_a = pass_inputs.tested_positions(qa, 0)
+    live_a, _, t_cpn, _, t_mem, t_limit, t_id = pass_inputs.tested_inputs(qa, 0)
     plans, s_pos, s_off, s_len = pass_inputs.split_events(qa, live_a, kinds, which, ts, offs, lens, flat,
-                                                          pass_kernel.EV_PLAN)
+                                                          (t_id, t_limit, t_cpn, t_mem), pass_kernel.EV_PLAN)
     live_b = pass_inputs.tested_positions(qb, 0)
     is_plan = kinds == pass_kernel.EV_PLAN
     pl, stt = np.flatnonzero(is_plan), np.flatnonzero(~is_plan)
     want = pass_inputs.record_plans(qb, live_b, which[pl], ts[pl], offs[pl], lens[pl], flat)
-    for name in ("job_ids", "limits", "cores", "mem", "starts", "offs", "lens", "flat"):
-        np.testing.assert_array_equal(getattr(plans, name), getattr(want, name))
-        assert getattr(plans, name).dtype == getattr(want, name).dtype
+    assert plans.reservations() == want.reservations()
     assert [j.res_time_min for j in ja] == [j.res_time_min for j in jb]
     np.testing.assert_array_equal(qa.a_res_min, qb.a_res_min)
-    assert s_pos.tolist() == live_b[which[stt]].tolist()
-    assert s_off.tolist() == offs[stt].tolist() and s_len.tolist() == lens[stt].tolist()
+    assert s_pos == live_b[which[stt]].tolist()
+    assert s_off == offs[stt].tolist() and s_len == lens[stt].tolist()
 
 
 def _kept_times(cache: fit_cache.FitCache, part: PartitionState, pieces: tuple, cores: int, mem: int,

@@ -158,9 +158,10 @@ def compiled_pass(sched: Scheduler, now: float) -> int:
     """backfill_pass through ``pass_kernel``: the kernel decides on copies of the partition's
     state, then its starts are made here and its plans recorded, in the kernel's order (the
     Python pass's order: starts reach the simulator in the same sequence). The tested jobs'
-    arrays are slices of the queue's (``pass_inputs.tested_positions``) and the plans are kept
-    as the kernel's arrays until read (``pass_inputs.PassPlans``): no Python work per tested job
-    or per plan but the planned jobs' earliest planned start."""
+    arrays are gathered from the queue's in one compiled loop (``pass_inputs.tested_inputs``),
+    the plans are kept as the kernel's events until read (``pass_inputs.PassEvents``) and the
+    fit-time cache is told the nodes the partition marked changed: no Python work per tested
+    job or per plan but the planned jobs' earliest planned start."""
     cfg = sched.config
     part = sched.parts[0]
     part.reservations = []
@@ -189,9 +190,9 @@ def compiled_pass(sched: Scheduler, now: float) -> int:
     jobs = queue.jobs  # the queue is frozen during the pass: positions stay valid
     # the plans first: a start does not read them, nor a job's earliest planned start
     plans, s_pos, s_off, s_len = pass_inputs.split_events(queue, live, kinds, which, ts, offs, lens, flat,
-                                                          pass_kernel.EV_PLAN)
+                                                          (t_id, t_limit, t_cpn, t_mem), pass_kernel.EV_PLAN)
     part.set_plans(plans)
-    for p, off, n in zip(s_pos.tolist(), s_off.tolist(), s_len.tolist()):  # the kernel's order
+    for p, off, n in zip(s_pos, s_off, s_len):  # the kernel's order
         sched.start_fn(jobs[p], part, flat[off: off + n].tolist())
     return len(s_pos)
 

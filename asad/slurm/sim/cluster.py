@@ -146,7 +146,7 @@ class PartitionState:
         pending = d.get("_plans_pending")
         if pending is not None:
             d["_plans_pending"] = None
-            if not isinstance(pending, list):  # pass_inputs.PassPlans: the kernel's arrays
+            if not isinstance(pending, list):  # pass_inputs.PassEvents or PassPlans: the kernel's arrays
                 d["reservations"] = pending.reservations()
                 return d["reservations"]
             made = [Reservation(job_id=job.job_id, start=t, end=t + job.time_limit_s, nodes=nodes,

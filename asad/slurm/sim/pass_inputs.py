@@ -133,74 +133,73 @@ def tested_inputs(queue: Any, max_test: int) -> tuple[np.ndarray, ...]:
                               queue.a_id)
 
 
-def _split_events(kinds, which, ts, offs, lens, live, a_res_min, a_id, a_limit_f, a_cpn, a_mem,
-                  ev_plan):  # noqa: ANN001, ANN202
-    """The kernel's events split as ``backfill.compiled_pass`` and ``record_plans`` split them,
-    in one compiled loop: the plans' (id, limit, cores, memory, start, offset, length), the
-    plans that lower their job's kept earliest start (queue position, start; compared with
-    ``a_res_min`` as it was before any of them), and the starts (queue position, offset,
-    length), each in the kernel's order."""
-    n_ev = len(kinds)
-    n_pl = 0
-    for e in range(n_ev):
-        if kinds[e] == ev_plan:
-            n_pl += 1
-    n_st = n_ev - n_pl
-    p_id = np.empty(n_pl, dtype=np.int64)
-    p_lim = np.empty(n_pl)
-    p_c = np.empty(n_pl, dtype=np.int64)
-    p_m = np.empty(n_pl, dtype=np.int64)
-    p_t = np.empty(n_pl)
-    p_off = np.empty(n_pl, dtype=offs.dtype)
-    p_len = np.empty(n_pl, dtype=lens.dtype)
-    low_pos = np.empty(n_pl, dtype=np.int64)
-    low_t = np.empty(n_pl)
-    s_pos = np.empty(n_st, dtype=np.int64)
-    s_off = np.empty(n_st, dtype=np.int64)
-    s_len = np.empty(n_st, dtype=np.int64)
-    a, b, n_low = 0, 0, 0
-    for e in range(n_ev):
-        pos = live[which[e]]
-        if kinds[e] == ev_plan:
-            t = ts[e]
-            p_id[a] = a_id[pos]
-            p_lim[a] = a_limit_f[pos]
-            p_c[a] = a_cpn[pos]
-            p_m[a] = a_mem[pos]
-            p_t[a] = t
-            p_off[a] = offs[e]
-            p_len[a] = lens[e]
-            a += 1
-            if t < a_res_min[pos]:
-                low_pos[n_low] = pos
-                low_t[n_low] = t
-                n_low += 1
-        else:
-            s_pos[b] = pos
-            s_off[b] = offs[e]
-            s_len[b] = lens[e]
-            b += 1
-    return p_id, p_lim, p_c, p_m, p_t, p_off, p_len, low_pos[:n_low], low_t[:n_low], s_pos, s_off, s_len
+@dataclass
+class PassEvents:
+    """One pass's kernel events kept as the kernel returned them, with the tested jobs' id, time
+    limit, cores and memory per node (the pass's own gathers: the queue's positions move later).
+    ``reservations()`` gives the records ``PassPlans`` gives for the plan events, built only
+    when the partition's reservations are read (``estimate_start``, ``bf_poll``): no gather per
+    plan at the pass."""
+
+    kinds: np.ndarray
+    which: np.ndarray
+    ts: np.ndarray
+    offs: np.ndarray
+    lens: np.ndarray
+    flat: np.ndarray
+    t_id: np.ndarray
+    t_limit: np.ndarray
+    t_cpn: np.ndarray
+    t_mem: np.ndarray
+    ev_plan: int
+
+    def reservations(self) -> list[Reservation]:
+        pl = np.flatnonzero(self.kinds == self.ev_plan)
+        w = self.which[pl]
+        return PassPlans(self.t_id[w], self.t_limit[w], self.t_cpn[w], self.t_mem[w], self.ts[pl],
+                         self.offs[pl], self.lens[pl], self.flat).reservations()
+
+
+def _outcome(kinds, which, ts, live, a_res_min, ev_plan):  # noqa: ANN001, ANN202
+    """The events that need Python work, in the kernel's order: first the plans that lower their
+    job's kept earliest start (``ts`` below ``a_res_min`` as it was before any of them, as
+    ``record_plans`` compares), then the starts; and how many of the first kind."""
+    n = len(kinds)
+    out = np.empty(n, dtype=np.int64)
+    n_low = 0
+    for e in range(n):
+        if kinds[e] == ev_plan and ts[e] < a_res_min[live[which[e]]]:
+            out[n_low] = e
+            n_low += 1
+    k = n_low
+    for e in range(n):
+        if kinds[e] != ev_plan:
+            out[k] = e
+            k += 1
+    return out[:k], n_low
 
 
 def split_events(queue: Any, live: np.ndarray, kinds: np.ndarray, which: np.ndarray, ts: np.ndarray,
-                 offs: np.ndarray, lens: np.ndarray, flat: np.ndarray,
-                 ev_plan: int) -> tuple[PassPlans, np.ndarray, np.ndarray, np.ndarray]:
-    """``record_plans`` of the kernel's plan events (the same ``PassPlans``, the same jobs'
-    earliest planned starts lowered) and its start events as (queue position, offset into
-    ``flat``, node count), in the kernel's order."""
-    if _split_events_jit is None:  # pragma: no cover
-        is_plan = kinds == ev_plan
-        pl = np.flatnonzero(is_plan)
-        st = np.flatnonzero(~is_plan)
-        return (record_plans(queue, live, which[pl], ts[pl], offs[pl], lens[pl], flat),
-                live[which[st]], offs[st], lens[st])
-    (p_id, p_lim, p_c, p_m, p_t, p_off, p_len, low_pos, low_t, s_pos, s_off,
-     s_len) = _split_events_jit(kinds, which, ts, offs, lens, live, queue.a_res_min, queue.a_id,
-                                queue.a_limit_f, queue.a_cpn, queue.a_mem, ev_plan)
-    if len(low_pos):
-        _lower(queue, low_pos, low_t)
-    return PassPlans(p_id, p_lim, p_c, p_m, p_t, p_off, p_len, flat), s_pos, s_off, s_len
+                 offs: np.ndarray, lens: np.ndarray, flat: np.ndarray, tested: tuple[np.ndarray, ...],
+                 ev_plan: int) -> tuple[PassEvents, list[int], list[int], list[int]]:
+    """What ``record_plans`` and the start loop did with the kernel's events: the plans kept
+    (``PassEvents``, read back as ``record_plans``' records), the planned jobs' earliest planned
+    starts lowered, and the starts as (queue position, offset into ``flat``, node count) lists
+    in the kernel's order. ``tested``: the tested jobs' (id, time limit, cores per node, memory
+    per node). One compiled loop picks the few events that need Python work (numpy's masks,
+    flatnonzero and gathers per pass were ~15 µs, mostly call overhead)."""
+    events = PassEvents(kinds, which, ts, offs, lens, flat, *tested, ev_plan)
+    if _outcome_jit is None:  # pragma: no cover
+        ev, n_low = _outcome(kinds, which, ts, live, queue.a_res_min, ev_plan)
+    else:
+        ev, n_low = _outcome_jit(kinds, which, ts, live, queue.a_res_min, ev_plan)
+    if n_low:
+        low = ev[:n_low]
+        _lower(queue, live[which[low]], ts[low])
+    if n_low == len(ev):
+        return events, [], [], []
+    st = ev[n_low:]
+    return events, live[which[st]].tolist(), offs[st].tolist(), lens[st].tolist()
 
 
 def _lower(queue: Any, pos: np.ndarray, ts: np.ndarray) -> None:
@@ -346,6 +345,6 @@ if plan_kernel.njit is not None:
     _sort_slots = plan_kernel.njit(cache=True)(_sort_slots)
     _running_merged_jit = plan_kernel.njit(cache=True)(_running_merged)
     _gather_tested_jit = plan_kernel.njit(cache=True)(_gather_tested)
-    _split_events_jit = plan_kernel.njit(cache=True)(_split_events)
+    _outcome_jit = plan_kernel.njit(cache=True)(_outcome)
 else:  # pragma: no cover
-    _running_merged_jit = _gather_tested_jit = _split_events_jit = None
+    _running_merged_jit = _gather_tested_jit = _outcome_jit = None
