@@ -158,40 +158,43 @@ def compiled_pass(sched: Scheduler, now: float) -> int:
     """backfill_pass through ``pass_kernel``: the kernel decides on copies of the partition's
     state, then its starts are made here and its plans recorded, in the kernel's order (the
     Python pass's order: starts reach the simulator in the same sequence). The tested jobs'
-    arrays are slices of the queue's (``pass_inputs.tested_positions``) and the plans are kept
-    as the kernel's arrays until read (``pass_inputs.PassPlans``): no Python work per tested job
-    or per plan but the planned jobs' earliest planned start."""
+    arrays are gathered from the queue's in one compiled loop (``pass_inputs.tested_inputs``),
+    the plans are kept as the kernel's events until read (``pass_inputs.PassEvents``) and the
+    fit-time cache is told the nodes the partition marked changed: no Python work per tested
+    job or per plan but the planned jobs' earliest planned start."""
     cfg = sched.config
     part = sched.parts[0]
     part.reservations = []
     queue = sched.queues[0]
-    live = pass_inputs.tested_positions(queue, cfg.bf_max_job_test)
+    live, t_nodes, t_cpn, t_cpus, t_mem, t_limit, t_id = pass_inputs.tested_inputs(queue, cfg.bf_max_job_test)
     if not len(live):
         return 0
     pe, pn, pc, pm, pj = pass_inputs.running_sorted(part)  # BackfillMap.running_ends' order
     completing = np.zeros(part.n, dtype=np.bool_)
     if part.completing:
         completing[list(part.completing)] = True
-    if getattr(part, "fit_cache", None) is None:  # (a snapshot pickled before the cache had none)
-        part.fit_cache = fit_cache.FitCache(part.n)
-    kinds, which, ts, offs, lens, flat = pass_kernel.run_pass(
-        part.fit_cache, float(now), float(now + cfg.bf_window_s), float(cfg.bf_resolution_s),
+    cache = getattr(part, "fit_cache", None)
+    if cache is None:  # (a snapshot pickled before the cache had none)
+        cache = part.fit_cache = fit_cache.FitCache(part.n)
+    # the nodes an allocation or release touched since the last pass get new versions (what
+    # pass_kernel.run_pass's note_pass found by comparing this pass's inputs with the last's)
+    changed = part.fit_changed
+    cache.note_marked(changed)
+    changed[:] = False
+    kinds, which, ts, offs, lens, flat = pass_kernel.backfill_pass(
+        float(now), float(now + cfg.bf_window_s), float(cfg.bf_resolution_s),
         float(cfg.kill_wait_s + cfg.over_time_limit_s), part.n, part.cores, part.mem,
         part.max_free_cores(), part.free_cores_total, part.np_free_c.copy(), part.np_free_m.copy(),
-        completing, queue.a_nodes[live], queue.a_cpn[live], queue.a_cpus[live], queue.a_mem[live],
-        queue.a_limit_f[live], queue.a_id[live],
-        pe, pn, pc, pm, pj, bool(cfg.bf_plan_all))
+        completing, t_nodes, t_cpn, t_cpus, t_mem, t_limit, t_id,
+        pe, pn, pc, pm, pj, bool(cfg.bf_plan_all), cache.arrays)
     jobs = queue.jobs  # the queue is frozen during the pass: positions stay valid
-    is_plan = kinds == pass_kernel.EV_PLAN
     # the plans first: a start does not read them, nor a job's earliest planned start
-    pl = np.flatnonzero(is_plan)
-    part.set_plans(pass_inputs.record_plans(queue, live, which[pl], ts[pl], offs[pl], lens[pl], flat))
-    started = 0
-    for e in np.flatnonzero(~is_plan).tolist():  # the starts, in the kernel's order
-        off = int(offs[e])
-        sched.start_fn(jobs[int(live[which[e]])], part, flat[off: off + int(lens[e])].tolist())
-        started += 1
-    return started
+    plans, s_pos, s_off, s_len = pass_inputs.split_events(queue, live, kinds, which, ts, offs, lens, flat,
+                                                          (t_id, t_limit, t_cpn, t_mem), pass_kernel.EV_PLAN)
+    part.set_plans(plans)
+    for p, off, n in zip(s_pos, s_off, s_len):  # the kernel's order
+        sched.start_fn(jobs[p], part, flat[off: off + n].tolist())
+    return len(s_pos)
 
 
 def _fits_now_ignoring_plans(job: SimJob, plans: list[BackfillMap]) -> tuple[PartitionState, list[int]] | None:

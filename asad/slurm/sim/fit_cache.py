@@ -40,6 +40,7 @@ class FitCache:
     slots: int = MAX_SLOTS
     arrays: tuple = field(init=False)
     prev: tuple | None = field(init=False, default=None)
+    noted: bool = field(init=False, default=False)  # a pass was noted since made or loaded
 
     def __post_init__(self) -> None:
         s, n = self.slots, self.n
@@ -63,7 +64,7 @@ class FitCache:
         return {"n": self.n, "slots": self.slots}
 
     def __setstate__(self, state: dict) -> None:
-        self.n, self.slots, self.prev = state["n"], state["slots"], None
+        self.n, self.slots, self.prev, self.noted = state["n"], state["slots"], None, False
         self.__post_init__()
 
     def note_pass(self, free_c: np.ndarray, free_m: np.ndarray, pieces: tuple) -> None:
@@ -75,6 +76,24 @@ class FitCache:
         else:
             note_changes(node_ver, self.prev[0], self.prev[1], free_c, free_m, *self.prev[2], *pieces)
         self.prev = (free_c.copy(), free_m.copy(), tuple(a.copy() for a in pieces))
+        self.noted = True
+        self.arrays[10][0] += 1
+
+    def note_marked(self, changed: np.ndarray) -> None:
+        """``note_pass`` told by the partition instead of by comparing: a new version for every
+        node marked in ``changed`` (``PartitionState.fit_changed``: every node an allocation or a
+        release touched since the last pass, a superset of the nodes whose free resources or
+        pieces differ), all of them the first time. A node given a version it did not need is
+        only computed again (the same time), so the kept times are those of ``note_pass``.
+        Why: the comparison copied seven arrays and merged ~1,600 pieces a pass (~45 µs, 1.4 %
+        of a saturated span) to find the ~7 nodes the simulator itself knows it changed."""
+        node_ver = self.arrays[9]
+        if not self.noted or len(changed) != len(node_ver):
+            node_ver += 1
+        else:
+            node_ver += changed
+        self.noted = True
+        self.prev = None  # a later note_pass (only tests mix them) starts from all nodes again
         self.arrays[10][0] += 1
 
 

@@ -28,6 +28,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from asad.slurm.backend import JobState
+
+_PENDING, _RUNNING = JobState.PENDING, JobState.RUNNING  # the states ``JobState.is_final`` is False for
+
 # Cores per account in the real sample: ~140,000 cores (Cedar ~100k, Graham ~40k) for 779 accounts.
 CORES_PER_ACCOUNT = 180.0
 
@@ -101,7 +105,9 @@ class UserPopulation:
 
     def pending(self, user: int) -> int:
         jobs = self._pending[user]
-        live = [j for j in jobs if j.start_time is None and not j.state.is_final]
+        # not started and not final (``state.is_final``'s test, without its property call per
+        # job: a user at the cap has ~60 jobs rechecked at each of their arrivals)
+        live = [j for j in jobs if j.start_time is None and (j.state is _PENDING or j.state is _RUNNING)]
         if len(live) != len(jobs):
             self._pending[user] = live
         return len(live)

@@ -79,14 +79,138 @@ def record_plans(queue: Any, live: np.ndarray, which: np.ndarray, ts: np.ndarray
     pos = live[which]
     lower = np.flatnonzero(ts < queue.a_res_min[pos])
     if len(lower):
-        jobs, a_res_min = queue.jobs, queue.a_res_min
-        for p, t in zip(pos[lower].tolist(), ts[lower].tolist()):
-            job = jobs[p]
-            if job.res_time_min is None or t < job.res_time_min:
-                job.res_time_min = t
-            a_res_min[p] = job.res_time_min
+        _lower(queue, pos[lower], ts[lower])
     return PassPlans(queue.a_id[pos], queue.a_limit_f[pos], queue.a_cpn[pos], queue.a_mem[pos],
                      ts, offs, lens, flat)
+
+
+def _gather_tested(a_live, head, end, max_test, a_nodes, a_cpn, a_cpus, a_mem, a_limit_f,
+                   a_id):  # noqa: ANN001, ANN202
+    """``tested_positions`` and the six gathers of the tested jobs' shapes the kernel reads, in
+    one compiled loop (numpy: a flatnonzero, a slice, an add and six fancy gathers, ~30 µs a
+    saturated pass of mostly call overhead)."""
+    n = 0
+    for i in range(head, end):
+        if a_live[i]:
+            n += 1
+            if n == max_test:
+                break
+    live = np.empty(n, dtype=np.int64)
+    k = 0
+    for i in range(head, end):
+        if k == n:
+            break
+        if a_live[i]:
+            live[k] = i
+            k += 1
+    nodes = np.empty(n, dtype=np.int64)
+    cpn = np.empty(n, dtype=np.int64)
+    cpus = np.empty(n, dtype=np.int64)
+    mem = np.empty(n, dtype=np.int64)
+    limit = np.empty(n)
+    ids = np.empty(n, dtype=np.int64)
+    for k in range(n):
+        p = live[k]
+        nodes[k] = a_nodes[p]
+        cpn[k] = a_cpn[p]
+        cpus[k] = a_cpus[p]
+        mem[k] = a_mem[p]
+        limit[k] = a_limit_f[p]
+        ids[k] = a_id[p]
+    return live, nodes, cpn, cpus, mem, limit, ids
+
+
+def tested_inputs(queue: Any, max_test: int) -> tuple[np.ndarray, ...]:
+    """The tested positions (``tested_positions``) and the tested jobs' nodes, cores per node,
+    cores, memory per node, time limit and id, as the pass kernel takes them."""
+    head = queue.first_live()
+    if _gather_tested_jit is None:  # pragma: no cover
+        live = tested_positions(queue, max_test)
+        return (live, queue.a_nodes[live], queue.a_cpn[live], queue.a_cpus[live], queue.a_mem[live],
+                queue.a_limit_f[live], queue.a_id[live])
+    return _gather_tested_jit(queue.a_live, head, len(queue.jobs), max_test if max_test > 0 else -1,
+                              queue.a_nodes, queue.a_cpn, queue.a_cpus, queue.a_mem, queue.a_limit_f,
+                              queue.a_id)
+
+
+@dataclass
+class PassEvents:
+    """One pass's kernel events kept as the kernel returned them, with the tested jobs' id, time
+    limit, cores and memory per node (the pass's own gathers: the queue's positions move later).
+    ``reservations()`` gives the records ``PassPlans`` gives for the plan events, built only
+    when the partition's reservations are read (``estimate_start``, ``bf_poll``): no gather per
+    plan at the pass."""
+
+    kinds: np.ndarray
+    which: np.ndarray
+    ts: np.ndarray
+    offs: np.ndarray
+    lens: np.ndarray
+    flat: np.ndarray
+    t_id: np.ndarray
+    t_limit: np.ndarray
+    t_cpn: np.ndarray
+    t_mem: np.ndarray
+    ev_plan: int
+
+    def reservations(self) -> list[Reservation]:
+        pl = np.flatnonzero(self.kinds == self.ev_plan)
+        w = self.which[pl]
+        return PassPlans(self.t_id[w], self.t_limit[w], self.t_cpn[w], self.t_mem[w], self.ts[pl],
+                         self.offs[pl], self.lens[pl], self.flat).reservations()
+
+
+def _outcome(kinds, which, ts, live, a_res_min, ev_plan):  # noqa: ANN001, ANN202
+    """The events that need Python work, in the kernel's order: first the plans that lower their
+    job's kept earliest start (``ts`` below ``a_res_min`` as it was before any of them, as
+    ``record_plans`` compares), then the starts; and how many of the first kind."""
+    n = len(kinds)
+    out = np.empty(n, dtype=np.int64)
+    n_low = 0
+    for e in range(n):
+        if kinds[e] == ev_plan and ts[e] < a_res_min[live[which[e]]]:
+            out[n_low] = e
+            n_low += 1
+    k = n_low
+    for e in range(n):
+        if kinds[e] != ev_plan:
+            out[k] = e
+            k += 1
+    return out[:k], n_low
+
+
+def split_events(queue: Any, live: np.ndarray, kinds: np.ndarray, which: np.ndarray, ts: np.ndarray,
+                 offs: np.ndarray, lens: np.ndarray, flat: np.ndarray, tested: tuple[np.ndarray, ...],
+                 ev_plan: int) -> tuple[PassEvents, list[int], list[int], list[int]]:
+    """What ``record_plans`` and the start loop did with the kernel's events: the plans kept
+    (``PassEvents``, read back as ``record_plans``' records), the planned jobs' earliest planned
+    starts lowered, and the starts as (queue position, offset into ``flat``, node count) lists
+    in the kernel's order. ``tested``: the tested jobs' (id, time limit, cores per node, memory
+    per node). One compiled loop picks the few events that need Python work (numpy's masks,
+    flatnonzero and gathers per pass were ~15 µs, mostly call overhead)."""
+    events = PassEvents(kinds, which, ts, offs, lens, flat, *tested, ev_plan)
+    if _outcome_jit is None:  # pragma: no cover
+        ev, n_low = _outcome(kinds, which, ts, live, queue.a_res_min, ev_plan)
+    else:
+        ev, n_low = _outcome_jit(kinds, which, ts, live, queue.a_res_min, ev_plan)
+    if n_low:
+        low = ev[:n_low]
+        _lower(queue, live[which[low]], ts[low])
+    if n_low == len(ev):
+        return events, [], [], []
+    st = ev[n_low:]
+    return events, live[which[st]].tolist(), offs[st].tolist(), lens[st].tolist()
+
+
+def _lower(queue: Any, pos: np.ndarray, ts: np.ndarray) -> None:
+    """Each job at ``pos`` gets its earliest planned start lowered to ``ts`` where earlier
+    (``record_plans``' loop)."""
+    jobs, a_res_min = queue.jobs, queue.a_res_min
+    for p, t in zip(pos.tolist(), ts.tolist()):
+        job = jobs[p]
+        if job.res_time_min is None or t < job.res_time_min:
+            job.res_time_min = t
+        a_res_min[p] = job.res_time_min
 
 
 def _sort_slots(idx, p_end, p_job):  # noqa: ANN001, ANN202
@@ -220,5 +344,7 @@ _EMPTY = (np.zeros(0, dtype=np.int64), np.zeros(0), *(np.zeros(0, dtype=np.int64
 if plan_kernel.njit is not None:
     _sort_slots = plan_kernel.njit(cache=True)(_sort_slots)
     _running_merged_jit = plan_kernel.njit(cache=True)(_running_merged)
+    _gather_tested_jit = plan_kernel.njit(cache=True)(_gather_tested)
+    _outcome_jit = plan_kernel.njit(cache=True)(_outcome)
 else:  # pragma: no cover
-    _running_merged_jit = None
+    _running_merged_jit = _gather_tested_jit = _outcome_jit = None
