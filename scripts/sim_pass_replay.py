@@ -138,7 +138,7 @@ def _load_kernel(tree: str, tag: str):  # noqa: ANN202
         path = f"{tree}/asad/slurm/sim/{name}.py"
         if not os.path.exists(path):
             continue
-        src = open(path).read().replace("cache=True", "cache=False")
+        src = open(path).read().replace("cache=True", "cache=False").replace("njit(**LEAF)", "njit(cache=False, _nrt=False)")
         src = re.sub(r"^from asad\.slurm\.sim import .*$", "", src, flags=re.M)
         # the tree's own plans' map (split from plan_kernel in the ninth session) and will-run
         # walk (split in the twelfth), not the installed ones: their names are put in the module below

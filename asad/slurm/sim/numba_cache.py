@@ -1,4 +1,5 @@
-"""numba's on-disk cache keys a compiled function on its own source file only, so a cached caller
+"""How the simulator's kernels are compiled: ``LEAF``, the options of a compiled function that
+allocates nothing; and numba's on-disk cache, which keys a compiled function on its own source file only, so a cached caller
 keeps running a callee's old code after the callee's file alone was edited. ``drop_stale_cache``
 stamps each dependency's hash beside the caller's cache and drops the cache when it moves.
 """
@@ -7,6 +8,15 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+
+# numba counts the references to every array a compiled function receives or slices: an atomic
+# increment where it takes it and a decrement where it lets go (NRT_incref / NRT_decref, one
+# locked instruction each). A plan search takes ~30 arrays and calls its helpers ~10 times a
+# try, so on a saturated pass these counts were about a third of the kernel's time (perf, the
+# fourteenth session). A function compiled without numba's runtime (``_nrt=False``) counts
+# nothing and slices for free; it may not allocate, which is why the search gets its scratch
+# from the pass. Safe: every array it reads is held by its caller for the whole call.
+LEAF = {"cache": True, "_nrt": False}
 
 
 def drop_stale_cache(cache_dir: Path, module: str, dependency: Path) -> bool:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from asad.slurm.sim import plan_maps, will_run
-from asad.slurm.sim.numba_cache import drop_stale_cache
+from asad.slurm.sim.numba_cache import LEAF, drop_stale_cache
 
 # the plans' map; add_span_twice, insert_bound, distinct_bounds and _cap are re-exported for pass_kernel
 # and the tests, which read them here
@@ -165,8 +165,9 @@ def _free_after(cur_c, cur_m, cur_g, gone, free_c, free_m, p_node, p_c, p_m):  #
     ``cur_g[0] = -1`` when ``free_c``, ``free_m`` or the pieces change."""
     g = cur_g[0]
     if g < 0 or abs(gone - g) > gone:
-        cur_c[:] = free_c
-        cur_m[:] = free_m
+        for i in range(len(free_c)):
+            cur_c[i] = free_c[i]
+            cur_m[i] = free_m[i]
         g = 0
     while g < gone:
         cur_c[p_node[g]] += p_c[g]
@@ -439,11 +440,11 @@ if njit is not None:
     _consec_pick = consec_pick = njit(cache=True)(_consec_pick)
     find_consec = njit(cache=True)(_find_consec)
     new_cursor = njit(cache=True)(new_cursor)
-    _free_after = njit(cache=True)(_free_after)
-    pick_from_bits = njit(cache=True)(_pick_from_bits)
-    later_start = njit(cache=True)(_later_start)
-    shape_fits = njit(cache=True)(shape_fits)
-    shape_rank = njit(cache=True)(shape_rank)
+    _free_after = njit(**LEAF)(_free_after)
+    pick_from_bits = njit(**LEAF)(_pick_from_bits)
+    later_start = njit(**LEAF)(_later_start)
+    shape_fits = njit(**LEAF)(shape_fits)
+    shape_rank = njit(**LEAF)(shape_rank)
     node_intervals = njit(cache=True)(node_intervals)
     planned_start_kept = _planned_start_kept = njit(cache=True)(_planned_start_kept)
     planned_start_cursor = _planned_start_cursor = njit(cache=True)(_planned_start_cursor)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from asad.slurm.sim.numba_cache import LEAF
+
 try:  # numba is a dependency; without it these stay plain Python (plan_kernel then falls back)
     from numba import njit
 except ImportError:  # pragma: no cover - exercised only on a machine without numba
@@ -508,27 +510,27 @@ def _by_end(span_b, span_e, span_n):  # noqa: ANN001, ANN202
 
 
 if njit is not None:
-    _bisect_right = njit(cache=True)(_bisect_right)
-    _bisect_left = njit(cache=True)(_bisect_left)
+    _bisect_right = njit(**LEAF)(_bisect_right)
+    _bisect_left = njit(**LEAF)(_bisect_left)
     _free_spans = njit(cache=True)(_free_spans)
-    _cap = njit(cache=True)(_cap)
-    _cap_sorted = njit(cache=True)(_cap_sorted)
+    _cap = njit(**LEAF)(_cap)
+    _cap_sorted = njit(**LEAF)(_cap_sorted)
     distinct_bounds = njit(cache=True)(_distinct_bounds)
-    insert_bound = njit(cache=True)(_insert_bound)
-    add_span_twice = njit(cache=True)(_add_span_twice)
-    _insert_sorted = njit(cache=True)(_insert_sorted)
-    insert_span_twice = njit(cache=True)(_insert_span_twice)
-    _absorb_sorted = njit(cache=True)(_absorb_sorted)
-    absorb_span_twice = njit(cache=True)(_absorb_span_twice)
-    _bisect_kn = njit(cache=True)(_bisect_kn)
-    _move_one = njit(cache=True)(_move_one)
-    add_interval = njit(cache=True)(_add_interval)
-    _merge_fresh = njit(cache=True)(_merge_fresh)
-    add_plan = njit(cache=True)(_add_plan)
-    _bits_reset = njit(cache=True)(_bits_reset)
-    _bits_clear = njit(cache=True)(_bits_clear)
-    _bits_set = njit(cache=True)(_bits_set)
-    _bits_select = njit(cache=True)(_bits_select)
+    insert_bound = njit(**LEAF)(_insert_bound)
+    add_span_twice = njit(**LEAF)(_add_span_twice)
+    _insert_sorted = njit(**LEAF)(_insert_sorted)
+    insert_span_twice = njit(**LEAF)(_insert_span_twice)
+    _absorb_sorted = njit(**LEAF)(_absorb_sorted)
+    absorb_span_twice = njit(**LEAF)(_absorb_span_twice)
+    _bisect_kn = njit(**LEAF)(_bisect_kn)
+    _move_one = njit(**LEAF)(_move_one)
+    add_interval = njit(**LEAF)(_add_interval)
+    _merge_fresh = njit(**LEAF)(_merge_fresh)
+    add_plan = njit(**LEAF)(_add_plan)
+    _bits_reset = njit(**LEAF)(_bits_reset)
+    _bits_clear = njit(**LEAF)(_bits_clear)
+    _bits_set = njit(**LEAF)(_bits_set)
+    _bits_select = njit(**LEAF)(_bits_select)
     by_end = njit(cache=True)(_by_end)
 else:  # pragma: no cover
     distinct_bounds, insert_bound = _distinct_bounds, _insert_bound

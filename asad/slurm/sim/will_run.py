@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from asad.slurm.sim.numba_cache import LEAF
 from asad.slurm.sim.plan_maps import (_bisect_left, _bisect_right)
 
 try:  # numba is a dependency; its absence (or ASAD_SIM_COMPILED=0) leaves the plain functions
@@ -203,8 +204,8 @@ def _usable(j, avail, p_node, first_piece, n_jobs, n_pieces):  # noqa: ANN001, A
 
 
 if njit is not None:  # (plan_kernel compiles the search with these whenever numba is there)
-    _usable = njit(cache=True)(_usable)
-    _kth_avail = njit(cache=True)(_kth_avail)
+    _usable = njit(**LEAF)(_usable)
+    _kth_avail = njit(**LEAF)(_kth_avail)
     _will_run_kth = njit(cache=True)(_will_run_kth)
-    _walk_past = njit(cache=True)(_walk_past)
+    _walk_past = njit(**LEAF)(_walk_past)
     _will_run = njit(cache=True)(_will_run)
