@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from asad.slurm.sim import plan_kernel
+from asad.slurm.sim.numba_cache import LEAF
 
 INF = np.inf
 FITS_NOW = -np.inf  # the kept time of a node that holds the shape now: ``now`` when handed out
@@ -313,10 +314,10 @@ def ensure_slot(s, sl_nv, sl_raw, sl_srt, sl_nsrt, sl_nowl, sl_nnow, node_ver, f
 
 
 if plan_kernel.njit is not None:
-    note_changes = plan_kernel.njit(cache=True)(note_changes)
-    slot_for = plan_kernel.njit(cache=True)(slot_for)
-    _node_time = plan_kernel.njit(cache=True)(_node_time)
+    note_changes = plan_kernel.njit(**LEAF)(note_changes)
+    slot_for = plan_kernel.njit(**LEAF)(slot_for)
+    _node_time = plan_kernel.njit(**LEAF)(_node_time)
     node_pieces = plan_kernel.njit(cache=True)(node_pieces)
     _rebuild = plan_kernel.njit(cache=True)(_rebuild)
-    _keep_unchanged = plan_kernel.njit(cache=True)(_keep_unchanged)
+    _keep_unchanged = plan_kernel.njit(**LEAF)(_keep_unchanged)
     ensure_slot = plan_kernel.njit(cache=True)(ensure_slot)

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from asad.slurm.sim import fit_cache, plan_kernel, plan_maps, will_run
-from asad.slurm.sim.numba_cache import drop_stale_cache  # noqa: F401 (tests read it here)
+from asad.slurm.sim.numba_cache import LEAF, drop_stale_cache  # noqa: F401 (tests read it here)
 
 INF = np.inf
 
@@ -281,6 +281,8 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
     cur_c, cur_m, cur_g = plan_kernel.new_cursor(n)
     floor_now = np.floor(now)
     held = np.empty(n, dtype=np.int64)
+    # the plan search's scratch, made once a pass (it allocates nothing: numba_cache.LEAF)
+    iwork, bwork, sbits = plan_kernel.new_scratch(n)
 
     # One step per tested job (then, with bf_plan_all, one step for the plans still owed). A step
     # may first owe plans to earlier unplanned jobs; they are made by the one block below that
@@ -340,9 +342,10 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
                 best = INF
                 if nn <= part_n and cpn <= part_cores and mem <= part_mem:
                     si = j_shape[ji]
-                    _ensure_sorted(si, s_ok, s_times, s_order, s_sort, sh_c, sh_m,
-                                   free_c, free_m, pe, pn, pc, pm, n_p, now, sh_slot, fc, head, lst,
-                                   csr_ok)
+                    if not s_ok[si]:  # (tested here: the call alone counts ~30 references)
+                        _ensure_sorted(si, s_ok, s_times, s_order, s_sort, sh_c, sh_m,
+                                       free_c, free_m, pe, pn, pc, pm, n_p, now, sh_slot, fc, head,
+                                       lst, csr_ok)
                     kth = s_times[si, s_order[si, nn - 1]]  # (s_sort[si, nn - 1]: not kept by the cache)
                     if kth < INF:
                         best = max(now, kth)
@@ -379,8 +382,9 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
             if skip:
                 continue
             si = j_shape[pj_i]
-            _ensure_sorted(si, s_ok, s_times, s_order, s_sort, sh_c, sh_m,
-                           free_c, free_m, pe, pn, pc, pm, n_p, now, sh_slot, fc, head, lst, csr_ok)
+            if not s_ok[si]:
+                _ensure_sorted(si, s_ok, s_times, s_order, s_sort, sh_c, sh_m,
+                               free_c, free_m, pe, pn, pc, pm, n_p, now, sh_slot, fc, head, lst, csr_ok)
             t_min = max(now, s_times[si, s_order[si, k - 1]])
             if t_min > horizon:
                 if n_np < 64:
@@ -397,13 +401,12 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
             if not s_rank_ok[si]:
                 plan_kernel.shape_rank(s_order[si], s_rank[si])
                 s_rank_ok[si] = True
-            start, nodes = plan_kernel.planned_start_kept(
-                s_times[si], s_order[si], free_c, free_m, k, c, m, float(lim), now, horizon, guess_s,
-                iv_node[:n_iv], iv_b[:n_iv], iv_e[:n_iv], pe[:n_p], pn[:n_p], pc[:n_p], pm[:n_p],
-                first_piece[:n_groups], job_ends[:n_groups], bnd[:n_bnd], res,
-                sp_b[:n_sp], sp_e[:n_sp], sp_n[:n_sp], cur_c, cur_m, cur_g,
-                se_b[:n_sp], se_e[:n_sp], se_n[:n_sp], s_fits[si], n_fit[si], s_rank[si],
-                iv_next[:n_iv], node_iv)
+            start, got = plan_kernel.search_in_pass(
+                s_times, s_order, si, free_c, free_m, k, c, m, float(lim), now, horizon, guess_s,
+                iv_node, iv_b, iv_e, n_iv, pe, pn, pc, pm, n_p, first_piece, job_ends, n_groups,
+                bnd, n_bnd, res, sp_b, sp_e, sp_n, cur_c, cur_m, cur_g, se_b, se_e, se_n, n_sp,
+                s_fits, n_fit[si], s_rank, iv_next, node_iv, iwork, bwork, sbits)
+            nodes = iwork[plan_kernel.W_OUT, :got]
             if start == -INF:
                 if n_np < 64:
                     np_k[n_np] = k
@@ -561,10 +564,10 @@ if plan_kernel.njit is not None:
         drop_stale_cache(Path(__file__).with_name("__pycache__"), Path(__file__).stem, Path(_dependency.__file__))
     _shape_times = plan_kernel.njit(cache=True)(_shape_times)
     _shape_times_sorted = plan_kernel.njit(cache=True)(_shape_times_sorted)
-    _job_groups = plan_kernel.njit(cache=True)(_job_groups)
-    count_fitting = plan_kernel.njit(cache=True)(count_fitting)
+    _job_groups = plan_kernel.njit(**LEAF)(_job_groups)
+    count_fitting = plan_kernel.njit(**LEAF)(count_fitting)
     _ensure_sorted = plan_kernel.njit(cache=True)(_ensure_sorted)
-    _py_min = plan_kernel.njit(cache=True)(_py_min)
+    _py_min = plan_kernel.njit(**LEAF)(_py_min)
     backfill_pass = plan_kernel.njit(cache=True)(_pass)
 else:  # pragma: no cover
     backfill_pass = None

@@ -30,7 +30,8 @@ from asad.slurm.sim.plan_maps import (  # noqa: F401
 # the will-run walk (its own module since the twelfth session); re-exported for the tests and
 # scripts that read it here
 from asad.slurm.sim.will_run import (  # noqa: F401
-    WALK_PAST_CAP, WILL_RUN_WINDOW_S, _kth_avail, _usable, _walk_past, _will_run, _will_run_kth)
+    WALK_PAST_CAP, WILL_RUN_WINDOW_S, _kth_avail, _usable, _walk_past, _will_run, _will_run_kth,
+    will_run_kth_into)
 
 try:  # numba is a dependency; its absence (or ASAD_SIM_COMPILED=0) falls back to the reference
     from numba import njit
@@ -49,16 +50,26 @@ def enabled() -> bool:
 
 
 def _consec_pick(idx, free, nodes, cores):  # noqa: ANN001, ANN202
-    """cluster.consec_pick: the tightest run of consecutive usable nodes that holds the rest of
-    the job (else the biggest run, and go on); the last node is the run's tightest."""
+    """``consec_pick_into`` with scratch of its own: the nodes picked."""
     m = len(idx)
-    out = np.empty(nodes, dtype=np.int64)
+    out = np.empty(max(nodes, m), dtype=np.int64)
+    got = consec_pick_into(idx, free, nodes, cores, out, np.empty(m, dtype=np.int64),
+                           np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64),
+                           np.empty(m, dtype=np.bool_))
+    return out[:got]
+
+
+def _consec_pick_into(idx, free, nodes, cores, out, starts, ends, run_cpus, alive):  # noqa: ANN001, ANN202
+    """cluster.consec_pick: the tightest run of consecutive usable nodes that holds the rest of
+    the job (else the biggest run, and go on); the last node is the run's tightest. Into ``out``
+    (how many: ``nodes``); ``starts``, ``ends``, ``run_cpus``, ``alive``: scratch of
+    ``len(idx)`` (it allocates nothing: ``numba_cache.LEAF``)."""
+    m = len(idx)
     if m == 1:
         out[0] = idx[0]
-        return out
-    starts = np.empty(m, dtype=np.int64)
-    ends = np.empty(m, dtype=np.int64)
-    run_cpus = np.zeros(m, dtype=np.int64)
+        return nodes
+    for i in range(m):
+        run_cpus[i] = 0
     nrun = 0
     for i in range(m):
         if i == 0 or idx[i] != idx[i - 1] + 1:
@@ -66,7 +77,8 @@ def _consec_pick(idx, free, nodes, cores):  # noqa: ANN001, ANN202
             nrun += 1
         ends[nrun - 1] = i + 1
         run_cpus[nrun - 1] += free[i]
-    alive = np.ones(nrun, dtype=np.bool_)
+    for j in range(nrun):
+        alive[j] = True
     got = 0
     rem = nodes
     while rem > 0:
@@ -90,13 +102,13 @@ def _consec_pick(idx, free, nodes, cores):  # noqa: ANN001, ANN202
                 if free[i] < free[t]:
                     t = i
             out[got] = idx[t]
-            return out
+            return nodes
         take = min(rem, b - a)
         for i in range(a, a + take):
             out[got] = idx[i]
             got += 1
         rem -= take
-    return out[:got]
+    return got
 
 
 def _find_consec(free_c, free_m, blocked, nodes, cores, mem):  # noqa: ANN001, ANN202
@@ -301,10 +313,54 @@ def _later_start(end_e, ne, ns, bounds, start_res, end_time):  # noqa: ANN001, A
     return INF
 
 
+# the rows of the search's integer scratch (``new_scratch``): what it allocated per search or try
+# until the fourteenth session (its window's counts and bitmap words, the pick's candidates,
+# their free cores, the nodes picked, ``_consec_pick``'s runs, the will-run test's free cores
+# and memory)
+W_OVER, W_CNT, W_IDX, W_FREE, W_OUT, W_STARTS, W_ENDS, W_RUN, W_FC, W_FM = range(10)
+
+
+def new_scratch(n):  # noqa: ANN001, ANN202
+    """Scratch for ``search_kept`` on ``n`` nodes: integer rows (``W_*``), two boolean rows (the
+    window's usable nodes, the pick's live runs) and the bitmap's words."""
+    return (np.empty((10, max(n, 1)), dtype=np.int64), np.empty((2, max(n, 1)), dtype=np.bool_),
+            np.empty(max((n + 63) // 64, 1), dtype=np.uint64))
+
+
 def _planned_start_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
                         iv_node, iv_b, iv_e, p_end, p_node, p_c, p_m, first_piece, job_ends, bounds,
                         res, span_b, span_e, span_n, cur_c, cur_m, cur_g, end_b, end_e, end_n,
                         fits_now, n_fits_now, rank, iv_next, node_iv):  # noqa: ANN001, ANN202
+    """``search_kept`` with scratch of its own: (start, nodes), start -inf for no plan (the
+    reference's and the tests' entry; the pass calls ``search_in_pass``)."""
+    iwork, bwork, bits = new_scratch(len(times))
+    start, got = search_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
+                             iv_node, iv_b, iv_e, p_end, p_node, p_c, p_m, first_piece, job_ends,
+                             bounds, res, span_b, span_e, span_n, cur_c, cur_m, cur_g, end_b, end_e,
+                             end_n, fits_now, n_fits_now, rank, iv_next, node_iv, iwork, bwork, bits)
+    return start, iwork[W_OUT, :got].copy()
+
+
+def _search_in_pass(times2, by_time2, si, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
+                    iv_node, iv_b, iv_e, n_iv, p_end, p_node, p_c, p_m, n_p, first_piece, job_ends,
+                    n_groups, bounds, n_bnd, res, span_b, span_e, span_n, cur_c, cur_m, cur_g, end_b,
+                    end_e, end_n, n_sp, fits2, n_fits_now, rank2, iv_next, node_iv, iwork, bwork,
+                    bits):  # noqa: ANN001, ANN202
+    """``search_kept`` as the pass calls it: its arrays whole, with their lengths, and the per-shape
+    ones as the pass keeps them (a row ``si`` of each), sliced here, where slicing counts no
+    references (``numba_cache.LEAF``); (start, how many nodes, in ``iwork[W_OUT]``)."""
+    return search_kept(times2[si], by_time2[si], free_c, free_m, k, cpn, mem, limit, now, horizon,
+                       guess_s, iv_node[:n_iv], iv_b[:n_iv], iv_e[:n_iv], p_end[:n_p], p_node[:n_p],
+                       p_c[:n_p], p_m[:n_p], first_piece[:n_groups], job_ends[:n_groups],
+                       bounds[:n_bnd], res, span_b[:n_sp], span_e[:n_sp], span_n[:n_sp], cur_c, cur_m,
+                       cur_g, end_b[:n_sp], end_e[:n_sp], end_n[:n_sp], fits2[si], n_fits_now,
+                       rank2[si], iv_next[:n_iv], node_iv, iwork, bwork, bits)
+
+
+def _search_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
+                 iv_node, iv_b, iv_e, p_end, p_node, p_c, p_m, first_piece, job_ends, bounds,
+                 res, span_b, span_e, span_n, cur_c, cur_m, cur_g, end_b, end_e, end_n,
+                 fits_now, n_fits_now, rank, iv_next, node_iv, iwork, bwork, bits):  # noqa: ANN001, ANN202
     """``planned_start_cursor`` given what depends only on the job's shape and the pass's state
     between two starts, which the pass keeps instead of making it per search (tenth session: a
     pass's ~260 searches are of a few shapes and a start comes ~0.8 times a pass): ``fits_now``
@@ -312,17 +368,20 @@ def _planned_start_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now,
     intervals per node (``node_intervals``: the clash test walks the chosen nodes' intervals,
     not every plan interval with an O(nodes) mark of the chosen ones). The usable nodes in
     fit-time order are a bitmap (``plan_maps._bits_*``) moved as spans enter and leave, not a
-    Fenwick tree built per search."""
+    Fenwick tree built per search. (start, how many nodes), the nodes in ``iwork[W_OUT]``;
+    ``iwork``, ``bwork``, ``bits``: ``new_scratch``'s (it allocates nothing: ``numba_cache.LEAF``)."""
     n = len(times)
     ns = len(span_e)
     # the spans that entered the window ([:nb] in begin order) and left it ([:ne] in end order)
     ne = 0
-    n_over = np.zeros(n, dtype=np.int64)  # spans of the node overlapping the window
-    avail = np.ones(n, dtype=np.bool_)
+    n_over = iwork[W_OVER]  # spans of the node overlapping the window
+    avail = bwork[0]
+    for i in range(n):
+        n_over[i] = 0
+        avail[i] = True
     n_avail = n
     nw = (n + 63) // 64  # the usable nodes by fit-time position, a bitmap (plan_maps._bits_*)
-    bits = np.empty(max(nw, 1), dtype=np.uint64)
-    cnt = np.empty(max(nw, 1), dtype=np.int64)
+    cnt = iwork[W_CNT, :max(nw, 1)]
     _bits_reset(bits, cnt, n)
     nb = 0
     held_fit = 0
@@ -332,8 +391,9 @@ def _planned_start_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now,
         if start_res > horizon:
             break
         if start_res < last_start:  # not expected (see above); if ever, begin again exactly
-            n_over[:] = 0
-            avail[:] = True
+            for i in range(n):
+                n_over[i] = 0
+                avail[i] = True
             n_avail = n
             _bits_reset(bits, cnt, n)
             nb = ne = held_fit = 0
@@ -374,8 +434,9 @@ def _planned_start_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now,
             if _walk_past(kth, later, now, avail, p_node, first_piece, job_ends, WALK_PAST_CAP):
                 start_res = later  # as the walk's answer would give: no start, or one past later
                 continue
-            at, by, gone, counted = _will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece,
-                                                  job_ends, free_c, free_m, p_c, p_m, cpn, mem)
+            at, by, gone, counted = will_run_kth_into(kth, avail, k, now, guess_s, p_node, first_piece,
+                                                      job_ends, free_c, free_m, p_c, p_m, cpn, mem,
+                                                      iwork[W_FC], iwork[W_FM])
         if at == -INF:
             if later == INF:
                 break
@@ -390,7 +451,7 @@ def _planned_start_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now,
         _free_after(cur_c, cur_m, cur_g, gone, free_c, free_m, p_node, p_c, p_m)
         free_then = cur_c
         free_m_then = cur_m
-        idx = np.empty(n, dtype=np.int64)
+        idx = iwork[W_IDX]
         m = -1
         if by != -INF and not counted:
             # the usable nodes fitting by ``by`` are the set bits of the usable bitmap among the
@@ -407,10 +468,12 @@ def _planned_start_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now,
                     m += 1
         if m < k:  # never on a true state (the test above counted k); a stale one: say so
             raise RuntimeError("plan search: fewer usable nodes than counted (stale kept state)")
-        free_idx = np.empty(m, dtype=np.int64)
+        free_idx = iwork[W_FREE, :m]
         for j in range(m):
             free_idx[j] = free_then[idx[j]]
-        nodes = _consec_pick(idx[:m], free_idx, k, cpn)
+        nodes = iwork[W_OUT]
+        got = consec_pick_into(idx[:m], free_idx, k, cpn, nodes, iwork[W_STARTS], iwork[W_ENDS],
+                               iwork[W_RUN], bwork[1])
         clash_end = INF
         clash = False
         # _test_resv_overlap (backfill.c): the plan [start, start + limit], both rounded down to
@@ -418,8 +481,8 @@ def _planned_start_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now,
         # reservation that begins as this plan ends does not clash (issue 37)
         b_res = (start // res) * res
         e_res = ((start + limit) // res) * res
-        for node in nodes:  # (distinct nodes: each interval looked at once)
-            i = node_iv[node]
+        for j in range(got):  # (distinct nodes: each interval looked at once)
+            i = node_iv[nodes[j]]
             while i >= 0:
                 if iv_e[i] > b_res and iv_b[i] < e_res:
                     clash = True
@@ -428,15 +491,18 @@ def _planned_start_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now,
         if clash:
             start_res = start if start > start_res else clash_end
             continue
-        return start, nodes
-    return -INF, np.empty(0, dtype=np.int64)
+        return start, got
+    return -INF, 0
 
 
+
+consec_pick_into, search_kept = _consec_pick_into, _search_kept
 
 if njit is not None:
     # the plans' map is compiled into the search: a cache made with an older plan_maps.py is stale
     drop_stale_cache(Path(__file__).with_name("__pycache__"), Path(__file__).stem, Path(plan_maps.__file__))
     drop_stale_cache(Path(__file__).with_name("__pycache__"), Path(__file__).stem, Path(will_run.__file__))
+    consec_pick_into = njit(**LEAF)(_consec_pick_into)
     _consec_pick = consec_pick = njit(cache=True)(_consec_pick)
     find_consec = njit(cache=True)(_find_consec)
     new_cursor = njit(cache=True)(new_cursor)
@@ -446,6 +512,9 @@ if njit is not None:
     shape_fits = njit(**LEAF)(shape_fits)
     shape_rank = njit(**LEAF)(shape_rank)
     node_intervals = njit(cache=True)(node_intervals)
+    new_scratch = njit(cache=True)(new_scratch)
+    search_kept = njit(**LEAF)(_search_kept)
+    search_in_pass = njit(**LEAF)(_search_in_pass)
     planned_start_kept = _planned_start_kept = njit(cache=True)(_planned_start_kept)
     planned_start_cursor = _planned_start_cursor = njit(cache=True)(_planned_start_cursor)
     planned_start_spans = njit(cache=True)(_planned_start_spans)
@@ -453,6 +522,6 @@ if njit is not None:
     planned_start = njit(cache=True)(_planned_start)
 else:  # pragma: no cover
     planned_start = consec_pick = find_consec = planned_start_spans = planned_start_cursor = None
-    planned_start_kept = None
+    planned_start_kept = search_in_pass = None
     pick_from_bits = _pick_from_bits
     later_start = _later_start

@@ -54,7 +54,16 @@ def _kth_avail(times, by_time, avail, k):  # noqa: ANN001, ANN202
 
 def _will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece, job_ends, free_c, free_m,
                   p_c, p_m, cpn, mem):  # noqa: ANN001, ANN202
-    """_will_run's walk once the job does not fit now, given ``kth`` (``_kth_avail``). The start
+    """``will_run_kth_into`` with scratch of its own (the tests' and the reference's entry)."""
+    return will_run_kth_into(kth, avail, k, now, guess_s, p_node, first_piece, job_ends, free_c,
+                             free_m, p_c, p_m, cpn, mem, np.empty(len(free_c), dtype=np.int64),
+                             np.empty(len(free_c), dtype=np.int64))
+
+
+def _will_run_kth_into(kth, avail, k, now, guess_s, p_node, first_piece, job_ends, free_c, free_m,
+                       p_c, p_m, cpn, mem, fc, fm):  # noqa: ANN001, ANN202
+    """_will_run's walk once the job does not fit now, given ``kth`` (``_kth_avail``); ``fc`` and
+    ``fm``: scratch of one word a node (it allocates nothing: ``numba_cache.LEAF``). The start
     it returns is never before ``kth``: a batch ends at ``last`` with ``kth <= max(last, now)``,
     and when ``last <= now`` the start is after ``now``. Also how many pieces (in end order) the
     batches took away, and whether the nodes were counted on them: when a job left for the next
@@ -110,8 +119,9 @@ def _will_run_kth(kth, avail, k, now, guess_s, p_node, first_piece, job_ends, fr
             gone = first_piece[pos] if pos < n_jobs else n_pieces
             counted = pos < n_jobs and job_ends[pos] <= by
             if counted:  # a job not taken away yet ends by then: count what the batch freed
-                fc = free_c.copy()
-                fm = free_m.copy()
+                for i in range(len(free_c)):
+                    fc[i] = free_c[i]
+                    fm[i] = free_m[i]
                 for p in range(gone):
                     fc[p_node[p]] += p_c[p]
                     fm[p_node[p]] += p_m[p]
@@ -203,9 +213,12 @@ def _usable(j, avail, p_node, first_piece, n_jobs, n_pieces):  # noqa: ANN001, A
     return False
 
 
+will_run_kth_into = _will_run_kth_into
+
 if njit is not None:  # (plan_kernel compiles the search with these whenever numba is there)
     _usable = njit(**LEAF)(_usable)
     _kth_avail = njit(**LEAF)(_kth_avail)
+    will_run_kth_into = _will_run_kth_into = njit(**LEAF)(_will_run_kth_into)
     _will_run_kth = njit(cache=True)(_will_run_kth)
     _walk_past = njit(**LEAF)(_walk_past)
     _will_run = njit(cache=True)(_will_run)
