@@ -180,30 +180,33 @@ def _node_time(node, free_c, free_m, cores, mem, pe, pc, pm, head, lst):  # noqa
     return INF
 
 
-def node_pieces(pn, n_p, n, head, lst):  # noqa: ANN001, ANN202
+def node_pieces(pn, n_p, n, head, lst, fill):  # noqa: ANN001, ANN202
     """Each node's pieces (indices into the end-ordered pieces, in that order): ``lst[head[i]:
-    head[i + 1]]``."""
+    head[i + 1]]``; ``fill``: scratch of ``n`` words."""
     for i in range(n + 1):
         head[i] = 0
     for p in range(n_p):
         head[pn[p] + 1] += 1
     for i in range(n):
         head[i + 1] += head[i]
-    fill = head[:n].copy()
+    for i in range(n):
+        fill[i] = head[i]
     for p in range(n_p):
         lst[fill[pn[p]]] = p
         fill[pn[p]] += 1
 
 
 def _rebuild(s, sl_raw, sl_srt, sl_nsrt, sl_nowl, sl_nnow, free_c, free_m, pe, pn, pc, pm, n_p,
-             cores, mem):  # noqa: ANN001, ANN202
-    """Slot ``s`` from scratch: the sweep over the pieces in end order (as _shape_times_sorted)."""
+             cores, mem, fc, fm):  # noqa: ANN001, ANN202
+    """Slot ``s`` from scratch: the sweep over the pieces in end order (as _shape_times_sorted);
+    ``fc``, ``fm``: scratch of a word a node."""
     n = len(free_c)
     raw = sl_raw[s]
     srt = sl_srt[s]
     nowl = sl_nowl[s]
-    fc = free_c.copy()
-    fm = free_m.copy()
+    for i in range(n):
+        fc[i] = free_c[i]
+        fm[i] = free_m[i]
     n_now = 0
     for i in range(n):
         if fc[i] >= cores and fm[i] >= mem:
@@ -243,11 +246,20 @@ def _keep_unchanged(nodes, count, nv, node_ver):  # noqa: ANN001, ANN202
 
 def ensure_slot(s, sl_nv, sl_raw, sl_srt, sl_nsrt, sl_nowl, sl_nnow, node_ver, free_c, free_m,
                 pe, pn, pc, pm, n_p, head, lst, csr_ok, cores, mem, now, out, order):  # noqa: ANN001, ANN202
+    """``ensure_slot_into`` with scratch of its own (the tests' entry)."""
+    ensure_slot_into(s, sl_nv, sl_raw, sl_srt, sl_nsrt, sl_nowl, sl_nnow, node_ver, free_c, free_m,
+                     pe, pn, pc, pm, n_p, head, lst, csr_ok, cores, mem, now, out, order,
+                     np.empty((3, len(free_c) + 1), dtype=np.int64))
+
+
+def ensure_slot_into(s, sl_nv, sl_raw, sl_srt, sl_nsrt, sl_nowl, sl_nnow, node_ver, free_c, free_m,
+                     pe, pn, pc, pm, n_p, head, lst, csr_ok, cores, mem, now, out, order, work):  # noqa: ANN001, ANN202
     """Bring slot ``s`` up to the nodes' versions and hand its times out as _shape_times_sorted
     does (``out``: per node, ``order``: the nodes by time; the times so ordered are not written:
     the pass reads ``out[order[k - 1]]``).
     ``head``/``lst``: ``node_pieces`` of the current pieces, built here if ``csr_ok[0]`` is
-    False."""
+    False. ``work``: scratch, three rows of ``n + 1`` words (it allocates nothing:
+    ``numba_cache.LEAF``)."""
     n = len(free_c)
     nv = sl_nv[s]
     raw = sl_raw[s]
@@ -259,12 +271,12 @@ def ensure_slot(s, sl_nv, sl_raw, sl_srt, sl_nsrt, sl_nowl, sl_nnow, node_ver, f
             changed += 1
     if changed * REBUILD_FRACTION > n:
         _rebuild(s, sl_raw, sl_srt, sl_nsrt, sl_nowl, sl_nnow, free_c, free_m, pe, pn, pc, pm, n_p,
-                 cores, mem)
+                 cores, mem, work[0], work[1])
         for i in range(n):
             nv[i] = node_ver[i]
     elif changed:
         if not csr_ok[0]:
-            node_pieces(pn, n_p, n, head, lst)
+            node_pieces(pn, n_p, n, head, lst, work[2])
             csr_ok[0] = True
         # take the changed nodes out of both lists, then put each back where its new time goes
         n_srt = _keep_unchanged(srt, sl_nsrt[s], nv, node_ver)
@@ -317,7 +329,8 @@ if plan_kernel.njit is not None:
     note_changes = plan_kernel.njit(**LEAF)(note_changes)
     slot_for = plan_kernel.njit(**LEAF)(slot_for)
     _node_time = plan_kernel.njit(**LEAF)(_node_time)
-    node_pieces = plan_kernel.njit(cache=True)(node_pieces)
-    _rebuild = plan_kernel.njit(cache=True)(_rebuild)
+    node_pieces = plan_kernel.njit(**LEAF)(node_pieces)
+    _rebuild = plan_kernel.njit(**LEAF)(_rebuild)
     _keep_unchanged = plan_kernel.njit(**LEAF)(_keep_unchanged)
+    ensure_slot_into = plan_kernel.njit(**LEAF)(ensure_slot_into)
     ensure_slot = plan_kernel.njit(cache=True)(ensure_slot)

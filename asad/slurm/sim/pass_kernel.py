@@ -47,16 +47,25 @@ def _shape_times(out, free_c, free_m, pe, pn, pc, pm, n_p, cores, mem, now):  # 
 
 def _shape_times_sorted(out, order, sorted_out, free_c, free_m, pe, pn, pc, pm, n_p, cores, mem,
                         now):  # noqa: ANN001, ANN202
+    """``_shape_times_sorted_into`` with scratch of its own (the tests' entry)."""
+    _shape_times_sorted_into(out, order, sorted_out, free_c, free_m, pe, pn, pc, pm, n_p, cores, mem,
+                             now, np.empty((4, len(free_c) + 1), dtype=np.int64))
+
+
+def _shape_times_sorted_into(out, order, sorted_out, free_c, free_m, pe, pn, pc, pm, n_p, cores,
+                             mem, now, work):  # noqa: ANN001, ANN202
     """_shape_times, and the nodes in order of those times (``order``) with the times so ordered
     (``sorted_out``), without a sort: the sweep over the pieces in end order gives each node its
     time in non-decreasing order, so the order is that sweep's nodes merged with the nodes that
     fit now (time ``now``; an overdue piece's end is before it), then those that never fit.
     Ties come in another order than a stable sort's; the pass reads only the times' values in
-    order (the k-th smallest, and plan_kernel._kth_avail's count of usable nodes)."""
+    order (the k-th smallest, and plan_kernel._kth_avail's count of usable nodes). ``work``:
+    scratch, four rows of ``n`` words (it allocates nothing: ``numba_cache.LEAF``)."""
     n = len(free_c)
-    fc = free_c.copy()
-    fm = free_m.copy()
-    now_nodes = np.empty(n, dtype=np.int64)
+    fc, fm, now_nodes = work[0], work[1], work[2]
+    for i in range(n):
+        fc[i] = free_c[i]
+        fm[i] = free_m[i]
     n_now = 0
     for i in range(n):
         if fc[i] >= cores and fm[i] >= mem:
@@ -65,7 +74,7 @@ def _shape_times_sorted(out, order, sorted_out, free_c, free_m, pe, pn, pc, pm, 
             n_now += 1
         else:
             out[i] = INF
-    swept = np.empty(n, dtype=np.int64)
+    swept = work[3]
     n_swept = 0
     for p in range(n_p):
         node = pn[p]
@@ -122,19 +131,19 @@ def _job_groups(pe, pj, n_p, first, ends):  # noqa: ANN001, ANN202
 
 
 def _ensure_sorted(si, s_ok, s_times, s_order, s_sort, sh_c, sh_m, free_c, free_m,
-                   pe, pn, pc, pm, n_p, now, sh_slot, fc, head, lst, csr_ok):  # noqa: ANN001, ANN202
+                   pe, pn, pc, pm, n_p, now, sh_slot, fc, head, lst, csr_ok, work):  # noqa: ANN001, ANN202
     """BackfillMap.node_times / time_order / sorted_times for shape ``si``: from its slot of the
     fit-time cache ``fc`` (``fit_cache``; only the nodes changed since move) if it has one, else
-    one sweep over the pieces."""
+    one sweep over the pieces. ``work``: scratch, four rows of ``n + 1`` words."""
     if not s_ok[si]:
         slot = sh_slot[si]
         if slot >= 0:
-            fit_cache.ensure_slot(slot, fc[3], fc[4], fc[5], fc[6], fc[7], fc[8], fc[9], free_c, free_m,
-                                  pe, pn, pc, pm, n_p, head, lst, csr_ok, sh_c[si], sh_m[si], now,
-                                  s_times[si], s_order[si])
+            fit_cache.ensure_slot_into(slot, fc[3], fc[4], fc[5], fc[6], fc[7], fc[8], fc[9], free_c,
+                                       free_m, pe, pn, pc, pm, n_p, head, lst, csr_ok, sh_c[si], sh_m[si],
+                                       now, s_times[si], s_order[si], work)
         else:
-            _shape_times_sorted(s_times[si], s_order[si], s_sort[si], free_c, free_m, pe, pn, pc, pm,
-                                n_p, sh_c[si], sh_m[si], now)
+            _shape_times_sorted_into(s_times[si], s_order[si], s_sort[si], free_c, free_m, pe, pn, pc,
+                                     pm, n_p, sh_c[si], sh_m[si], now, work)
         s_ok[si] = True
 
 
@@ -147,65 +156,11 @@ def _py_min(a, lo, hi):  # noqa: ANN001, ANN202
     return m
 
 
-def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, free_total,
-          free_c, free_m, completing, j_nodes, j_cpn, j_cpus, j_mem, j_limit, j_id,
-          pe0, pn0, pc0, pm0, pj0, plan_all, fc):  # noqa: ANN001, ANN202
-    """backfill.backfill_pass on one partition, on arrays. ``fc``: a ``fit_cache.FitCache``'s
-    arrays (its shapes' fit times kept from pass to pass; no slots: swept every pass). ``j_*``: the tested jobs in priority
-    order (at most bf_max_job_test); ``p*0``: the running pieces sorted by (end, job);
-    ``free_c``/``free_m``: the pass's own copies (changed here). Returns the events in order:
-    kind (EV_START / EV_PLAN), the job's index, the plan's start, and the nodes (``ev_off``,
-    ``ev_len`` into ``ev_nodes``)."""
-    n = len(free_c)
-    n_jobs = len(j_nodes)
-    total_nodes = 0
-    for i in range(n_jobs):
-        total_nodes += j_nodes[i]
-    # running pieces by (end, job), with room for the pass's starts (BackfillMap.running_ends)
-    n_p = len(pe0)
-    cap_p = n_p + total_nodes
-    pe = np.empty(cap_p)
-    pn = np.empty(cap_p, dtype=np.int64)
-    pc = np.empty(cap_p, dtype=np.int64)
-    pm = np.empty(cap_p, dtype=np.int64)
-    pj = np.empty(cap_p, dtype=np.int64)
-    pe[:n_p] = pe0
-    pn[:n_p] = pn0
-    pc[:n_p] = pc0
-    pm[:n_p] = pm0
-    pj[:n_p] = pj0
-    first_piece = np.empty(cap_p, dtype=np.int64)
-    job_ends = np.empty(cap_p)
-    n_groups = _job_groups(pe, pj, n_p, first_piece, job_ends)
-    # plans as node intervals (BackfillMap.reserve) and each node's earliest plan begin (min_b)
-    iv_node = np.empty(max(total_nodes, 1), dtype=np.int64)
-    iv_b = np.empty(max(total_nodes, 1))
-    iv_e = np.empty(max(total_nodes, 1))
-    n_iv = 0
-    # and per node as a list (plan_kernel.node_intervals), for the plan search's clash test
-    iv_next = np.empty(max(total_nodes, 1), dtype=np.int64)
-    node_iv = np.full(n, -1, dtype=np.int64)
-    min_b = np.full(n, INF)
-    # their boundaries, sorted and distinct (plan_kernel._cap_sorted), kept as plans are added
-    bnd = np.empty(max(2 * total_nodes, 1))
-    n_bnd = 0
-    # and merged per node (plan_kernel._free_spans), kept as plans are added
-    sp_b = np.empty(max(total_nodes, 1))
-    sp_e = np.empty(max(total_nodes, 1))
-    sp_n = np.empty(max(total_nodes, 1), dtype=np.int64)
-    n_sp = 0
-    # the same spans in order of their ends (plan_kernel._planned_start_cursor lets them leave
-    # its window in that order)
-    se_b = np.empty(max(total_nodes, 1))
-    se_e = np.empty(max(total_nodes, 1))
-    se_n = np.empty(max(total_nodes, 1), dtype=np.int64)
-    fresh = np.empty(n, dtype=np.int64)  # a plan's nodes that make new spans (plan_maps.add_plan)
-    # job shapes (cores, mem per node): each job's index into the fit-time cache
-    j_shape = np.empty(n_jobs, dtype=np.int64)
-    sh_c = np.empty(max(n_jobs, 1), dtype=np.int64)
-    sh_m = np.empty(max(n_jobs, 1), dtype=np.int64)
+def _job_shapes(j_cpn, j_mem, j_shape, sh_c, sh_m):  # noqa: ANN001, ANN202
+    """The tested jobs' shapes (cores, memory per node), in order of first appearance, into
+    ``sh_c``/``sh_m``; each job's into ``j_shape``; how many."""
     n_sh = 0
-    for i in range(n_jobs):
+    for i in range(len(j_cpn)):
         s = -1
         for t in range(n_sh):
             if sh_c[t] == j_cpn[i] and sh_m[t] == j_mem[i]:
@@ -217,72 +172,157 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
             sh_m[s] = j_mem[i]
             n_sh += 1
         j_shape[i] = s
-    # each shape's slot in the fit-time cache (-1: none free, swept as before); a start gives
-    # its nodes new versions, and the per-node lists of pieces the cache reads are then rebuilt
-    sh_slot = np.full(max(n_sh, 1), -1, dtype=np.int64)
+    return n_sh
+
+
+# Rows of the pass's arenas (``_pass`` makes them, ``_pass_core`` names them again): the running
+# pieces with room for the pass's starts (I_CAP, F_CAP), the plans' intervals, spans and the
+# nodes of the events (I_TOT, F_TOT), per node (I_N), per tested job (I_JOBS, F_JOBS).
+P_N, P_C, P_M, P_J, P_FIRST, P_LST = range(6)  # I_CAP; F_CAP: pe, job_ends
+T_IV_NODE, T_IV_NEXT, T_SP_N, T_SE_N, T_EV_NODES = range(5)  # I_TOT
+T_IV_B, T_IV_E, T_SP_B, T_SP_E, T_SE_B, T_SE_E = range(6)  # F_TOT
+N_NODE_IV, N_FRESH, N_HELD, N_CUR_C, N_CUR_M = range(5)  # I_N
+(J_SHAPE, J_SH_C, J_SH_M, J_F_N, J_F_C, J_F_M, J_FF_N, J_FF_C, J_FF_M, J_EV_KIND, J_EV_JOB,
+ J_EV_OFF, J_EV_LEN, J_UNPLANNED) = range(14)  # I_JOBS
+JF_F_E, JF_EV_T, JF_BOUNDS = range(3)  # F_JOBS
+SH_SLOT, SH_N_FIT = range(2)  # per shape, int; bool: s_ok, n_fit_ok, s_fits_ok, s_rank_ok
+SB_OK, SB_N_FIT_OK, SB_FITS_OK, SB_RANK_OK = range(4)
+
+
+def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, free_total,
+          free_c, free_m, completing, j_nodes, j_cpn, j_cpus, j_mem, j_limit, j_id,
+          pe0, pn0, pc0, pm0, pj0, plan_all, fc):  # noqa: ANN001, ANN202
+    """backfill.backfill_pass on one partition, on arrays. ``fc``: a ``fit_cache.FitCache``'s
+    arrays (its shapes' fit times kept from pass to pass; no slots: swept every pass). ``j_*``: the tested jobs in priority
+    order (at most bf_max_job_test); ``p*0``: the running pieces sorted by (end, job);
+    ``free_c``/``free_m``: the pass's own copies (changed here). Returns the events in order:
+    kind (EV_START / EV_PLAN), the job's index, the plan's start, and the nodes (``ev_off``,
+    ``ev_len`` into ``ev_nodes``).
+
+    This makes every array the pass needs, in a few arenas (rows named above), and calls
+    ``_pass_core``, which allocates nothing and so counts no references (``numba_cache.LEAF``:
+    the calls of a pass with ~100 arrays in reach counted ~50 a plan search)."""
+    n = len(free_c)
+    n_jobs = len(j_nodes)
+    total_nodes = 0
+    for i in range(n_jobs):
+        total_nodes += j_nodes[i]
+    n_p = len(pe0)
+    cap_p = n_p + total_nodes
+    tot = max(total_nodes, 1)
+    jobs = max(n_jobs, 1) + 1
+    i_cap = np.empty((6, cap_p), dtype=np.int64)
+    f_cap = np.empty((2, cap_p))
+    i_tot = np.empty((5, tot), dtype=np.int64)
+    f_tot = np.empty((6, tot))
+    bnd = np.empty(max(2 * total_nodes, 1))
+    i_n = np.empty((5, n), dtype=np.int64)
+    i_n[N_NODE_IV] = -1
+    min_b = np.full(n, INF)
+    head = np.empty(n + 1, dtype=np.int64)
+    i_jobs = np.empty((14, jobs), dtype=np.int64)
+    f_jobs = np.empty((3, jobs))
+    np_kcml = np.empty((4, 64), dtype=np.int64)
+    n_sh = _job_shapes(j_cpn, j_mem, i_jobs[J_SHAPE], i_jobs[J_SH_C], i_jobs[J_SH_M])
+    shapes = max(n_sh, 1)
+    sh_i = np.zeros((2, shapes), dtype=np.int64)
+    sh_i[SH_SLOT] = -1
+    sh_b = np.zeros((4, shapes), dtype=np.bool_)
+    s_times = np.empty((shapes, n))
+    s_order = np.empty((shapes, n), dtype=np.int64)
+    s_sort = np.empty((shapes, n))
+    s_fits = np.empty((shapes, n), dtype=np.bool_)
+    s_rank = np.empty((shapes, n), dtype=np.int64)
+    flags = np.zeros(1, dtype=np.bool_)  # csr_ok
+    cur_g = np.full(1, -1, dtype=np.int64)
+    no_block = np.empty(0, dtype=np.int64)
+    yes_block = np.zeros(1, dtype=np.int64)
+    iwork, bwork, sbits = plan_kernel.new_scratch(n)  # the plan search's
+    iwork2, bwork2, _ = plan_kernel.new_scratch(n)  # the start-now pick's
+    fit_work = np.empty((4, n + 1), dtype=np.int64)  # the fit cache's
+    n_ev, n_evn = _pass_core(
+        now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, free_total, free_c, free_m,
+        completing, j_nodes, j_cpn, j_cpus, j_mem, j_limit, j_id, pe0, pn0, pc0, pm0, pj0, plan_all, fc,
+        n_sh, i_cap, f_cap, i_tot, f_tot, bnd, i_n, min_b, head, i_jobs, f_jobs, np_kcml, sh_i, sh_b,
+        s_times, s_order, s_sort, s_fits, s_rank, flags, cur_g, no_block, yes_block, iwork, bwork,
+        sbits, iwork2, bwork2, fit_work)
+    return (i_jobs[J_EV_KIND, :n_ev].copy(), i_jobs[J_EV_JOB, :n_ev].copy(), f_jobs[JF_EV_T, :n_ev].copy(),
+            i_jobs[J_EV_OFF, :n_ev].copy(), i_jobs[J_EV_LEN, :n_ev].copy(), i_tot[T_EV_NODES, :n_evn].copy())
+
+
+def _pass_core(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, free_total,
+               free_c, free_m, completing, j_nodes, j_cpn, j_cpus, j_mem, j_limit, j_id,
+               pe0, pn0, pc0, pm0, pj0, plan_all, fc, n_sh, i_cap, f_cap, i_tot, f_tot, bnd, i_n,
+               min_b, head, i_jobs, f_jobs, np_kcml, sh_i, sh_b, s_times, s_order, s_sort, s_fits,
+               s_rank, flags, cur_g, no_block, yes_block, iwork, bwork, sbits, iwork2, bwork2,
+               fit_work):  # noqa: ANN001, ANN202
+    """``_pass``'s work in the arrays it made: (events, event nodes)."""
+    n = len(free_c)
+    n_jobs = len(j_nodes)
+    # running pieces by (end, job), with room for the pass's starts (BackfillMap.running_ends)
+    n_p = len(pe0)
+    pe, job_ends = f_cap[0], f_cap[1]
+    pn, pc, pm, pj, first_piece, lst = (i_cap[P_N], i_cap[P_C], i_cap[P_M], i_cap[P_J], i_cap[P_FIRST],
+                                        i_cap[P_LST])
+    for p in range(n_p):
+        pe[p] = pe0[p]
+        pn[p] = pn0[p]
+        pc[p] = pc0[p]
+        pm[p] = pm0[p]
+        pj[p] = pj0[p]
+    n_groups = _job_groups(pe, pj, n_p, first_piece, job_ends)
+    # plans as node intervals (BackfillMap.reserve) and each node's earliest plan begin (min_b),
+    # per node as a list (plan_kernel.node_intervals) for the plan search's clash test, their
+    # boundaries sorted and distinct (plan_kernel._cap_sorted, ``bnd``), and merged per node
+    # (plan_kernel._free_spans) in begin order (sp_*) and in end order (se_*: the search lets
+    # them leave its window in that order), all kept as plans are added
+    iv_node, iv_next, sp_n, se_n, ev_nodes = (i_tot[T_IV_NODE], i_tot[T_IV_NEXT], i_tot[T_SP_N],
+                                              i_tot[T_SE_N], i_tot[T_EV_NODES])
+    iv_b, iv_e, sp_b, sp_e, se_b, se_e = (f_tot[T_IV_B], f_tot[T_IV_E], f_tot[T_SP_B], f_tot[T_SP_E],
+                                          f_tot[T_SE_B], f_tot[T_SE_E])
+    n_iv = 0
+    n_bnd = 0
+    n_sp = 0
+    node_iv, fresh, held, cur_c, cur_m = (i_n[N_NODE_IV], i_n[N_FRESH], i_n[N_HELD], i_n[N_CUR_C],
+                                          i_n[N_CUR_M])
+    # job shapes (cores, mem per node): each job's index into the fit-time cache, and each
+    # shape's slot in it (-1: none free, swept as before); a start gives its nodes new versions,
+    # and the per-node lists of pieces the cache reads are then rebuilt
+    j_shape, sh_c, sh_m = i_jobs[J_SHAPE], i_jobs[J_SH_C], i_jobs[J_SH_M]
+    sh_slot, n_fit = sh_i[SH_SLOT], sh_i[SH_N_FIT]
     pass_no = fc[10][0]
     if len(fc[0]):
         for t in range(n_sh):
             sh_slot[t] = fit_cache.slot_for(fc[0], fc[1], fc[2], fc[3], pass_no, sh_c[t], sh_m[t])
     node_ver = fc[9]
-    head = np.empty(n + 1, dtype=np.int64)
-    lst = np.empty(cap_p, dtype=np.int64)
-    csr_ok = np.zeros(1, dtype=np.bool_)
-    # fit times per shape; a start makes every shape's stale (recomputed when next needed)
-    s_ok = np.zeros(max(n_sh, 1), dtype=np.bool_)
-    s_times = np.empty((max(n_sh, 1), n))
-    s_order = np.empty((max(n_sh, 1), n), dtype=np.int64)
-    s_sort = np.empty((max(n_sh, 1), n))
-    # per shape, how many nodes hold it now (count_fitting); a start makes them stale too
-    n_fit = np.zeros(max(n_sh, 1), dtype=np.int64)
-    n_fit_ok = np.zeros(max(n_sh, 1), dtype=np.bool_)
-    # per shape, what every plan search of it reads and only a start changes (tenth session):
-    # the nodes it fits on now (with n_fit) and each node's position in its fit-time order
-    s_fits = np.empty((max(n_sh, 1), n), dtype=np.bool_)
-    s_fits_ok = np.zeros(max(n_sh, 1), dtype=np.bool_)
-    s_rank = np.empty((max(n_sh, 1), n), dtype=np.int64)
-    s_rank_ok = np.zeros(max(n_sh, 1), dtype=np.bool_)
+    csr_ok = flags[0:1]
+    # per shape: fit times (s_ok: a start makes every shape's stale, recomputed when next
+    # needed); how many nodes hold it now (count_fitting); what every plan search of it reads
+    # and only a start changes (tenth session): the nodes it fits on now (with n_fit) and each
+    # node's position in its fit-time order
+    s_ok, n_fit_ok, s_fits_ok, s_rank_ok = sh_b[SB_OK], sh_b[SB_N_FIT_OK], sh_b[SB_FITS_OK], sh_b[SB_RANK_OK]
     # shapes known to fail: BackfillMap.failed (start now, with plans), failed_free (start now,
     # ignoring plans), no_plan
-    f_n = np.empty(n_jobs + 1, dtype=np.int64)
-    f_c = np.empty(n_jobs + 1, dtype=np.int64)
-    f_m = np.empty(n_jobs + 1, dtype=np.int64)
-    f_e = np.empty(n_jobs + 1)
+    f_n, f_c, f_m, f_e = i_jobs[J_F_N], i_jobs[J_F_C], i_jobs[J_F_M], f_jobs[JF_F_E]
     n_f = 0
-    ff_n = np.empty(n_jobs + 1, dtype=np.int64)
-    ff_c = np.empty(n_jobs + 1, dtype=np.int64)
-    ff_m = np.empty(n_jobs + 1, dtype=np.int64)
+    ff_n, ff_c, ff_m = i_jobs[J_FF_N], i_jobs[J_FF_C], i_jobs[J_FF_M]
     n_ff = 0
-    np_k = np.empty(64, dtype=np.int64)
-    np_c = np.empty(64, dtype=np.int64)
-    np_m = np.empty(64, dtype=np.int64)
-    np_l = np.empty(64, dtype=np.int64)
+    np_k, np_c, np_m, np_l = np_kcml[0], np_kcml[1], np_kcml[2], np_kcml[3]
     n_np = 0
     # what the pass did, in order
-    ev_kind = np.empty(max(n_jobs, 1), dtype=np.int64)
-    ev_job = np.empty(max(n_jobs, 1), dtype=np.int64)
-    ev_t = np.empty(max(n_jobs, 1))
-    ev_off = np.empty(max(n_jobs, 1), dtype=np.int64)
-    ev_len = np.empty(max(n_jobs, 1), dtype=np.int64)
-    ev_nodes = np.empty(max(total_nodes, 1), dtype=np.int64)
+    ev_kind, ev_job, ev_off, ev_len = i_jobs[J_EV_KIND], i_jobs[J_EV_JOB], i_jobs[J_EV_OFF], i_jobs[J_EV_LEN]
+    ev_t = f_jobs[JF_EV_T]
     n_ev = 0
     n_evn = 0
     # unplanned jobs in priority order, [u_head, n_u), with lower bounds of their plans' begins
-    unplanned = np.empty(max(n_jobs, 1), dtype=np.int64)
-    bounds = np.empty(max(n_jobs, 1))
+    unplanned, bounds = i_jobs[J_UNPLANNED], f_jobs[JF_BOUNDS]
     u_head = 0
     n_u = 0
     unplanned_min = INF
     any_plan = False
-    no_block = np.empty(0, dtype=np.int64)
-    yes_block = np.zeros(1, dtype=np.int64)  # "it fits", where the nodes themselves go unused
     # free cores and memory once some running pieces have gone, kept by the plan searches
     # (plan_kernel._free_after) from plan to plan; a start moves both, so it resets the cursor
-    cur_c, cur_m, cur_g = plan_kernel.new_cursor(n)
     floor_now = np.floor(now)
-    held = np.empty(n, dtype=np.int64)
-    # the plan search's scratch, made once a pass (it allocates nothing: numba_cache.LEAF)
-    iwork, bwork, sbits = plan_kernel.new_scratch(n)
 
     # One step per tested job (then, with bf_plan_all, one step for the plans still owed). A step
     # may first owe plans to earlier unplanned jobs; they are made by the one block below that
@@ -328,7 +368,9 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
                         if n_fit[si] >= nn:
                             got = yes_block
                     else:
-                        got = plan_kernel.find_consec(free_c, free_m, no_block, nn, cpn, mem)
+                        n_got = plan_kernel.find_consec_into(free_c, free_m, no_block, nn, cpn, mem,
+                                                             iwork2, bwork2)
+                        got = iwork2[plan_kernel.W_OUT, :n_got]
                     if len(got):
                         free_nodes = got
                         fits = True
@@ -345,7 +387,7 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
                     if not s_ok[si]:  # (tested here: the call alone counts ~30 references)
                         _ensure_sorted(si, s_ok, s_times, s_order, s_sort, sh_c, sh_m,
                                        free_c, free_m, pe, pn, pc, pm, n_p, now, sh_slot, fc, head,
-                                       lst, csr_ok)
+                                       lst, csr_ok, fit_work)
                     kth = s_times[si, s_order[si, nn - 1]]  # (s_sort[si, nn - 1]: not kept by the cache)
                     if kth < INF:
                         best = max(now, kth)
@@ -384,7 +426,8 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
             si = j_shape[pj_i]
             if not s_ok[si]:
                 _ensure_sorted(si, s_ok, s_times, s_order, s_sort, sh_c, sh_m,
-                               free_c, free_m, pe, pn, pc, pm, n_p, now, sh_slot, fc, head, lst, csr_ok)
+                               free_c, free_m, pe, pn, pc, pm, n_p, now, sh_slot, fc, head, lst, csr_ok,
+                               fit_work)
             t_min = max(now, s_times[si, s_order[si, k - 1]])
             if t_min > horizon:
                 if n_np < 64:
@@ -401,12 +444,12 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
             if not s_rank_ok[si]:
                 plan_kernel.shape_rank(s_order[si], s_rank[si])
                 s_rank_ok[si] = True
-            start, got = plan_kernel.search_in_pass(
+            start, n_nodes = plan_kernel.search_in_pass(
                 s_times, s_order, si, free_c, free_m, k, c, m, float(lim), now, horizon, guess_s,
                 iv_node, iv_b, iv_e, n_iv, pe, pn, pc, pm, n_p, first_piece, job_ends, n_groups,
                 bnd, n_bnd, res, sp_b, sp_e, sp_n, cur_c, cur_m, cur_g, se_b, se_e, se_n, n_sp,
                 s_fits, n_fit[si], s_rank, iv_next, node_iv, iwork, bwork, sbits)
-            nodes = iwork[plan_kernel.W_OUT, :got]
+            nodes = iwork[plan_kernel.W_OUT, :n_nodes]
             if start == -INF:
                 if n_np < 64:
                     np_k[n_np] = k
@@ -461,7 +504,9 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
                             held[n_held] = node
                             n_held += 1
                     if nn * cpn <= free_total:
-                        nodes = plan_kernel.find_consec(free_c, free_m, held[:n_held], nn, cpn, mem)
+                        n_got = plan_kernel.find_consec_into(free_c, free_m, held[:n_held], nn, cpn,
+                                                             mem, iwork2, bwork2)
+                        nodes = iwork2[plan_kernel.W_OUT, :n_got]
                     if not len(nodes):
                         f_n[n_f] = nn
                         f_c[n_f] = cpn
@@ -546,7 +591,7 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
         if ev_kind[e] == EV_START:
             for t in range(ev_off[e], ev_off[e] + ev_len[e]):
                 node_ver[ev_nodes[t]] += 1
-    return ev_kind[:n_ev], ev_job[:n_ev], ev_t[:n_ev], ev_off[:n_ev], ev_len[:n_ev], ev_nodes[:n_evn]
+    return n_ev, n_evn
 
 
 def run_pass(cache, *args):  # noqa: ANN001, ANN002, ANN201
@@ -563,10 +608,13 @@ if plan_kernel.njit is not None:
     for _dependency in (plan_kernel, plan_maps, will_run, fit_cache):  # compiled into the pass
         drop_stale_cache(Path(__file__).with_name("__pycache__"), Path(__file__).stem, Path(_dependency.__file__))
     _shape_times = plan_kernel.njit(cache=True)(_shape_times)
+    _shape_times_sorted_into = plan_kernel.njit(**LEAF)(_shape_times_sorted_into)
     _shape_times_sorted = plan_kernel.njit(cache=True)(_shape_times_sorted)
     _job_groups = plan_kernel.njit(**LEAF)(_job_groups)
     count_fitting = plan_kernel.njit(**LEAF)(count_fitting)
-    _ensure_sorted = plan_kernel.njit(cache=True)(_ensure_sorted)
+    _ensure_sorted = plan_kernel.njit(**LEAF)(_ensure_sorted)
+    _job_shapes = plan_kernel.njit(**LEAF)(_job_shapes)
+    _pass_core = plan_kernel.njit(**LEAF)(_pass_core)
     _py_min = plan_kernel.njit(**LEAF)(_py_min)
     backfill_pass = plan_kernel.njit(cache=True)(_pass)
 else:  # pragma: no cover

@@ -112,29 +112,40 @@ def _consec_pick_into(idx, free, nodes, cores, out, starts, ends, run_cpus, aliv
 
 
 def _find_consec(free_c, free_m, blocked, nodes, cores, mem):  # noqa: ANN001, ANN202
-    """cluster.PartitionState._find_consec on arrays: the nodes the job gets now on the nodes that
-    hold ``cores`` and ``mem`` and are not in ``blocked``, or an empty array if too few do."""
+    """``find_consec_into`` with scratch of its own: the nodes (an empty array if too few fit)."""
+    iwork, bwork, _ = new_scratch(len(free_c))
+    got = find_consec_into(free_c, free_m, blocked, nodes, cores, mem, iwork, bwork)
+    return iwork[W_OUT, :got].copy()
+
+
+def _find_consec_into(free_c, free_m, blocked, nodes, cores, mem, iwork, bwork):  # noqa: ANN001, ANN202
+    """cluster.PartitionState._find_consec on arrays: how many nodes (into ``iwork[W_OUT]``) the
+    job gets now on the nodes that hold ``cores`` and ``mem`` and are not in ``blocked``; 0 if
+    too few do. ``iwork``, ``bwork``: ``new_scratch``'s (it allocates nothing:
+    ``numba_cache.LEAF``)."""
     n = len(free_c)
-    ok = np.empty(n, dtype=np.bool_)
+    ok = bwork[0]
     for i in range(n):
         ok[i] = free_c[i] >= cores and free_m[i] >= mem
     for b in blocked:
         ok[b] = False
-    idx = np.empty(n, dtype=np.int64)
+    idx = iwork[W_IDX]
     m = 0
     for i in range(n):
         if ok[i]:
             idx[m] = i
             m += 1
     if m < nodes:
-        return np.empty(0, dtype=np.int64)
-    idx = idx[:m]
+        return 0
+    out = iwork[W_OUT]
     if m == 1:
-        return idx
-    free = np.empty(m, dtype=np.int64)
+        out[0] = idx[0]
+        return 1
+    free = iwork[W_FREE]
     for j in range(m):
         free[j] = free_c[idx[j]]
-    return _consec_pick(idx, free, nodes, cores)
+    return consec_pick_into(idx[:m], free[:m], nodes, cores, out, iwork[W_STARTS], iwork[W_ENDS],
+                            iwork[W_RUN], bwork[1])
 
 
 def _planned_start(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
@@ -496,7 +507,7 @@ def _search_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizo
 
 
 
-consec_pick_into, search_kept = _consec_pick_into, _search_kept
+consec_pick_into, search_kept, find_consec_into = _consec_pick_into, _search_kept, _find_consec_into
 
 if njit is not None:
     # the plans' map is compiled into the search: a cache made with an older plan_maps.py is stale
@@ -504,6 +515,7 @@ if njit is not None:
     drop_stale_cache(Path(__file__).with_name("__pycache__"), Path(__file__).stem, Path(will_run.__file__))
     consec_pick_into = njit(**LEAF)(_consec_pick_into)
     _consec_pick = consec_pick = njit(cache=True)(_consec_pick)
+    find_consec_into = njit(**LEAF)(_find_consec_into)
     find_consec = njit(cache=True)(_find_consec)
     new_cursor = njit(cache=True)(new_cursor)
     _free_after = njit(**LEAF)(_free_after)
