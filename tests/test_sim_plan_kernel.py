@@ -615,3 +615,47 @@ def test_a_plan_s_nodes_added_together_equal_them_added_one_at_a_time(plans) -> 
                     i = arrs[3][i]
                 lists.append(sorted(seen))
             assert lists[0] == lists[1]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.integers(1, 12), st.lists(running_job, max_size=25), st.lists(reservation, max_size=8), job_shape,
+       st.sampled_from([0.0, 35.0]), st.integers(-5, 5))
+def test_the_search_on_reused_scratch_answers_as_on_fresh(monkeypatch, n_nodes, running, reservations, shape,
+                                                          guess_s, junk) -> None:  # noqa: ANN001
+    """search_kept allocates nothing (numba_cache.LEAF): the pass hands it one scratch for all
+    its searches. Scratch full of another search's leftovers (here: junk) must not change a plan
+    (a row the search reads before writing would); nor may its start-now pick's."""
+    plan, job, horizon, got = _random_search(n_nodes, running, reservations, shape)
+    if got is None:
+        return
+    calls = []
+    kernel = plan_kernel.planned_start
+    monkeypatch.setattr(plan_kernel, "planned_start", lambda *a: calls.append(a) or kernel(*a))
+    try_later_compiled(plan, got[0], job, NOW, horizon, guess_s)
+    (times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s, iv_node, iv_b, iv_e,
+     p_end, p_node, p_c, p_m, first_piece, job_ends, bounds, res) = calls[0]
+    span_b, span_e, span_n = plan_kernel._free_spans(len(times), iv_node, iv_b, iv_e)
+    order = np.argsort(span_b, kind="stable")
+    spans = (span_b[order], span_e[order], span_n[order])
+    ends = plan_kernel.by_end(*spans)
+    n = len(times)
+    fits_now = np.empty(n, dtype=np.bool_)
+    n_fits_now = plan_kernel.shape_fits(fits_now, free_c, free_m, cpn, mem)
+    rank = np.empty(n, dtype=np.int64)
+    plan_kernel.shape_rank(by_time, rank)
+    iv_next, node_iv = plan_kernel.node_intervals(n, iv_node)
+    head = (times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s, iv_node, iv_b, iv_e,
+            p_end, p_node, p_c, p_m, first_piece, job_ends, bounds, res, *spans)
+    tail = (fits_now, n_fits_now, rank, iv_next, node_iv)
+    want_start, want_nodes = plan_kernel.planned_start_kept(*head, *plan_kernel.new_cursor(n), *ends, *tail)
+    iwork, bwork, bits = plan_kernel.new_scratch(n)
+    iwork[:] = junk
+    bwork[:] = junk % 2 == 0
+    bits[:] = np.uint64(abs(junk) * 0x5555)
+    for _ in range(2):  # the second time on what the first left
+        start, count = plan_kernel.search_kept(*head, *plan_kernel.new_cursor(n), *ends, *tail, iwork, bwork, bits)
+        assert (start, iwork[plan_kernel.W_OUT, :count].tolist()) == (want_start, want_nodes.tolist())
+    blocked = np.array(sorted(set(iv_node.tolist()))[:2], dtype=np.int64)
+    want_pick = plan_kernel.find_consec(free_c, free_m, blocked, k, cpn, mem).tolist()
+    count = plan_kernel.find_consec_into(free_c, free_m, blocked, k, cpn, mem, iwork, bwork)
+    assert iwork[plan_kernel.W_OUT, :count].tolist() == want_pick

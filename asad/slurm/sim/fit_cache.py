@@ -45,6 +45,7 @@ class FitCache:
 
     def __post_init__(self) -> None:
         s, n = self.slots, self.n
+        rows = MAX_SLOTS if s else 0  # (no cache: a pass of its own, made per pass)
         self.arrays = (
             np.full(s, -1, dtype=np.int64),  # 0 sl_c: the slot's cores per node (-1: free)
             np.zeros(s, dtype=np.int64),  # 1 sl_m: its memory per node
@@ -57,6 +58,16 @@ class FitCache:
             np.zeros(s, dtype=np.int64),  # 8 sl_nnow
             np.zeros(n, dtype=np.int64),  # 9 node_ver
             np.zeros(1, dtype=np.int64),  # 10 the pass counter
+            # 11-15: the pass's per-shape arrays (pass_kernel._pass: fit times, their order, the
+            # sweep's sorted times, the nodes that hold the shape now, each node's rank), kept
+            # here so that a pass does not allocate ~1 MB afresh: freed and allocated again each
+            # pass, they went back to the system and page-faulted back in, ~8 % of a saturated
+            # day's CPU (perf, the fourteenth session). A pass with more shapes allocates its own.
+            np.empty((rows, n)),
+            np.empty((rows, n), dtype=np.int64),
+            np.empty((rows, n)),
+            np.empty((rows, n), dtype=np.bool_),
+            np.empty((rows, n), dtype=np.int64),
         )
 
     def __getstate__(self) -> dict:

@@ -228,11 +228,14 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
     sh_i = np.zeros((2, shapes), dtype=np.int64)
     sh_i[SH_SLOT] = -1
     sh_b = np.zeros((4, shapes), dtype=np.bool_)
-    s_times = np.empty((shapes, n))
-    s_order = np.empty((shapes, n), dtype=np.int64)
-    s_sort = np.empty((shapes, n))
-    s_fits = np.empty((shapes, n), dtype=np.bool_)
-    s_rank = np.empty((shapes, n), dtype=np.int64)
+    if shapes <= len(fc[11]):  # the partition's (fit_cache.FitCache: no pages to fault in)
+        s_times, s_order, s_sort, s_fits, s_rank = fc[11], fc[12], fc[13], fc[14], fc[15]
+    else:
+        s_times = np.empty((shapes, n))
+        s_order = np.empty((shapes, n), dtype=np.int64)
+        s_sort = np.empty((shapes, n))
+        s_fits = np.empty((shapes, n), dtype=np.bool_)
+        s_rank = np.empty((shapes, n), dtype=np.int64)
     flags = np.zeros(1, dtype=np.bool_)  # csr_ok
     cur_g = np.full(1, -1, dtype=np.int64)
     no_block = np.empty(0, dtype=np.int64)
