@@ -100,6 +100,10 @@ plan_st = st.tuples(st.lists(st.integers(0, 5), min_size=1, max_size=4, unique=T
 @example(n=6, running=[([0, 1], 1, 1), ([0, 1], 1, 1), ([0, 1], 1, 1), ([0, 1, 2], 2, 1), ([2], 1, 7),
                        ([0, 1, 5], 4, 1)],
          raw_plans=[([0], 2, 1), ([5], 0, 4)], k=3, cpn=6, limit10=1, res=1.0)
+# found by this test in the fourteenth session: a 10-s limit under bf_resolution=60 rounds the
+# plan's window to one instant, a plan's end; Slurm's segments are cut there, so no overlap
+@example(n=2, running=[([0], 4, 18)], raw_plans=[([0], 0, 1), ([0], 6, 18), ([1], 0, 18)], k=1, cpn=5,
+         limit10=1, res=60.0)
 @given(st.integers(1, 6), st.lists(running_job, max_size=10), st.lists(plan_st, max_size=6),
        st.integers(1, 4), st.integers(1, CORES), st.integers(1, 30), st.sampled_from([1.0, 60.0]))
 def test_the_plan_search_follows_slurms_try_later_loop(n, running, raw_plans, k, cpn, limit10, res) -> None:  # noqa: ANN001

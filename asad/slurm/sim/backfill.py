@@ -250,7 +250,9 @@ def _plan_at(cfg, job: SimJob, plan: BackfillMap, nodes: list[int], t_start: flo
     """Reserve ``nodes`` for the job from ``t_start`` for its time limit (both rounded down to
     bf_resolution, as _add_reservation does)."""
     res = cfg.bf_resolution_s
-    plan.reserve(nodes, (t_start // res) * res, ((t_start + job.time_limit_s) // res) * res)
+    begin = (t_start // res) * res
+    # _add_reservation: a plan holds its nodes for one bf_resolution slot at least
+    plan.reserve(nodes, begin, max(((t_start + job.time_limit_s) // res) * res, begin + res))
     _record_plan(job, plan.part, nodes, t_start)
     return True
 

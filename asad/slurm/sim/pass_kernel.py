@@ -465,7 +465,7 @@ def _pass_core(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_fre
                 continue
             # _plan_at
             b = (start // res) * res
-            e = ((start + lim) // res) * res
+            e = max(((start + lim) // res) * res, b + res)  # _add_reservation: one slot at least
             ev_kind[n_ev] = EV_PLAN
             ev_job[n_ev] = pj_i
             ev_t[n_ev] = start
@@ -538,7 +538,7 @@ def _pass_core(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_fre
         if on_completing:  # its nodes are still completing: planned for a second later
             start = now + 1.0
             b = (start // res) * res
-            e = ((start + lim) // res) * res
+            e = max(((start + lim) // res) * res, b + res)  # _add_reservation: one slot at least
             ev_kind[n_ev] = EV_PLAN
             ev_t[n_ev] = start
             n_ev += 1

@@ -312,6 +312,12 @@ def _pick_from_bits(bits, times, by_time, by, idx):  # noqa: ANN001, ANN202
     return m
 
 
+def _is_bound(bounds, t):  # noqa: ANN001, ANN202
+    """Whether ``t`` is one of the sorted distinct plan bounds."""
+    i = _bisect_left(bounds, t)
+    return i < len(bounds) and bounds[i] == t
+
+
 def _later_start(end_e, ne, ns, bounds, start_res, end_time):  # noqa: ANN001, ANN202
     """planner.later_start for the search's window: ``end_e[ne]`` (the first span end after
     ``start_res``) if it is by ``_cap_sorted(bounds, start_res, end_time)``, else inf. A span end
@@ -492,13 +498,18 @@ def _search_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizo
         # reservation that begins as this plan ends does not clash (issue 37)
         b_res = (start // res) * res
         e_res = ((start + limit) // res) * res
-        for j in range(got):  # (distinct nodes: each interval looked at once)
-            i = node_iv[nodes[j]]
-            while i >= 0:
-                if iv_e[i] > b_res and iv_b[i] < e_res:
-                    clash = True
-                    clash_end = min(clash_end, iv_e[i])
-                i = iv_next[i]
+        # A window rounded to one instant (a limit under bf_resolution) meets Slurm's node_space
+        # segments only where one holds that instant strictly inside: never at a cut, which is
+        # every plan's bound and the pass's start rounded down (issue 37, fourteenth session:
+        # found by test_sim_try_later_slurm). Otherwise the test below is the segments' test.
+        if not (e_res == b_res and (b_res <= (now // res) * res or _is_bound(bounds, b_res))):
+            for j in range(got):  # (distinct nodes: each interval looked at once)
+                i = node_iv[nodes[j]]
+                while i >= 0:
+                    if iv_e[i] > b_res and iv_b[i] < e_res:
+                        clash = True
+                        clash_end = min(clash_end, iv_e[i])
+                    i = iv_next[i]
         if clash:
             start_res = start if start > start_res else clash_end
             continue
@@ -521,6 +532,7 @@ if njit is not None:
     _free_after = njit(**LEAF)(_free_after)
     pick_from_bits = njit(**LEAF)(_pick_from_bits)
     later_start = njit(**LEAF)(_later_start)
+    _is_bound = njit(**LEAF)(_is_bound)
     shape_fits = njit(**LEAF)(shape_fits)
     shape_rank = njit(**LEAF)(shape_rank)
     node_intervals = njit(cache=True)(node_intervals)

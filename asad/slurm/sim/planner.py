@@ -223,7 +223,12 @@ def try_later(plan: BackfillMap, times: np.ndarray, job: SimJob, now: float, hor
         chosen[nodes] = True
         # _test_resv_overlap (backfill.c): end > start_time and begin < end_reserve, both of the
         # plan rounded down to bf_resolution (a reservation beginning as this plan ends is no clash)
-        clash = chosen[iv_node] & (iv_e > (start // res) * res) & (iv_b < ((start + limit) // res) * res)
+        b_res, e_res = (start // res) * res, ((start + limit) // res) * res
+        clash = chosen[iv_node] & (iv_e > b_res) & (iv_b < e_res)
+        # a window rounded to one instant meets no segment at a cut: a plan's bound or the pass's
+        # start rounded down (plan_kernel's search, the same rule)
+        if e_res == b_res and (b_res <= (now // res) * res or b_res in bounds):
+            clash[:] = False
         if clash.any():
             start_res = start if start > start_res else float(iv_e[clash].min())
             continue
