@@ -18,6 +18,11 @@ from pathlib import Path
 # from the pass. Safe: every array it reads is held by its caller for the whole call.
 LEAF = {"cache": True, "_nrt": False}
 
+# The same profile: numba turns a signed index i into a[i + len(a) if i < 0 else i] (Python's
+# negative indexing), a few more instructions and a register on every access. An index it knows
+# to be unsigned skips that, so the innermost loops (the search's window, the will-run walk's
+# usable test, the cursor, the bitmap) index with ``np.uint64(node)``: 1.08x on the kernel.
+
 
 def drop_stale_cache(cache_dir: Path, module: str, dependency: Path) -> bool:
     """Delete ``module``'s numba cache files in ``cache_dir`` when ``dependency``'s source changed

@@ -193,13 +193,15 @@ def _free_after(cur_c, cur_m, cur_g, gone, free_c, free_m, p_node, p_c, p_m):  #
             cur_m[i] = free_m[i]
         g = 0
     while g < gone:
-        cur_c[p_node[g]] += p_c[g]
-        cur_m[p_node[g]] += p_m[g]
+        node = np.uint64(p_node[g])
+        cur_c[node] += p_c[g]
+        cur_m[node] += p_m[g]
         g += 1
     while g > gone:
         g -= 1
-        cur_c[p_node[g]] -= p_c[g]
-        cur_m[p_node[g]] -= p_m[g]
+        node = np.uint64(p_node[g])
+        cur_c[node] -= p_c[g]
+        cur_m[node] -= p_m[g]
     cur_g[0] = gone
 
 
@@ -417,7 +419,7 @@ def _search_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizo
         last_start = start_res
         end_time = start_res + limit
         while nb < ns and span_b[nb] <= end_time:  # spans that begin by the window's end enter
-            node = span_n[nb]
+            node = np.uint64(span_n[nb])  # (unsigned: no negative-index wrap, numba_cache)
             nb += 1
             n_over[node] += 1
             if n_over[node] == 1:
@@ -426,7 +428,7 @@ def _search_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizo
                 held_fit += fits_now[node]
                 _bits_clear(bits, cnt, rank[node])
         while ne < ns and end_e[ne] <= start_res:  # those that end by its start leave
-            node = end_n[ne]
+            node = np.uint64(end_n[ne])
             ne += 1
             n_over[node] -= 1
             if n_over[node] == 0:

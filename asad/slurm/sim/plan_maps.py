@@ -463,14 +463,14 @@ def _bits_reset(bits, cnt, n):  # noqa: ANN001, ANN202
 
 def _bits_clear(bits, cnt, p):  # noqa: ANN001, ANN202
     """Position ``p`` (set) becomes unusable."""
-    w = p >> 6
+    w = np.uint64(p >> 6)
     bits[w] &= ~(np.uint64(1) << np.uint64(p & 63))
     cnt[w] -= 1
 
 
 def _bits_set(bits, cnt, p):  # noqa: ANN001, ANN202
     """Position ``p`` (clear) becomes usable."""
-    w = p >> 6
+    w = np.uint64(p >> 6)
     bits[w] |= np.uint64(1) << np.uint64(p & 63)
     cnt[w] += 1
 

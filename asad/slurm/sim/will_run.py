@@ -208,7 +208,7 @@ def _usable(j, avail, p_node, first_piece, n_jobs, n_pieces):  # noqa: ANN001, A
     """Whether running job ``j`` (in end order) has a piece on an ``avail`` node."""
     stop = first_piece[j + 1] if j + 1 < n_jobs else n_pieces
     for p in range(first_piece[j], stop):
-        if avail[p_node[p]]:
+        if avail[np.uint64(p_node[p])]:
             return True
     return False
 
