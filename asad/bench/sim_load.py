@@ -317,7 +317,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "(default 1; small 240, two-speed 8, uppmax 3: their weekly means are noisy)")
     parser.add_argument("--priority", choices=["fifo", "multifactor", "fairshare"], default="fifo")
     parser.add_argument("--backfill", choices=["slurm", "easy", "none"], default="easy",
-                        help="slurm: sched/backfill as Slurm runs it (a full hpc2n queue costs some 100 "
+                        help="slurm: sched/backfill as Slurm runs it (a full hpc2n queue costs some 7 "
                              "CPU s a simulated day); easy (default here): EASY, far cheaper")
     parser.add_argument("--open", action="store_true",
                         help="the open stream: users never stop submitting (the old background load)")
