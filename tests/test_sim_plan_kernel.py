@@ -659,3 +659,15 @@ def test_the_search_on_reused_scratch_answers_as_on_fresh(monkeypatch, n_nodes, 
     want_pick = plan_kernel.find_consec(free_c, free_m, blocked, k, cpn, mem).tolist()
     count = plan_kernel.find_consec_into(free_c, free_m, blocked, k, cpn, mem, iwork, bwork)
     assert iwork[plan_kernel.W_OUT, :count].tolist() == want_pick
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.floats(-1e12, 1e12, allow_nan=False), st.integers(-10**9, 10**10).map(float),
+                 st.integers(0, 10**9).map(lambda t: 1_795_868_000 + t / 1000)),
+       st.sampled_from([1.0, 2.0, 30.0, 60.0, 300.0, 3600.0, 0.1, 0.5, 1.5]))
+def test_floor_to_equals_python_s_floor_division(x, res) -> None:  # noqa: ANN001
+    """plan_maps._floor_to, the pass's bf_resolution rounding without numba's fmod call, gives
+    Python's ``(x // res) * res`` exactly (whole-number and other resolutions, epoch instants)."""
+    assert plan_kernel._floor_to(x, res) == (x // res) * res
+    from asad.slurm.sim import plan_maps
+    assert plan_maps._floor_to.py_func(x, res) == (x // res) * res

@@ -394,7 +394,7 @@ def _pass_core(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_fre
                     kth = s_times[si, s_order[si, nn - 1]]  # (s_sort[si, nn - 1]: not kept by the cache)
                     if kth < INF:
                         best = max(now, kth)
-                bound = np.nan if best == INF else (best // res) * res  # Python: inf // x is nan
+                bound = np.nan if best == INF else plan_maps._floor_to(best, res)  # Python: inf // x is nan
                 unplanned[n_u] = ji
                 bounds[n_u] = bound
                 n_u += 1
@@ -464,8 +464,8 @@ def _pass_core(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_fre
             if start > horizon:  # _plan: too far ahead to plan for
                 continue
             # _plan_at
-            b = (start // res) * res
-            e = max(((start + lim) // res) * res, b + res)  # _add_reservation: one slot at least
+            b = plan_maps._floor_to(start, res)
+            e = max(plan_maps._floor_to(start + lim, res), b + res)  # _add_reservation: one slot at least
             ev_kind[n_ev] = EV_PLAN
             ev_job[n_ev] = pj_i
             ev_t[n_ev] = start
@@ -518,7 +518,7 @@ def _pass_core(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_fre
                         n_f += 1
             if not len(nodes):
                 # held off by a plan: it needs one of its own, made in priority order
-                bound = (now // res) * res
+                bound = plan_maps._floor_to(now, res)
                 unplanned[n_u] = ji
                 bounds[n_u] = bound
                 n_u += 1
@@ -537,8 +537,8 @@ def _pass_core(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_fre
             n_evn += 1
         if on_completing:  # its nodes are still completing: planned for a second later
             start = now + 1.0
-            b = (start // res) * res
-            e = max(((start + lim) // res) * res, b + res)  # _add_reservation: one slot at least
+            b = plan_maps._floor_to(start, res)
+            e = max(plan_maps._floor_to(start + lim, res), b + res)  # _add_reservation: one slot at least
             ev_kind[n_ev] = EV_PLAN
             ev_t[n_ev] = start
             n_ev += 1

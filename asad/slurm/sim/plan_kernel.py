@@ -25,7 +25,7 @@ from asad.slurm.sim.numba_cache import LEAF, drop_stale_cache
 # and the tests, which read them here
 from asad.slurm.sim.plan_maps import (  # noqa: F401
     _bisect_left, _bisect_right, _bits_clear, _bits_reset, _bits_select, _bits_set, _cap, _cap_sorted,
-    _free_spans, add_span_twice, by_end, distinct_bounds, insert_bound)
+    _floor_to, _free_spans, add_span_twice, by_end, distinct_bounds, insert_bound)
 
 # the will-run walk (its own module since the twelfth session); re-exported for the tests and
 # scripts that read it here
@@ -498,13 +498,13 @@ def _search_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizo
         # _test_resv_overlap (backfill.c): the plan [start, start + limit], both rounded down to
         # bf_resolution, meets a reservation when end > start_time and begin < end_reserve: a
         # reservation that begins as this plan ends does not clash (issue 37)
-        b_res = (start // res) * res
-        e_res = ((start + limit) // res) * res
+        b_res = _floor_to(start, res)
+        e_res = _floor_to(start + limit, res)
         # A window rounded to one instant (a limit under bf_resolution) meets Slurm's node_space
         # segments only where one holds that instant strictly inside: never at a cut, which is
         # every plan's bound and the pass's start rounded down (issue 37, fourteenth session:
         # found by test_sim_try_later_slurm). Otherwise the test below is the segments' test.
-        if not (e_res == b_res and (b_res <= (now // res) * res or _is_bound(bounds, b_res))):
+        if not (e_res == b_res and (b_res <= _floor_to(now, res) or _is_bound(bounds, b_res))):
             for j in range(got):  # (distinct nodes: each interval looked at once)
                 i = node_iv[nodes[j]]
                 while i >= 0:

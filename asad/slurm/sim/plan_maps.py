@@ -14,6 +14,8 @@ functions first, the readable reference when numba is absent; compiled at the bo
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from asad.slurm.sim.numba_cache import LEAF
@@ -46,6 +48,21 @@ def _bisect_left(a, x):  # noqa: ANN001, ANN202
         else:
             hi = mid
     return lo
+
+
+def _floor_to(x, res):  # noqa: ANN001, ANN202
+    """``(x // res) * res`` as Python computes it, without the call to ``fmod`` numba makes for a
+    float's floor division (~1,500 a saturated pass, ~1.5 % of a day's CPU: perf, the fourteenth
+    session). For a whole-number ``res`` and |x| < 2**52 both are the exact floor of x / res
+    times res (Python's ``x - fmod(x, res)`` is then exact); otherwise Python's own."""
+    if res == math.floor(res) and abs(x) < 4503599627370496.0:
+        q = math.floor(x / res)
+        if q * res > x:
+            q -= 1
+        elif (q + 1) * res <= x:
+            q += 1
+        return q * res
+    return (x // res) * res
 
 
 def _free_spans(n, iv_node, iv_b, iv_e):  # noqa: ANN001, ANN202
@@ -512,6 +529,7 @@ def _by_end(span_b, span_e, span_n):  # noqa: ANN001, ANN202
 if njit is not None:
     _bisect_right = njit(**LEAF)(_bisect_right)
     _bisect_left = njit(**LEAF)(_bisect_left)
+    _floor_to = njit(**LEAF)(_floor_to)
     _free_spans = njit(cache=True)(_free_spans)
     _cap = njit(**LEAF)(_cap)
     _cap_sorted = njit(**LEAF)(_cap_sorted)
