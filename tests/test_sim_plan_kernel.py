@@ -61,6 +61,23 @@ def _random_search(n_nodes, running, reservations, shape):  # noqa: ANN001, ANN2
     return plan, job, horizon, fit_times(plan, job, NOW, horizon)
 
 
+def _captured_search(monkeypatch, n_nodes, running, reservations, shape, guess_s):  # noqa: ANN001, ANN202
+    """The arguments of the one compiled plan search a random partition's job makes
+    (``plan_kernel.planned_start``'s), and its plans' spans in begin order; None if it fits nowhere."""
+    plan, job, horizon, got = _random_search(n_nodes, running, reservations, shape)
+    if got is None:
+        return None
+    calls = []
+    kernel = plan_kernel.planned_start
+    monkeypatch.setattr(plan_kernel, "planned_start", lambda *a: calls.append(a) or kernel(*a))
+    try_later_compiled(plan, got[0], job, NOW, horizon, guess_s)
+    assert len(calls) == 1
+    times, iv_node, iv_b, iv_e = calls[0][0], calls[0][11], calls[0][12], calls[0][13]
+    span_b, span_e, span_n = plan_kernel._free_spans(len(times), iv_node, iv_b, iv_e)
+    order = np.argsort(span_b, kind="stable")
+    return calls[0], (span_b[order], span_e[order], span_n[order])
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.integers(1, 12), st.lists(running_job, max_size=25), st.lists(reservation, max_size=6), job_shape,
        st.sampled_from([0.0, 35.0]))
@@ -395,19 +412,11 @@ def test_the_kept_window_equals_the_per_try_scan(monkeypatch, n_nodes, running, 
     """planned_start_spans (spans entering in begin order, leaving in end order, the k-th
     usable fit time from a bitmap) plans as the per-try scan does, on random partitions
     and plans (their ends off the bf_resolution grid too)."""
-    plan, job, horizon, got = _random_search(n_nodes, running, reservations, shape)
-    if got is None:
+    captured = _captured_search(monkeypatch, n_nodes, running, reservations, shape, guess_s)
+    if captured is None:
         return
-    calls = []
-    kernel = plan_kernel.planned_start
-    monkeypatch.setattr(plan_kernel, "planned_start", lambda *a: calls.append(a) or kernel(*a))
-    try_later_compiled(plan, got[0], job, NOW, horizon, guess_s)
-    assert len(calls) == 1
-    args = list(calls[0][:-1]) + [res]  # the same search at both resolutions
-    times, iv_node, iv_b, iv_e = args[0], args[11], args[12], args[13]
-    span_b, span_e, span_n = plan_kernel._free_spans(len(times), iv_node, iv_b, iv_e)
-    order = np.argsort(span_b, kind="stable")
-    spans = (span_b[order], span_e[order], span_n[order])
+    args = list(captured[0][:-1]) + [res]  # the same search at both resolutions
+    spans = captured[1]
     want = _planned_start_scan(*args, *spans)
     new = plan_kernel.planned_start_spans(*args, *spans)
     assert (new[0], new[1].tolist()) == (want[0], want[1].tolist())
@@ -625,18 +634,11 @@ def test_the_search_on_reused_scratch_answers_as_on_fresh(monkeypatch, n_nodes, 
     """search_kept allocates nothing (numba_cache.LEAF): the pass hands it one scratch for all
     its searches. Scratch full of another search's leftovers (here: junk) must not change a plan
     (a row the search reads before writing would); nor may its start-now pick's."""
-    plan, job, horizon, got = _random_search(n_nodes, running, reservations, shape)
-    if got is None:
+    captured = _captured_search(monkeypatch, n_nodes, running, reservations, shape, guess_s)
+    if captured is None:
         return
-    calls = []
-    kernel = plan_kernel.planned_start
-    monkeypatch.setattr(plan_kernel, "planned_start", lambda *a: calls.append(a) or kernel(*a))
-    try_later_compiled(plan, got[0], job, NOW, horizon, guess_s)
     (times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s, iv_node, iv_b, iv_e,
-     p_end, p_node, p_c, p_m, first_piece, job_ends, bounds, res) = calls[0]
-    span_b, span_e, span_n = plan_kernel._free_spans(len(times), iv_node, iv_b, iv_e)
-    order = np.argsort(span_b, kind="stable")
-    spans = (span_b[order], span_e[order], span_n[order])
+     p_end, p_node, p_c, p_m, first_piece, job_ends, bounds, res), spans = captured
     ends = plan_kernel.by_end(*spans)
     n = len(times)
     fits_now = np.empty(n, dtype=np.bool_)
