@@ -22,6 +22,13 @@ recorded passes' digest (checked first).
 
 Why: the tenth session knew only that the searches are ~50 % of the kernel; this says which of
 the rest (and which parts of the search) a cut should go after.
+
+Since the fourteenth session the pass's work is ``_pass_core``, which allocates nothing
+(``numba_cache.LEAF``): ``map x2``'s shadow copies cannot be made there and ``shape x2`` doubles a
+block that runs once a shape (the second time finds it done), so only ``search x2``,
+``start-now x2`` and ``entry x2`` still apply. Doubling a part also doubled numba's reference
+counts around it, which hid them (a third of the kernel); ``sim_kernel_perf.py`` (perf by
+function) is the better instrument now.
 """
 
 from __future__ import annotations
@@ -54,13 +61,11 @@ PLAN_BLOCK_TOGETHER = """                n_bnd = plan_kernel.insert_bound(bnd, n
             n_iv, n_sp = plan_maps.add_plan(iv_node, iv_b, iv_e, iv_next, node_iv, n_iv, sp_b, sp_e,
                                             sp_n, se_b, se_e, se_n, n_sp, min_b, nodes, b, e, fresh)
 """
-SEARCH_CALL = """            start, nodes = plan_kernel.planned_start_kept(
-                s_times[si], s_order[si], free_c, free_m, k, c, m, float(lim), now, horizon, guess_s,
-                iv_node[:n_iv], iv_b[:n_iv], iv_e[:n_iv], pe[:n_p], pn[:n_p], pc[:n_p], pm[:n_p],
-                first_piece[:n_groups], job_ends[:n_groups], bnd[:n_bnd], res,
-                sp_b[:n_sp], sp_e[:n_sp], sp_n[:n_sp], cur_c, cur_m, cur_g,
-                se_b[:n_sp], se_e[:n_sp], se_n[:n_sp], s_fits[si], n_fit[si], s_rank[si],
-                iv_next[:n_iv], node_iv)
+SEARCH_CALL = """            start, n_nodes = plan_kernel.search_in_pass(
+                s_times, s_order, si, free_c, free_m, k, c, m, float(lim), now, horizon, guess_s,
+                iv_node, iv_b, iv_e, n_iv, pe, pn, pc, pm, n_p, first_piece, job_ends, n_groups,
+                bnd, n_bnd, res, sp_b, sp_e, sp_n, cur_c, cur_m, cur_g, se_b, se_e, se_n, n_sp,
+                s_fits, n_fit[si], s_rank, iv_next, node_iv, iwork, bwork, sbits)
 """
 HELD_SCAN = """                    n_held = 0
                     for node in range(n):
@@ -68,10 +73,14 @@ HELD_SCAN = """                    n_held = 0
                             held[n_held] = node
                             n_held += 1
                     if nn * cpn <= free_total:
-                        nodes = plan_kernel.find_consec(free_c, free_m, held[:n_held], nn, cpn, mem)
+                        n_got = plan_kernel.find_consec_into(free_c, free_m, held[:n_held], nn, cpn,
+                                                             mem, iwork2, bwork2)
+                        nodes = iwork2[plan_kernel.W_OUT, :n_got]
 """
-ENSURE = """            _ensure_sorted(si, s_ok, s_times, s_order, s_sort, sh_c, sh_m,
-                           free_c, free_m, pe, pn, pc, pm, n_p, now, sh_slot, fc, head, lst, csr_ok)
+ENSURE = """            if not s_ok[si]:
+                _ensure_sorted(si, s_ok, s_times, s_order, s_sort, sh_c, sh_m,
+                               free_c, free_m, pe, pn, pc, pm, n_p, now, sh_slot, fc, head, lst, csr_ok,
+                               fit_work)
             t_min"""
 SHAPE_FITS = "                n_fit[si] = plan_kernel.shape_fits(s_fits[si], free_c, free_m, c, m)\n"
 WINDOW_START = """    nb = 0
