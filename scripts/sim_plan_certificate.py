@@ -264,9 +264,24 @@ class _PlanKernel:
         return self.on_search(*a)
 
     def planned_start_kept(self, *a):  # noqa: ANN002, ANN201
-        # the pass's call since the tenth session: planned_start_cursor's 31 arguments, then the
-        # per-shape state the pass keeps (which planned_start_cursor makes again per search)
+        # the pass's call from the tenth to the thirteenth session: planned_start_cursor's 31
+        # arguments, then the per-shape state the pass keeps
         return self.on_search(*a[:31])
+
+    def search_in_pass(self, times2, by_time2, si, free_c, free_m, k, cpn, mem, limit, now, horizon,  # noqa: ANN001, ANN201
+                       guess_s, iv_node, iv_b, iv_e, n_iv, p_end, p_node, p_c, p_m, n_p, first_piece,
+                       job_ends, n_groups, bounds, n_bnd, res, span_b, span_e, span_n, cur_c, cur_m,
+                       cur_g, end_b, end_e, end_n, n_sp, fits2, n_fits_now, rank2, iv_next, node_iv,
+                       iwork, bwork, bits):
+        # the pass's call since the fourteenth session: whole arrays with their lengths, the
+        # nodes into the scratch's W_OUT row (plan_kernel.search_in_pass)
+        start, nodes = self.on_search(
+            times2[si], by_time2[si], free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
+            iv_node[:n_iv], iv_b[:n_iv], iv_e[:n_iv], p_end[:n_p], p_node[:n_p], p_c[:n_p], p_m[:n_p],
+            first_piece[:n_groups], job_ends[:n_groups], bounds[:n_bnd], res, span_b[:n_sp],
+            span_e[:n_sp], span_n[:n_sp], cur_c, cur_m, cur_g, end_b[:n_sp], end_e[:n_sp], end_n[:n_sp])
+        iwork[plan_kernel.W_OUT, :len(nodes)] = nodes
+        return start, len(nodes)
 
 
 def python_pass(on_search):  # noqa: ANN001, ANN201
@@ -274,7 +289,7 @@ def python_pass(on_search):  # noqa: ANN001, ANN201
     ``CUR[0]`` before each search."""
     src = Path(pass_kernel.__file__).read_text()
     src = src.split("\nif plan_kernel.njit is not None:")[0]
-    call = "start, nodes = plan_kernel.planned_start_kept("
+    call = "start, n_nodes = plan_kernel.search_in_pass("
     assert src.count(call) == 1
     src = src.replace(call, "CUR[0] = j_id[pj_i]; " + call)
     ns = {"__name__": "pass_kernel_recorded"}

@@ -36,13 +36,18 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sim_pass_replay as replay  # noqa: E402
 
-# (the pass calls the search with its kept per-shape state since the tenth session)
-CALL = "            start, nodes = plan_kernel.planned_start_kept("
+# (the pass calls the search with whole arrays and their lengths since the fourteenth session;
+# the search's nodes come back in its scratch's W_OUT row, and _pass_core allocates nothing)
+CALL = "            start, n_nodes = plan_kernel.search_in_pass("
 COPY = """            ci = _find_copy(cp_jid, j_id[pj_i])
             if ci >= 0:
-                start, nodes = cp_start[ci], cp_nodes[cp_off[ci]:cp_off[ci] + cp_len[ci]].copy()
+                start = cp_start[ci]
+                n_nodes = cp_len[ci]
+                for t in range(n_nodes):
+                    iwork[plan_kernel.W_OUT, t] = cp_nodes[cp_off[ci] + t]
             else:
-                start, nodes = plan_kernel.planned_start_kept("""
+                start, n_nodes = plan_kernel.search_in_pass("""
+EXTRA = "cp_jid, cp_start, cp_off, cp_len, cp_nodes"
 FIND = '''
 
 def _find_copy(cp_jid, jid):  # noqa: ANN001, ANN202
@@ -58,7 +63,7 @@ def _find_copy(cp_jid, jid):  # noqa: ANN001, ANN202
 
 
 if plan_kernel.njit is not None:
-    _find_copy = plan_kernel.njit(cache=False)(_find_copy)
+    _find_copy = plan_kernel.njit(cache=False, _nrt=False)(_find_copy)
 '''
 
 
@@ -69,12 +74,16 @@ def load(tag: str, copying: bool):  # noqa: ANN201
     from asad.slurm.sim import pass_kernel
 
     path = pass_kernel.__file__
-    src = open(path).read().replace("cache=True", "cache=False")
+    src = open(path).read().replace("cache=True", "cache=False").replace("njit(**LEAF)", "njit(cache=False, _nrt=False)")
     src = src.replace("    drop_stale_cache(", "    (lambda *a: None)(")
     if copying:
+        core_call, core_def = "sbits, iwork2, bwork2, fit_work)", "               fit_work):"
         assert src.count(CALL) == 1 and src.count("pj0, plan_all, fc):") == 1
+        assert src.count(core_call) == 1 and src.count(core_def) == 1
         src = src.replace(CALL, COPY)
-        src = src.replace("pj0, plan_all, fc):", "pj0, plan_all, fc, cp_jid, cp_start, cp_off, cp_len, cp_nodes):")
+        src = src.replace("pj0, plan_all, fc):", f"pj0, plan_all, fc, {EXTRA}):")
+        src = src.replace(core_call, f"sbits, iwork2, bwork2, fit_work, {EXTRA})")
+        src = src.replace(core_def, f"               fit_work, {EXTRA}):")
         head, tail = src.split("\n\ndef _pass(", 1)
         src = head + FIND + "\n\ndef _pass(" + tail
     mod = types.ModuleType(f"pass_kernel_{tag}")

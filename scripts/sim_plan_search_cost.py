@@ -37,7 +37,7 @@ import sim_plan_search_profile as prof  # noqa: E402
 
 def _variant(tree: str, name: str, edit) -> types.FunctionType:  # noqa: ANN001
     path = f"{tree}/asad/slurm/sim/plan_kernel.py"
-    src = open(path).read().replace("cache=True", "cache=False")
+    src = open(path).read().replace("cache=True", "cache=False").replace("njit(**LEAF)", "njit(cache=False, _nrt=False)")
     src = edit(src)
     mod = types.ModuleType(f"plan_kernel_{name}")
     mod.__file__ = path
