@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from asad.slurm.sim import fit_cache, pass_inputs, pass_kernel, plan_kernel
+from asad.slurm.sim import fit_cache, pass_inputs, pass_kernel, plan_kernel, plan_maps
 from asad.slurm.sim.backfill_map import BackfillMap
 from asad.slurm.sim.cluster import PartitionState, Reservation
 from asad.slurm.sim.config import SimConfig
@@ -250,9 +250,7 @@ def _plan_at(cfg, job: SimJob, plan: BackfillMap, nodes: list[int], t_start: flo
     """Reserve ``nodes`` for the job from ``t_start`` for its time limit (both rounded down to
     bf_resolution, as _add_reservation does)."""
     res = cfg.bf_resolution_s
-    begin = (t_start // res) * res
-    # _add_reservation: a plan holds its nodes for one bf_resolution slot at least
-    plan.reserve(nodes, begin, max(((t_start + job.time_limit_s) // res) * res, begin + res))
+    plan.reserve(nodes, *plan_maps.plan_span(t_start, job.time_limit_s, res))
     _record_plan(job, plan.part, nodes, t_start)
     return True
 

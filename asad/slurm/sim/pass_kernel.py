@@ -464,8 +464,7 @@ def _pass_core(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_fre
             if start > horizon:  # _plan: too far ahead to plan for
                 continue
             # _plan_at
-            b = plan_maps._floor_to(start, res)
-            e = max(plan_maps._floor_to(start + lim, res), b + res)  # _add_reservation: one slot at least
+            b, e = plan_maps.plan_span(start, lim, res)
             ev_kind[n_ev] = EV_PLAN
             ev_job[n_ev] = pj_i
             ev_t[n_ev] = start
@@ -537,8 +536,7 @@ def _pass_core(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_fre
             n_evn += 1
         if on_completing:  # its nodes are still completing: planned for a second later
             start = now + 1.0
-            b = plan_maps._floor_to(start, res)
-            e = max(plan_maps._floor_to(start + lim, res), b + res)  # _add_reservation: one slot at least
+            b, e = plan_maps.plan_span(start, lim, res)
             ev_kind[n_ev] = EV_PLAN
             ev_t[n_ev] = start
             n_ev += 1

@@ -65,6 +65,13 @@ def _floor_to(x, res):  # noqa: ANN001, ANN202
     return (x // res) * res
 
 
+def plan_span(start, limit, res):  # noqa: ANN001, ANN202
+    """The node span a plan starting at ``start`` holds: [start, start + limit] both rounded down
+    to ``res`` (bf_resolution), at least one ``res`` slot long (``_add_reservation``)."""
+    b = _floor_to(start, res)
+    return b, max(_floor_to(start + limit, res), b + res)
+
+
 def _free_spans(n, iv_node, iv_b, iv_e):  # noqa: ANN001, ANN202
     """backfill_map.BackfillMap.free_instants' spans: the plans merged per node (a plan that begins
     by the time the previous one ends joins it), as (begin, end, node). Plans are grouped by node
@@ -530,6 +537,7 @@ if njit is not None:
     _bisect_right = njit(**LEAF)(_bisect_right)
     _bisect_left = njit(**LEAF)(_bisect_left)
     _floor_to = njit(**LEAF)(_floor_to)
+    plan_span = njit(**LEAF)(plan_span)
     _free_spans = njit(cache=True)(_free_spans)
     _cap = njit(**LEAF)(_cap)
     _cap_sorted = njit(**LEAF)(_cap_sorted)
