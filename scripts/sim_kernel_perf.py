@@ -25,9 +25,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sim_pass_replay as spr  # noqa: E402
 
 
-def write_perf_map(dispatcher) -> int:  # noqa: ANN001
+def write_perf_map(dispatcher, code_dir: str | None = None) -> int:  # noqa: ANN001
     """Every function defined in the dispatcher's compiled libraries, by address, into perf's map
-    for this process; how many."""
+    for this process; how many. With ``code_dir``, each function's machine code too (``NAME.bin``
+    and ``index.txt``: address, size, name) for ``sim_kernel_annotate.py``."""
     entries = []
     for cres in dispatcher.overloads.values():
         lib = cres.library
@@ -42,6 +43,17 @@ def write_perf_map(dispatcher) -> int:  # noqa: ANN001
         for i, (addr, name) in enumerate(entries):
             size = entries[i + 1][0] - addr if i + 1 < len(entries) else 0x1000
             fh.write(f"{addr:x} {size:x} {name}\n")
+    if code_dir:
+        import ctypes
+
+        os.makedirs(code_dir, exist_ok=True)
+        with open(os.path.join(code_dir, "index.txt"), "w") as index:
+            for i, (addr, name) in enumerate(entries):
+                size = min(entries[i + 1][0] - addr, 1 << 16) if i + 1 < len(entries) else 0x1000
+                safe = re.sub(r"[^A-Za-z0-9_]", "_", name)[:80]
+                with open(os.path.join(code_dir, f"{safe}.bin"), "wb") as out:
+                    out.write(ctypes.string_at(addr, size))
+                index.write(f"{addr:x} {size:x} {safe}\n")
     return len(entries)
 
 
@@ -49,6 +61,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("calls", help="recorded passes (sim_pass_replay.py capture)")
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--code-dir", help="also write each JIT function's machine code here")
     args = parser.parse_args()
     from asad.slurm.sim import fit_cache, pass_kernel
 
@@ -65,7 +78,7 @@ def main() -> int:
             noted += t1 - t0
             kernel += time.process_time() - t1
         print(f"round {r}: note_pass {noted / len(calls) * 1e3:.3f} ms a pass, kernel {kernel / len(calls) * 1e3:.3f}")
-    print(f"{write_perf_map(pass_kernel.backfill_pass)} functions named in /tmp/perf-{os.getpid()}.map")
+    print(f"{write_perf_map(pass_kernel.backfill_pass, args.code_dir)} functions named in /tmp/perf-{os.getpid()}.map")
     return 0
 
 

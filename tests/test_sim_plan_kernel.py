@@ -243,28 +243,26 @@ def test_intervals_added_with_the_bisection_shortcut_equal_the_absorbing_walk(pl
 def test_the_pick_s_usable_nodes_from_the_bitmap_equal_the_scan(n, slots, usable, by) -> None:  # noqa: ANN001
     """plan_kernel.pick_from_bits (eleventh session) reads the final pick's usable nodes fitting by
     ``by`` from the usable bitmap by fit-time position instead of scanning every node: the same
-    nodes in node order as the scan (``avail and times <= by``), or -1 when more than 64, with
-    ties of fit times (few distinct values), times equal to ``by``, never-fitting nodes (inf) and
+    nodes in node order as the scan (``avail and times <= by``), however many (since the
+    fifteenth session, sorted by a bitmap by node; a scratch full of junk first), with ties of
+    fit times (few distinct values), times equal to ``by``, never-fitting nodes (inf) and
     prefixes across word boundaries (n up to 200)."""
     times = np.array([np.inf if t == 12 else 100.0 + 10 * t for t in slots[:n]])
     by_time = np.argsort(times, kind="stable")
     avail = np.array(usable[:n], dtype=np.bool_)
     bits = np.empty((n + 63) // 64, dtype=np.uint64)
-    cnt = np.empty((n + 63) // 64, dtype=np.int64)
-    plan_kernel._bits_reset(bits, cnt, n)
+    plan_kernel._bits_reset(bits, n)
     rank = np.empty(n, dtype=np.int64)
     plan_kernel.shape_rank(by_time, rank)
     for node in range(n):
         if not avail[node]:
-            plan_kernel._bits_clear(bits, cnt, rank[node])
+            plan_kernel._bits_clear(bits, rank[node])
     t_by = 100.0 + 10 * by
     want = [i for i in range(n) if avail[i] and times[i] <= t_by]
-    idx = np.empty(n, dtype=np.int64)
-    m = plan_kernel.pick_from_bits(bits, times, by_time, t_by, idx)
-    if len(want) > 64:
-        assert m == -1
-    else:
-        assert idx[:m].tolist() == want
+    idx = np.full(n, -7, dtype=np.int64)
+    mark = np.full((n + 63) // 64, 0xDEADBEEF, dtype=np.uint64)
+    m = plan_kernel.pick_from_bits(bits, times, by_time, t_by, idx, mark)
+    assert idx[:m].tolist() == want
 
 
 @settings(max_examples=300, deadline=None)
@@ -272,22 +270,35 @@ def test_the_pick_s_usable_nodes_from_the_bitmap_equal_the_scan(n, slots, usable
 def test_the_usable_bitmap_selects_as_a_sorted_list(n, ops) -> None:  # noqa: ANN001
     """The search's usable positions (plan_maps._bits_*, which replaced the Fenwick tree): after
     any sequence of positions turned unusable and back (a position toggles), the k-th set
-    position is the k-th of the set kept in Python, across word boundaries (n up to 200)."""
+    position is the k-th of the set kept in Python, and -1 past the last (since the fifteenth
+    session the words' bits are counted by ``popcnt``, no count kept beside them), across word
+    boundaries (n up to 200)."""
     bits = np.empty((n + 63) // 64, dtype=np.uint64)
-    cnt = np.empty((n + 63) // 64, dtype=np.int64)
-    plan_kernel._bits_reset(bits, cnt, n)
+    plan_kernel._bits_reset(bits, n)
     usable = set(range(n))
     for p, k in ops:
         p %= n
         if p in usable:
-            plan_kernel._bits_clear(bits, cnt, p)
+            plan_kernel._bits_clear(bits, p)
             usable.remove(p)
         else:
-            plan_kernel._bits_set(bits, cnt, p)
+            plan_kernel._bits_set(bits, p)
             usable.add(p)
-        assert int(cnt.sum()) == len(usable)
-        if k <= len(usable):
-            assert plan_kernel._bits_select(bits, cnt, k) == sorted(usable)[k - 1]
+        want = sorted(usable)[k - 1] if k <= len(usable) else -1
+        assert plan_kernel._bits_select(bits, k) == want
+
+
+def test_the_bit_counts_are_the_words_bits() -> None:
+    """``plan_maps._popcount``/``_lowest`` compiled (LLVM's ctpop and cttz, fifteenth session)
+    answer as the Python reference on words with the top bit set, one bit, and all bits."""
+    from asad.slurm.sim import plan_maps
+
+    words = [1, 2, 3, 0x8000000000000000, 0xFFFFFFFFFFFFFFFF, 0x0123456789ABCDEF, 0xF0F0F0F0F0F0F0F0]
+    for word in words:
+        x = np.uint64(word)
+        assert plan_maps._popcount(x) == bin(word).count("1")
+        assert plan_maps._lowest(x) == (word & -word).bit_length() - 1
+    assert plan_maps._popcount(np.uint64(0)) == 0
 
 
 # The third session's try loop, each try looking at every span and walking the nodes in fit-time

@@ -25,7 +25,7 @@ from asad.slurm.sim.numba_cache import LEAF, drop_stale_cache
 # and the tests, which read them here
 from asad.slurm.sim.plan_maps import (  # noqa: F401
     _bisect_left, _bisect_right, _bits_clear, _bits_reset, _bits_select, _bits_set, _cap, _cap_sorted,
-    _floor_to, _free_spans, add_span_twice, by_end, distinct_bounds, insert_bound)
+    _floor_to, _free_spans, _lowest, add_span_twice, by_end, distinct_bounds, insert_bound)
 
 # the will-run walk (its own module since the twelfth session); re-exported for the tests and
 # scripts that read it here
@@ -271,14 +271,16 @@ def node_intervals(n, iv_node):  # noqa: ANN001, ANN202
     return iv_next, node_iv
 
 
-def _pick_from_bits(bits, times, by_time, by, idx):  # noqa: ANN001, ANN202
-    """Into ``idx`` (ascending) the usable nodes whose fit time is <= ``by``; how many, or -1 when
-    there are more than 64 (their sort by insertion would cost more than the scan).
+def _pick_from_bits(bits, times, by_time, by, idx, mark):  # noqa: ANN001, ANN202
+    """Into ``idx`` (ascending) the usable nodes whose fit time is <= ``by``; how many.
     ``by_time`` is in non-decreasing time order, so those nodes are the fit-time positions
     [0, end); a node is usable exactly when its position's bit is set (the search keeps the
-    bitmap beside ``avail``). Why: the pick's scan of every node with its three-way test was
-    ~15 % of the kernel (eleventh session, a doubled scan); the prefix is ~150 positions of 602
-    and its usable ones ~30, read here ~64 positions a word."""
+    bitmap beside ``avail``). Each such node is marked in ``mark``, a bitmap by node number
+    (scratch of as many words as ``bits``), read back in node order. Why: the pick's scan of every
+    node with its three-way test was ~15 % of the kernel (eleventh session, a doubled scan); the
+    prefix is ~150 positions of 602 and its usable ones ~30, read here ~64 positions a word. Until
+    the fifteenth session the nodes were sorted by insertion (~15 % of the search, perf) and more
+    than 64 of them fell back to the scan (a fifth of the picks)."""
     n = len(by_time)
     lo, hi = 0, n  # end: the first position whose time is > by
     while lo < hi:
@@ -288,6 +290,8 @@ def _pick_from_bits(bits, times, by_time, by, idx):  # noqa: ANN001, ANN202
         else:
             hi = mid
     end = lo
+    for w in range(len(mark)):
+        mark[w] = np.uint64(0)
     m = 0
     for w in range((end + 63) // 64):
         x = bits[w]
@@ -295,22 +299,17 @@ def _pick_from_bits(bits, times, by_time, by, idx):  # noqa: ANN001, ANN202
         if left < 64:
             x &= (np.uint64(1) << np.uint64(left)) - np.uint64(1)
         while x:
-            low = x & (~x + np.uint64(1))  # the lowest set bit
-            x ^= low
-            pos = 64 * w
-            for sh in (32, 16, 8, 4, 2, 1):
-                if low >> np.uint64(sh):
-                    low >>= np.uint64(sh)
-                    pos += sh
-            if m == 64:  # many: their sort would cost more than the scan
-                return -1
-            node = by_time[pos]
-            t = m  # insertion by node number: ~30 nodes, the node pick wants them in order
-            while t > 0 and idx[t - 1] > node:
-                idx[t] = idx[t - 1]
-                t -= 1
-            idx[t] = node
+            node = np.uint64(by_time[np.uint64(64 * w + _lowest(x))])
+            x &= x - np.uint64(1)  # the lowest set bit dropped
+            mark[node >> np.uint64(6)] |= np.uint64(1) << (node & np.uint64(63))
             m += 1
+    at = 0
+    for w in range(len(mark)):
+        x = mark[w]
+        while x:
+            idx[at] = 64 * w + _lowest(x)
+            x &= x - np.uint64(1)
+            at += 1
     return m
 
 
@@ -333,17 +332,17 @@ def _later_start(end_e, ne, ns, bounds, start_res, end_time):  # noqa: ANN001, A
 
 
 # the rows of the search's integer scratch (``new_scratch``): what it allocated per search or try
-# until the fourteenth session (its window's counts and bitmap words, the pick's candidates,
-# their free cores, the nodes picked, ``_consec_pick``'s runs, the will-run test's free cores
-# and memory)
-W_OVER, W_CNT, W_IDX, W_FREE, W_OUT, W_STARTS, W_ENDS, W_RUN, W_FC, W_FM = range(10)
+# until the fourteenth session (its window's counts, the pick's candidates, their free cores, the
+# nodes picked, ``_consec_pick``'s runs, the will-run test's free cores and memory)
+W_OVER, W_IDX, W_FREE, W_OUT, W_STARTS, W_ENDS, W_RUN, W_FC, W_FM = range(9)
 
 
 def new_scratch(n):  # noqa: ANN001, ANN202
     """Scratch for ``search_kept`` on ``n`` nodes: integer rows (``W_*``), two boolean rows (the
-    window's usable nodes, the pick's live runs) and the bitmap's words."""
-    return (np.empty((10, max(n, 1)), dtype=np.int64), np.empty((2, max(n, 1)), dtype=np.bool_),
-            np.empty(max((n + 63) // 64, 1), dtype=np.uint64))
+    window's usable nodes, the pick's live runs) and two bitmaps' words (the usable fit-time
+    positions, the pick's nodes)."""
+    return (np.empty((9, max(n, 1)), dtype=np.int64), np.empty((2, max(n, 1)), dtype=np.bool_),
+            np.empty((2, max((n + 63) // 64, 1)), dtype=np.uint64))
 
 
 def _planned_start_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizon, guess_s,
@@ -398,10 +397,9 @@ def _search_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizo
     for i in range(n):
         n_over[i] = 0
         avail[i] = True
-    n_avail = n
-    nw = (n + 63) // 64  # the usable nodes by fit-time position, a bitmap (plan_maps._bits_*)
-    cnt = iwork[W_CNT, :max(nw, 1)]
-    _bits_reset(bits, cnt, n)
+    # the usable nodes by fit-time position, a bitmap (plan_maps._bits_*); the pick's by node
+    fit_bits, node_bits = bits[0], bits[1]
+    _bits_reset(fit_bits, n)
     nb = 0
     held_fit = 0
     start_res = now
@@ -413,29 +411,26 @@ def _search_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizo
             for i in range(n):
                 n_over[i] = 0
                 avail[i] = True
-            n_avail = n
-            _bits_reset(bits, cnt, n)
+            _bits_reset(fit_bits, n)
             nb = ne = held_fit = 0
         last_start = start_res
         end_time = start_res + limit
-        while nb < ns and span_b[nb] <= end_time:  # spans that begin by the window's end enter
-            node = np.uint64(span_n[nb])  # (unsigned: no negative-index wrap, numba_cache)
+        while nb < ns and span_b[np.uint64(nb)] <= end_time:  # spans that begin by the window's end enter
+            node = np.uint64(span_n[np.uint64(nb)])  # (unsigned: no negative-index wrap, numba_cache)
             nb += 1
             n_over[node] += 1
             if n_over[node] == 1:
                 avail[node] = False
-                n_avail -= 1
                 held_fit += fits_now[node]
-                _bits_clear(bits, cnt, rank[node])
-        while ne < ns and end_e[ne] <= start_res:  # those that end by its start leave
-            node = np.uint64(end_n[ne])
+                _bits_clear(fit_bits, rank[node])
+        while ne < ns and end_e[np.uint64(ne)] <= start_res:  # those that end by its start leave
+            node = np.uint64(end_n[np.uint64(ne)])
             ne += 1
             n_over[node] -= 1
             if n_over[node] == 0:
                 avail[node] = True
-                n_avail += 1
                 held_fit -= fits_now[node]
-                _bits_set(bits, cnt, rank[node])
+                _bits_set(fit_bits, rank[node])
         # later_start: the first span end after start_res, if by the cap (planner.later_start:
         # also a span that has not entered the window, one filling the segment after it)
         later = later_start(end_e, ne, ns, bounds, start_res, end_time)
@@ -443,8 +438,9 @@ def _search_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizo
             at, by, gone, counted = now, -INF, 0, False
         else:
             kth = INF
-            if n_avail >= k:
-                kth = times[by_time[_bits_select(bits, cnt, k)]]
+            pos = _bits_select(fit_bits, k)  # (-1: fewer than k usable)
+            if pos >= 0:
+                kth = times[by_time[pos]]
             if kth > later:
                 # The will-run start would be at kth or after, past later_start (or there is
                 # none): either way this try ends in start_res = later, without the walk.
@@ -471,18 +467,16 @@ def _search_kept(times, by_time, free_c, free_m, k, cpn, mem, limit, now, horizo
         free_then = cur_c
         free_m_then = cur_m
         idx = iwork[W_IDX]
-        m = -1
         if by != -INF and not counted:
             # the usable nodes fitting by ``by`` are the set bits of the usable bitmap among the
             # fit-time positions whose time is <= by (a prefix): read by words, not a scan of
-            # every node (eleventh session; -1: the prefix is long, the scan is cheaper)
-            m = pick_from_bits(bits, times, by_time, by, idx)
-        if m < 0:
+            # every node (eleventh session)
+            m = pick_from_bits(fit_bits, times, by_time, by, idx, node_bits)
+        else:
             m = 0
             for i in range(n):
                 if avail[i] and ((by == -INF and free_c[i] >= cpn and free_m[i] >= mem)
-                                 or (counted and free_then[i] >= cpn and free_m_then[i] >= mem)
-                                 or (by != -INF and not counted and times[i] <= by)):
+                                 or (counted and free_then[i] >= cpn and free_m_then[i] >= mem)):
                     idx[m] = i
                     m += 1
         if m < k:  # never on a true state (the test above counted k); a stale one: say so
