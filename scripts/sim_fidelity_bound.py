@@ -95,7 +95,10 @@ def radius(pairs: int, ties_run: int, tau_min: float, ties_sim: int) -> float | 
     tau_min. Needs ties_sim < pairs (tau_b's denominator is then positive)."""
     assert tau_min > 0 and 0 <= ties_sim < pairs and 0 <= ties_run < pairs
     scale = math.sqrt((pairs - ties_run) * (pairs - ties_sim))
-    if tau_min * scale > pairs - max(ties_run, ties_sim):  # C - D <= C + D <= P - max(U, V)
+    # C - D <= C + D <= P - max(U, V); a tau_min computed as (C - D) / scale comes back times
+    # scale an ulp or so off, which must not turn a reachable target unreachable (hypothesis
+    # found one: C - D = P - U exactly, tau * scale one ulp above it)
+    if tau_min * scale > pairs - max(ties_run, ties_sim) + 1e-9 * max(1.0, scale):
         return None
     tied_both_min = max(0, ties_run + ties_sim - pairs)
     return (pairs - tied_both_min - tau_min * scale) / 2

@@ -10,7 +10,7 @@ import math
 from pathlib import Path
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from asad.bench.sim_vs_real import compare, kendall_tau
@@ -94,6 +94,7 @@ def test_tau_b_from_the_counts_is_the_scorers(pairs):
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5)), min_size=3, max_size=9))
+@example([(0, 0), (0, 0), (0, 1), (1, 2), (1, 3), (1, 3), (1, 3), (1, 3)])  # tau * scale an ulp above C - D
 def test_the_radius_holds_every_schedule_the_tau_target_lets_through(pairs):
     run, sim = [x for x, _ in pairs], [y for _, y in pairs]
     c = B.pair_counts(run, sim)
