@@ -7,6 +7,10 @@ counts, ``NRT_incref``/``NRT_decref``, were found at a third of the kernel).
         python scripts/sim_kernel_perf.py /tmp/s37t-work/passes56.pkl --rounds 20
     perf report -i perf.data --no-children --sort sym --dsos "[JIT] tid NNN"
 
+With ``--code-dir DIR`` it also writes each function's machine code, for per-instruction counts
+(``scripts/sim_kernel_annotate.py``: how the fifteenth session found the search's bitmap counts
+and the pick's insertion sort).
+
 The numba cache must be empty (``NUMBA_CACHE_DIR`` a fresh directory): a kernel loaded from
 the cache has no LLVM module left to name its functions. The fit-time cache's bookkeeping in
 Python (``note_pass``) is timed apart from the kernel.
