@@ -694,3 +694,19 @@ def test_the_account_and_qos_slurm_charged():
         assert {jid: (st.account, st.qos) for jid, st in statuses.items()} == {390: ("root", "normal"),
                                                                               391: ("root", "normal")}
     assert {st.account for st in parse_squeue(read("squeue_mixed.txt")).values()} == {""}
+
+
+def test_an_over_memory_kill_whose_job_record_lags_its_step_s_is_oom():
+    """Seen in CI again (2026-11-29, the merge test's run 1): slurmdbd had the batch step's record
+    ("CANCELLED by 0", MaxRSS 316 MB) while the job's own record still read RUNNING, so the end came
+    from scontrol (FAILED, JobLaunchFailure, 0:9) and was taken as a plain failure: the peak was
+    known, so the verdict was not waited for, but scontrol's status never met the OOM test. The
+    stage failed instead of being retried with more memory."""
+    running = SEP.join(["17", "cap-oom", "RUNNING", "0:0", "", "100M", "1", "00:00.002", "1795262387",
+                        "1795262387", "1795262388", "Unknown", "", "main", "1", "1", "n1", "5", "None"])
+    step = SEP.join(["17.batch", "batch", "CANCELLED by 0", "0:9", "323748K", "", "1", "00:00.002",
+                     "1795262388", "1795262388", "1795262388", "1795262389", "", "", "1", "1", "n1", "", ""])
+    b, _, _ = backend({"squeue": [_squeue_lines(17)], "sacct": [running + "\n" + step + "\n"],
+                       "scontrol": [read("scontrol_jobs.txt")]}, clock=lambda: 1795262391.0)
+    got = b.poll([17])[17]
+    assert got.state is JobState.OUT_OF_MEMORY and got.signal == 9

@@ -421,6 +421,11 @@ class SlurmCLI:
             for jid in missing:
                 if jid in detail:
                     out[jid] = detail[jid]
+                    rec = records.get(jid)
+                    if rec is not None:
+                        # the job's record lags its steps' (seen in CI): a step's MaxRSS may be
+                        # there already, and then the verdict below does not wait; it is judged here
+                        out[jid] = self._with_oom(SacctRecord(detail[jid], rec.usage, rec.req_mem_per_node_mb))
         if self.accounting:
             for jid in ended:
                 if jid in out and self._verdict_pending(out[jid], records.get(jid)):
