@@ -710,3 +710,18 @@ def test_an_over_memory_kill_whose_job_record_lags_its_step_s_is_oom():
                        "scontrol": [read("scontrol_jobs.txt")]}, clock=lambda: 1795262391.0)
     got = b.poll([17])[17]
     assert got.state is JobState.OUT_OF_MEMORY and got.signal == 9
+
+
+def test_an_over_memory_kill_that_only_squeue_still_ends_is_judged_with_the_step_s_peak():
+    """The same lag as above, with slurmctld's record gone from scontrol by the time it is asked
+    (squeue's answer was the last it gave): squeue's end is the status, and it meets the one OOM
+    test every end meets, with the batch step's MaxRSS from sacct."""
+    running = SEP.join(["17", "cap-oom", "RUNNING", "0:0", "", "100M", "1", "00:00.002", "1795262387",
+                        "1795262387", "1795262388", "Unknown", "", "main", "1", "1", "n1", "5", "None"])
+    step = SEP.join(["17.batch", "batch", "CANCELLED by 0", "0:9", "323748K", "", "1", "00:00.002",
+                     "1795262388", "1795262388", "1795262388", "1795262389", "", "", "1", "1", "n1", "", ""])
+    no_17 = "\n".join(ln for ln in read("scontrol_jobs.txt").splitlines() if not ln.startswith("JobId=17 ")) + "\n"
+    b, _, _ = backend({"squeue": [_squeue_lines(17)], "sacct": [running + "\n" + step + "\n"],
+                       "scontrol": [no_17]}, clock=lambda: 1795262391.0)
+    got = b.poll([17])[17]
+    assert got.state is JobState.OUT_OF_MEMORY and got.reason == "OutOfMemory"

@@ -401,15 +401,14 @@ class SlurmCLI:
                 elif rec is None:
                     continue
                 elif jid not in live:
-                    out[jid] = self._with_oom(rec)
+                    out[jid] = rec.status
                     if not self._all_tasks_seen(out[jid]):
                         out[jid] = _still_ending(out[jid])
                 elif rec.status.state.is_final:
                     # slurmctld still knows the job: its record is complete, while slurmdbd's may be
                     # a placeholder (name "allocation", no eligible time) for a few seconds. Take
-                    # only what squeue lacks: exit code, signal and the OOM verdict.
-                    merged = replace(live[jid], exit_code=rec.status.exit_code, signal=rec.status.signal)
-                    out[jid] = self._with_oom(SacctRecord(merged, rec.usage, rec.req_mem_per_node_mb))
+                    # only what squeue lacks: exit code and signal (the OOM verdict below).
+                    out[jid] = replace(live[jid], exit_code=rec.status.exit_code, signal=rec.status.signal)
             missing = [j for j in ended if j in live and live[j].array_tasks is None
                        and (j not in records or not records[j].status.state.is_final)]
         else:
@@ -421,14 +420,17 @@ class SlurmCLI:
             for jid in missing:
                 if jid in detail:
                     out[jid] = detail[jid]
-                    rec = records.get(jid)
-                    if rec is not None:
-                        # the job's record lags its steps' (seen in CI): a step's MaxRSS may be
-                        # there already, and then the verdict below does not wait; it is judged here
-                        out[jid] = self._with_oom(SacctRecord(detail[jid], rec.usage, rec.req_mem_per_node_mb))
         if self.accounting:
             for jid in ended:
-                if jid in out and self._verdict_pending(out[jid], records.get(jid)):
+                if jid not in out:
+                    continue
+                rec = records.get(jid)
+                if rec is not None:
+                    # One OOM test for every end, whichever command told it: the job's own record
+                    # in slurmdbd can lag its batch step's (seen in CI), so an end from squeue or
+                    # scontrol is judged with the step's MaxRSS as soon as sacct has it.
+                    out[jid] = self._with_oom(SacctRecord(out[jid], rec.usage, rec.req_mem_per_node_mb))
+                if self._verdict_pending(out[jid], rec):
                     out[jid] = _still_ending(out[jid])
         return out
 
@@ -443,8 +445,7 @@ class SlurmCLI:
             if queued.end_time is not None and self.clock() - queued.end_time >= _VERDICT_WAIT_S:
                 return queued  # slurmdbd never caught up: slurmctld's view of every task is the verdict
             return _still_ending(queued)
-        status = self._with_oom(rec)
-        return status if self._all_tasks_seen(status) else _still_ending(status)
+        return rec.status if self._all_tasks_seen(rec.status) else _still_ending(rec.status)
 
     def _all_tasks_seen(self, status: JobStatus) -> bool:
         """Does a final array status count every task asad submitted? (After a restart the count
