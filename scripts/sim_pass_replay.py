@@ -133,8 +133,8 @@ def _load_kernel(tree: str, tag: str):  # noqa: ANN202
 
     mods = {}
     # the tree's own modules, lowest first; a module a tree does not have (will_run before the
-    # twelfth session) is skipped
-    for name in ("plan_maps", "will_run", "plan_kernel", "fit_cache", "pass_kernel"):
+    # twelfth session, pass_shapes before the sixteenth) is skipped
+    for name in ("plan_maps", "will_run", "plan_kernel", "fit_cache", "pass_shapes", "pass_kernel"):
         path = f"{tree}/asad/slurm/sim/{name}.py"
         if not os.path.exists(path):
             continue

@@ -294,8 +294,7 @@ def python_pass(on_search):  # noqa: ANN001, ANN201
     src = src.replace(call, "CUR[0] = j_id[pj_i]; " + call)
     ns = {"__name__": "pass_kernel_recorded"}
     exec(compile(src, pass_kernel.__file__, "exec"), ns)  # noqa: S102 - the repository's own source
-    for name in ("_ensure_sorted", "count_fitting", "_job_groups", "_py_min", "_shape_times_sorted"):
-        ns[name] = getattr(pass_kernel, name)
+    # its per-shape loops stay compiled: the source calls them as ``pass_shapes.*``
     ns["plan_kernel"] = _PlanKernel(on_search)
     ns["fit_cache"] = fit_cache
     ns["CUR"] = [None]

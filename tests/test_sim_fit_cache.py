@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asad.slurm.sim import fit_cache, pass_kernel, plan_kernel
+from asad.slurm.sim import fit_cache, pass_shapes, plan_kernel
 
 pytestmark = pytest.mark.skipif(plan_kernel.njit is None, reason="numba is not installed")
 
@@ -82,7 +82,7 @@ def test_kept_fit_times_equal_the_sweep(first_jobs, steps) -> None:  # noqa: ANN
                 continue
             got, got_sorted = kept
             want, order, want_sorted = np.empty(N), np.empty(N, dtype=np.int64), np.empty(N)
-            pass_kernel._shape_times_sorted(want, order, want_sorted, free_c, free_m, *pieces[:4], len(pieces[0]),
+            pass_shapes._shape_times_sorted(want, order, want_sorted, free_c, free_m, *pieces[:4], len(pieces[0]),
                                             cores, mem, now)
             assert got.tolist() == want.tolist()
             assert got_sorted.tolist() == want_sorted.tolist()

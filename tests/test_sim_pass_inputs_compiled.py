@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from asad.slurm.sim import fit_cache, pass_inputs, pass_kernel, plan_kernel
+from asad.slurm.sim import fit_cache, pass_inputs, pass_kernel, pass_shapes, plan_kernel
 from asad.slurm.sim.cluster import PartitionState
 from asad.slurm.sim.config import PartitionSpec
 from asad.slurm.sim.jobs import SimJob
@@ -155,7 +155,7 @@ def test_marked_nodes_keep_the_fit_cache_equal_to_the_sweep(steps) -> None:  # n
             if got is None:
                 continue
             want, order, want_sorted = np.empty(N), np.empty(N, dtype=np.int64), np.empty(N)
-            pass_kernel._shape_times_sorted(want, order, want_sorted, part.np_free_c, part.np_free_m,
+            pass_shapes._shape_times_sorted(want, order, want_sorted, part.np_free_c, part.np_free_m,
                                             *pieces[:4], len(pieces[0]), cores, mem, now)
             assert got.tolist() == want.tolist()
 

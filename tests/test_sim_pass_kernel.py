@@ -219,7 +219,7 @@ def test_fit_times_in_order_without_a_sort(pieces, cores, mem) -> None:  # noqa:
     free now and nodes that never fit included. It fails if the nodes free now go first."""
     import numpy as np
 
-    from asad.slurm.sim import pass_kernel
+    from asad.slurm.sim import pass_shapes
 
     n, now = 10, T0
     free_c = np.full(n, 8, dtype=np.int64)
@@ -234,9 +234,9 @@ def test_fit_times_in_order_without_a_sort(pieces, cores, mem) -> None:  # noqa:
     pe = np.array([p[0] for p in kept], dtype=np.float64)
     pn, pc, pm = (np.array([p[i] for p in kept], dtype=np.int64) for i in (1, 2, 3))
     want = np.empty(n)
-    pass_kernel._shape_times(want, free_c, free_m, pe, pn, pc, pm, len(kept), cores, mem, now)
+    pass_shapes._shape_times(want, free_c, free_m, pe, pn, pc, pm, len(kept), cores, mem, now)
     times, order, ordered = np.empty(n), np.empty(n, dtype=np.int64), np.empty(n)
-    pass_kernel._shape_times_sorted(times, order, ordered, free_c, free_m, pe, pn, pc, pm, len(kept),
+    pass_shapes._shape_times_sorted(times, order, ordered, free_c, free_m, pe, pn, pc, pm, len(kept),
                                     cores, mem, now)
     assert times.tolist() == want.tolist()
     assert sorted(order.tolist()) == list(range(n))
@@ -315,12 +315,12 @@ def test_the_fitting_count_says_what_the_node_pick_says(free, nodes, cores, mem,
     either of its comparisons)."""
     import numpy as np
 
-    from asad.slurm.sim import pass_kernel
+    from asad.slurm.sim import pass_shapes
 
     free_c = np.array([c for c, _ in free], dtype=np.int64)
     free_m = np.array([m for _, m in free], dtype=np.int64)
     picked = plan_kernel.find_consec(free_c, free_m, np.empty(0, dtype=np.int64), nodes, cores, mem)
-    assert (pass_kernel.count_fitting(free_c, free_m, cores, mem) >= nodes) == (len(picked) > 0)
+    assert (pass_shapes.count_fitting(free_c, free_m, cores, mem) >= nodes) == (len(picked) > 0)
     blocked = np.array([i for i in range(len(free)) if held[i]], dtype=np.int64)
     open_fit = sum(1 for i in range(len(free)) if not held[i] and free[i][0] >= cores and free[i][1] >= mem)
     picked = plan_kernel.find_consec(free_c, free_m, blocked, nodes, cores, mem)

@@ -2,7 +2,7 @@
 
 A job shape (cores, memory per node) has a fit time per node: ``now`` if the node holds the shape
 now, else the end of the running piece after whose end (pieces in end order) it does, else
-never (``pass_kernel._shape_times_sorted``). The pass kernel swept the ~1,600 running pieces once
+never (``pass_shapes._shape_times_sorted``). The pass kernel swept the ~1,600 running pieces once
 per shape and pass (~76 shapes a saturated ``hpc2n`` pass), although between two passes only the
 few nodes where a job started or ended change. This cache keeps, per shape, each node's time as
 of when it was computed ("now" kept as a mark, the others absolute ends), the non-now nodes in

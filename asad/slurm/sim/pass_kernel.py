@@ -19,160 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
-from asad.slurm.sim import fit_cache, plan_kernel, plan_maps, will_run
+from asad.slurm.sim import fit_cache, pass_shapes, plan_kernel, plan_maps, will_run
 from asad.slurm.sim.numba_cache import LEAF, drop_stale_cache  # noqa: F401 (tests read it here)
 
 INF = np.inf
 
 EV_START, EV_PLAN = 0, 1
-
-
-def _shape_times(out, free_c, free_m, pe, pn, pc, pm, n_p, cores, mem, now):  # noqa: ANN001, ANN202
-    """PartitionState.fit_times into ``out``: per node the first time it holds (cores, mem)
-    with running jobs ending at their limits (now: free already; inf: never). One sweep over
-    the pieces in end order (a node's pieces in end order, as _node_time)."""
-    n = len(free_c)
-    fc = free_c.copy()
-    fm = free_m.copy()
-    for i in range(n):
-        out[i] = now if (fc[i] >= cores and fm[i] >= mem) else INF
-    for p in range(n_p):
-        node = pn[p]
-        if out[node] == INF:
-            fc[node] += pc[p]
-            fm[node] += pm[p]
-            if fc[node] >= cores and fm[node] >= mem:
-                out[node] = pe[p]
-
-
-def _shape_times_sorted(out, order, sorted_out, free_c, free_m, pe, pn, pc, pm, n_p, cores, mem,
-                        now):  # noqa: ANN001, ANN202
-    """``_shape_times_sorted_into`` with scratch of its own (the tests' entry)."""
-    _shape_times_sorted_into(out, order, sorted_out, free_c, free_m, pe, pn, pc, pm, n_p, cores, mem,
-                             now, np.empty((4, len(free_c) + 1), dtype=np.int64))
-
-
-def _shape_times_sorted_into(out, order, sorted_out, free_c, free_m, pe, pn, pc, pm, n_p, cores,
-                             mem, now, work):  # noqa: ANN001, ANN202
-    """_shape_times, and the nodes in order of those times (``order``) with the times so ordered
-    (``sorted_out``), without a sort: the sweep over the pieces in end order gives each node its
-    time in non-decreasing order, so the order is that sweep's nodes merged with the nodes that
-    fit now (time ``now``; an overdue piece's end is before it), then those that never fit.
-    Ties come in another order than a stable sort's; the pass reads only the times' values in
-    order (the k-th smallest, and plan_kernel._kth_avail's count of usable nodes). ``work``:
-    scratch, four rows of ``n`` words (it allocates nothing: ``numba_cache.LEAF``)."""
-    n = len(free_c)
-    fc, fm, now_nodes = work[0], work[1], work[2]
-    for i in range(n):
-        fc[i] = free_c[i]
-        fm[i] = free_m[i]
-    n_now = 0
-    for i in range(n):
-        if fc[i] >= cores and fm[i] >= mem:
-            out[i] = now
-            now_nodes[n_now] = i
-            n_now += 1
-        else:
-            out[i] = INF
-    swept = work[3]
-    n_swept = 0
-    for p in range(n_p):
-        node = pn[p]
-        if out[node] == INF:
-            fc[node] += pc[p]
-            fm[node] += pm[p]
-            if fc[node] >= cores and fm[node] >= mem:
-                out[node] = pe[p]
-                swept[n_swept] = node
-                n_swept += 1
-    at = 0
-    j = 0
-    while j < n_swept and out[swept[j]] < now:  # overdue pieces' nodes first
-        order[at] = swept[j]
-        at += 1
-        j += 1
-    for t in range(n_now):
-        order[at] = now_nodes[t]
-        at += 1
-    while j < n_swept:
-        order[at] = swept[j]
-        at += 1
-        j += 1
-    for i in range(n):  # never fit
-        if out[i] == INF:
-            order[at] = i
-            at += 1
-    for i in range(n):
-        sorted_out[i] = out[order[i]]
-
-
-def count_fitting(free_c, free_m, cores, mem):  # noqa: ANN001, ANN202
-    """How many nodes hold (cores, mem) now: plan_kernel.find_consec picks nodes (a non-empty
-    pick) exactly when at least the job's node count do, so this answers "does it fit ignoring
-    plans" without the pick, its O(nodes) arrays and runs (~200 such tests a saturated pass)."""
-    got = 0
-    for i in range(len(free_c)):
-        if free_c[i] >= cores and free_m[i] >= mem:
-            got += 1
-    return got
-
-
-def _job_groups(pe, pj, n_p, first, ends):  # noqa: ANN001, ANN202
-    """BackfillMap.running_jobs: per running job (pieces grouped by end and job), its first
-    piece and its end; returns how many."""
-    m = 0
-    for p in range(n_p):
-        if p == 0 or pj[p] != pj[p - 1] or pe[p] != pe[p - 1]:
-            first[m] = p
-            ends[m] = pe[p]
-            m += 1
-    return m
-
-
-
-def _ensure_sorted(si, s_ok, s_times, s_order, s_sort, sh_c, sh_m, free_c, free_m,
-                   pe, pn, pc, pm, n_p, now, sh_slot, fc, head, lst, csr_ok, work):  # noqa: ANN001, ANN202
-    """BackfillMap.node_times / time_order / sorted_times for shape ``si``: from its slot of the
-    fit-time cache ``fc`` (``fit_cache``; only the nodes changed since move) if it has one, else
-    one sweep over the pieces. ``work``: scratch, four rows of ``n + 1`` words."""
-    if not s_ok[si]:
-        slot = sh_slot[si]
-        if slot >= 0:
-            fit_cache.ensure_slot_into(slot, fc[3], fc[4], fc[5], fc[6], fc[7], fc[8], fc[9], free_c,
-                                       free_m, pe, pn, pc, pm, n_p, head, lst, csr_ok, sh_c[si], sh_m[si],
-                                       now, s_times[si], s_order[si], work)
-        else:
-            _shape_times_sorted_into(s_times[si], s_order[si], s_sort[si], free_c, free_m, pe, pn, pc,
-                                     pm, n_p, sh_c[si], sh_m[si], now, work)
-        s_ok[si] = True
-
-
-def _py_min(a, lo, hi):  # noqa: ANN001, ANN202
-    """Python's min() over a[lo:hi], NaN included (a NaN first stays; later ones never win)."""
-    m = a[lo]
-    for i in range(lo + 1, hi):
-        if a[i] < m:
-            m = a[i]
-    return m
-
-
-def _job_shapes(j_cpn, j_mem, j_shape, sh_c, sh_m):  # noqa: ANN001, ANN202
-    """The tested jobs' shapes (cores, memory per node), in order of first appearance, into
-    ``sh_c``/``sh_m``; each job's into ``j_shape``; how many."""
-    n_sh = 0
-    for i in range(len(j_cpn)):
-        s = -1
-        for t in range(n_sh):
-            if sh_c[t] == j_cpn[i] and sh_m[t] == j_mem[i]:
-                s = t
-                break
-        if s < 0:
-            s = n_sh
-            sh_c[s] = j_cpn[i]
-            sh_m[s] = j_mem[i]
-            n_sh += 1
-        j_shape[i] = s
-    return n_sh
 
 
 # Rows of the pass's arenas (``_pass`` makes them, ``_pass_core`` names them again): the running
@@ -223,7 +75,7 @@ def _pass(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_free, fr
     i_jobs = np.empty((14, jobs), dtype=np.int64)
     f_jobs = np.empty((3, jobs))
     np_kcml = np.empty((4, 64), dtype=np.int64)
-    n_sh = _job_shapes(j_cpn, j_mem, i_jobs[J_SHAPE], i_jobs[J_SH_C], i_jobs[J_SH_M])
+    n_sh = pass_shapes._job_shapes(j_cpn, j_mem, i_jobs[J_SHAPE], i_jobs[J_SH_C], i_jobs[J_SH_M])
     shapes = max(n_sh, 1)
     sh_i = np.zeros((2, shapes), dtype=np.int64)
     sh_i[SH_SLOT] = -1
@@ -273,7 +125,7 @@ def _pass_core(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_fre
         pc[p] = pc0[p]
         pm[p] = pm0[p]
         pj[p] = pj0[p]
-    n_groups = _job_groups(pe, pj, n_p, first_piece, job_ends)
+    n_groups = pass_shapes._job_groups(pe, pj, n_p, first_piece, job_ends)
     # plans as node intervals (BackfillMap.reserve) and each node's earliest plan begin (min_b),
     # per node as a list (plan_kernel.node_intervals) for the plan search's clash test, their
     # boundaries sorted and distinct (plan_kernel._cap_sorted, ``bnd``), and merged per node
@@ -366,7 +218,7 @@ def _pass_core(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_fre
                         # says by a non-empty pick exactly when nn nodes hold the shape now.
                         si = j_shape[ji]
                         if not n_fit_ok[si]:
-                            n_fit[si] = count_fitting(free_c, free_m, cpn, mem)
+                            n_fit[si] = pass_shapes.count_fitting(free_c, free_m, cpn, mem)
                             n_fit_ok[si] = True
                         if n_fit[si] >= nn:
                             got = yes_block
@@ -388,7 +240,7 @@ def _pass_core(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_fre
                 if nn <= part_n and cpn <= part_cores and mem <= part_mem:
                     si = j_shape[ji]
                     if not s_ok[si]:  # (tested here: the call alone counts ~30 references)
-                        _ensure_sorted(si, s_ok, s_times, s_order, s_sort, sh_c, sh_m,
+                        pass_shapes._ensure_sorted(si, s_ok, s_times, s_order, s_sort, sh_c, sh_m,
                                        free_c, free_m, pe, pn, pc, pm, n_p, now, sh_slot, fc, head,
                                        lst, csr_ok, fit_work)
                     kth = s_times[si, s_order[si, nn - 1]]  # (s_sort[si, nn - 1]: not kept by the cache)
@@ -408,7 +260,7 @@ def _pass_core(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_fre
                     last -= 1
                 plan_from, plan_to = u_head, last + 1
                 u_head = last + 1
-                unplanned_min = _py_min(bounds, u_head, n_u) if n_u > u_head else INF
+                unplanned_min = pass_shapes._py_min(bounds, u_head, n_u) if n_u > u_head else INF
             action = 1
         # ---- the plans (backfill._plan, planner.fit_times / planned_start_slurm, _plan_at) --
         for u in range(plan_from, plan_to):
@@ -428,7 +280,7 @@ def _pass_core(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_fre
                 continue
             si = j_shape[pj_i]
             if not s_ok[si]:
-                _ensure_sorted(si, s_ok, s_times, s_order, s_sort, sh_c, sh_m,
+                pass_shapes._ensure_sorted(si, s_ok, s_times, s_order, s_sort, sh_c, sh_m,
                                free_c, free_m, pe, pn, pc, pm, n_p, now, sh_slot, fc, head, lst, csr_ok,
                                fit_work)
             t_min = max(now, s_times[si, s_order[si, k - 1]])
@@ -579,7 +431,7 @@ def _pass_core(now, horizon, res, guess_s, part_n, part_cores, part_mem, max_fre
             pm[at + t] = mem
             pj[at + t] = jid
         n_p += k
-        n_groups = _job_groups(pe, pj, n_p, first_piece, job_ends)
+        n_groups = pass_shapes._job_groups(pe, pj, n_p, first_piece, job_ends)
         for s in range(n_sh):
             s_ok[s] = False
             n_fit_ok[s] = False
@@ -606,17 +458,9 @@ def run_pass(cache, *args):  # noqa: ANN001, ANN002, ANN201
 
 
 if plan_kernel.njit is not None:
-    for _dependency in (plan_kernel, plan_maps, will_run, fit_cache):  # compiled into the pass
+    for _dependency in (plan_kernel, plan_maps, will_run, fit_cache, pass_shapes):  # compiled into the pass
         drop_stale_cache(Path(__file__).with_name("__pycache__"), Path(__file__).stem, Path(_dependency.__file__))
-    _shape_times = plan_kernel.njit(cache=True)(_shape_times)
-    _shape_times_sorted_into = plan_kernel.njit(**LEAF)(_shape_times_sorted_into)
-    _shape_times_sorted = plan_kernel.njit(cache=True)(_shape_times_sorted)
-    _job_groups = plan_kernel.njit(**LEAF)(_job_groups)
-    count_fitting = plan_kernel.njit(**LEAF)(count_fitting)
-    _ensure_sorted = plan_kernel.njit(**LEAF)(_ensure_sorted)
-    _job_shapes = plan_kernel.njit(**LEAF)(_job_shapes)
     _pass_core = plan_kernel.njit(**LEAF)(_pass_core)
-    _py_min = plan_kernel.njit(**LEAF)(_py_min)
     backfill_pass = plan_kernel.njit(cache=True)(_pass)
 else:  # pragma: no cover
     backfill_pass = None
