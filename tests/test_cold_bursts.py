@@ -1,0 +1,66 @@
+"""scripts/cold_bursts.py: which jobs are cold, the intra-burst correlation and the calibrated
+learner's pass share, on toy inputs whose answers are known."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+
+SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "cold_bursts.py"
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("cold_bursts", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_job_is_cold_until_an_earlier_job_of_its_key_has_started_as_the_replay_pops_it():
+    cb = _load()
+    key = np.array(["a", "b", "a", "b", "a", "b"])
+    eligible = np.array([0.0, 1.0, 5.0, 6.0, 10.0, 12.0])
+    # a's first job starts at 10: a's job eligible at 10 is warm (a start at <= now is known).
+    # b's job eligible at 6 started at 3, before it was eligible (the file has such rows): the
+    # replay learns of a job only after its turn, so b's job at 6 is cold (b's key's earliest
+    # start, 3, would call it warm) and b's job at 12 is warm
+    start = np.array([10.0, 20.0, 30.0, 3.0, 40.0, 50.0])
+    assert cb.cold_mask(key, eligible, start).tolist() == [True, True, True, True, False, False]
+
+
+def test_the_intra_burst_correlation_is_one_for_burst_constant_values_and_near_zero_for_noise():
+    cb = _load()
+    groups = np.repeat(np.arange(50), 20)
+    rng = np.random.default_rng(1)
+    assert cb.icc(np.repeat(rng.standard_normal(50), 20), groups) > 0.999
+    assert cb.icc(rng.standard_normal(1000), groups) < 0.05
+    assert cb.icc(np.ones(10), np.zeros(10)) == 0.0  # one group: not told
+
+
+def test_a_calibrated_learner_passes_with_independent_jobs_and_fails_with_one_shared_coin():
+    cb = _load()
+    rng = np.random.default_rng(2)
+    qs = (0.1, 0.25, 0.5, 0.75, 0.9)
+    # 2,000 independent jobs: each level's sd ~1.1 points, so nearly always within 5
+    share, gap = cb.calibrated_pass_share(np.ones(2000, dtype=int), 0.0, qs, 200, rng)
+    assert share > 0.95 and gap < 3.0
+    # the same jobs in 4 bursts moving as one: the coverage is one of a handful of values
+    share, gap = cb.calibrated_pass_share(np.full(4, 500), 1.0, qs, 200, rng)
+    assert share < 0.2 and gap > 10.0
+
+
+def test_counting_each_burst_once_turns_a_few_big_bursts_back_into_many_units():
+    cb = _load()
+    rng = np.random.default_rng(3)
+    qs = (0.1, 0.25, 0.5, 0.75, 0.9)
+    # 1,000 bursts of one job and one of 5,000 moving as one: by job the big burst decides
+    # (83 % of the jobs), by burst it is one unit of 1,001
+    sizes = np.array([5000] + [1] * 1000)
+    by_job, _ = cb.calibrated_pass_share(sizes, 1.0, qs, 200, rng)
+    by_burst, gap = cb.calibrated_pass_share(sizes, 1.0, qs, 200, rng, by_burst=True)
+    assert by_job < 0.1 and by_burst > 0.9 and gap < 4.0
