@@ -32,6 +32,9 @@ when started) but no learner's answer on them unless ``--replay``, whose quantil
 default's, already judged.
 
     python scripts/cold_bursts.py cedar [--replay]
+    python scripts/cold_bursts.py cedar --replay --tuning-only --learner 'b-once=median-backoff:{"cold_once_per_key": true}'
+
+(The columns say "default" for whichever learner ``--learner`` names.)
 """
 
 from __future__ import annotations
@@ -119,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("cluster")
     parser.add_argument("--replay", action="store_true", help="the default learner's own coverage correlation")
+    parser.add_argument("--learner", metavar="LABEL=KIND:{json}",
+                        help="with --replay: this learner's quantiles instead of the default's (as --add takes it)")
+    parser.add_argument("--tuning-only", action="store_true", help="only the two tuning windows (before 2021-06-10)")
     parser.add_argument("--draws", type=int, default=4000)
     parser.add_argument("--json")
     args = parser.parse_args(argv)
@@ -129,14 +135,18 @@ def main(argv: list[str] | None = None) -> int:
     covered = None
     if args.replay:
         t0 = time.process_time()
-        replayed = bench.replay(jobs, bench.parse_predictors("median-backoff", []), seed=0, quantiles=bench.QUANTILES)
+        learners = bench.parse_predictors("median-backoff", [args.learner] if args.learner else [])
+        label = learners[-1][0]
+        replayed = bench.replay(jobs, learners, seed=0, quantiles=bench.QUANTILES)
         assert np.array_equal(~replayed["warm"], cold), "cold here must be the bench's not-warm"
-        quant = replayed["quantiles"]["median-backoff"]
+        quant = replayed["quantiles"][label]
+        estimates = replayed["estimates"][label]
+        error = np.abs(np.log10(1.0 + estimates) - np.log10(1.0 + jobs.wait_s))
         covered = jobs.wait_s[:, None] <= quant
         told = ~np.isnan(quant).any(axis=1)
         print(f"[{args.cluster}] replayed {len(jobs)} jobs in {time.process_time() - t0:.0f} CPU s")
     spans = [rolling.parse_window(w) for w in TUNING]
-    spans += rolling.windows(rolling.parse_window("2021-05-20..2021-05-21")[0], rolling.parse_span("4w"),
+    spans += [] if args.tuning_only else rolling.windows(rolling.parse_window("2021-05-20..2021-05-21")[0], rolling.parse_span("4w"),
                              rolling.parse_span("1w"), rolling.data_end_s(jobs.eligible_s))
     rng = np.random.default_rng(0)
     rows = []
@@ -160,6 +170,10 @@ def main(argv: list[str] | None = None) -> int:
             per_burst = (1.0 / counts[inverse] / len(counts)) @ covered[sel]
             default_burst_gap = 100.0 * float(np.max(np.abs(per_burst - np.asarray(qs))))
             coverage = {"by_job": [round(100 * float(c), 1) for c in cov], "by_burst": [round(100 * float(c), 1) for c in per_burst]}
+            answered = inside & told  # the bench's coverage set: every job answered
+            coverage["all_answered_worst_gap"] = round(100 * float(np.max(np.abs(
+                covered[answered].mean(axis=0) - np.asarray(qs)))), 2)
+            coverage["warm_median_abs_log10"] = round(float(np.median(error[inside & ~cold & ~np.isnan(estimates)])), 4)
         else:
             rho = icc(normal_scores(np.log10(1.0 + jobs.wait_s[sel])), burst)
             default_gap = default_burst_gap = coverage = None
@@ -178,8 +192,9 @@ def main(argv: list[str] | None = None) -> int:
               + f"   | by burst: calibrated {100 * b_share:5.1f} %, median gap {b_med_gap:4.1f}"
               + (f", default {default_burst_gap:4.1f}" if default_burst_gap is not None else ""))
         if coverage is not None:
-            print(f"{'':24}default's cold coverage at q = {', '.join(f'{q:g}' for q in qs)}: by job "
-                  f"{coverage['by_job']}, by burst {coverage['by_burst']}")
+            print(f"{'':24}cold coverage at q = {', '.join(f'{q:g}' for q in qs)}: by job "
+                  f"{coverage['by_job']}, by burst {coverage['by_burst']}; every job answered: worst gap "
+                  f"{coverage['all_answered_worst_gap']}; warm median |log10 error| {coverage['warm_median_abs_log10']}")
     if args.json:
         with open(args.json, "w") as handle:
             json.dump({"cluster": args.cluster, "replay": args.replay, "rows": rows}, handle, indent=1)

@@ -61,6 +61,10 @@ class ExpertsPool:
         self._estimates: dict[str, float | None] = {}  # estimate_log per key; cleared by any wait
         self._strata: dict[str, str | None] = {}  # "backoff": which stratum the estimate came from
         self._adapt: AciAdapt | None = None  # built on first use (aci_cold_adapt_max)
+        # (cold_once_per_key) the keys whose burst a cold stratum has heard, and the levels a
+        # key's burst has already missed early
+        self._cold_fed: set[str] = set()
+        self._cold_missed: dict[str, set[int]] = {}
 
     # -- structure ------------------------------------------------------------------
     def levels(self, key: str) -> list[str]:
@@ -235,8 +239,14 @@ class ExpertsPool:
         if not self.config.aci_gamma or shifts is None:
             return
         window = self._stratum_window(key, stratum, min_residuals=0)  # it was in use when told
-        if window is not None:
-            window.aci_step(level, False, self._aci_gamma(stratum), self._aci_adapt(stratum))
+        if window is None:
+            return
+        if self.config.cold_once_per_key and is_cold_stratum(stratum):
+            missed = self._cold_missed.setdefault(key, set())
+            if key in self._cold_fed or level in missed:
+                return  # the burst's miss at this level was heard already
+            missed.add(level)
+        window.aci_step(level, False, self._aci_gamma(stratum), self._aci_adapt(stratum))
 
     def _aci_gamma(self, stratum: str | None) -> float:
         """ACI's step for ``stratum``: ``aci_gamma_cold`` for a cold answer's when set."""
@@ -299,6 +309,11 @@ class ExpertsPool:
             coarsest = self._stats(self.levels(key)[-1])
             coarsest.add_residual(y - before)  # the pooled fallback for a stratum still short of residuals
             cfg = self.config
+            if cfg.cold_once_per_key and is_cold_stratum(stratum):
+                if key in self._cold_fed:
+                    return  # the burst was heard through its first wait
+                self._cold_fed.add(key)
+                fed = tuple(self._cold_missed.pop(key, ()))  # the burst's early misses, not this job's
             window = coarsest.stratum(stratum, "map" if cfg.recalibrate_halflife else cfg.aci_space)
             if cfg.recalibrate_halflife and told_shifts is not None:
                 window.count(y - before, told_shifts, cfg.recalibrate_halflife)
@@ -362,6 +377,10 @@ class ExpertsPool:
                                  "stats": stats.to_state() if stats is not None else None}
         if key in self.log_weights:
             state["log_weights"] = list(self.log_weights[key])
+        if key in self._cold_fed:
+            state["cold_fed"] = True
+        if self._cold_missed.get(key):
+            state["cold_missed"] = sorted(self._cold_missed[key])
         return state
 
     def load_key_state(self, key: str, state: dict[str, Any]) -> None:
@@ -374,6 +393,10 @@ class ExpertsPool:
         weights = state.get("log_weights")
         if weights is not None and len(weights) == self.n_weights:
             self.log_weights[key] = [float(w) for w in weights]
+        if state.get("cold_fed"):
+            self._cold_fed.add(key)
+        if state.get("cold_missed"):
+            self._cold_missed[key] = {int(level) for level in state["cold_missed"]}
 
     def to_state(self) -> dict[str, Any]:
         return {"kind": self.kind, "class": "experts-pool", "seed": self.seed,

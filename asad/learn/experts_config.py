@@ -161,6 +161,12 @@ class ExpertsConfig:
     # outcomes (asad/learn/calibration.py AciAdapt)
     aci_cold_adapt_max: float = 0.0
     aci_cold_adapt_halflife: float = 50.0
+    # issue 38, sixteenth session: a key's cold jobs are one burst (told before any of its waits
+    # is known; scripts/cold_bursts.py), so a cold stratum hears each key once: its first cold
+    # wait joins the stratum's window and steps ACI, and its early misses count once per level;
+    # the burst's other jobs do not (a burst of thousands no longer sets the calibration the
+    # next new key is told)
+    cold_once_per_key: bool = False
 
     @property
     def only_long(self) -> bool:
