@@ -146,8 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         told = ~np.isnan(quant).any(axis=1)
         print(f"[{args.cluster}] replayed {len(jobs)} jobs in {time.process_time() - t0:.0f} CPU s")
     spans = [rolling.parse_window(w) for w in TUNING]
-    spans += [] if args.tuning_only else rolling.windows(rolling.parse_window("2021-05-20..2021-05-21")[0], rolling.parse_span("4w"),
-                             rolling.parse_span("1w"), rolling.data_end_s(jobs.eligible_s))
+    if not args.tuning_only:  # the judged windows as `asad bench predictors --rolling 4w` builds them
+        spans += rolling.windows(rolling.parse_window("2021-05-20..2021-05-21")[0], rolling.parse_span("4w"),
+                                 rolling.parse_span("1w"), rolling.data_end_s(jobs.eligible_s))
     rng = np.random.default_rng(0)
     rows = []
     print(f"[{args.cluster}] {len(jobs)} jobs, {int(cold.sum())} cold in all")
@@ -161,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
         burst = key[sel]
         _, sizes = np.unique(burst, return_counts=True)
         n = int(sel.sum())
-        n_eff = float(sizes.sum() ** 2 / np.sum(sizes.astype(float) ** 2)) if n else 0.0
+        if not n:
+            continue
+        n_eff = float(sizes.sum() ** 2 / np.sum(sizes.astype(float) ** 2))
         if covered is not None:  # the default's own indicators: the mean ICC over the levels
             rho = float(np.mean([icc(covered[sel, i].astype(float), burst) for i in range(len(qs))]))
             cov = covered[sel].mean(axis=0)
@@ -181,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         b_share, b_med_gap = calibrated_pass_share(sizes, rho, qs, args.draws // 4, rng, by_burst=True)
         name = f"{rolling._day(lo)}..{rolling._day(hi)}"  # noqa: SLF001 - the bench's own day format
         row = {"window": name, "jobs": int(inside.sum()), "cold": n, "bursts": len(sizes),
-               "largest_share": float(sizes.max() / n) if n else 0.0, "n_eff": n_eff, "rho": rho,
+               "largest_share": float(sizes.max() / n), "n_eff": n_eff, "rho": rho,
                "calibrated_within_5": share, "calibrated_median_worst_gap": med_gap, "default_worst_gap": default_gap,
                "by_burst_calibrated_within_5": b_share, "by_burst_calibrated_median_worst_gap": b_med_gap,
                "by_burst_default_worst_gap": default_burst_gap, "default_coverage_pct": coverage}
