@@ -118,6 +118,43 @@ def calibrated_pass_share(sizes: np.ndarray, rho: float, qs: tuple[float, ...], 
     return ok / draws, 100.0 * float(np.median(worst))
 
 
+def tracked_cold_quantiles(key: np.ndarray, eligible_s: np.ndarray, start_s: np.ndarray, wait_s: np.ndarray,
+                           quant: np.ndarray, cold_told: np.ndarray, qs: tuple[float, ...],
+                           edges: tuple[int, ...], step: float) -> np.ndarray:
+    """The cold jobs' quantiles moved by quantile tracking per class of burst size as known when
+    the job is told (how many jobs of its key are pending then: below ``edges[0]``, ...), in event
+    order (a job told at its eligible time, its outcome heard at its start): each class keeps a
+    shift per level, in log10, moved by ``step * (miss - (1 - q))`` on every outcome heard, from
+    what that job was told. What the lead "a cold stratum per burst size" could reach, read from
+    a replay's own answers with nothing from later; warm jobs' quantiles are left as they were."""
+    import bisect
+    import heapq
+
+    out = quant.copy()
+    shift = np.zeros((len(edges) + 1, len(qs)))
+    levels = np.asarray(qs)
+    told_log = np.full(quant.shape, np.nan)
+    klass = np.full(len(key), -1)
+    pending: dict[str, int] = defaultdict(int)
+    outcomes: list[tuple[float, int]] = []
+    keys = key.tolist()
+    for j, now in enumerate(eligible_s.tolist()):
+        while outcomes and outcomes[0][0] <= now:
+            _, done = heapq.heappop(outcomes)
+            pending[keys[done]] -= 1
+            c = klass[done]
+            if c >= 0:
+                miss = np.log10(1.0 + wait_s[done]) > told_log[done]
+                shift[c] += step * (miss - (1.0 - levels))
+        if cold_told[j]:
+            c = klass[j] = bisect.bisect_right(edges, pending[keys[j]])
+            told_log[j] = np.log10(1.0 + quant[j]) + shift[c]
+            out[j] = 10.0 ** told_log[j] - 1.0
+        pending[keys[j]] += 1
+        heapq.heappush(outcomes, (float(start_s[j]), j))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("cluster")
@@ -125,6 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--learner", metavar="LABEL=KIND:{json}",
                         help="with --replay: this learner's quantiles instead of the default's (as --add takes it)")
     parser.add_argument("--tuning-only", action="store_true", help="only the two tuning windows (before 2021-06-10)")
+    parser.add_argument("--track", metavar="EDGES:STEP",
+                        help="with --replay: the cold quantiles moved by tracked_cold_quantiles per burst-size "
+                             "class (e.g. 1,10,100:0.02); the learner's own otherwise")
     parser.add_argument("--draws", type=int, default=4000)
     parser.add_argument("--json")
     args = parser.parse_args(argv)
@@ -142,8 +182,13 @@ def main(argv: list[str] | None = None) -> int:
         quant = replayed["quantiles"][label]
         estimates = replayed["estimates"][label]
         error = np.abs(np.log10(1.0 + estimates) - np.log10(1.0 + jobs.wait_s))
-        covered = jobs.wait_s[:, None] <= quant
         told = ~np.isnan(quant).any(axis=1)
+        if args.track:
+            edges_text, _, step = args.track.partition(":")
+            edges = tuple(int(e) for e in edges_text.split(",") if e)
+            quant = tracked_cold_quantiles(key, jobs.eligible_s, jobs.start_s, jobs.wait_s, quant, cold & told, qs,
+                                           edges, float(step))
+        covered = jobs.wait_s[:, None] <= quant
         print(f"[{args.cluster}] replayed {len(jobs)} jobs in {time.process_time() - t0:.0f} CPU s")
     spans = [rolling.parse_window(w) for w in TUNING]
     if not args.tuning_only:  # the judged windows as `asad bench predictors --rolling 4w` builds them

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "cold_bursts.py"
 
@@ -64,3 +65,25 @@ def test_counting_each_burst_once_turns_a_few_big_bursts_back_into_many_units():
     by_job, _ = cb.calibrated_pass_share(sizes, 1.0, qs, 200, rng)
     by_burst, gap = cb.calibrated_pass_share(sizes, 1.0, qs, 200, rng, by_burst=True)
     assert by_job < 0.1 and by_burst > 0.9 and gap < 4.0
+
+
+def test_tracking_moves_a_class_s_shift_only_from_outcomes_heard_before_the_tell():
+    cb = _load()
+    qs = (0.5,)
+    # three cold jobs of three new keys, each told 100 s and each waiting 1,000 s; the first
+    # starts before the third is told, the second after: only the first outcome moves the
+    # shift the third is told with
+    key = np.array(["a", "b", "c"])
+    eligible = np.array([0.0, 1.0, 2000.0])
+    start = np.array([1000.0, 5000.0, 3000.0])
+    wait = start - eligible
+    quant = np.full((3, 1), 100.0)
+    out = cb.tracked_cold_quantiles(key, eligible, start, wait, quant, np.ones(3, dtype=bool), qs, (), 0.1)
+    assert out[0, 0] == pytest.approx(100.0) and out[1, 0] == pytest.approx(100.0)
+    # one miss at q = 0.5: + 0.1 * (1 - 0.5) decades
+    assert np.log10(1 + out[2, 0]) == pytest.approx(np.log10(101.0) + 0.05)
+    # by class: the third job's key has nothing pending (class 0 of edges (1,)), the first's
+    # outcome was class 0 too; a job told while its key has one pending is class 1, unmoved
+    key2 = np.array(["a", "a", "c"])
+    out2 = cb.tracked_cold_quantiles(key2, eligible, start, wait, quant, np.ones(3, dtype=bool), qs, (1,), 0.1)
+    assert out2[1, 0] == pytest.approx(100.0)
