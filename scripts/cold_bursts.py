@@ -17,7 +17,7 @@ come within +-5 points at every level (the bar the rounds held cold jobs to)?
   largest burst's share and the effective count (sum w)^2 / sum w^2 (cold jobs as good as
   independent if every burst were one coin);
 - correlation: with ``--replay``, the default learner (``median-backoff``) is replayed on the
-  whole file (~100-130 CPU s a cluster) and, per level q, the intra-burst correlation of "the
+  whole file (~15-30 CPU s a cluster) and, per level q, the intra-burst correlation of "the
   wait was covered at q" is estimated (one-way ANOVA, the standard estimator); without it,
   the intra-burst correlation of the waits' normal scores within the window (rank-based);
 - by burst: the same coverage with each burst counted once (its jobs weighted 1 / its size),
@@ -33,6 +33,7 @@ default's, already judged.
 
     python scripts/cold_bursts.py cedar [--replay]
     python scripts/cold_bursts.py cedar --replay --tuning-only --learner 'b-once=median-backoff:{"cold_once_per_key": true}'
+    python scripts/cold_bursts.py cedar --replay --tuning-only --track 1,10,100:0.01
 
 (The columns say "default" for whichever learner ``--learner`` names.)
 """
@@ -55,9 +56,11 @@ GAP = 0.05
 
 def cold_mask(key: np.ndarray, eligible_s: np.ndarray, start_s: np.ndarray) -> np.ndarray:
     """Cold as the bench's replay has it (jobs in eligible order): no job of the key that came
-    before in that order had started by this one's eligible time (a start at ``<= now`` counts;
-    a few rows of the file start before they are eligible, so "the key's first start" alone
-    is not the replay's rule)."""
+    before in that order had started by this one's eligible time (a start at ``<= now`` counts).
+    "Eligible before the key's first start" is not quite that rule: a job that starts the
+    second it became eligible (1,283 on Graham) is unknown to a job of its key eligible in the
+    same second but earlier in the order, and a start before eligibility (none in the file)
+    would be unknown until its turn."""
     import heapq
 
     seen: set[str] = set()

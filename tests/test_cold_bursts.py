@@ -27,9 +27,9 @@ def test_a_job_is_cold_until_an_earlier_job_of_its_key_has_started_as_the_replay
     key = np.array(["a", "b", "a", "b", "a", "b"])
     eligible = np.array([0.0, 1.0, 5.0, 6.0, 10.0, 12.0])
     # a's first job starts at 10: a's job eligible at 10 is warm (a start at <= now is known).
-    # b's job eligible at 6 started at 3, before it was eligible (the file has such rows): the
-    # replay learns of a job only after its turn, so b's job at 6 is cold (b's key's earliest
-    # start, 3, would call it warm) and b's job at 12 is warm
+    # b's job eligible at 6 started at 3, before it was eligible (not in the file, but the rule
+    # must not lean on that): the replay learns of a job only after its turn, so b's job at 6 is
+    # cold (b's key's earliest start, 3, would call it warm) and b's job at 12 is warm
     start = np.array([10.0, 20.0, 30.0, 3.0, 40.0, 50.0])
     assert cb.cold_mask(key, eligible, start).tolist() == [True, True, True, True, False, False]
 
