@@ -3,23 +3,14 @@ learner's pass share, on toy inputs whose answers are known."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "cold_bursts.py"
+from tests.script_module import load_script
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("cold_bursts", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+def _load():  # noqa: ANN202
+    return load_script("cold_bursts")
 
 
 def test_a_job_is_cold_until_an_earlier_job_of_its_key_has_started_as_the_replay_pops_it():

@@ -4,7 +4,6 @@ session), and the replays' constants measured with it."""
 from __future__ import annotations
 
 import gzip
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -12,14 +11,11 @@ import pytest
 from asad.bench import sim_vs_real
 from asad.bench.sim_vs_real import load_recordings
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "end_path_direct.py"
+from tests.script_module import load_script
 
 
 def _script():  # noqa: ANN202
-    spec = importlib.util.spec_from_file_location("end_path_direct", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("end_path_direct")
 
 
 # slurmd.log lines as Slurm 22.05.8 writes them at debug4 (from timeouts-oom run 4), two ends on one node:

@@ -3,23 +3,13 @@ and the end-path label read from a kept slurmctld.log."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+from tests.script_module import load_script
 
 
-def _load():
-    if str(SCRIPTS) not in sys.path:
-        sys.path.insert(0, str(SCRIPTS))  # the script imports its sibling sim_end_paths
-    spec = importlib.util.spec_from_file_location("end_path_features", SCRIPTS / "end_path_features.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(mod)
-    return mod
+def _load():  # noqa: ANN202
+    return load_script("end_path_features")
 
 
 def _row(log: str, label: str, path: str, **features) -> dict:

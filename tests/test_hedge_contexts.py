@@ -3,26 +3,16 @@ since the last, its own jobs still pending), the buckets, and the choice carried
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 
 from asad.bench.predictors import Jobs
 from asad.learn.hedge_context import disagreement_bucket
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+from tests.script_module import load_script
 
 
-def _load():
-    sys.path.insert(0, str(SCRIPTS))
-    spec = importlib.util.spec_from_file_location("hedge_contexts", SCRIPTS / "hedge_contexts.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+def _load():  # noqa: ANN202
+    return load_script("hedge_contexts")
 
 
 def test_a_wait_is_known_once_its_job_started():

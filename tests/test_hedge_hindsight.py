@@ -3,23 +3,15 @@ draw's deterministic equivalent, on toy tables whose optimum is known."""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import sys
-from pathlib import Path
 
 import numpy as np
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "hedge_hindsight.py"
+from tests.script_module import load_script
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("hedge_hindsight", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    sys.modules[spec.name] = mod  # the script's dataclass looks its module up
-    spec.loader.exec_module(mod)
-    return mod
+def _load():  # noqa: ANN202
+    return load_script("hedge_hindsight")
 
 
 def test_per_stratum_optimum_is_not_the_per_stratum_medians_best():

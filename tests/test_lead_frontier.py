@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "lead_frontier_report.py"
+from tests.script_module import load_script
 
 
-def _report():
-    spec = importlib.util.spec_from_file_location("lead_frontier_report", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+def _report():  # noqa: ANN202
+    return load_script("lead_frontier_report")
 
 
 def test_choice_per_group_weighs_wait_against_idle_over_the_whole_group() -> None:
@@ -92,9 +86,7 @@ def test_the_frontier_script_patches_the_engine_and_puts_it_back() -> None:
     import asad.slurm.priority_rules as rules_mod
     import asad.strategies.auto as auto_mod
 
-    spec = importlib.util.spec_from_file_location("lead_frontier", SCRIPT.with_name("lead_frontier.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("lead_frontier")
     own = (context_mod.Context.quantile_begin, engine_mod.release_early, auto_mod.lead_cap, rules_mod.rules_of)
     try:
         mod.fixed_leads(True)

@@ -3,22 +3,16 @@ replay side (each end's path, forced paths) of branch p37h's diagnosis of ties-f
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from asad.bench.sim_vs_real import compare, load_recordings, replay
 from asad.slurm.sim import simulator as simulator_module
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "sim_end_paths.py"
+from tests.script_module import load_script
 
 
 def _script():  # noqa: ANN202
-    spec = importlib.util.spec_from_file_location("sim_end_paths", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("sim_end_paths")
 
 
 def _recording(rid: str) -> dict:

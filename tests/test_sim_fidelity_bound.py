@@ -4,10 +4,8 @@ anything, and the radius must hold every schedule the tau target lets through.""
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import math
-from pathlib import Path
 
 import numpy as np
 from hypothesis import example, given, settings
@@ -15,14 +13,11 @@ from hypothesis import strategies as st
 
 from asad.bench.sim_vs_real import compare, kendall_tau
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "sim_fidelity_bound.py"
+from tests.script_module import load_script
 
 
 def _script():  # noqa: ANN202
-    spec = importlib.util.spec_from_file_location("sim_fidelity_bound", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("sim_fidelity_bound")
 
 
 B = _script()

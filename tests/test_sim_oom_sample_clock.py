@@ -4,9 +4,7 @@ at the first sample over the limit (config.py ``mem_sample_s``)."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -17,7 +15,8 @@ from asad.slurm.backend import JobRequest, JobState, SimTruth
 from asad.slurm.sim import PartitionSpec, SimConfig, Simulator
 from asad.slurm.sim.job_end import oom_kill_at
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "oom_sample_clock.py"
+from tests.script_module import load_script
+
 PART = (PartitionSpec("main", nodes=1, cores_per_node=4, mem_per_node_mb=4000, max_time_s=None, default=True),)
 
 
@@ -62,9 +61,7 @@ def test_the_replays_oom_kills_agree_with_the_logged_instants_better_than_the_fi
     # the 22 kills of the slurmd-logged runs (ends-deps 4-5, timeouts-oom 4-5), each model's end
     # from slurmctld's logged allocation: the sample clock within 0.1 s on 17 (the other 5 a
     # sample later in Slurm, the fill slower than a second), the fixed 1.5-s lag on none
-    spec = importlib.util.spec_from_file_location("oom_sample_clock", SCRIPT)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_script("oom_sample_clock")
     rows = [r for rec in sim_vs_real.load_recordings(["ends-deps", "timeouts-oom"]) for r in script.kills(rec)]
     if len(rows) < 20:
         pytest.skip("the slurmd-logged OOM runs are not there")

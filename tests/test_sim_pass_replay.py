@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import pickle
 import sys
 from pathlib import Path
@@ -11,14 +10,11 @@ import pytest
 
 from asad.slurm.sim import backfill, make_simulator
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "sim_pass_replay.py"
+from tests.script_module import load_script
 
 
 def _script():  # noqa: ANN202
-    spec = importlib.util.spec_from_file_location("sim_pass_replay", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("sim_pass_replay")
 
 
 @pytest.mark.skipif(backfill.pass_kernel.backfill_pass is None, reason="needs numba")

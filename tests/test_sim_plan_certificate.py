@@ -3,7 +3,6 @@ search gives again, and the check that says so fails when the certificate is wea
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import pickle
 import sys
@@ -13,15 +12,13 @@ import pytest
 
 from asad.slurm.sim import backfill, make_simulator
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+from tests.script_module import load_script
+
 KINDS = ("clock", "earlier plans", "nodes", "running jobs", "search ended at the horizon")
 
 
 def _script(name: str):  # noqa: ANN202
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(name)
 
 
 @pytest.mark.slow

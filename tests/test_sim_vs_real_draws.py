@@ -154,13 +154,9 @@ def test_each_seed_scales_the_backfill_pass_length_within_the_measured_range():
 def test_the_seed_misses_script_finds_the_first_start_second_difference_and_parting():
     """scripts/sim_seed_misses.py's reading: the first job in Slurm's start order (ties by id)
     replayed in another second, and the first more than 2 s off."""
-    import importlib.util
-    from pathlib import Path
+    from tests.script_module import load_script
 
-    path = Path(__file__).resolve().parents[1] / "scripts" / "sim_seed_misses.py"
-    spec = importlib.util.spec_from_file_location("sim_seed_misses", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("sim_seed_misses")
     rec = {"jobs": [{"label": "a", "job_id": 2, "submit": 100.0, "start": 101.0},
                     {"label": "b", "job_id": 1, "submit": 100.0, "start": 101.0},
                     {"label": "c", "job_id": 3, "submit": 100.0, "start": 110.0},
