@@ -172,6 +172,9 @@ def replay(jobs: Jobs, predictors: list[tuple[str, str, dict[str, Any]]], seed: 
     # pending[label][class] holds job indices in eligible order, started ones dropped lazily.
     pending: dict[str, dict[str, deque[int]]] = {label: {} for label in pools if pools[label].config.pending_floor}
     has_started = np.zeros(len(jobs), dtype=bool)
+    # how many jobs of each key are eligible and not started (a cold answer's burst-size class
+    # as the job is told it: ExpertsConfig.cold_burst_edges)
+    key_pending: dict[str, int] = {}
     told: dict[str, list[Any]] = {label: [None] * len(jobs) for label in pools}
     # ACI with early misses: (instant, label, job, level) when a job still pending has waited past
     # the quantile it was told at an ACI level; fed[label][job] lists the levels fed that way
@@ -192,6 +195,7 @@ def replay(jobs: Jobs, predictors: list[tuple[str, str, dict[str, Any]]], seed: 
                 continue
             _, done = heapq.heappop(started)
             observed_keys.add(jobs.key[done])
+            key_pending[jobs.key[done]] -= 1
             has_started[done] = True
             for (label, _, _), predictor in zip(predictors, per_key[jobs.key[done]]):
                 t0 = time.perf_counter()
@@ -207,6 +211,7 @@ def replay(jobs: Jobs, predictors: list[tuple[str, str, dict[str, Any]]], seed: 
             per_key[key] = [pools[label].view(key) if label in pools else make_predictor(kind, seed=key_seed, **params)
                             for label, kind, params in predictors]
         warm[j] = key in observed_keys
+        ahead = key_pending.get(key, 0)
         for (label, _, _), predictor in zip(predictors, per_key[key]):
             if label in pools:
                 t0 = time.perf_counter()
@@ -217,15 +222,16 @@ def replay(jobs: Jobs, predictors: list[tuple[str, str, dict[str, Any]]], seed: 
                         queue.popleft()
                     since = jobs.eligible_s[queue[0]] if queue else None
                     queue.append(j)
-                told[label][j] = pool.told(key, now, since)
+                told[label][j] = pool.told(key, now, since, key_pending=ahead)
                 if label in early and told[label][j] is not None:
                     for level, wait_s in enumerate(told_waits_s(told[label][j])):
                         if jobs.start_s[j] > now + wait_s:  # still pending then: a miss, seen then
                             heapq.heappush(misses, (now + wait_s, label, j, level))
                 if told[label][j] is not None:
-                    estimates[label][j] = predictor.estimate(now_s=now, pending_since_s=since)
+                    estimates[label][j] = predictor.estimate(now_s=now, pending_since_s=since, key_pending=ahead)
                     if quantiles:
-                        quantile_estimates[label][j] = predictor.quantiles(quantiles, now_s=now, pending_since_s=since)
+                        quantile_estimates[label][j] = predictor.quantiles(quantiles, now_s=now, pending_since_s=since,
+                                                                           key_pending=ahead)
                 seconds[label] += time.perf_counter() - t0
             elif predictor.n_observations:
                 t0 = time.perf_counter()
@@ -234,6 +240,7 @@ def replay(jobs: Jobs, predictors: list[tuple[str, str, dict[str, Any]]], seed: 
                     quantile_estimates[label][j] = predictor.quantiles(quantiles)
                 seconds[label] += time.perf_counter() - t0
         heapq.heappush(started, (jobs.start_s[j], j))
+        key_pending[key] = ahead + 1
     return {"estimates": estimates, "quantiles": quantile_estimates, "warm": warm, "seconds": seconds,
             "keys": len(per_key), "told": told, "pools": pools}
 

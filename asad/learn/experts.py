@@ -34,6 +34,7 @@ per-geometry predictor.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -200,17 +201,21 @@ class ExpertsPool:
         return key_levels_by_slot(key, (self.config.pending_floor,))[0]
 
     def told(self, key: str, now_s: float | None = None, pending_since_s: float | None = None,
-             shifts: bool = True) -> Told | None:
+             shifts: bool = True, key_pending: int | None = None) -> Told | None:
         """(estimate in log10(1 + s), residual stratum, ACI shifts) as a job of ``key`` is told it
         now: the learned estimate, raised to ``log10(1 + now_s - pending_since_s)`` when the
         oldest job of its pending class has already waited longer (the stratum then ends in
         ``:p``, so floored answers earn quantiles of their own); with ``aci_gamma``, the shifts
-        its stratum gave at every tracked level (None: no stratum window in use). None when
+        its stratum gave at every tracked level (None: no stratum window in use). With
+        ``cold_burst_edges``, a cold answer's stratum names its burst-size class
+        (``key_pending``: how many jobs of ``key`` are pending as this one is told). None when
         nothing was learned yet. Hand it back to :meth:`observe` when the wait is known."""
         y = self.estimate_log(key)
         if y is None:
             return None
         stratum = self._strata.get(key)
+        if self.config.cold_burst_edges and key_pending is not None and is_cold_stratum(stratum):
+            stratum = f"{stratum}:b{bisect.bisect_right(self.config.cold_burst_edges, key_pending)}"
         if self.config.pending_floor and now_s is not None and pending_since_s is not None:
             floor = math.log10(1.0 + max(0.0, float(now_s) - float(pending_since_s)))
             if floor > y:
@@ -427,10 +432,11 @@ class ExpertsPredictor:
         return self.pool.n_observations(self.key)
 
     def estimate(self, *, slurm_estimate_s: float | None = None, now_s: float | None = None,
-                 pending_since_s: float | None = None) -> float:
+                 pending_since_s: float | None = None, key_pending: int | None = None) -> float:
         """The point estimate (s); ``now_s`` and ``pending_since_s`` (when the oldest pending job
-        of the key's floor class became eligible) floor it (:meth:`ExpertsPool.told`)."""
-        told = self.pool.told(self.key, now_s, pending_since_s, shifts=False)
+        of the key's floor class became eligible) floor it, ``key_pending`` names a cold
+        answer's burst-size class (:meth:`ExpertsPool.told`)."""
+        told = self.pool.told(self.key, now_s, pending_since_s, shifts=False, key_pending=key_pending)
         if told is None:
             return 0.0
         y, stratum = told[:2]
@@ -444,9 +450,9 @@ class ExpertsPredictor:
         self.pool.observe(self.key, wait_s, at_s, told, fed)
 
     def quantiles(self, qs: Sequence[float], *, now_s: float | None = None,
-                  pending_since_s: float | None = None) -> list[float]:
+                  pending_since_s: float | None = None, key_pending: int | None = None) -> list[float]:
         """The estimate shifted by the residuals' quantiles (conformal); all 0 s before any wait."""
-        told = self.pool.told(self.key, now_s, pending_since_s, shifts=False)
+        told = self.pool.told(self.key, now_s, pending_since_s, shifts=False, key_pending=key_pending)
         if told is None:
             return [0.0 for _ in qs]
         y, stratum = told[:2]

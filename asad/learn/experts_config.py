@@ -167,6 +167,12 @@ class ExpertsConfig:
     # the burst's other jobs do not (a burst of thousands no longer sets the calibration the
     # next new key is told)
     cold_once_per_key: bool = False
+    # issue 38, seventeenth session: a cold answer's stratum per class of burst size as known when
+    # the job is told (how many jobs of its key are pending then, ``key_pending``: below
+    # ``cold_burst_edges[0]``, ...; () off). A key's first cold job (0 pending) stands for its
+    # whole burst, so the class-0 stratum is calibrated per new key, and a burst of thousands
+    # feeds the big-burst class instead of the calibration the next new key is told
+    cold_burst_edges: tuple[int, ...] = ()
 
     @property
     def only_long(self) -> bool:
@@ -184,6 +190,10 @@ class ExpertsConfig:
         if self.change_scope not in ("all", "key"):
             raise ValueError(f"change_scope must be 'all' or 'key', not {self.change_scope!r}")
         object.__setattr__(self, "pending_floor", tuple(self.pending_floor))
+        object.__setattr__(self, "cold_burst_edges", tuple(int(edge) for edge in self.cold_burst_edges))
+        edges = self.cold_burst_edges
+        if any(edge < 1 for edge in edges) or list(edges) != sorted(set(edges)):
+            raise ValueError("cold_burst_edges must be increasing counts >= 1")
         if self.prior_n < 0 or not 0 <= self.aci_gamma < 1 or not 0 <= self.aci_gamma_cold < 1:
             raise ValueError("prior_n >= 0, 0 <= aci_gamma < 1 and 0 <= aci_gamma_cold < 1")
         if not 0 <= self.aci_cold_adapt_max < 1 or self.aci_cold_adapt_halflife <= 0:

@@ -198,11 +198,11 @@ class HedgePool(TopLevel, ExpertsPool):
         return panel
 
     def told(self, key: str, now_s: float | None = None, pending_since_s: float | None = None,
-             shifts: bool = True) -> Told | None:
+             shifts: bool = True, key_pending: int | None = None) -> Told | None:
         """With ``hedge_top_groups: floor``, the answer of the top group of the floor's share the
         job is told under (hedge_context.py), carried with what it was told (:class:`ToldIn`)."""
         if not (self.has_top and self.config.hedge_top_groups in FLOOR_GROUPS):
-            return super().told(key, now_s, pending_since_s, shifts)
+            return super().told(key, now_s, pending_since_s, shifts, key_pending)
         panel = self.panel(key)
         if panel is None:
             return None
@@ -211,14 +211,14 @@ class HedgePool(TopLevel, ExpertsPool):
             floor = math.log10(1.0 + max(0.0, float(now_s) - float(pending_since_s)))
         context = floor_share_bucket(floor, panel.backoff)
         if context == NO_FLOOR:  # the answer cached per key is the "none" context's
-            told = super().told(key, now_s, pending_since_s, shifts)
+            told = super().told(key, now_s, pending_since_s, shifts, key_pending)
         else:  # this job's context's answer, put in the cache for the floor and the strata to read,
             # then the cache put back as it was (the "none" context's, or nothing)
             saved = [(cache, cache.get(key, UNSET)) for cache in (self._estimates, self._strata)]
             panel = dataclasses.replace(panel, top=floor_top(panel.group, context))
             self._estimates[key], self._strata[key] = self.answer(panel), self.stratum(panel)
             try:
-                told = super().told(key, now_s, pending_since_s, shifts)
+                told = super().told(key, now_s, pending_since_s, shifts, key_pending)
             finally:
                 for cache, value in saved:
                     if value is UNSET:
