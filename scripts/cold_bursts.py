@@ -34,6 +34,7 @@ default's, already judged.
     python scripts/cold_bursts.py cedar [--replay]
     python scripts/cold_bursts.py cedar --replay --tuning-only --learner 'b-once=median-backoff:{"cold_once_per_key": true}'
     python scripts/cold_bursts.py cedar --replay --tuning-only --track 1,10,100:0.01
+    python scripts/cold_bursts.py cedar --replay --tuning-only --learner 'b-burst4=median-backoff:{"cold_burst_edges": [1, 10, 100]}'
 
 (The columns say "default" for whichever learner ``--learner`` names.)
 """

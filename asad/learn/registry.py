@@ -25,7 +25,8 @@ Names (``make_predictor(kind, seed, **params)``; params override the preset):
                     aci_cold_adapt_halflife; eleventh: hedge_top_memory_s, hedge_top_min_n,
                     hedge_top_loss "clip", hedge_top_tau_scope; twelfth and thirteenth:
                     hedge_top_groups "disagreement", "floor"; fourteenth: "floor+cluster",
-                    hedge_meta_combine, hedge_meta_loss; sixteenth: cold_once_per_key);
+                    hedge_meta_combine, hedge_meta_loss; sixteenth: cold_once_per_key;
+                    seventeenth: cold_burst_edges);
                     {"hedge_slurm": true} adds
                     Slurm's own estimate (sbatch --test-only) as an expert where the daemon
                     probed the geometry (setting slurm_expert)
