@@ -76,6 +76,14 @@ def test_submit_without_daemon_says_how_to_start_one():
     assert "(Predecessors)" in status[2]
 
 
+@pytest.mark.parametrize("backend", ["sim", "auto"])  # "slurm" refuses a submit Slurm cannot check
+def test_the_daemon_suggested_runs_the_simulator_only_for_a_simulated_store(backend, monkeypatch):
+    monkeypatch.setenv("ASAD_BACKEND", backend)
+    proc = asad("submit", str(EXAMPLES / "blast.yaml"), check=False)
+    suggested = next(line for line in proc.stderr.splitlines() if "or in a terminal:" in line)
+    assert suggested.endswith("asad daemon --backend sim" if backend == "sim" else "asad daemon"), proc.stderr
+
+
 def test_status_format_like_squeue():
     asad("submit", str(EXAMPLES / "blast.yaml"))
     out = [line for line in asad("status", "-o", "%S|%t|%.5C").stdout.splitlines() if not line.startswith("# ")]

@@ -314,7 +314,8 @@ def _note_who_runs_it(settings: Settings, wf_id: int, remote) -> None:  # noqa: 
     elif not daemon_running(settings):
         print(f"asad: note: no daemon is running for this store, so workflow {wf_id} waits until one starts.\n"
               "  Start one with:  systemctl --user enable --now asad   (see docs/operations.md)\n"
-              f"  or in a terminal: asad daemon{' --backend sim' if settings.backend != 'slurm' else ''}",
+              # the simulator only for a simulated store: real use never falls into it (auto: Slurm or refuse)
+              f"  or in a terminal: asad daemon{' --backend sim' if settings.backend == 'sim' else ''}",
               file=sys.stderr)
 
 
