@@ -40,25 +40,12 @@ def sim_nodes(text: str) -> set[int]:
 
 
 def replay_with_nodes(rec: dict) -> dict[str, dict]:
-    """The fixed replay's start/end/state per label, with the simulator's node list added."""
+    """The fixed replay's start/end/state per label, with the simulator's nodes as Slurm's numbers."""
     from asad.bench import sim_vs_real
-    from asad.slurm.sim import Simulator
 
-    seen: dict[int, object] = {}
-    original = Simulator.poll
-
-    def poll(self, ids):  # noqa: ANN001, ANN202 - the replay polls each job once, in submit order
-        out = original(self, ids)
-        seen.update(out)
-        return out
-
-    Simulator.poll = poll
-    try:
-        out = sim_vs_real.replay(rec)
-    finally:
-        Simulator.poll = original
-    for (label, row), status in zip(out.items(), seen.values()):
-        row["nodes"] = sim_nodes(status.nodelist)
+    out = sim_vs_real.replay(rec, with_nodes=True)
+    for row in out.values():
+        row["nodes"] = sim_nodes(row["nodelist"])
     return out
 
 

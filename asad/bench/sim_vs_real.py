@@ -273,8 +273,10 @@ def _begin(job: dict, submitted: float) -> float | None:
     return None if after is None else float(math.floor(submitted + after))
 
 
-def replay(rec: dict, submit_at: dict[str, float] | None = None, **overrides) -> dict[str, dict]:
-    """Run the recorded requests through the simulator; per label: start/end/state."""
+def replay(rec: dict, submit_at: dict[str, float] | None = None, *, with_nodes: bool = False,
+           **overrides) -> dict[str, dict]:
+    """Run the recorded requests through the simulator; per label: start/end/state (and with
+    ``with_nodes`` the simulator's node list, "main-0,main-2")."""
     from asad.slurm.sim import PartitionSpec, SimConfig, Simulator
 
     c = rec["cluster"]
@@ -325,6 +327,8 @@ def replay(rec: dict, submit_at: dict[str, float] | None = None, **overrides) ->
         out[label] = {"start": None if st.start_time is None else float(math.floor(st.start_time)),
                       "end": None if st.end_time is None else float(math.floor(st.end_time)),
                       "state": st.state.value}
+        if with_nodes:
+            out[label]["nodelist"] = st.nodelist
     return out
 
 
