@@ -66,7 +66,7 @@ def test_bad_edges_are_refused(edges):
         make_pool("median-backoff", cold_burst_edges=edges)
 
 
-def test_the_replay_tells_each_job_how_many_of_its_key_are_pending():
+def test_the_replay_tells_each_job_how_many_of_its_key_are_pending(monkeypatch):
     # key a: three jobs eligible at 0, 1, 2 (the first starts at 5); then a fourth at 10
     jobs = bench.Jobs(cluster=np.array(["g"] * 5), key=["a", "a", "a", "b", "a"],
                       eligible_s=np.array([0.0, 1.0, 2.0, 3.0, 10.0]), start_s=np.array([5.0, 20.0, 30.0, 4.0, 11.0]),
@@ -80,10 +80,7 @@ def test_the_replay_tells_each_job_how_many_of_its_key_are_pending():
             return super().told(key, now_s, pending_since_s, shifts, key_pending)
 
     original = bench.make_pool
-    bench.make_pool = lambda kind, seed=0, **params: Spy(original(kind, seed=seed, **params).config)
-    try:
-        bench.replay(jobs, [("b", "median-backoff", {})])
-    finally:
-        bench.make_pool = original
+    monkeypatch.setattr(bench, "make_pool", lambda kind, seed=0, **params: Spy(original(kind, seed=seed, **params).config))
+    bench.replay(jobs, [("b", "median-backoff", {})])
     # at 10 the first job of a had started (at 5); the two others still pend
     assert seen == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("a", 2)]
