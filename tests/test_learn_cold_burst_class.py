@@ -80,7 +80,8 @@ def test_the_replay_tells_each_job_how_many_of_its_key_are_pending(monkeypatch):
             return super().told(key, now_s, pending_since_s, shifts, key_pending)
 
     original = bench.make_pool
-    monkeypatch.setattr(bench, "make_pool", lambda kind, seed=0, **params: Spy(original(kind, seed=seed, **params).config))
+    monkeypatch.setattr(bench, "make_pool",
+                        lambda kind, seed=0, **params: Spy(original(kind, seed=seed, **params).config))
     bench.replay(jobs, [("b", "median-backoff", {})])
     # at 10 the first job of a had started (at 5); the two others still pend
     assert seen == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("a", 2)]
