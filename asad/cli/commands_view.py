@@ -13,7 +13,8 @@ from asad.cli.commands import (EXIT_INPUT, _add_output_paths, _fail, daemon_back
                            settings_from)
 from asad.common.config import Settings
 from asad.daemon.lease import driver_elsewhere
-from asad.core.model import StageState
+from asad.core.model import JobPhase, StageState
+from asad.slurm.backend import JobState
 from asad.store.db import shown_url
 
 
@@ -148,6 +149,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         key = geometry_key(cluster=cluster, partition=args.partition, qos=args.qos, nodes=args.nodes,
                            cpus=args.cpus, time_limit_s=time_limit_s)
         learned = engine_learned(settings, store)
+        floor_s = _note_own_pending(store, learned, key)
         estimate, quantiles = learned.estimate_wait(key), learned.wait_quantiles(key, qs)
         n_obs = len(store.observations(key))
         known = {row.key: row.n_observations for row in store.learners("wait")}
@@ -157,7 +159,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     out = {"key": key, "predictor": learned.predictor_kind, "estimate_s": estimate,
            "quantiles": dict(zip([str(q) for q in qs], quantiles, strict=True)),
            "observations": n_obs, "learned": n_obs > 0 or bool(borrowed),
-           "borrowed_from": [level for level, _ in borrowed] if not n_obs else []}
+           "borrowed_from": [level for level, _ in borrowed] if not n_obs else [],
+           "pending_floor_s": floor_s}
     if args.json:
         print(json.dumps(out, indent=2))
     else:
@@ -174,7 +177,24 @@ def cmd_predict(args: argparse.Namespace) -> int:
             print(f"observations 0 of this geometry: borrowed from a coarser key ({level}, {n} observations)")
         else:
             print("observations 0  (nothing learned for this geometry yet: the estimate is the learner's prior)")
+        if floor_s is not None:
+            print(f"pending      a job of yours of this class has waited {format_duration(floor_s)} so far: "
+                  "the engine's answers are at least that (the pending floor)")
     return 0
+
+
+def _note_own_pending(store, learned, key: str) -> float | None:  # noqa: ANN001
+    """Give ``learned`` the pending floor the daemon's engine has (asad's own jobs still pending,
+    on a real cluster: their times are the wall clock's); how long the oldest pending job of
+    ``key``'s class has waited (s), or None when none is or the learner has no floor."""
+    pending = [(job.geometry_key, job.eligible_time) for wf in store.load_workflows(active_only=True)
+               for job in wf.jobs if job.phase is JobPhase.LIVE and job.state is JobState.PENDING
+               and job.eligible_time is not None and not job.geometry_key.startswith("cluster=sim|")]
+    now = time.time()
+    learned.note_pending(now, pending)
+    floor_key = learned.floor_key(key)
+    waits = [now - since for other, since in pending if learned.floor_key(other) == floor_key and since <= now]
+    return max(waits) if floor_key is not None and waits else None
 
 
 def _cluster_of_backend(settings: Settings) -> tuple[str, list]:

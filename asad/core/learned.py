@@ -6,7 +6,7 @@ store (one row per learner) whenever they change.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from asad.learn.calibration import told_waits_s
 from asad.learn.pressure import STEP_LOG2, PressureSamples, key_shape, pressure_level
@@ -22,6 +22,10 @@ SHARE_KIND = "share"
 PRESSURE_KIND = "wait-pressure"  # a key's recent waits with the queue's pending load each met (asad.learn.pressure)
 WAIT_COUNT = "wait-count"  # versions only: how many waits a key has learned (its own version)
 WAIT_STEP_LOG10 = 0.005  # a pooled learner's waits as the engine sees them: steps of ~1.2 %
+# The pending floor as the engine hands it to the learner: how long the oldest pending job of a
+# class has waited, in steps of 0.05 in log10(1 + s) (~12 %, rounded down), so a floor that grows
+# with the clock moves what the engine sees once per step, not at every poll
+FLOOR_STEP_LOG10 = 0.05
 
 
 class Learned:
@@ -63,6 +67,11 @@ class Learned:
         # the engine asked since the runner last looked, with a request of each to probe
         # (asad.daemon.slurm_probe takes them; the engine itself asks Slurm nothing)
         self.probe_wanted: dict[str, object] = {}
+        # The pending floor (ExpertsConfig.pending_floor; ``median-backoff`` has one): per floor
+        # class, how long its oldest job still pending has waited (s, stepped), from asad's own
+        # jobs at the last poll (:meth:`note_pending`); each key's floor class, cached
+        self._floor_waited: dict[str, float] = {}
+        self._floor_class: dict[str, str | None] = {}
 
     def wait_predictor(self, key: str):  # noqa: ANN201
         if self._pool is not None:
@@ -105,14 +114,53 @@ class Learned:
 
     def _quantiles(self, key: str, qs: Sequence[float]) -> list[float]:
         """The wait's quantiles as the engine sees them: given the queue's current pressure where
-        that is on and enough waits were seen with one, else the learner's own."""
+        that is on and enough waits were seen with one, else the learner's own (with its
+        pending floor)."""
         now = self.pressure_now(key)
         if now is not None:
             conditioned = self._pressure_samples(key).quantiles(qs, now, self.pressure_neighbours,
                                                                 self.pressure_step)
             if conditioned is not None:
                 return [self._seen(v) for v in conditioned]
-        return [self._seen(v) for v in self.wait_predictor(key).quantiles(list(qs))]
+        return [self._seen(v) for v in self.wait_predictor(key).quantiles(list(qs), **self._floor(key))]
+
+    # -- the pending floor (ExpertsConfig.pending_floor) -----------------------------------
+    def floor_key(self, key: str) -> str | None:
+        """The class whose oldest pending job floors ``key``'s answers (None: the learner has no floor)."""
+        if key not in self._floor_class:
+            self._floor_class[key] = self._pool.floor_key(key) if self._pool is not None else None
+        return self._floor_class[key]
+
+    def _floor(self, key: str) -> dict[str, float]:
+        """The pooled learner's floor arguments for ``key`` (``now_s``, ``pending_since_s``):
+        how long the oldest pending job of its class has waited, as at the last poll; {}
+        when none of asad's jobs of that class is pending (or the learner has no floor)."""
+        if not self._floor_waited:
+            return {}
+        waited = self._floor_waited.get(self.floor_key(key))
+        return {} if waited is None else {"now_s": waited, "pending_since_s": 0.0}
+
+    def note_pending(self, now_s: float, pending: Iterable[tuple[str, float]]) -> None:
+        """asad's own jobs still pending at this poll, as (geometry key, when it became
+        eligible): the pooled learner's pending floor (a wait under way is at least as long as
+        it has lasted; docs/asa.md) for every key of their floor classes, as the replay bench
+        gives it. Keys whose answers moved are decided again (their version grows)."""
+        if self._pool is None or not self._pool.config.pending_floor:
+            return
+        waited: dict[str, float] = {}
+        for key, since in pending:
+            floor_key = self.floor_key(key)
+            if floor_key is not None and since <= now_s:
+                waited[floor_key] = max(waited.get(floor_key, 0.0), _stepped(now_s - since))
+        before = self._floor_waited
+        moved = {k for k in before.keys() | waited.keys() if before.get(k) != waited.get(k)}
+        affected = [key for key in self._waits if self.floor_key(key) in moved]
+        estimates = {key: self._estimate_wait(key) for key in affected}  # under the floor before
+        self._floor_waited = waited
+        for key in affected:
+            self._wait_estimates.pop(key, None)
+            if self._quantiles_moved(key) | (self._estimate_wait(key) != estimates[key]):
+                self._bump(WAIT_KIND, key)
 
     # -- the queue's pending load (asad.learn.pressure) ------------------------------------
     @property
@@ -187,7 +235,7 @@ class Learned:
     def _estimate_wait(self, key: str) -> float:
         est = self._wait_estimates.get(key)
         if est is None:
-            est = self._wait_estimates[key] = self._seen(self.wait_predictor(key).estimate())
+            est = self._wait_estimates[key] = self._seen(self.wait_predictor(key).estimate(**self._floor(key)))
         return est
 
     def _seen(self, wait_s: float) -> float:
@@ -242,7 +290,8 @@ class Learned:
         if self._pool is None:
             return None
         self._pooled_predictor(key)  # loads the key's levels from the store
-        told = self._pool.told(key)
+        floor = self._floor(key)
+        told = self._pool.told(key, floor.get("now_s"), floor.get("pending_since_s"))
         return None if told is None else [told[0], told[1], None if told[2] is None else list(told[2])]
 
     def observe_wait(self, key: str, wait_s: float, at_s: float | None = None, told: list | None = None,
@@ -429,6 +478,12 @@ def _canonical_agent(name: str) -> str:
     from asad.sizing.registry import ALIASES
 
     return ALIASES.get(name, name)
+
+
+def _stepped(waited_s: float) -> float:
+    """``waited_s`` rounded down to a step of FLOOR_STEP_LOG10 in log10(1 + s)."""
+    steps = math.floor(math.log10(1.0 + max(0.0, waited_s)) / FLOOR_STEP_LOG10 + 1e-9)
+    return 10.0 ** (steps * FLOOR_STEP_LOG10) - 1.0
 
 
 def _stable_hash(text: str) -> int:

@@ -354,6 +354,7 @@ class Runner:
         if self.active and self.ctx.learned.pressure_on:
             self._note_queue()
         if not live and not self._settling:
+            self.ctx.learned.note_pending(now, ())
             return 0
         statuses = self.backend.poll([*live, *self._settling])  # one batched call for both
         ended = self._settled(statuses)
@@ -378,6 +379,9 @@ class Runner:
                 job.phase = JobPhase.DONE
                 self.store.save_job(job)
         self.store.commit()
+        # the wait learner's pending floor: how long asad's own jobs still pending have waited
+        self.ctx.learned.note_pending(now, ((job.geometry_key, job.eligible_time) for job in live.values()
+                                            if job.state is JobState.PENDING and job.eligible_time is not None))
         return changed
 
     def _note_queue(self) -> None:
