@@ -135,3 +135,16 @@ def test_predict_tells_the_floor_the_daemon_would_use(tmp_path):
     assert learned.estimate_wait(SIBLING) >= _stepped(7_200.0) * 0.99
     assert _note_own_pending(store, _learned(), OTHER) is None  # another class: no floor
     store.close()
+
+
+def test_explain_says_when_the_floor_raised_the_wait():
+    learned = _learned()
+    assert learned.wait_source(KEY) == ""  # median-backoff has no weights to name
+    learned.note_pending(50_000.0, [(KEY, 50_000.0 - 7_200.0)])
+    said = learned.wait_source(SIBLING)
+    assert "raised by the pending floor" in said and f"{_stepped(7_200.0):.0f} s" in said
+    learned.note_pending(50_000.0, [(KEY, 50_000.0 - 5.0)])  # below the learned wait: not named
+    assert learned.wait_source(KEY) == ""
+    fresh = Learned(lambda kind, key: None, "median-backoff")
+    fresh.note_pending(50_000.0, [(KEY, 0.0)])
+    assert fresh.wait_source(KEY) == ""  # nothing learned: nothing to raise

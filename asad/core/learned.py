@@ -250,16 +250,24 @@ class Learned:
         return max(0.0, 10.0 ** (round(math.log10(1.0 + wait_s) / WAIT_STEP_LOG10) * WAIT_STEP_LOG10) - 1.0)
 
     def wait_source(self, key: str) -> str:
-        """Which expert dominated the learned wait of ``key`` and its weight, for ``asad explain``
-        (``hedge``: asad.learn.hedge); "" for a learner without weights or before any wait."""
-        if self._pool is None or not hasattr(self._pool, "dominant"):
+        """Where the learned wait of ``key`` came from, for ``asad explain``: which expert
+        dominated it and its weight (``hedge``: asad.learn.hedge), and whether the pending floor
+        raised it; "" for a learner without either, or before any wait."""
+        if self._pool is None:
             return ""
         self._pooled_predictor(key)
-        dominant = self._pool.dominant(key)
-        if dominant is None:
-            return ""
-        return (f"{self.predictor_kind}: expert '{dominant.expert}' weighs {100 * dominant.weight:.0f} % "
-                f"(answers {max(0.0, 10 ** dominant.answer_log10 - 1):.0f} s; weights of {dominant.group})")
+        parts = []
+        dominant = self._pool.dominant(key) if hasattr(self._pool, "dominant") else None
+        if dominant is not None:
+            parts.append(f"{self.predictor_kind}: expert '{dominant.expert}' weighs {100 * dominant.weight:.0f} % "
+                         f"(answers {max(0.0, 10 ** dominant.answer_log10 - 1):.0f} s; weights of {dominant.group})")
+        floor = self._floor(key)
+        if floor and self._pool.told(key) is not None:  # nothing learned: no answer to floor
+            learned = self.wait_predictor(key).estimate()
+            if floor["now_s"] > learned:
+                parts.append(f"raised by the pending floor: a job of yours of this class has waited "
+                             f"{floor['now_s']:.0f} s so far (the learned wait alone: {learned:.0f} s)")
+        return "; ".join(parts)
 
     def wait_quantile_basis(self, key: str) -> int:
         """How many samples the spread of :meth:`wait_quantiles` rests on: the waits or residuals
