@@ -178,8 +178,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         else:
             print("observations 0  (nothing learned for this geometry yet: the estimate is the learner's prior)")
         if floor_s is not None:
-            print(f"pending      a job of yours of this class has waited {format_duration(floor_s)} so far: "
-                  "the engine's answers are at least that (the pending floor)")
+            print(f"pending      a job of yours of this class has waited {format_duration(floor_s)} so far; "
+                  "the engine floors its answers there (the pending floor, in steps of ~12 %)")
     return 0
 
 
