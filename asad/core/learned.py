@@ -262,7 +262,7 @@ class Learned:
             parts.append(f"{self.predictor_kind}: expert '{dominant.expert}' weighs {100 * dominant.weight:.0f} % "
                          f"(answers {max(0.0, 10 ** dominant.answer_log10 - 1):.0f} s; weights of {dominant.group})")
         floor = self._floor(key)
-        if floor and self._pool.told(key) is not None:  # nothing learned: no answer to floor
+        if floor and self._pool.told(key, shifts=False) is not None:  # nothing learned: no answer to floor
             learned = self.wait_predictor(key).estimate()
             if floor["now_s"] > learned:
                 parts.append(f"raised by the pending floor: a job of yours of this class has waited "
