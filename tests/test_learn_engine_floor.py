@@ -148,3 +148,39 @@ def test_explain_says_when_the_floor_raised_the_wait():
     fresh = Learned(lambda kind, key: None, "median-backoff")
     fresh.note_pending(50_000.0, [(KEY, 0.0)])
     assert fresh.wait_source(KEY) == ""  # nothing learned: nothing to raise
+
+
+def test_learners_tells_the_floored_answer_predict_tells(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from asad.core.model import JobPhase, JobRecord
+    from asad.slurm.backend import JobRequest
+    from asad.spec.load import parse_workflow
+
+    db = f"sqlite:///{tmp_path / 'l.db'}"
+    store = Store(db)
+    learned = _learned()
+    for kind, key, state, n in learned.drain_dirty():
+        store.save_learner(kind, key, state, n, 1.0)
+    spec = parse_workflow("name: one\nstages:\n  - {name: a, cpus: 4, time: 50m, run: 'true'}\n")
+    wf = store.add_workflow(spec, time.time(), strategy="per-stage")
+    store.insert_job(JobRecord(row_id=None, workflow_id=wf.id, stage="a", attempt=1, tag="t", phase=JobPhase.LIVE,
+                               request=JobRequest(name="a", command="true"), geometry_key=KEY, job_id=1,
+                               state=JobState.PENDING, eligible_time=time.time() - 7_200.0))
+    store.commit()
+    store.close()
+
+    def asad(*args: str) -> dict | list:
+        out = subprocess.run([sys.executable, "-m", "asad", *args, "--db", db, "--json"], capture_output=True,
+                             text=True, check=True, env={**os.environ, "ASAD_PREDICTOR": "median-backoff"})
+        return json.loads(out.stdout)
+
+    said = asad("predict", "--cpus", "4", "--time", "50m", "--partition", "p", "--cluster", "c")
+    assert said["key"] == KEY and said["pending_floor_s"] >= 7_200.0
+    assert said["estimate_s"] >= _stepped(7_200.0) * 0.99
+    listed = {it["key"]: it for it in asad("learners")}[KEY]
+    assert listed["estimate_s"] == said["estimate_s"]

@@ -183,7 +183,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
-def _note_own_pending(store, learned, key: str) -> float | None:  # noqa: ANN001
+def _note_own_pending(store, learned, key: str = "") -> float | None:  # noqa: ANN001
     """Give ``learned`` the pending floor the daemon's engine has (asad's own jobs still pending,
     on a real cluster: their times are the wall clock's); how long the oldest pending job of
     ``key``'s class has waited (s), or None when none is or the learner has no floor."""
@@ -192,7 +192,7 @@ def _note_own_pending(store, learned, key: str) -> float | None:  # noqa: ANN001
                and job.eligible_time is not None and not job.geometry_key.startswith("cluster=sim|")]
     now = time.time()
     learned.note_pending(now, pending)
-    floor_key = learned.floor_key(key)
+    floor_key = learned.floor_key(key) if key else None
     waits = [now - since for other, since in pending if learned.floor_key(other) == floor_key and since <= now]
     return max(waits) if floor_key is not None and waits else None
 
@@ -258,6 +258,7 @@ def cmd_learners(args: argparse.Namespace) -> int:
     try:
         rows = [(r.key, r.state, r.n_observations, r.updated_at) for r in store.learners("wait")]
         learned = engine_learned(settings, store)
+        _note_own_pending(store, learned)  # the floor the engine has, as predict tells it
 
         def engine_view(key: str, row_kind: str | None):  # noqa: ANN202 - what predict says of the key
             if row_kind != learned.predictor_kind:
