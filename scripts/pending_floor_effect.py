@@ -8,8 +8,9 @@ batch of workflows submitted at once and driven to the end, once with the floor 
 is) and once without (``Learned.note_pending`` made a no-op: the engine before the eighteenth
 session). Each arm keeps one store across the seeds, so the first (training) seed warms its
 learners and is not reported. Prints per priority and arm the sums over the measured seeds of the
-perceived waits (what the user waits for: queue wait plus idle at a barrier), of the makespans and
-of the core-hours.
+perceived waits (per stage, the start of its work minus its latest predecessor's end, or minus the
+workflow's submission for a first stage: the wait a user sees), of the makespans and of the
+core-hours.
 
     python scripts/pending_floor_effect.py --priorities multifactor,multifactor-limits --seeds 3
 """
