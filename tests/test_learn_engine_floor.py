@@ -111,6 +111,23 @@ def test_the_runner_hands_the_learner_its_pending_jobs(tmp_path):
     assert any(expected > 0 for _, expected in seen)
 
 
+def test_only_jobs_in_slurms_queue_count_not_held_ones():
+    from asad.core.model import JobPhase, JobRecord
+    from asad.slurm.backend import JobRequest
+
+    def job(reason: str, eligible: float | None = 100.0, state: JobState = JobState.PENDING) -> JobRecord:
+        return JobRecord(row_id=None, workflow_id=1, stage="a", attempt=1, tag="t", phase=JobPhase.LIVE,
+                         request=JobRequest(name="a", command="true"), geometry_key=KEY, state=state,
+                         reason=reason, eligible_time=eligible)
+
+    for reason in ("Priority", "Resources", "QOSMaxJobsPerUserLimit", "AssocGrpCpuLimit", "None"):
+        assert job(reason).queued, reason
+    for reason in ("JobHeldUser", "JobHeldAdmin", "Dependency", "BeginTime", "DependencyNeverSatisfied"):
+        assert not job(reason).queued, reason
+    assert not job("Priority", eligible=None).queued
+    assert not job("None", state=JobState.RUNNING).queued
+
+
 def test_predict_tells_the_floor_the_daemon_would_use(tmp_path):
     import time
 
@@ -123,10 +140,12 @@ def test_predict_tells_the_floor_the_daemon_would_use(tmp_path):
     spec = parse_workflow("name: one\nstages:\n  - {name: a, cpus: 4, time: 50m, run: 'true'}\n")
     wf = store.add_workflow(spec, time.time(), strategy="per-stage")
     now = time.time()
-    for tag, key in (("real", KEY), ("simulated", "cluster=sim|" + KEY.split("|", 1)[1])):
+    jobs = (("real", KEY, "Priority", 7_200.0), ("simulated", "cluster=sim|" + KEY.split("|", 1)[1], "Priority", 9e4),
+            ("held", KEY, "JobHeldUser", 9e4))  # a held job waits for its owner, not the queue
+    for tag, key, reason, waited in jobs:
         store.insert_job(JobRecord(row_id=None, workflow_id=wf.id, stage="a", attempt=1, tag=tag, phase=JobPhase.LIVE,
-                                   request=JobRequest(name="a", command="true"), geometry_key=key,
-                                   job_id=tag, state=JobState.PENDING, eligible_time=now - 7_200.0))
+                                   request=JobRequest(name="a", command="true"), geometry_key=key, job_id=tag,
+                                   state=JobState.PENDING, reason=reason, eligible_time=now - waited))
     store.commit()
     learned = _learned()
     assert learned.estimate_wait(SIBLING) < 200

@@ -14,7 +14,6 @@ from asad.cli.commands import (EXIT_INPUT, _add_output_paths, _fail, daemon_back
 from asad.common.config import Settings
 from asad.daemon.lease import driver_elsewhere
 from asad.core.model import JobPhase, StageState
-from asad.slurm.backend import JobState
 from asad.store.db import shown_url
 
 
@@ -188,8 +187,8 @@ def _note_own_pending(store, learned, key: str = "") -> float | None:  # noqa: A
     on a real cluster: their times are the wall clock's); how long the oldest pending job of
     ``key``'s class has waited (s), or None when none is or the learner has no floor."""
     pending = [(job.geometry_key, job.eligible_time) for wf in store.load_workflows(active_only=True)
-               for job in wf.jobs if job.phase is JobPhase.LIVE and job.state is JobState.PENDING
-               and job.eligible_time is not None and not job.geometry_key.startswith("cluster=sim|")]
+               for job in wf.jobs if job.phase is JobPhase.LIVE and job.queued
+               and not job.geometry_key.startswith("cluster=sim|")]
     now = time.time()
     learned.note_pending(now, pending)
     floor_key = learned.floor_key(key) if key else None

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from asad.slurm.backend import JobRequest, JobState, JobStatus
+from asad.slurm.pending_load import competing
 from asad.spec.load import WorkflowSpec
 
 
@@ -118,6 +119,14 @@ class JobRecord:
             self.array_tasks = dict(st.array_tasks)
         return tasks_changed or before != (self.state, self.start_time, self.end_time, self.eligible_time,
                                            self.reason)
+
+    @property
+    def queued(self) -> bool:
+        """Pending in Slurm's scheduling queue now: eligible and not held back by a dependency, a
+        future ``--begin`` or a hold (squeue's reason says which). Such a job's wait so far is
+        the wait learner's pending floor (``Learned.note_pending``); a held job's is no news of
+        the queue."""
+        return self.state is JobState.PENDING and self.eligible_time is not None and competing(self.reason)
 
     @property
     def wait_s(self) -> float | None:

@@ -381,7 +381,7 @@ class Runner:
         self.store.commit()
         # the wait learner's pending floor: how long asad's own jobs still pending have waited
         self.ctx.learned.note_pending(now, ((job.geometry_key, job.eligible_time) for job in live.values()
-                                            if job.state is JobState.PENDING and job.eligible_time is not None))
+                                            if job.queued))
         return changed
 
     def _note_queue(self) -> None:
