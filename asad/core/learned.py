@@ -159,7 +159,8 @@ class Learned:
         self._floor_waited = waited
         for key in affected:
             self._wait_estimates.pop(key, None)
-            if self._quantiles_moved(key) | (self._estimate_wait(key) != estimates[key]):
+            moved_quantiles = self._quantiles_moved(key)  # first: it also refreshes the values given
+            if moved_quantiles or self._estimate_wait(key) != estimates[key]:
                 self._bump(WAIT_KIND, key)
 
     # -- the queue's pending load (asad.learn.pressure) ------------------------------------
